@@ -1,0 +1,148 @@
+//! Generates the KFD uapi bindings from a real `kfd_ioctl.h`.
+//!
+//! Header search (first match of each kind, then the newest KFD minor wins):
+//! 1. `KFD_IOCTL_H=/path/to/kfd_ioctl.h` — an explicit override, used alone when set
+//!    (a `make headers_install` tree, or a patched kernel's header);
+//! 2. ROCm's libhsakmt copy: `$ROCM_PATH/include/hsakmt/linux/`, `/opt/rocm/include/hsakmt/linux/`,
+//!    `/usr/include/hsakmt/linux/`;
+//! 3. the system uapi header: `/usr/include/linux/kfd_ioctl.h`.
+//!
+//! The bindgen invocation is pinned here (options below) so that the output only changes with
+//! the header. Ioctl request numbers are taken from the header itself via
+//! `clang_macro_fallback` and cross-checked in `src/lib.rs` at compile time.
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The debugger API (RUNTIME_ENABLE, DBG_TRAP) arrived in KFD 1.13 (Linux 6.5).
+const MIN_MINOR: u32 = 13;
+
+struct Candidate {
+    path: PathBuf,
+    major: u32,
+    minor: u32,
+}
+
+fn parse_version(text: &str, name: &str) -> Option<u32> {
+    text.lines().find_map(|l| {
+        let mut it = l.split_whitespace();
+        match (it.next(), it.next(), it.next()) {
+            (Some("#define"), Some(n), Some(v)) if n == name => v.parse().ok(),
+            _ => None,
+        }
+    })
+}
+
+fn candidate(path: PathBuf) -> Option<Candidate> {
+    let text = fs::read_to_string(&path).ok()?;
+    let major = parse_version(&text, "KFD_IOCTL_MAJOR_VERSION")?;
+    let minor = parse_version(&text, "KFD_IOCTL_MINOR_VERSION")?;
+    Some(Candidate { path, major, minor })
+}
+
+fn search() -> Vec<Candidate> {
+    if let Some(p) = env::var_os("KFD_IOCTL_H") {
+        let p = PathBuf::from(p);
+        match candidate(p.clone()) {
+            Some(c) => return vec![c],
+            None => panic!(
+                "KFD_IOCTL_H={} is not a readable kfd_ioctl.h with KFD_IOCTL_{{MAJOR,MINOR}}_VERSION",
+                p.display()
+            ),
+        }
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(r) = env::var_os("ROCM_PATH") {
+        dirs.push(Path::new(&r).join("include/hsakmt/linux"));
+    }
+    dirs.push("/opt/rocm/include/hsakmt/linux".into());
+    dirs.push("/usr/include/hsakmt/linux".into());
+    dirs.push("/usr/include/linux".into());
+    dirs.into_iter()
+        .filter_map(|d| candidate(d.join("kfd_ioctl.h")))
+        .collect()
+}
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=KFD_IOCTL_H");
+    println!("cargo:rerun-if-env-changed=ROCM_PATH");
+    let found = search();
+    for c in &found {
+        println!("cargo:rerun-if-changed={}", c.path.display());
+    }
+    // Newest minor wins; on a tie the earlier (more specific) location wins.
+    let Some(best) = found
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, c)| (c.major, c.minor, std::cmp::Reverse(*i)))
+        .map(|(_, c)| c)
+    else {
+        panic!(
+            "\n\nkfd-sys: no kfd_ioctl.h found (looked at $KFD_IOCTL_H, $ROCM_PATH/include/hsakmt/linux, \
+             /opt/rocm/include/hsakmt/linux, /usr/include/hsakmt/linux, /usr/include/linux).\n\
+             On Debian 12: scripts/install-deps.sh build (linux-libc-dev 6.12 from bookworm-backports).\n"
+        );
+    };
+    if best.major != 1 || best.minor < MIN_MINOR {
+        panic!(
+            "\n\nkfd-sys: the newest kfd_ioctl.h found is {} with KFD ioctl {}.{}; this toolkit needs >= 1.{} \
+             (the debugger API: RUNTIME_ENABLE, DBG_TRAP; Linux >= 6.5).\n\
+             Debian 12's own linux-libc-dev (6.1) carries 1.11. Get a newer header with\n  \
+             scripts/install-deps.sh build   (installs linux-libc-dev 6.12 from bookworm-backports)\n\
+             or point KFD_IOCTL_H at a `make headers_install` tree: KFD_IOCTL_H=/tmp/hdr/include/linux/kfd_ioctl.h\n",
+            best.path.display(),
+            best.major,
+            best.minor,
+            MIN_MINOR
+        );
+    }
+
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
+    // <drm/drm.h> and <linux/types.h>: from a headers_install tree next to the header if there
+    // is one (…/include/linux/kfd_ioctl.h -> …/include), else from the system.
+    let inc_root = best.path.parent().and_then(Path::parent).map(Path::to_path_buf);
+    let mut builder = bindgen::Builder::default()
+        .header(best.path.to_string_lossy())
+        .clang_arg("-D__user=")
+        .allowlist_item("(kfd|KFD|AMDKFD)_.*")
+        .default_enum_style(bindgen::EnumVariation::Consts)
+        .prepend_enum_name(false)
+        .use_core()
+        .derive_default(true)
+        .derive_debug(true)
+        .layout_tests(true)
+        .generate_comments(false)
+        .clang_macro_fallback()
+        .clang_macro_fallback_build_dir(&out)
+        .rust_edition(bindgen::RustEdition::Edition2024)
+        .wrap_unsafe_ops(true);
+    if let Some(root) = &inc_root {
+        if root.join("drm/drm.h").exists() {
+            builder = builder.clang_arg(format!("-I{}", root.display()));
+        }
+    }
+    let bindings = builder.generate().unwrap_or_else(|e| {
+        panic!("kfd-sys: bindgen failed on {}: {e}", best.path.display())
+    });
+    bindings
+        .write_to_file(out.join("kfd_ioctl.rs"))
+        .expect("write bindings");
+    let meta = format!(
+        "/// The header the bindings were generated from.\n\
+         pub const KFD_HEADER_PATH: &str = {:?};\n\
+         /// KFD_IOCTL_MAJOR_VERSION of that header.\n\
+         pub const KFD_HEADER_MAJOR: u32 = {};\n\
+         /// KFD_IOCTL_MINOR_VERSION of that header (the newest found).\n\
+         pub const KFD_HEADER_MINOR: u32 = {};\n",
+        best.path.display().to_string(),
+        best.major,
+        best.minor
+    );
+    fs::write(out.join("header_meta.rs"), meta).expect("write header_meta.rs");
+    println!(
+        "cargo:warning=kfd-sys: using {} (KFD ioctl {}.{})",
+        best.path.display(),
+        best.major,
+        best.minor
+    );
+}

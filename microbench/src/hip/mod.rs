@@ -1,0 +1,1 @@
+//! HIP loaded at run time (placeholder: being written).

@@ -1,0 +1,4 @@
+//! preempt-lat: preemption latency measurement (skeleton; being written).
+mod hip;
+
+fn main() {}
