@@ -104,7 +104,7 @@ fn main() {
     let mut builder = bindgen::Builder::default()
         .header(best.path.to_string_lossy())
         .clang_arg("-D__user=")
-        .allowlist_item("(kfd|KFD|AMDKFD)_.*")
+        .allowlist_item("(kfd|KFD|AMDKFD|HSA_CAP)_.*")
         .default_enum_style(bindgen::EnumVariation::Consts)
         .prepend_enum_name(false)
         .use_core()
@@ -116,6 +116,19 @@ fn main() {
         .clang_macro_fallback_build_dir(&out)
         .rust_edition(bindgen::RustEdition::Edition2024)
         .wrap_unsafe_ops(true);
+    // kfd_sysfs.h (the topology's HSA_CAP_* bits): beside kfd_ioctl.h in uapi trees, else the
+    // system's copy (ROCm's hsakmt directory may carry kfd_ioctl.h alone).
+    let sysfs_h = [best.path.with_file_name("kfd_sysfs.h"), PathBuf::from("/usr/include/linux/kfd_sysfs.h")]
+        .into_iter()
+        .find(|p| p.exists())
+        .unwrap_or_else(|| {
+            panic!(
+                "kfd-sys: no kfd_sysfs.h beside {} nor in /usr/include/linux (linux-libc-dev >= 5.x has it)",
+                best.path.display()
+            )
+        });
+    println!("cargo:rerun-if-changed={}", sysfs_h.display());
+    builder = builder.header(sysfs_h.to_string_lossy());
     if let Some(root) = &inc_root {
         if root.join("drm/drm.h").exists() {
             builder = builder.clang_arg(format!("-I{}", root.display()));
@@ -133,10 +146,13 @@ fn main() {
          /// KFD_IOCTL_MAJOR_VERSION of that header.\n\
          pub const KFD_HEADER_MAJOR: u32 = {};\n\
          /// KFD_IOCTL_MINOR_VERSION of that header (the newest found).\n\
-         pub const KFD_HEADER_MINOR: u32 = {};\n",
+         pub const KFD_HEADER_MINOR: u32 = {};\n\
+         /// The kfd_sysfs.h the HSA_CAP_* bits come from.\n\
+         pub const KFD_SYSFS_HEADER_PATH: &str = {:?};\n",
         best.path.display().to_string(),
         best.major,
-        best.minor
+        best.minor,
+        sysfs_h.display().to_string()
     );
     fs::write(out.join("header_meta.rs"), meta).expect("write header_meta.rs");
     println!(

@@ -1,0 +1,150 @@
+//! The host device: CPU worker processes standing in for a GPU.
+//!
+//! A [`HostQueue`] is one hardware queue backed by `n` worker *processes* (its "compute
+//! units"). Every command is a delay kernel of T of CPU work ([`worker::spin_cpu`]); like a
+//! kernel sized to occupy every CU, it runs on all workers of the queue and a sync point
+//! completes when every worker has finished everything launched before it. Commands are
+//! written to the workers' stdin and their `start`/`done` reports come back on stdout,
+//! read by one thread per worker.
+//!
+//! **Lv3 on the host** is [`HostQueue::suspend`]: `SIGSTOP` to every worker, then wait
+//! until the kernel reports each one stopped (a `waitid` stop event) — from then on the
+//! queue holds no running work. The OS keeps the workers' state, and after `SIGCONT` the
+//! interrupted command continues where it stopped, so the latency is flat in T, like CWSR.
+//! Processes rather than threads, because stopping a thread asynchronously would need a
+//! signal handler, i.e. `unsafe`, which this crate does not have.
+//!
+//! **HP path**: a [`HostDevice`] has a separate one-worker HP queue; a tiny probe command
+//! on it reports when it started running ([`HostDevice::probe_hp`]).
+//!
+//! **Reaping discipline**: each worker is a [`std::process::Child`], and only
+//! `HostQueue`'s `Drop` reaps it (`SIGCONT`, `SIGKILL`, `Child::wait`). lv1's own `waitid`
+//! calls ask only for stop/continue events (`WSTOPPED`/`WCONTINUED`, never `WEXITED`),
+//! which never reap, so they cannot steal an exit status from `Child`, and a worker's pid
+//! stays reserved (at worst as a zombie) for as long as it can be signalled.
+
+mod proto;
+mod queue;
+mod stop;
+mod worker;
+
+pub use proto::{PROTOCOL_VERSION, expected_result};
+pub use queue::{HostCommand, HostQueue, HostSync, KernelRecord};
+pub use stop::{HostSuspension, proc_state};
+pub use worker::{spin_cpu, worker_main};
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// How to start a worker process: a program and its arguments. For the `host-worker`
+/// binary of this crate, just its path; for a CLI that re-executes itself,
+/// `std::env::current_exe()` plus its hidden worker subcommand.
+#[derive(Clone, Debug)]
+pub struct WorkerExe {
+    /// The executable.
+    pub program: PathBuf,
+    /// Arguments before which nothing else is passed.
+    pub args: Vec<OsString>,
+}
+
+impl WorkerExe {
+    /// `program` without arguments.
+    pub fn new(program: impl Into<PathBuf>) -> Self {
+        Self { program: program.into(), args: Vec::new() }
+    }
+
+    /// Add an argument.
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+}
+
+/// Errors of the host device.
+#[derive(Debug)]
+pub enum HostError {
+    /// A worker could not be started.
+    Spawn(std::io::Error),
+    /// Writing to worker `worker` failed (it probably died).
+    Io {
+        /// Worker index within its queue.
+        worker: usize,
+        /// The write error.
+        source: std::io::Error,
+    },
+    /// Worker `worker` closed its output (exited or was killed).
+    WorkerDied {
+        /// Worker index within its queue.
+        worker: usize,
+    },
+    /// A worker said something that is not the protocol (wrong executable or version).
+    Protocol(String),
+    /// A system call on a worker failed.
+    Sys(&'static str, nix::Error),
+    /// A worker did not reach the expected state within the time limit.
+    Timeout(&'static str),
+    /// [`HostQueue::suspend`] was called on a queue that is already suspended.
+    AlreadySuspended,
+}
+
+impl fmt::Display for HostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Spawn(e) => write!(f, "cannot start host worker: {e}"),
+            Self::Io { worker, source } => write!(f, "host worker {worker}: {source}"),
+            Self::WorkerDied { worker } => write!(f, "host worker {worker} died"),
+            Self::Protocol(m) => write!(f, "host worker protocol error: {m}"),
+            Self::Sys(what, e) => write!(f, "{what}: {e}"),
+            Self::Timeout(what) => write!(f, "host worker timed out: {what}"),
+            Self::AlreadySuspended => write!(f, "host queue is already suspended"),
+        }
+    }
+}
+
+impl std::error::Error for HostError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Spawn(e) | Self::Io { source: e, .. } => Some(e),
+            Self::Sys(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// The host device: an LP queue of `lp_workers` workers, which the Lv1 launcher drives
+/// and host Lv3 suspends, and a one-worker HP queue for probes.
+///
+/// Dropping the device drops its handles to the queues; a queue's workers are killed and
+/// reaped when its last handle (e.g. one held by an [`XQueue`](crate::XQueue)) goes.
+pub struct HostDevice {
+    lp: Arc<HostQueue>,
+    hp: Arc<HostQueue>,
+}
+
+impl HostDevice {
+    /// Start the workers (they are ready when this returns). On a machine with `c` cores,
+    /// `lp_workers <= c - 1` leaves a core for the HP worker.
+    pub fn spawn(exe: &WorkerExe, lp_workers: usize) -> Result<Self, HostError> {
+        Ok(Self { lp: Arc::new(HostQueue::spawn(exe, lp_workers)?), hp: Arc::new(HostQueue::spawn(exe, 1)?) })
+    }
+
+    /// The low-priority queue.
+    pub fn lp(&self) -> &Arc<HostQueue> {
+        &self.lp
+    }
+
+    /// The high-priority queue.
+    pub fn hp(&self) -> &Arc<HostQueue> {
+        &self.hp
+    }
+
+    /// Run a zero-work probe with id `id` on the HP queue and return its record; its
+    /// `start_ns` is when the probe began running, so "HP start latency" is
+    /// `start_ns - request_ns` for a request stamped with [`crate::clock::now_ns`].
+    pub fn probe_hp(&self, id: crate::CommandId) -> Result<KernelRecord, HostError> {
+        let mut recs = self.hp.run(id, HostCommand::delay_ns(0))?;
+        recs.pop().ok_or(HostError::Protocol(format!("no record for probe {id}")))
+    }
+}

@@ -1,0 +1,242 @@
+//! The safe KFD handle: typed calls over the ioctl wrappers in [`ioctl`].
+//!
+//! [`KfdOps`] is the same API as a trait, so that preemption mechanisms can be tested against a
+//! recording fake that models the kernel's errnos.
+pub mod error;
+pub mod ioctl;
+pub mod types;
+
+pub use error::{DbgOp, KfdError, Op, Result};
+pub use types::*;
+
+use kfd_sys as sys;
+use nix::errno::Errno;
+use std::fs::{File, OpenOptions};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::path::Path;
+
+/// The KFD character device.
+pub const KFD_DEVICE: &str = "/dev/kfd";
+/// SUSPEND_QUEUES / RESUME_QUEUES take at most this many ids (the kernel's `get_queue_ids`
+/// refuses more with EINVAL).
+pub const MAX_QUEUE_IDS: usize = 1024;
+
+/// The KFD calls the preemption mechanisms need, as a trait: [`Kfd`] is the real one.
+pub trait KfdOps {
+    fn version(&self) -> Result<KfdVersion>;
+    fn update_queue(&self, queue: QueueId, update: &QueueUpdate) -> Result<()>;
+    fn runtime_enable(&self, r_debug: u64) -> Result<u32>;
+    fn runtime_disable(&self) -> Result<()>;
+    fn dbg_enable(&self, exception_mask: u64, dbg_fd: BorrowedFd<'_>) -> Result<RuntimeInfo>;
+    fn dbg_disable(&self) -> Result<()>;
+    fn suspend_queues(&self, ids: &[QueueId], grace: GracePeriod, clear_mask: u64) -> Result<Vec<QueueStatus>>;
+    fn resume_queues(&self, ids: &[QueueId]) -> Result<Vec<QueueStatus>>;
+    fn queue_snapshot(&self, clear_mask: u64) -> Result<Vec<QueueSnapshot>>;
+    fn query_debug_event(&self, mask: u64) -> Result<DebugEvent>;
+    fn send_runtime_event(&self, mask: u64, gpu_id: u32, queue_id: QueueId) -> Result<()>;
+}
+
+/// An open `/dev/kfd`. KFD binds the fd to the process that opened it: do not use it after
+/// `fork` (the child gets EBADF).
+#[derive(Debug)]
+pub struct Kfd {
+    file: File,
+    pid: u32,
+}
+
+impl Kfd {
+    /// Opens `/dev/kfd` read-write, close-on-exec.
+    pub fn open() -> Result<Self> {
+        Self::open_path(Path::new(KFD_DEVICE))
+    }
+
+    /// Opens a KFD device node at `path`.
+    pub fn open_path(path: &Path) -> Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| {
+            let errno = e.raw_os_error().map(Errno::from_raw).unwrap_or(Errno::EIO);
+            KfdError::new(Op::Open, None, errno)
+        })?;
+        Ok(Kfd { file, pid: std::process::id() })
+    }
+
+    fn fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+
+    /// Issues a DBG_TRAP op on this process (self-debugging needs no ptrace).
+    fn dbg(&self, op: DbgOp, queue: Option<QueueId>, args: &mut sys::kfd_ioctl_dbg_trap_args) -> Result<i32> {
+        args.pid = self.pid;
+        // SAFETY: `args` is a valid, exclusively borrowed struct; the callers below set the
+        // union member for `args.op` with pointers into buffers they keep alive for the call.
+        unsafe { ioctl::dbg_trap(self.fd(), args) }.map_err(|e| KfdError::new(Op::DbgTrap(op), queue, e))
+    }
+
+    /// Probes whether this kernel implements ioctl number `nr` (KFD's table is indexed by nr
+    /// alone). Only numbers at or above the header's `AMDKFD_COMMAND_END` may be probed: a
+    /// known number would run that ioctl with zeroed arguments. Returns `Ok(true)` if the number
+    /// exists (any answer but ENOTTY), `Ok(false)` on ENOTTY.
+    pub fn probe_nr(&self, nr: u8) -> Result<bool> {
+        if u32::from(nr) < sys::AMDKFD_COMMAND_END {
+            return Err(KfdError {
+                op: Op::Probe(nr),
+                queue: None,
+                errno: Errno::EINVAL,
+                meaning: "refused: numbers below AMDKFD_COMMAND_END are real ioctls of this header",
+            });
+        }
+        let mut buf = [0u8; ioctl::PROBE_SIZE];
+        match ioctl::probe(self.fd(), nr, &mut buf) {
+            Ok(_) => Ok(true),
+            Err(Errno::ENOTTY) => Ok(false),
+            Err(_) => Ok(true),
+        }
+    }
+
+    /// The raw answer to ioctl number `nr` with a zeroed 64-byte argument (tests of the
+    /// kernel's dispatch; same restriction as [`Kfd::probe_nr`]).
+    pub fn probe_nr_errno(&self, nr: u8) -> Option<Errno> {
+        if u32::from(nr) < sys::AMDKFD_COMMAND_END && nr != 0 {
+            return Some(Errno::EINVAL);
+        }
+        let mut buf = [0u8; ioctl::PROBE_SIZE];
+        ioctl::probe(self.fd(), nr, &mut buf).err()
+    }
+
+    /// What a forked child gets when it uses this fd (KFD must say EBADF).
+    pub fn errno_in_forked_child(&self) -> std::result::Result<Option<Errno>, Errno> {
+        ioctl::get_version_from_forked_child(self.fd())
+    }
+
+    /// The raw fd number (for logs).
+    pub fn raw_fd(&self) -> i32 {
+        self.file.as_raw_fd()
+    }
+}
+
+impl KfdOps for Kfd {
+    fn version(&self) -> Result<KfdVersion> {
+        let mut a = sys::kfd_ioctl_get_version_args::default();
+        // SAFETY: `a` is a valid get_version struct.
+        unsafe { ioctl::get_version(self.fd(), &mut a) }.map_err(|e| KfdError::new(Op::GetVersion, None, e))?;
+        Ok(KfdVersion { major: a.major_version, minor: a.minor_version })
+    }
+
+    fn update_queue(&self, queue: QueueId, update: &QueueUpdate) -> Result<()> {
+        let mut a = update.to_raw(queue);
+        // SAFETY: `a` is a valid update_queue struct; the ring address is only checked by KFD.
+        unsafe { ioctl::update_queue(self.fd(), &mut a) }.map_err(|e| KfdError::new(Op::UpdateQueue, Some(queue), e))?;
+        Ok(())
+    }
+
+    /// RUNTIME_ENABLE with `mode_mask` = ENABLE; returns the capabilities mask. Blocks if the
+    /// debug trap is already enabled, until a SEND_RUNTIME_EVENT(EC_PROCESS_RUNTIME): enable
+    /// the runtime first.
+    fn runtime_enable(&self, r_debug: u64) -> Result<u32> {
+        let mut a = sys::kfd_ioctl_runtime_enable_args {
+            r_debug,
+            mode_mask: sys::KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
+            capabilities_mask: 0,
+        };
+        // SAFETY: `a` is a valid runtime_enable struct; r_debug is never dereferenced by KFD.
+        unsafe { ioctl::runtime_enable(self.fd(), &mut a) }.map_err(|e| KfdError::new(Op::RuntimeEnable, None, e))?;
+        Ok(a.capabilities_mask)
+    }
+
+    fn runtime_disable(&self) -> Result<()> {
+        let mut a = sys::kfd_ioctl_runtime_enable_args::default();
+        // SAFETY: as above, mode_mask 0 = disable.
+        unsafe { ioctl::runtime_enable(self.fd(), &mut a) }.map_err(|e| KfdError::new(Op::RuntimeEnable, None, e))?;
+        Ok(())
+    }
+
+    fn dbg_enable(&self, exception_mask: u64, dbg_fd: BorrowedFd<'_>) -> Result<RuntimeInfo> {
+        let mut rinfo = sys::kfd_runtime_info::default();
+        let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_ENABLE, ..Default::default() };
+        a.__bindgen_anon_1.enable = sys::kfd_ioctl_dbg_trap_enable_args {
+            exception_mask,
+            rinfo_ptr: &mut rinfo as *mut _ as u64,
+            rinfo_size: size_of::<sys::kfd_runtime_info>() as u32,
+            dbg_fd: dbg_fd.as_raw_fd() as u32,
+        };
+        self.dbg(DbgOp::Enable, None, &mut a)?;
+        Ok(RuntimeInfo { r_debug: rinfo.r_debug, runtime_state: rinfo.runtime_state, ttmp_setup: rinfo.ttmp_setup != 0 })
+    }
+
+    fn dbg_disable(&self) -> Result<()> {
+        let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_DISABLE, ..Default::default() };
+        self.dbg(DbgOp::Disable, None, &mut a).map(drop)
+    }
+
+    fn suspend_queues(&self, ids: &[QueueId], grace: GracePeriod, clear_mask: u64) -> Result<Vec<QueueStatus>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut arr = ids.to_vec();
+        let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_SUSPEND_QUEUES, ..Default::default() };
+        a.__bindgen_anon_1.suspend_queues = sys::kfd_ioctl_dbg_trap_suspend_queues_args {
+            exception_mask: clear_mask,
+            queue_array_ptr: arr.as_mut_ptr() as u64,
+            num_queues: arr.len() as u32,
+            grace_period: grace.raw(),
+        };
+        self.dbg(DbgOp::SuspendQueues, ids.first().copied().filter(|_| ids.len() == 1), &mut a)?;
+        Ok(ids.iter().zip(&arr).map(|(&id, &raw)| QueueStatus::decode(id, raw)).collect())
+    }
+
+    /// Resumes the given queues. An empty slice is a no-op: the kernel would read a NULL array
+    /// as "every queue of the process".
+    fn resume_queues(&self, ids: &[QueueId]) -> Result<Vec<QueueStatus>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut arr = ids.to_vec();
+        let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_RESUME_QUEUES, ..Default::default() };
+        a.__bindgen_anon_1.resume_queues = sys::kfd_ioctl_dbg_trap_resume_queues_args {
+            queue_array_ptr: arr.as_mut_ptr() as u64,
+            num_queues: arr.len() as u32,
+            pad: 0,
+        };
+        self.dbg(DbgOp::ResumeQueues, ids.first().copied().filter(|_| ids.len() == 1), &mut a)?;
+        Ok(ids.iter().zip(&arr).map(|(&id, &raw)| QueueStatus::decode(id, raw)).collect())
+    }
+
+    /// All of this process's queues. Asks for the count first, then retries with a larger
+    /// buffer if queues appeared in between (the kernel reports the total, writes what fits).
+    fn queue_snapshot(&self, clear_mask: u64) -> Result<Vec<QueueSnapshot>> {
+        let entry_size = size_of::<sys::kfd_queue_snapshot_entry>() as u32;
+        let mut cap = 0u32;
+        loop {
+            let mut buf = vec![sys::kfd_queue_snapshot_entry::default(); cap as usize];
+            let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, ..Default::default() };
+            a.__bindgen_anon_1.queue_snapshot = sys::kfd_ioctl_dbg_trap_queue_snapshot_args {
+                exception_mask: clear_mask,
+                snapshot_buf_ptr: if cap == 0 { 0 } else { buf.as_mut_ptr() as u64 },
+                num_queues: cap,
+                entry_size,
+            };
+            self.dbg(DbgOp::GetQueueSnapshot, None, &mut a)?;
+            let snap = ioctl::snapshot_out(&a);
+            if snap.num_queues <= cap {
+                buf.truncate(snap.num_queues as usize);
+                return Ok(buf.iter().map(QueueSnapshot::from).collect());
+            }
+            cap = snap.num_queues;
+        }
+    }
+
+    fn query_debug_event(&self, mask: u64) -> Result<DebugEvent> {
+        let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT, ..Default::default() };
+        a.__bindgen_anon_1.query_debug_event =
+            sys::kfd_ioctl_dbg_trap_query_debug_event_args { exception_mask: mask, gpu_id: 0, queue_id: 0 };
+        self.dbg(DbgOp::QueryDebugEvent, None, &mut a)?;
+        let q = ioctl::query_debug_event_out(&a);
+        Ok(DebugEvent { exception_mask: q.exception_mask, gpu_id: q.gpu_id, queue_id: q.queue_id })
+    }
+
+    fn send_runtime_event(&self, mask: u64, gpu_id: u32, queue_id: QueueId) -> Result<()> {
+        let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT, ..Default::default() };
+        a.__bindgen_anon_1.send_runtime_event =
+            sys::kfd_ioctl_dbg_trap_send_runtime_event_args { exception_mask: mask, gpu_id, queue_id };
+        self.dbg(DbgOp::SendRuntimeEvent, Some(queue_id).filter(|&q| q != 0), &mut a).map(drop)
+    }
+}
