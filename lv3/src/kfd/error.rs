@@ -79,7 +79,8 @@ impl fmt::Display for KfdError {
         if let Some(q) = self.queue {
             write!(f, " on queue {q}")?;
         }
-        write!(f, ": {} ({}): {}", self.errno, self.errno.desc(), self.meaning)
+        // nix prints an Errno as "ENAME: description".
+        write!(f, ": {}: {}", self.errno, self.meaning)
     }
 }
 

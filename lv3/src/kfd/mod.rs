@@ -10,6 +10,9 @@ pub use error::{DbgOp, KfdError, Op, Result};
 pub use types::*;
 
 use kfd_sys as sys;
+
+/// The header the bindings were built from, and its KFD version (for reports).
+pub use kfd_sys::{KFD_HEADER_MAJOR, KFD_HEADER_MINOR, KFD_HEADER_PATH};
 use nix::errno::Errno;
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};

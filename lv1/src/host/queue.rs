@@ -1,0 +1,283 @@
+//! [`HostQueue`]: worker processes behind the [`HwQueue`] trait.
+
+use super::proto::{FromWorker, PARENT_ENV, PROTOCOL_VERSION, ToWorker, expected_result};
+use super::{HostError, WorkerExe};
+use crate::{CommandId, HwQueue};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::{Pid, getpid};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long a worker may take to say `ready`.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// "Forever" for waits that legitimately last as long as a suspension (~136 years).
+const NO_LIMIT: Duration = Duration::from_secs(1 << 32);
+
+/// A host delay kernel: `work_ns` of CPU work on every worker of the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostCommand {
+    /// Work per worker, in nanoseconds of CPU time (T).
+    pub work_ns: u64,
+}
+
+impl HostCommand {
+    /// A delay kernel of `t` of work.
+    pub fn delay(t: Duration) -> Self {
+        Self { work_ns: t.as_nanos() as u64 }
+    }
+
+    /// A delay kernel of `work_ns` nanoseconds of work.
+    pub fn delay_ns(work_ns: u64) -> Self {
+        Self { work_ns }
+    }
+}
+
+/// A host sync point: "the first `n` commands launched on this queue".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostSync(pub u64);
+
+/// What one worker reported for one command. Stamps are `CLOCK_MONOTONIC` ns taken in the
+/// worker: `end_ns - start_ns` is >= `work_ns` plus any time the worker was stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelRecord {
+    /// The id given to [`HwQueue::launch`].
+    pub id: CommandId,
+    /// Index of the worker within its queue.
+    pub worker: usize,
+    /// When the worker began the command.
+    pub start_ns: u64,
+    /// When it finished.
+    pub end_ns: u64,
+    /// Work the worker was asked to do.
+    pub work_ns: u64,
+    /// The worker's checksum; see [`KernelRecord::is_correct`].
+    pub result: u64,
+}
+
+impl KernelRecord {
+    /// Whether `result` is the checksum of this command ([`super::expected_result`]).
+    pub fn is_correct(&self) -> bool {
+        self.result == expected_result(self.id, self.work_ns)
+    }
+}
+
+struct Launch {
+    launched: u64,
+    stdins: Vec<Option<ChildStdin>>,
+}
+
+#[derive(Default)]
+struct Progress {
+    ready: Vec<bool>,
+    started: Vec<u64>,
+    done: Vec<u64>,
+    dead: Vec<bool>,
+    protocol_error: Option<String>,
+    records: Vec<KernelRecord>,
+}
+
+pub(super) struct Inner {
+    progress: Mutex<Progress>,
+    cv: Condvar,
+}
+
+/// One host hardware queue: `n` worker processes fed the same in-order command stream.
+/// See the [module documentation](super).
+pub struct HostQueue {
+    pub(super) pids: Vec<Pid>,
+    pub(super) suspended: Mutex<bool>,
+    launch: Mutex<Launch>,
+    inner: Arc<Inner>,
+    children: Vec<Child>,
+    readers: Vec<JoinHandle<()>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl HostQueue {
+    /// Start `workers` (at least 1) worker processes and wait until each says `ready`.
+    /// Spawn from a thread that outlives the queue (see [`super::worker_main`]).
+    pub fn spawn(exe: &WorkerExe, workers: usize) -> Result<Self, HostError> {
+        let n = workers.max(1);
+        let inner = Arc::new(Inner { progress: Mutex::new(Progress::default()), cv: Condvar::new() });
+        {
+            let mut p = lock(&inner.progress);
+            (p.ready, p.started, p.done, p.dead) = (vec![false; n], vec![0; n], vec![0; n], vec![false; n]);
+        }
+        // From here on, `q`'s Drop cleans up whatever was started if a later step fails.
+        let mut q = Self {
+            pids: Vec::new(),
+            suspended: Mutex::new(false),
+            launch: Mutex::new(Launch { launched: 0, stdins: Vec::new() }),
+            inner,
+            children: Vec::new(),
+            readers: Vec::new(),
+        };
+        for w in 0..n {
+            let mut child = Command::new(&exe.program)
+                .args(&exe.args)
+                .env(PARENT_ENV, getpid().as_raw().to_string())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .map_err(HostError::Spawn)?;
+            let stdout = child.stdout.take().expect("stdout is piped");
+            lock(&q.launch).stdins.push(child.stdin.take());
+            q.pids.push(Pid::from_raw(child.id() as i32));
+            q.children.push(child);
+            let inner = Arc::clone(&q.inner);
+            let reader = std::thread::Builder::new()
+                .name(format!("lv1-host-reader-{w}"))
+                .spawn(move || inner.read_worker(w, stdout))
+                .map_err(HostError::Spawn)?;
+            q.readers.push(reader);
+        }
+        q.wait_progress("worker ready", READY_TIMEOUT, |p| p.ready.iter().all(|&r| r))?;
+        Ok(q)
+    }
+
+    /// Process ids of the workers (for `/proc` inspection and tests).
+    pub fn pids(&self) -> Vec<i32> {
+        self.pids.iter().map(|p| p.as_raw()).collect()
+    }
+
+    /// Number of commands launched so far; [`HostSync`] and [`wait_started`] count in it.
+    ///
+    /// [`wait_started`]: Self::wait_started
+    pub fn launched_count(&self) -> u64 {
+        lock(&self.launch).launched
+    }
+
+    /// Wait until every worker has *started* the first `n` launched commands; false on
+    /// timeout (e.g. because the queue is suspended).
+    pub fn wait_started(&self, n: u64, timeout: Duration) -> Result<bool, HostError> {
+        match self.wait_progress("start", timeout, |p| p.started.iter().all(|&s| s >= n)) {
+            Err(HostError::Timeout(_)) => Ok(false),
+            r => r.map(|()| true),
+        }
+    }
+
+    /// Take (and forget) every record reported so far, in arrival order.
+    pub fn take_records(&self) -> Vec<KernelRecord> {
+        std::mem::take(&mut lock(&self.inner.progress).records)
+    }
+
+    /// Take the records of command `id` (one per worker once it has completed).
+    pub fn take_records_for(&self, id: CommandId) -> Vec<KernelRecord> {
+        let mut p = lock(&self.inner.progress);
+        let (mine, rest) = std::mem::take(&mut p.records).into_iter().partition(|r| r.id == id);
+        p.records = rest;
+        mine
+    }
+
+    /// Launch `cmd` as `id`, wait for everything launched so far, return `id`'s records.
+    pub fn run(&self, id: CommandId, cmd: HostCommand) -> Result<Vec<KernelRecord>, HostError> {
+        self.launch(id, cmd)?;
+        self.synchronize()?;
+        Ok(self.take_records_for(id))
+    }
+
+    /// Wait for `pred` on the progress, failing on a dead worker, a protocol error or timeout.
+    fn wait_progress(
+        &self,
+        what: &'static str,
+        timeout: Duration,
+        mut pred: impl FnMut(&Progress) -> bool,
+    ) -> Result<(), HostError> {
+        let deadline = Instant::now() + timeout;
+        let mut p = lock(&self.inner.progress);
+        loop {
+            if pred(&p) {
+                return Ok(());
+            }
+            if let Some(m) = &p.protocol_error {
+                return Err(HostError::Protocol(m.clone()));
+            }
+            if let Some(worker) = p.dead.iter().position(|&d| d) {
+                return Err(HostError::WorkerDied { worker });
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(HostError::Timeout(what));
+            }
+            p = self.inner.cv.wait_timeout(p, left).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+}
+
+impl Inner {
+    /// Reader thread of worker `w`: apply its reports until EOF, then mark it dead.
+    fn read_worker(&self, w: usize, stdout: ChildStdout) {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let mut p = lock(&self.progress);
+            match FromWorker::parse(&line) {
+                Some(FromWorker::Ready { version: PROTOCOL_VERSION, .. }) => p.ready[w] = true,
+                Some(FromWorker::Start { .. }) => p.started[w] += 1,
+                Some(FromWorker::Done { id, start_ns, end_ns, work_ns, result }) => {
+                    p.done[w] += 1;
+                    p.records.push(KernelRecord { id, worker: w, start_ns, end_ns, work_ns, result });
+                }
+                _ => p.protocol_error = Some(format!("worker {w} said {line:?}")),
+            }
+            drop(p);
+            self.cv.notify_all();
+        }
+        lock(&self.progress).dead[w] = true;
+        self.cv.notify_all();
+    }
+}
+
+impl HwQueue for HostQueue {
+    type Command = HostCommand;
+    type SyncPoint = HostSync;
+    type Error = HostError;
+
+    /// Write the command to every worker's stdin (a pipe, so this does not wait for the
+    /// workers unless ~2000 commands are already queued on a stopped one).
+    fn launch(&self, id: CommandId, cmd: HostCommand) -> Result<(), HostError> {
+        let line = ToWorker::Run { id, work_ns: cmd.work_ns }.encode();
+        let mut l = lock(&self.launch);
+        for (worker, stdin) in l.stdins.iter_mut().enumerate() {
+            let stdin = stdin.as_mut().ok_or(HostError::WorkerDied { worker })?;
+            stdin.write_all(line.as_bytes()).map_err(|source| HostError::Io { worker, source })?;
+        }
+        l.launched += 1;
+        Ok(())
+    }
+
+    fn record(&self) -> Result<HostSync, HostError> {
+        Ok(HostSync(self.launched_count()))
+    }
+
+    fn wait(&self, sp: &HostSync) -> Result<(), HostError> {
+        // No time limit: a sync point legitimately waits out a suspension of any length.
+        self.wait_progress("sync point", NO_LIMIT, |p| p.done.iter().all(|&d| d >= sp.0))
+    }
+
+    fn synchronize(&self) -> Result<(), HostError> {
+        self.wait(&self.record()?)
+    }
+}
+
+impl Drop for HostQueue {
+    /// Close the workers' stdin, then `SIGCONT` (never leave one stopped), `SIGKILL` and
+    /// reap each one, then join the reader threads (their pipes close with the workers).
+    fn drop(&mut self) {
+        lock(&self.launch).stdins.clear();
+        for (child, &pid) in self.children.iter_mut().zip(&self.pids) {
+            // Not yet reaped (only this drop reaps), so the pid is still this worker's.
+            let _ = kill(pid, Signal::SIGCONT);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        for r in self.readers.drain(..) {
+            let _ = r.join();
+        }
+    }
+}
