@@ -129,10 +129,8 @@ fn main() {
         });
     println!("cargo:rerun-if-changed={}", sysfs_h.display());
     builder = builder.header(sysfs_h.to_string_lossy());
-    if let Some(root) = &inc_root {
-        if root.join("drm/drm.h").exists() {
-            builder = builder.clang_arg(format!("-I{}", root.display()));
-        }
+    if let Some(root) = inc_root.as_ref().filter(|r| r.join("drm/drm.h").exists()) {
+        builder = builder.clang_arg(format!("-I{}", root.display()));
     }
     let bindings = builder.generate().unwrap_or_else(|e| {
         panic!("kfd-sys: bindgen failed on {}: {e}", best.path.display())

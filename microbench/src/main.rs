@@ -21,10 +21,23 @@ enum Cmd {
 fn main() {
     let cli = Cli::parse();
     let r = match &cli.cmd {
-        Cmd::Doctor(a) => doctor::run(a, doctor::facts::Fact::Err { error: "HIP not probed in this build".into() }),
+        Cmd::Doctor(a) => doctor::run(a, hip_facts()),
     };
     if let Err(e) = r {
         eprintln!("preempt-lat: {e}");
         std::process::exit(1);
     }
+}
+
+/// Asks the HIP runtime (loaded at run time) what doctor reports about it.
+fn hip_facts() -> doctor::facts::Fact<doctor::facts::HipInfo> {
+    use doctor::facts::{Fact, HipInfo};
+    let info = hip::Hip::load().and_then(|h| {
+        Ok(HipInfo {
+            library: h.library_path().to_string(),
+            runtime_version: h.runtime_version()?,
+            devices: Fact::from_result(h.device_count().map(|n| n as i32)),
+        })
+    });
+    Fact::from_result(info)
 }

@@ -143,7 +143,7 @@ fn node_from(index: u32, dir: &Path) -> Result<TopologyNode> {
         simd_arrays_per_engine: opt32("simd_arrays_per_engine")?,
         cwsr_size: opt("cwsr_size")?,
         ctl_stack_size: opt("ctl_stack_size")?,
-        capability: Capability::from_raw(get("capability")?),
+        capability: Capability::from_raw(opt("capability")?),
         drm_render_minor: opt("drm_render_minor")? as i64,
         unique_id: opt("unique_id")?,
         fw_version: opt("fw_version")?,

@@ -13,11 +13,24 @@ pub enum HipError {
         tried: Vec<(String, String)>,
     },
     /// The library loaded but lacks a function we need (wrong library or too old a HIP).
-    MissingSymbol { library: String, symbol: &'static str },
+    MissingSymbol {
+        library: String,
+        symbol: &'static str,
+    },
     /// A HIP runtime call returned an error code.
-    Hip { func: &'static str, code: i32, name: String, explanation: Option<&'static str> },
+    Hip {
+        func: &'static str,
+        code: i32,
+        name: String,
+        explanation: Option<&'static str>,
+    },
     /// A hiprtc call failed; `log` holds the compiler output when there is one.
-    Rtc { func: &'static str, code: i32, name: String, log: String },
+    Rtc {
+        func: &'static str,
+        code: i32,
+        name: String,
+        log: String,
+    },
     /// Rejected on our side before calling HIP (bad argument, unexpected answer).
     Invalid(String),
 }
@@ -41,7 +54,10 @@ impl fmt::Display for HipError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             HipError::LibraryNotFound { library, tried } => {
-                write!(f, "{library} not found (is ROCm/HIP installed? set ROCM_PATH); tried:")?;
+                write!(
+                    f,
+                    "{library} not found (is ROCm/HIP installed? set ROCM_PATH); tried:"
+                )?;
                 for (path, why) in tried {
                     write!(f, "\n  {path}: {why}")?;
                 }
@@ -51,14 +67,24 @@ impl fmt::Display for HipError {
                 f,
                 "{library} lacks the symbol {symbol} (not a HIP library, or a HIP too old for this tool)"
             ),
-            HipError::Hip { func, code, name, explanation } => {
+            HipError::Hip {
+                func,
+                code,
+                name,
+                explanation,
+            } => {
                 write!(f, "{func} failed: {name} ({code})")?;
                 if let Some(e) = explanation {
                     write!(f, ": {e}")?;
                 }
                 Ok(())
             }
-            HipError::Rtc { func, code, name, log } => {
+            HipError::Rtc {
+                func,
+                code,
+                name,
+                log,
+            } => {
                 write!(f, "{func} failed: {name} ({code})")?;
                 if !log.trim().is_empty() {
                     write!(f, "\ncompiler log:\n{}", log.trim_end())?;
@@ -115,7 +141,9 @@ pub fn hip_error_explanation(code: i32) -> Option<&'static str> {
     Some(match code {
         1 => "an argument was rejected (e.g. an attribute this HIP version does not know)",
         2 => "out of device or pinned host memory",
-        3 => "the HIP runtime could not initialize (ROCr/HSA failed to start; check dmesg and /dev/kfd)",
+        3 => {
+            "the HIP runtime could not initialize (ROCr/HSA failed to start; check dmesg and /dev/kfd)"
+        }
         35 => "the amdgpu kernel driver is older than this HIP runtime needs",
         100 => {
             "no AMD GPU visible to HIP (is /dev/kfd present and are you in the render/video group?)"
@@ -167,7 +195,10 @@ mod tests {
         };
         assert!(e.is_no_device());
         let s = e.to_string();
-        assert!(s.contains("hipGetDeviceCount") && s.contains("(100)") && s.contains("/dev/kfd"), "{s}");
+        assert!(
+            s.contains("hipGetDeviceCount") && s.contains("(100)") && s.contains("/dev/kfd"),
+            "{s}"
+        );
     }
 
     #[test]

@@ -1,0 +1,341 @@
+//! Pure logic of the HIP device, testable without a GPU: gfx target names, grid sizing, delay
+//! calibration from measured pairs, and mapping the GPU wall clock to host time.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use super::error::HipError;
+
+/// A gfx target as HIP reports it (gcnArchName), e.g. `gfx942:sramecc+:xnack-`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GfxTarget {
+    /// The processor, e.g. `gfx942`.
+    pub processor: String,
+    /// Target features with their setting, in HIP's order, e.g. `[("sramecc", true), ("xnack", false)]`.
+    pub features: Vec<(String, bool)>,
+}
+
+impl GfxTarget {
+    /// Parses `gfxNNN[:feature(+|-)]*`; anything else is an error naming the input.
+    pub fn parse(s: &str) -> Result<GfxTarget, HipError> {
+        let bad = || HipError::Invalid(format!("not a gfx target: {s:?}"));
+        let mut parts = s.trim().split(':');
+        let processor = parts.next().ok_or_else(bad)?;
+        let digits = processor.strip_prefix("gfx").ok_or_else(bad)?;
+        if !(3..=5).contains(&digits.len())
+            || !digits
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return Err(bad());
+        }
+        let mut features = Vec::new();
+        for f in parts {
+            let (name, on) = match f.as_bytes().last() {
+                Some(b'+') => (&f[..f.len() - 1], true),
+                Some(b'-') => (&f[..f.len() - 1], false),
+                _ => return Err(bad()),
+            };
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                return Err(bad());
+            }
+            features.push((name.to_string(), on));
+        }
+        Ok(GfxTarget {
+            processor: processor.to_string(),
+            features,
+        })
+    }
+
+    /// The full target id for `--offload-arch=` (processor plus features, so the code object
+    /// matches the device's sramecc/xnack mode).
+    pub fn offload_arch(&self) -> String {
+        let mut s = self.processor.clone();
+        for (name, on) in &self.features {
+            s.push_str(&format!(":{name}{}", if *on { '+' } else { '-' }));
+        }
+        s
+    }
+
+    /// MI300 family (gfx940/941/942), where `s_memtime` is the shader clock and CWSR is per XCC.
+    pub fn is_gfx94x(&self) -> bool {
+        self.processor.starts_with("gfx94")
+    }
+}
+
+/// The oldest HIP (major, minor) whose hiprtc knows `processor`, for targets newer than HIP 5.0.
+/// Asking an older hiprtc for a target it does not know crashes the process inside comgr
+/// (HIP 5.2: SIGSEGV for gfx942, abort for gfx999, seen here), so the caller refuses first.
+/// Conservative: gfx94x is taken as needing ROCm 6.0, the first release that supports MI300.
+pub fn min_hip_for_target(processor: &str) -> Option<(i32, i32)> {
+    let p = processor.strip_prefix("gfx").filter(|p| p.is_ascii())?;
+    Some(match (p.len(), p.get(..2).unwrap_or("")) {
+        (3, "94") => (6, 0),
+        (3, "95") => (7, 0),
+        (3, "90") => return None,
+        (3, x) if matches!(x.as_bytes()[0], b'6'..=b'8') => return None,
+        (4, "10") => return None,
+        (4, "11") => (5, 4),
+        (4, "12") => (6, 2),
+        _ => (99, 0), // unknown to this table: refuse rather than risk the crash
+    })
+}
+
+/// Finds gcnArchName in the raw bytes of a hipDeviceProp_t of unknown ABI: the NUL-terminated
+/// strings that start at a field boundary (after a NUL) and parse as a gfx target. One with
+/// features is preferred (older HIPs may also put a bare `gfxNNN` in `name`).
+pub fn scan_gcn_arch_name(props: &[u8]) -> Option<GfxTarget> {
+    let mut best: Option<GfxTarget> = None;
+    for i in 0..props.len().saturating_sub(3) {
+        if &props[i..i + 3] != b"gfx" || (i > 0 && props[i - 1] != 0) {
+            continue;
+        }
+        let end = props[i..]
+            .iter()
+            .take(256)
+            .position(|&b| b == 0)
+            .map(|n| i + n);
+        let Some(t) = end
+            .and_then(|e| std::str::from_utf8(&props[i..e]).ok())
+            .and_then(|s| GfxTarget::parse(s).ok())
+        else {
+            continue;
+        };
+        if !t.features.is_empty() {
+            return Some(t);
+        }
+        best.get_or_insert(t);
+    }
+    best
+}
+
+/// The launch shape of a delay kernel: `blocks` workgroups of `threads` work-items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    pub blocks: u32,
+    pub threads: u32,
+}
+
+/// Occupies every CU: `blocks_per_cu` workgroups per CU, each of `waves_per_block` waves of
+/// `wave_size` lanes (default use: 1 block of 4 waves per CU = one wave on each of a CU's 4 SIMDs).
+pub fn grid_for(
+    cu_count: u32,
+    blocks_per_cu: u32,
+    waves_per_block: u32,
+    wave_size: u32,
+) -> Result<Grid, HipError> {
+    let threads = waves_per_block
+        .checked_mul(wave_size)
+        .filter(|&t| (1..=1024).contains(&t));
+    let blocks = cu_count.checked_mul(blocks_per_cu).filter(|&b| b > 0);
+    match (blocks, threads) {
+        (Some(blocks), Some(threads)) => Ok(Grid { blocks, threads }),
+        _ => Err(HipError::Invalid(format!(
+            "no grid for {cu_count} CUs x {blocks_per_cu} blocks of {waves_per_block} waves x {wave_size} lanes (need > 0 blocks, 1..=1024 threads)"
+        ))),
+    }
+}
+
+/// A straight line y = intercept + slope * x fitted by least squares.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Line {
+    pub slope: f64,
+    pub intercept: f64,
+}
+
+/// Least squares over (x, y); needs two distinct x values.
+pub fn fit_line(points: &[(f64, f64)]) -> Option<Line> {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return None;
+    }
+    let (mx, my) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
+    let sxx: f64 = points.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
+    let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+    if sxx <= f64::EPSILON * mx.abs().max(1.0) {
+        return None;
+    }
+    let slope = sxy / sxx;
+    Some(Line {
+        slope,
+        intercept: my - slope * mx,
+    })
+}
+
+/// One calibration run of the delay kernel: requested cycles, and its duration measured by
+/// events around the launch and by the kernel's own wall-clock stamps (end - start).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CalSample {
+    pub cycles: u64,
+    pub event_ms: f64,
+    pub wall_ms: f64,
+}
+
+/// Relative tolerance beyond which a duration is flagged (5%).
+pub const TOLERANCE: f64 = 0.05;
+
+/// Shader-clock cycles per millisecond, fitted from [`CalSample`]s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Calibration {
+    /// From the in-kernel wall clock: the rate the spin really ran at (the one used).
+    pub cycles_per_ms: f64,
+    /// Fixed cost of a command on the wall clock (ms; ~0: the stamps bracket the spin).
+    pub wall_overhead_ms: f64,
+    /// From events: includes launch/completion overhead in `event_overhead_ms`.
+    pub event_cycles_per_ms: f64,
+    pub event_overhead_ms: f64,
+    /// The two rates disagree by more than [`TOLERANCE`]: the clock changed (DVFS) mid-run, or
+    /// the wall-clock rate is not what HIP reported.
+    pub rates_disagree: bool,
+}
+
+impl Calibration {
+    /// Fits both lines (duration against cycles); needs runs at two or more cycle counts.
+    pub fn fit(samples: &[CalSample]) -> Result<Calibration, HipError> {
+        let pts = |f: fn(&CalSample) -> f64| {
+            samples
+                .iter()
+                .map(|s| (s.cycles as f64, f(s)))
+                .collect::<Vec<_>>()
+        };
+        let bad = |what: &str| {
+            HipError::Invalid(format!(
+                "calibration failed: {what} ({} samples)",
+                samples.len()
+            ))
+        };
+        let wall = fit_line(&pts(|s| s.wall_ms))
+            .ok_or_else(|| bad("need runs at two or more cycle counts"))?;
+        let event = fit_line(&pts(|s| s.event_ms))
+            .ok_or_else(|| bad("need runs at two or more cycle counts"))?;
+        if !(wall.slope > 0.0 && event.slope > 0.0) {
+            return Err(bad("duration does not grow with the cycle count"));
+        }
+        let (cycles_per_ms, event_cycles_per_ms) = (1.0 / wall.slope, 1.0 / event.slope);
+        Ok(Calibration {
+            cycles_per_ms,
+            wall_overhead_ms: wall.intercept,
+            event_cycles_per_ms,
+            event_overhead_ms: event.intercept,
+            rates_disagree: relative_error(event_cycles_per_ms, cycles_per_ms) > TOLERANCE,
+        })
+    }
+
+    /// The cycle count for a command of `t_ms` (wall-clock time inside the kernel).
+    pub fn cycles_for(&self, t_ms: f64) -> u64 {
+        ((t_ms - self.wall_overhead_ms).max(0.0) * self.cycles_per_ms).round() as u64
+    }
+}
+
+fn relative_error(measured: f64, reference: f64) -> f64 {
+    ((measured - reference) / reference).abs()
+}
+
+/// Achieved T against requested T.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Achieved {
+    pub requested_ms: f64,
+    pub achieved_ms: f64,
+    /// (achieved - requested) / requested.
+    pub error: f64,
+    /// |error| > 5%: report it next to every number measured with this T.
+    pub off: bool,
+}
+
+pub fn achieved(requested_ms: f64, achieved_ms: f64) -> Achieved {
+    let error = (achieved_ms - requested_ms) / requested_ms;
+    Achieved {
+        requested_ms,
+        achieved_ms,
+        error,
+        off: error.is_nan() || error.abs() > TOLERANCE,
+    }
+}
+
+/// Wall-clock ticks to milliseconds at `rate_khz` (hipDeviceAttributeWallClockRate, 100000).
+pub fn ticks_to_ms(ticks: u64, rate_khz: u32) -> f64 {
+    ticks as f64 / rate_khz as f64
+}
+
+/// One GPU wall-clock reading bracketed by host times (ns on the same host clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockPair {
+    pub gpu_ticks: u64,
+    pub host_before_ns: u64,
+    pub host_after_ns: u64,
+}
+
+impl ClockPair {
+    fn mid(&self) -> f64 {
+        (self.host_before_ns as f64 + self.host_after_ns as f64) / 2.0
+    }
+    fn window(&self) -> u64 {
+        self.host_after_ns.saturating_sub(self.host_before_ns)
+    }
+}
+
+/// GPU wall clock -> host ns: host = anchor_host_ns + (ticks - anchor_ticks) * ns_per_tick.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClockMap {
+    pub anchor_ticks: u64,
+    pub anchor_host_ns: f64,
+    pub ns_per_tick: f64,
+    /// Half the host window of the anchor pair: the offset is known to about this many ns.
+    pub uncertainty_ns: f64,
+}
+
+impl ClockMap {
+    /// Fits the rate from the pairs (least squares over bracket midpoints) when they span time,
+    /// else uses `nominal_khz`; the offset comes from the pair with the narrowest host window
+    /// (the launch latency inside the window biases the midpoint, so the narrowest is best).
+    pub fn fit(pairs: &[ClockPair], nominal_khz: u32) -> Result<ClockMap, HipError> {
+        let anchor = *pairs
+            .iter()
+            .min_by_key(|p| p.window())
+            .ok_or_else(|| HipError::Invalid("no clock pairs".into()))?;
+        if pairs.iter().any(|p| p.host_after_ns < p.host_before_ns) || nominal_khz == 0 {
+            return Err(HipError::Invalid(
+                "clock pairs with after < before, or a zero rate".into(),
+            ));
+        }
+        let nominal = 1e6 / nominal_khz as f64;
+        let rel: Vec<(f64, f64)> = pairs
+            .iter()
+            .map(|p| {
+                (
+                    (p.gpu_ticks as i128 - anchor.gpu_ticks as i128) as f64,
+                    p.mid() - anchor.mid(),
+                )
+            })
+            .collect();
+        // Trust a fitted rate only within 1% of nominal (a short span gives noise, not drift).
+        let ns_per_tick = fit_line(&rel)
+            .map(|l| l.slope)
+            .filter(|s| relative_error(*s, nominal) < 0.01)
+            .unwrap_or(nominal);
+        Ok(ClockMap {
+            anchor_ticks: anchor.gpu_ticks,
+            anchor_host_ns: anchor.mid(),
+            ns_per_tick,
+            uncertainty_ns: anchor.window() as f64 / 2.0,
+        })
+    }
+
+    pub fn to_host_ns(self, gpu_ticks: u64) -> f64 {
+        self.anchor_host_ns
+            + (gpu_ticks as i128 - self.anchor_ticks as i128) as f64 * self.ns_per_tick
+    }
+}
+
+/// Host time in ns since a process-wide epoch (the first call): the host side of [`ClockPair`]s.
+pub fn host_ns(t: Instant) -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    t.saturating_duration_since(epoch).as_nanos() as u64
+}
+
+#[cfg(test)]
+#[path = "calib_tests.rs"]
+mod tests;

@@ -1,0 +1,267 @@
+//! The only place in `hip` with `unsafe` (this file and its three children, calls/mem/rtc.rs):
+//! libamdhip64 and hiprtc opened with libloading, a typed table of the C functions used, and one
+//! small safe method per call.
+//!
+//! Invariants the safe methods rely on (upheld by the rest of `hip`, which is the only user):
+//! * the libraries are never unloaded ([`ManuallyDrop`]), so the table's pointers stay valid;
+//! * raw handles are created here and destroyed here exactly once (the wrappers own them);
+//! * code objects loaded with [`Api::module_load_data`] come from `kernels/delay.hip`, so a
+//!   function named `delay_kernel`/`hp_probe` has the argument list the launchers pass.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::mem::ManuallyDrop;
+
+use libloading::Library;
+
+use super::error::{self, HipError};
+
+mod calls;
+mod mem;
+mod rtc;
+
+type Ptr = *mut c_void;
+type Status = c_int;
+type StrFn = unsafe extern "C" fn(c_int) -> *const c_char;
+
+/// Size of the zeroed buffer handed to hipGetDeviceProperties*: hipDeviceProp_t is under 2 KiB
+/// in every HIP ABI (R0000 of 5.x, R0600 of 6.x/7.x); 64 KiB leaves room for any future growth.
+pub(super) const PROPS_BUF_BYTES: usize = 64 * 1024;
+/// The slot size of `DelaySlot` in kernels/delay.hip.
+pub(super) const DELAY_SLOT_BYTES: usize = 32;
+
+/// Finds `name` in `lib` as a value of type `T`.
+///
+/// # Safety
+/// `T` must be the exact `extern "C"` fn-pointer type of the C function `name`.
+unsafe fn sym<T: Copy>(lib: &Library, path: &str, name: &'static str) -> Result<T, HipError> {
+    let cname = format!("{name}\0");
+    // SAFETY: the caller guarantees that `T` is the symbol's true type.
+    match unsafe { lib.get::<T>(cname.as_bytes()) } {
+        Ok(s) => Ok(*s),
+        Err(_) => Err(HipError::MissingSymbol {
+            library: path.to_string(),
+            symbol: name,
+        }),
+    }
+}
+
+macro_rules! table {
+    ($t:ident { $($f:ident = $s:literal ($($a:ty),*);)* }) => {
+        struct $t { $($f: unsafe extern "C" fn($($a),*) -> Status,)* }
+        impl $t {
+            /// # Safety
+            /// `lib` must be HIP (resp. hiprtc): every symbol of these names has the C signature
+            /// declared here, as in every ROCm since 5.0 (checked against the 5.2 and 6.x headers).
+            unsafe fn load(lib: &Library, path: &str) -> Result<Self, HipError> {
+                // SAFETY: forwarded from this function's contract.
+                Ok(Self { $($f: unsafe { sym(lib, path, $s)? },)* })
+            }
+        }
+    };
+}
+
+table!(HipFns {
+    runtime_get_version = "hipRuntimeGetVersion"(*mut c_int);
+    driver_get_version = "hipDriverGetVersion"(*mut c_int);
+    get_device_count = "hipGetDeviceCount"(*mut c_int);
+    device_get_attribute = "hipDeviceGetAttribute"(*mut c_int, c_int, c_int);
+    device_get_name = "hipDeviceGetName"(*mut c_char, c_int, c_int);
+    device_get_pci_bus_id = "hipDeviceGetPCIBusId"(*mut c_char, c_int, c_int);
+    set_device = "hipSetDevice"(c_int);
+    device_synchronize = "hipDeviceSynchronize"();
+    stream_create_with_priority = "hipStreamCreateWithPriority"(*mut Ptr, c_uint, c_int);
+    stream_priority_range = "hipDeviceGetStreamPriorityRange"(*mut c_int, *mut c_int);
+    stream_destroy = "hipStreamDestroy"(Ptr);
+    stream_synchronize = "hipStreamSynchronize"(Ptr);
+    event_create_with_flags = "hipEventCreateWithFlags"(*mut Ptr, c_uint);
+    event_record = "hipEventRecord"(Ptr, Ptr);
+    event_synchronize = "hipEventSynchronize"(Ptr);
+    event_query = "hipEventQuery"(Ptr);
+    event_elapsed_time = "hipEventElapsedTime"(*mut f32, Ptr, Ptr);
+    event_destroy = "hipEventDestroy"(Ptr);
+    malloc = "hipMalloc"(*mut Ptr, usize);
+    free = "hipFree"(Ptr);
+    host_malloc = "hipHostMalloc"(*mut Ptr, usize, c_uint);
+    host_free = "hipHostFree"(Ptr);
+    memcpy = "hipMemcpy"(Ptr, *const c_void, usize, c_int);
+    memset_async = "hipMemsetAsync"(Ptr, c_int, usize, Ptr);
+    module_load_data = "hipModuleLoadData"(*mut Ptr, *const c_void);
+    module_get_function = "hipModuleGetFunction"(*mut Ptr, Ptr, *const c_char);
+    module_launch_kernel = "hipModuleLaunchKernel"(
+        Ptr, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Ptr, *mut Ptr, *mut Ptr);
+    module_unload = "hipModuleUnload"(Ptr);
+});
+
+table!(RtcFns {
+    create_program = "hiprtcCreateProgram"(
+        *mut Ptr, *const c_char, *const c_char, c_int, *const *const c_char, *const *const c_char);
+    compile_program = "hiprtcCompileProgram"(Ptr, c_int, *const *const c_char);
+    get_program_log_size = "hiprtcGetProgramLogSize"(Ptr, *mut usize);
+    get_program_log = "hiprtcGetProgramLog"(Ptr, *mut c_char);
+    get_code_size = "hiprtcGetCodeSize"(Ptr, *mut usize);
+    get_code = "hiprtcGetCode"(Ptr, *mut c_char);
+    destroy_program = "hiprtcDestroyProgram"(*mut Ptr);
+});
+
+/// # Safety
+/// As [`RtcFns::load`]; also `const char* hiprtcGetErrorString(hiprtcResult)`.
+unsafe fn load_rtc(lib: &Library, path: &str) -> Result<(RtcFns, StrFn), HipError> {
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        Ok((
+            RtcFns::load(lib, path)?,
+            sym::<StrFn>(lib, path, "hiprtcGetErrorString")?,
+        ))
+    }
+}
+
+type PropsFn = unsafe extern "C" fn(*mut c_void, c_int) -> Status;
+type CuMaskFn = unsafe extern "C" fn(*mut Ptr, u32, *const u32) -> Status;
+
+macro_rules! raw_handle {
+    ($($name:ident),*) => {$(
+        /// An opaque HIP handle, owned by exactly one wrapper.
+        pub(super) struct $name(Ptr);
+        // SAFETY: HIP handles are process-wide runtime objects; the HIP runtime API is thread-safe
+        // and lets any host thread use them (the wrappers destroy each handle once).
+        unsafe impl Send for $name {}
+        // SAFETY: as for Send; every use goes through HIP's own locking.
+        unsafe impl Sync for $name {}
+    )*};
+}
+raw_handle!(RawStream, RawEvent, RawModule);
+
+/// A kernel function of a loaded module, with the name it was looked up by.
+pub(super) struct RawFunction(Ptr, &'static str);
+// SAFETY: as for the other handles: a hipFunction_t is usable from any thread.
+unsafe impl Send for RawFunction {}
+// SAFETY: as for Send.
+unsafe impl Sync for RawFunction {}
+
+/// An allocation: device memory (hipMalloc) or pinned, coherent, mapped host memory (hipHostMalloc).
+pub(super) struct RawMem {
+    ptr: Ptr,
+    bytes: usize,
+    host: bool,
+}
+// SAFETY: a HIP allocation is addressable from every host thread; host views are atomics.
+unsafe impl Send for RawMem {}
+// SAFETY: as for Send.
+unsafe impl Sync for RawMem {}
+
+impl RawMem {
+    pub(super) fn len(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// The loaded libraries and their function tables.
+pub(super) struct Api {
+    hip: HipFns,
+    err_name: StrFn,
+    err_string: StrFn,
+    props: Option<(PropsFn, &'static str)>,
+    cu_mask: Option<CuMaskFn>,
+    rtc: Result<(RtcFns, StrFn), HipError>,
+    pub(super) hip_path: String,
+    pub(super) rtc_path: Option<String>,
+    // HIP cannot be unloaded safely (its atexit handlers and threads live in it): never dlclose.
+    _libs: Vec<ManuallyDrop<Library>>,
+}
+
+fn open_first(library: &'static str, candidates: &[String]) -> Result<(Library, String), HipError> {
+    let mut tried = Vec::new();
+    for c in candidates {
+        // SAFETY: dlopen runs the library's initializers; ROCm's only set up internal state.
+        match unsafe { Library::new(c) } {
+            Ok(lib) => return Ok((lib, c.clone())),
+            Err(e) => tried.push((c.clone(), e.to_string())),
+        }
+    }
+    Err(HipError::LibraryNotFound { library, tried })
+}
+
+fn c_string(p: *const c_char) -> Option<String> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: HIP/hiprtc return NUL-terminated strings that live as long as the library.
+    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+impl Api {
+    /// Opens the first loadable HIP of `hip_candidates`, then hiprtc from `rtc_candidates(hip path)`,
+    /// falling back to the hiprtc symbols inside libamdhip64 (HIP <= 5.2).
+    pub(super) fn load(
+        hip_candidates: &[String],
+        rtc_candidates: impl Fn(&str) -> Vec<String>,
+    ) -> Result<Api, HipError> {
+        let (lib, hip_path) = open_first("libamdhip64", hip_candidates)?;
+        // SAFETY: a library exporting the HIP names is HIP, with the signatures declared above.
+        let hip = unsafe { HipFns::load(&lib, &hip_path)? };
+        // SAFETY: as above: `const char* hipGetErrorName(hipError_t)`.
+        let err_name = unsafe { sym::<StrFn>(&lib, &hip_path, "hipGetErrorName")? };
+        // SAFETY: as above: `const char* hipGetErrorString(hipError_t)`.
+        let err_string = unsafe { sym::<StrFn>(&lib, &hip_path, "hipGetErrorString")? };
+        let props = ["hipGetDevicePropertiesR0600", "hipGetDeviceProperties"]
+            .into_iter()
+            .find_map(|n| {
+                // SAFETY: both are `hipError_t f(hipDeviceProp_t*, int)` (the struct differs by ABI).
+                unsafe { sym::<PropsFn>(&lib, &hip_path, n) }
+                    .ok()
+                    .map(|f| (f, n))
+            });
+        // SAFETY: `hipError_t hipExtStreamCreateWithCUMask(hipStream_t*, uint32_t, const uint32_t*)`.
+        let cu_mask =
+            unsafe { sym::<CuMaskFn>(&lib, &hip_path, "hipExtStreamCreateWithCUMask") }.ok();
+        let mut libs = vec![];
+        let (rtc, rtc_path) = match open_first("libhiprtc", &rtc_candidates(&hip_path)) {
+            Ok((rlib, rpath)) => {
+                // SAFETY: a library exporting the hiprtc names is hiprtc.
+                let t = unsafe { load_rtc(&rlib, &rpath) };
+                libs.push(ManuallyDrop::new(rlib));
+                (t, Some(rpath))
+            }
+            // SAFETY: HIP <= 5.2 carries hiprtc inside libamdhip64, with the same signatures.
+            Err(not_found) => match unsafe { load_rtc(&lib, &hip_path) } {
+                Ok(t) => (Ok(t), Some(format!("{hip_path} (built-in hiprtc)"))),
+                Err(_) => (Err(not_found), None),
+            },
+        };
+        libs.push(ManuallyDrop::new(lib));
+        Ok(Api {
+            hip,
+            err_name,
+            err_string,
+            props,
+            cu_mask,
+            rtc,
+            hip_path,
+            rtc_path,
+            _libs: libs,
+        })
+    }
+
+    fn check(&self, func: &'static str, st: Status) -> Result<(), HipError> {
+        if st == 0 {
+            return Ok(());
+        }
+        // SAFETY: hipGetErrorName accepts any code and returns a static string (or NULL).
+        let name = c_string(unsafe { (self.err_name)(st) })
+            .filter(|n| n.starts_with("hip"))
+            .or_else(|| error::hip_error_name(st).map(str::to_string))
+            .unwrap_or_else(|| format!("hipError{st}"));
+        Err(HipError::Hip {
+            func,
+            code: st,
+            name,
+            explanation: error::hip_error_explanation(st),
+        })
+    }
+
+    /// HIP's own one-line description of an error code.
+    pub(in crate::hip) fn error_string(&self, code: i32) -> Option<String> {
+        // SAFETY: as in `check`.
+        c_string(unsafe { (self.err_string)(code) })
+    }
+}

@@ -1,0 +1,410 @@
+//! The delay kernel (`kernels/delay.hip`): compiled by hiprtc for the device's gfx target,
+//! launched on streams, calibrated against the GPU wall clock and events.
+
+use std::time::Instant;
+
+use super::calib::{self, Achieved, CalSample, Calibration, ClockPair, GfxTarget, Grid};
+use super::ffi::{self, RawFunction, RawModule};
+use super::{Device, DeviceBuffer, Event, Hip, HipError, HostBuffer, Mem, Stream};
+
+/// The kernel source, embedded at build time; the same file is checked offline by
+/// scripts/check-delay-kernel.sh.
+pub const DELAY_SOURCE: &str = include_str!("../../kernels/delay.hip");
+/// `DELAY_TAG_MAGIC` of delay.hip: a completed slot holds `cmd_id ^ DELAY_TAG_MAGIC`.
+pub const DELAY_TAG_MAGIC: u64 = 0x5052_454d_5054_4c41;
+/// Bytes per command slot (`struct DelaySlot` of delay.hip).
+pub const SLOT_BYTES: usize = ffi::DELAY_SLOT_BYTES;
+
+/// One command's record, as the kernel leaves it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DelaySlot {
+    /// GPU wall clock when the first block started (0: never started).
+    pub start: u64,
+    /// GPU wall clock when the last block finished.
+    pub end: u64,
+    /// Blocks that finished.
+    pub blocks: u32,
+    /// Times the command completed: exactly 1 when all is well.
+    pub done: u32,
+    pub tag: u64,
+}
+
+/// The verdict on one slot after a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotStatus {
+    Complete,
+    NotRun,
+    /// Some blocks finished, not all (still running, or lost).
+    Partial {
+        blocks: u32,
+    },
+    /// Completed more than once, or more blocks than launched: a duplicated execution.
+    Duplicated {
+        done: u32,
+        blocks: u32,
+    },
+    /// Complete but the tag is not this command's.
+    WrongTag,
+}
+
+impl DelaySlot {
+    pub fn from_bytes(b: &[u8]) -> Option<DelaySlot> {
+        let u64_at = |o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
+        let u32_at = |o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?));
+        Some(DelaySlot {
+            start: u64_at(0)?,
+            end: u64_at(8)?,
+            blocks: u32_at(16)?,
+            done: u32_at(20)?,
+            tag: u64_at(24)?,
+        })
+    }
+
+    /// All whole slots in `bytes`.
+    pub fn parse_all(bytes: &[u8]) -> Vec<DelaySlot> {
+        bytes
+            .chunks_exact(SLOT_BYTES)
+            .filter_map(DelaySlot::from_bytes)
+            .collect()
+    }
+
+    /// "Exactly once, with the right result" for command `cmd_id` launched with `nblocks` blocks.
+    pub fn status(&self, cmd_id: u32, nblocks: u32) -> SlotStatus {
+        match (self.done, self.blocks) {
+            (0, 0) => SlotStatus::NotRun,
+            (d, b) if d > 1 || b > nblocks => SlotStatus::Duplicated { done: d, blocks: b },
+            (1, b) if b == nblocks => {
+                if self.tag == cmd_id as u64 ^ DELAY_TAG_MAGIC {
+                    SlotStatus::Complete
+                } else {
+                    SlotStatus::WrongTag
+                }
+            }
+            (_, b) => SlotStatus::Partial { blocks: b },
+        }
+    }
+
+    /// Wall-clock ticks from first start to last end.
+    pub fn wall_ticks(&self) -> u64 {
+        self.end.saturating_sub(self.start)
+    }
+}
+
+/// hiprtc options for `arch`: the full target id, so sramecc/xnack match the device.
+pub fn compile_options(arch: &GfxTarget) -> Vec<String> {
+    vec![
+        format!("--offload-arch={}", arch.offload_arch()),
+        "-O3".to_string(),
+    ]
+}
+
+/// A compiled code object of delay.hip.
+#[derive(Debug, Clone)]
+pub struct CodeObject {
+    pub image: Vec<u8>,
+    pub log: String,
+    pub arch: GfxTarget,
+}
+
+/// Compiles delay.hip with hiprtc for `arch` (no GPU needed for this step). Targets newer than
+/// the loaded HIP are refused with an error (an old hiprtc crashes on them).
+pub fn compile(hip: &Hip, arch: &GfxTarget) -> Result<CodeObject, HipError> {
+    let (major, minor, _) = super::decode_version(hip.runtime_version()?);
+    if let Some(min) = calib::min_hip_for_target(&arch.processor).filter(|&m| (major, minor) < m) {
+        return Err(HipError::Invalid(format!(
+            "HIP {major}.{minor} cannot compile for {} (needs HIP >= {}.{}; its hiprtc would crash on an unknown target)",
+            arch.processor, min.0, min.1
+        )));
+    }
+    let (image, log) = hip
+        .api
+        .rtc_compile(DELAY_SOURCE, "delay.hip", &compile_options(arch))?;
+    Ok(CodeObject {
+        image,
+        log,
+        arch: arch.clone(),
+    })
+}
+
+/// The delay kernel and the HP probe, loaded on a device, with the grid that fills it.
+pub struct DelayKernel {
+    delay: RawFunction,
+    probe: RawFunction,
+    module: Option<RawModule>,
+    grid: Grid,
+    api: std::sync::Arc<ffi::Api>,
+    device_index: u32,
+}
+
+impl Drop for DelayKernel {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            let _ = self.api.module_unload(m);
+        }
+    }
+}
+
+impl DelayKernel {
+    /// Compiles for the device's gcnArchName and loads, with one 4-wave block per CU.
+    pub fn build(hip: &Hip, dev: &Device) -> Result<DelayKernel, HipError> {
+        let arch = dev.info.arch.clone()?;
+        let code = compile(hip, &arch)?;
+        let grid = calib::grid_for(dev.info.cu_count, 1, 4, dev.info.wave_size.max(1))?;
+        DelayKernel::load(dev, &code, grid)
+    }
+
+    /// Loads a code object compiled from delay.hip (by [`compile`]) with the given grid.
+    pub fn load(dev: &Device, code: &CodeObject, grid: Grid) -> Result<DelayKernel, HipError> {
+        let api = dev.current()?;
+        let module = api.module_load_data(&code.image)?;
+        let funcs = api
+            .module_function(&module, "delay_kernel")
+            .and_then(|d| Ok((d, api.module_function(&module, "hp_probe")?)));
+        match funcs {
+            Ok((delay, probe)) => Ok(DelayKernel {
+                delay,
+                probe,
+                module: Some(module),
+                grid,
+                api: dev.api.clone(),
+                device_index: dev.info.index,
+            }),
+            Err(e) => {
+                let _ = api.module_unload(module);
+                Err(e)
+            }
+        }
+    }
+
+    pub fn grid(&self) -> Grid {
+        self.grid
+    }
+
+    /// Enqueues command `cmd_id`: spin `cycles` on every wave, then book slot `cmd_id` of `slots`
+    /// (which must be zeroed before the command's first launch).
+    pub fn launch(
+        &self,
+        stream: &Stream,
+        slots: Mem<'_>,
+        cmd_id: u32,
+        cycles: u64,
+    ) -> Result<(), HipError> {
+        self.api.set_device(self.device_index as i32)?;
+        self.api.launch_delay(
+            &self.delay,
+            stream.raw(),
+            slots.raw(),
+            cmd_id,
+            cycles,
+            (self.grid.blocks, self.grid.threads),
+        )
+    }
+
+    /// Enqueues the HP probe, which stores its start wall clock into word `idx` of `stamps`.
+    pub fn launch_probe(&self, stream: &Stream, stamps: Mem<'_>, idx: u32) -> Result<(), HipError> {
+        self.api.set_device(self.device_index as i32)?;
+        self.api
+            .launch_probe(&self.probe, stream.raw(), stamps.raw(), idx)
+    }
+}
+
+/// A zeroed slot buffer for `n` commands (device memory; read back with [`read_slots`]).
+pub fn slot_buffer(dev: &Device, stream: &Stream, n: usize) -> Result<DeviceBuffer, HipError> {
+    let buf = dev.alloc_device(n.max(1) * SLOT_BYTES)?;
+    buf.zero_async(stream)?;
+    stream.synchronize()?;
+    Ok(buf)
+}
+
+pub fn read_slots(buf: &DeviceBuffer, n: usize) -> Result<Vec<DelaySlot>, HipError> {
+    let mut bytes = vec![0u8; n * SLOT_BYTES];
+    buf.copy_to_host(0, &mut bytes)?;
+    Ok(DelaySlot::parse_all(&bytes))
+}
+
+/// The result of [`calibrate`].
+#[derive(Debug, Clone)]
+pub struct CalibrationReport {
+    pub calibration: Calibration,
+    pub samples: Vec<CalSample>,
+    pub wall_clock_khz: u32,
+}
+
+/// Runs the kernel at each of `durations_ms` (cycles from the nominal clock), `reps` times each,
+/// measuring every run by events and by its own wall-clock stamps, and fits cycles per ms.
+pub fn calibrate(
+    k: &DelayKernel,
+    dev: &Device,
+    stream: &Stream,
+    durations_ms: &[f64],
+    reps: usize,
+) -> Result<CalibrationReport, HipError> {
+    let nominal = dev.info.clock_khz.max(1) as f64; // kHz = cycles per ms at the peak clock
+    let plan: Vec<u64> = durations_ms
+        .iter()
+        .flat_map(|&d| std::iter::repeat_n((d * nominal) as u64, reps))
+        .collect();
+    let slots = slot_buffer(dev, stream, plan.len() + 1)?;
+    let (e0, e1) = (dev.event(true)?, dev.event(true)?);
+    k.launch(
+        stream,
+        Mem::Device(&slots),
+        plan.len() as u32,
+        plan.first().copied().unwrap_or(1000),
+    )?; // warm-up
+    stream.synchronize()?;
+    let mut event_ms = Vec::with_capacity(plan.len());
+    for (i, &cycles) in plan.iter().enumerate() {
+        e0.record(stream)?;
+        k.launch(stream, Mem::Device(&slots), i as u32, cycles)?;
+        e1.record(stream)?;
+        e1.synchronize()?;
+        event_ms.push(e1.elapsed_ms_since(&e0)? as f64);
+    }
+    let got = read_slots(&slots, plan.len())?;
+    let mut samples = Vec::with_capacity(plan.len());
+    for (i, (s, &cycles)) in got.iter().zip(&plan).enumerate() {
+        if s.status(i as u32, k.grid.blocks) != SlotStatus::Complete {
+            return Err(HipError::Invalid(format!(
+                "calibration run {i}: {:?}",
+                s.status(i as u32, k.grid.blocks)
+            )));
+        }
+        let wall_ms = calib::ticks_to_ms(s.wall_ticks(), dev.info.wall_clock_khz);
+        samples.push(CalSample {
+            cycles,
+            event_ms: event_ms[i],
+            wall_ms,
+        });
+    }
+    Ok(CalibrationReport {
+        calibration: Calibration::fit(&samples)?,
+        samples,
+        wall_clock_khz: dev.info.wall_clock_khz,
+    })
+}
+
+/// Runs `reps` commands of `t_ms` (cycles from `cal`) and compares the median wall-clock
+/// duration with the request.
+pub fn check_t(
+    k: &DelayKernel,
+    dev: &Device,
+    stream: &Stream,
+    cal: &Calibration,
+    t_ms: f64,
+    reps: usize,
+) -> Result<Achieved, HipError> {
+    let reps = reps.max(1);
+    let slots = slot_buffer(dev, stream, reps)?;
+    for i in 0..reps {
+        k.launch(stream, Mem::Device(&slots), i as u32, cal.cycles_for(t_ms))?;
+    }
+    stream.synchronize()?;
+    let mut ms: Vec<f64> = read_slots(&slots, reps)?
+        .iter()
+        .map(|s| calib::ticks_to_ms(s.wall_ticks(), dev.info.wall_clock_khz))
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    Ok(calib::achieved(t_ms, ms[ms.len() / 2]))
+}
+
+/// `n` GPU-wall-clock/host-time pairs from the HP probe, for [`calib::ClockMap::fit`].
+pub fn sample_clock(
+    k: &DelayKernel,
+    dev: &Device,
+    stream: &Stream,
+    n: usize,
+) -> Result<Vec<ClockPair>, HipError> {
+    let stamps: HostBuffer = dev.alloc_host(n.max(1) * 8)?;
+    let mut pairs = Vec::with_capacity(n);
+    for i in 0..n {
+        let before = calib::host_ns(Instant::now());
+        k.launch_probe(stream, Mem::Host(&stamps), i as u32)?;
+        stream.synchronize()?;
+        let after = calib::host_ns(Instant::now());
+        let ticks = stamps.words()[i].load(std::sync::atomic::Ordering::Acquire);
+        pairs.push(ClockPair {
+            gpu_ticks: ticks,
+            host_before_ns: before,
+            host_after_ns: after,
+        });
+    }
+    Ok(pairs)
+}
+
+/// Times one empty event pair, a floor for event-measured durations.
+pub fn event_floor_ms(dev: &Device, stream: &Stream) -> Result<f32, HipError> {
+    let (a, b): (Event, Event) = (dev.event(true)?, dev.event(true)?);
+    a.record(stream)?;
+    b.record(stream)?;
+    b.synchronize()?;
+    b.elapsed_ms_since(&a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_is_embedded_and_matches_rust_layout() {
+        assert!(DELAY_SOURCE.contains("extern \"C\" __global__ void delay_kernel("));
+        assert!(DELAY_SOURCE.contains("extern \"C\" __global__ void hp_probe("));
+        assert!(DELAY_SOURCE.contains("0x5052454d50544c41ull"));
+        assert_eq!(DELAY_TAG_MAGIC, 0x5052454d50544c41);
+        assert_eq!(SLOT_BYTES, 32);
+    }
+
+    fn slot(blocks: u32, done: u32, tag: u64) -> DelaySlot {
+        DelaySlot {
+            start: 10,
+            end: 30,
+            blocks,
+            done,
+            tag,
+        }
+    }
+
+    #[test]
+    fn slot_parse_and_status() {
+        let mut b = vec![0u8; 64];
+        b[32..40].copy_from_slice(&5u64.to_le_bytes());
+        b[40..48].copy_from_slice(&105u64.to_le_bytes());
+        b[48..52].copy_from_slice(&304u32.to_le_bytes());
+        b[52..56].copy_from_slice(&1u32.to_le_bytes());
+        b[56..64].copy_from_slice(&(1u64 ^ DELAY_TAG_MAGIC).to_le_bytes());
+        let s = DelaySlot::parse_all(&b);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].status(0, 304), SlotStatus::NotRun);
+        assert_eq!(s[1].status(1, 304), SlotStatus::Complete);
+        assert_eq!(s[1].wall_ticks(), 100);
+        assert_eq!(s[1].status(2, 304), SlotStatus::WrongTag);
+        assert_eq!(
+            slot(100, 0, 0).status(0, 304),
+            SlotStatus::Partial { blocks: 100 }
+        );
+        assert_eq!(
+            slot(304, 2, 0).status(0, 304),
+            SlotStatus::Duplicated {
+                done: 2,
+                blocks: 304
+            }
+        );
+        assert_eq!(
+            slot(305, 1, 0).status(0, 304),
+            SlotStatus::Duplicated {
+                done: 1,
+                blocks: 305
+            }
+        );
+        assert_eq!(DelaySlot::from_bytes(&[0u8; 31]), None);
+    }
+
+    #[test]
+    fn options_carry_full_target_id() {
+        let t = GfxTarget::parse("gfx942:sramecc+:xnack-").unwrap();
+        assert_eq!(
+            compile_options(&t)[0],
+            "--offload-arch=gfx942:sramecc+:xnack-"
+        );
+    }
+}

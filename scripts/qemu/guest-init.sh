@@ -1,0 +1,36 @@
+#!/bin/busybox sh
+# PID 1 of the QEMU guest: mounts the pseudo filesystems, runs every test binary in /tests with
+# the environment from /tests/env, runs `preempt-lat doctor --format json`, checks the kernel
+# log for splats, and powers off. Every result is a line "=== guest: NAME exit N" on the serial
+# console, which scripts/qemu/run-guest-tests.sh turns into pass/fail.
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t tmpfs tmpfs /tmp
+export PATH=/bin
+set -a; . /tests/env; set +a
+echo "=== guest: uname $(uname -r) $(uname -v)"
+echo "=== guest: /dev/kfd $(ls -l /dev/kfd 2>&1)"
+for n in /sys/class/kfd/kfd/topology/nodes/*; do echo "=== guest: $n/properties"; cat "$n/properties"; done
+for t in /tests/bin/*; do
+  name=$(basename "$t")
+  echo "=== guest: running $name"
+  "$t" --test-threads=1 --nocapture
+  echo "=== guest: $name exit $?"
+done
+echo "=== guest: doctor json begin"
+/bin/preempt-lat doctor --format json
+rc=$?
+echo "=== guest: doctor json end"
+echo "=== guest: doctor exit $rc"
+echo "=== guest: doctor text begin"
+/bin/preempt-lat doctor
+echo "=== guest: doctor text end"
+if [ -x /tests/guest-extra.sh ]; then . /tests/guest-extra.sh; fi
+echo "=== guest: dmesg begin"
+dmesg
+echo "=== guest: dmesg end"
+echo "=== guest: done"
+# qemu runs with -no-reboot, so a reboot ends it (poweroff needs ACPI, which tinyconfig lacks).
+reboot -f

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Boots the harness kernel in QEMU (TCG) with the project's static test binaries and checks
+# what the guest reports.
+#
+#   scripts/qemu/run-guest-tests.sh [--patched]
+#
+# 1. scripts/qemu/build-kernel.sh: Debian linux-source-6.12 with amdgpu+amdkfd (cached);
+# 2. static (crt-static) builds of lv3's real-kernel tests and of preempt-lat, in
+#    target/guest so the normal build cache is untouched;
+# 3. a busybox initramfs with scripts/qemu/guest-init.sh as PID 1;
+# 4. qemu-system-x86_64 under TCG (KVM on these machines does not boot a kernel), serial to a log;
+# 5. pass/fail from the guest's markers: every test binary exits 0, doctor's JSON shows the
+#    booted kernel's KFD version and no GPU node, and the kernel log has no WARNING/BUG/lockdep
+#    splat. The serial log is kept in target/guest/serial-*.log.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+flavor=stock; kargs=()
+if [ "${1:-}" = --patched ]; then flavor=patched; kargs=(--patched); fi
+OUT=$REPO/target/guest; mkdir -p "$OUT"
+t0=$(date +%s)
+log() { echo "guest-tests[$flavor]: $*" >&2; }
+
+BZ=$("$HERE/build-kernel.sh" "${kargs[@]}")
+BUILD=$(cd "$(dirname "$BZ")/../../.." && pwd)
+SRC=$(readlink -f "$BUILD/source")
+KHDR=$SRC/include/uapi/linux/kfd_ioctl.h
+kver=$(awk '/#define KFD_IOCTL_MAJOR_VERSION/{ma=$3} /#define KFD_IOCTL_MINOR_VERSION/{mi=$3} END{print ma"."mi}' "$KHDR")
+log "kernel $(cat "$BUILD/DEBIAN_SOURCE_VERSION" 2>/dev/null) ($BZ), its header says KFD $kver; ready after $(( $(date +%s) - t0 ))s"
+
+# Static binaries. --target keeps RUSTFLAGS off build scripts and proc macros.
+t1=$(date +%s)
+TARGET=x86_64-unknown-linux-gnu
+export RUSTFLAGS="-C target-feature=+crt-static"
+# The patched flavour builds against the patched kernel's own header (one source of truth).
+if [ "$flavor" = patched ]; then export KFD_IOCTL_H=$KHDR; fi
+cd "$REPO"
+tests_json=$(cargo test --release -q -p lv3 --test kfd_kernel --target "$TARGET" --target-dir "$OUT/cargo" \
+  --no-run --message-format=json 2>/dev/null)
+cargo build --release -q -p microbench --bin preempt-lat --target "$TARGET" --target-dir "$OUT/cargo"
+mapfile -t test_bins < <(printf '%s\n' "$tests_json" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("profile", {}).get("test") and m.get("executable"):
+        print(m["executable"])')
+[ "${#test_bins[@]}" -gt 0 ] || { log "no test binary was built"; exit 1; }
+PL=$OUT/cargo/$TARGET/release/preempt-lat
+for b in "${test_bins[@]}" "$PL"; do
+  file -L "$b" 2>/dev/null | grep -qE 'static(-pie)? linked|statically linked' || { log "$b is not statically linked"; exit 1; }
+done
+log "static binaries built in $(( $(date +%s) - t1 ))s: $(basename -a "${test_bins[@]}" | tr '\n' ' ')"
+
+# initramfs
+R=$OUT/initramfs-$flavor; rm -rf "$R"; mkdir -p "$R"/{bin,dev,proc,sys,tmp,tests/bin}
+cp /bin/busybox "$R/bin/busybox"
+install -m755 "$HERE/guest-init.sh" "$R/init"
+for b in "${test_bins[@]}"; do cp "$b" "$R/tests/bin/$(basename "$b" | sed 's/-[0-9a-f]\{16\}$//')"; done
+cp "$PL" "$R/bin/preempt-lat"
+printf 'LV3_REQUIRE_KFD=1\nLV3_EXPECT_KFD_VERSION=%s\nRUST_BACKTRACE=1\n' "$kver" > "$R/tests/env"
+if [ "$flavor" = patched ]; then printf 'LV3_EXPECT_PATCHED=1\n' >> "$R/tests/env"; fi
+(cd "$R" && find . | cpio -o -H newc --quiet | gzip -1) > "$OUT/initramfs-$flavor.cpio.gz"
+
+# boot
+t2=$(date +%s)
+SER=$OUT/serial-$flavor.log
+timeout 600 qemu-system-x86_64 -m 1G -smp 1 -nographic -no-reboot -accel tcg \
+  -kernel "$BZ" -initrd "$OUT/initramfs-$flavor.cpio.gz" \
+  -append "console=ttyS0 panic=-1 oops=panic loglevel=4" > "$SER.raw" 2>&1 || true
+tr -d '\r' < "$SER.raw" > "$SER"; rm -f "$SER.raw"
+log "guest ran in $(( $(date +%s) - t2 ))s; serial log: $SER"
+
+# verdict
+fail=0
+check() { if "$@"; then :; else fail=1; fi; }
+grep -q '^=== guest: done' "$SER" || { log "FAIL: the guest did not finish (crash or timeout); see $SER"; tail -30 "$SER" >&2; exit 1; }
+for b in "${test_bins[@]}"; do
+  n=$(basename "$b" | sed 's/-[0-9a-f]\{16\}$//')
+  line=$(grep "^=== guest: $n exit " "$SER" || true)
+  if [ "$line" = "=== guest: $n exit 0" ]; then
+    summary=$(sed -n "/^=== guest: running $n\$/,/^=== guest: $n exit/p" "$SER" | grep '^test result' || true)
+    echo "PASS guest $n: $summary"
+  else
+    echo "FAIL guest $n (${line:-no exit line})"; fail=1
+    sed -n "/^=== guest: running $n\$/,/^=== guest: $n exit/p" "$SER" | grep -E 'FAILED|panicked|assert' | head -20
+  fi
+done
+sed -n '/^=== guest: doctor json begin/,/^=== guest: doctor json end/p' "$SER" | sed '1d;$d' > "$OUT/doctor-$flavor.json"
+check python3 - "$OUT/doctor-$flavor.json" "$kver" <<'PY'
+import json, sys
+path, kver = sys.argv[1], sys.argv[2]
+try:
+    d = json.load(open(path))
+except Exception as e:
+    print(f"FAIL guest doctor: no JSON ({e})"); sys.exit(1)
+f = d["facts"]
+errs = []
+if f.get("kfd_version") != kver: errs.append(f"kfd_version {f.get('kfd_version')!r} != {kver}")
+if not f.get("kfd_device_present"): errs.append("no /dev/kfd")
+nodes = f.get("nodes")
+if not isinstance(nodes, list) or not nodes: errs.append(f"nodes: {nodes!r}")
+elif any(n["gpu_id"] != 0 for n in nodes): errs.append("a GPU node in a GPU-less guest")
+if d.get("gpu_usable") is not False: errs.append("gpu_usable should be false")
+if not any(l["device"] == "host" and l["available"] for l in d["levels"]): errs.append("host device not available")
+if errs: print("FAIL guest doctor:", "; ".join(errs)); sys.exit(1)
+print(f"PASS guest doctor: KFD {f['kfd_version']}, {len(nodes)} CPU node(s), no GPU, host device available")
+PY
+grep -q '^=== guest: doctor exit 0' "$SER" || { echo "FAIL guest doctor exit status"; fail=1; }
+splats=$(sed -n '/^=== guest: dmesg begin/,/^=== guest: dmesg end/p' "$SER" |
+  grep -E 'WARNING:|BUG:|Oops|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|suspicious RCU' |
+  grep -v 'lockdep: \(Lock dependency validator\|Linux\)' || true)
+if [ -n "$splats" ]; then echo "FAIL guest kernel log has splats:"; echo "$splats" | head -20; fail=1
+else echo "PASS guest kernel log: no WARNING/BUG/lockdep splat"; fi
+log "total $(( $(date +%s) - t0 ))s"
+exit $fail
