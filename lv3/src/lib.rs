@@ -9,6 +9,8 @@
 //! What the kernel does with each call is documented in the project's `KFD-FACTS.md`
 //! (checked against Linux 6.12); the docs here cite the relevant kernel behaviour.
 #![deny(unsafe_op_in_unsafe_fn)]
+// `unsafe` is allowed in `kfd::ioctl` alone (see its module docs).
+#![deny(unsafe_code)]
 
 pub mod kfd;
 pub mod sysfs;

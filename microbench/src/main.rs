@@ -1,3 +1,5 @@
+// `unsafe` is allowed in the HIP loader's FFI (`hip::ffi`) alone.
+#![deny(unsafe_code)]
 //! preempt-lat: preemption latency measurement (being written).
 mod doctor;
 mod hip;

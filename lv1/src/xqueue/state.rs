@@ -110,7 +110,7 @@ impl<Q: HwQueue> Shared<Q> {
     pub fn launcher(&self) {
         let mut st = self.lock();
         loop {
-            let can_launch = !st.suspended && !st.pending.is_empty() && st.in_flight < st.cfg.threshold() + 1;
+            let can_launch = !st.suspended && !st.pending.is_empty() && st.in_flight < st.cfg.threshold();
             if can_launch {
                 let p = st.pending.pop_front().expect("pending is not empty");
                 st.launcher_busy = true;

@@ -9,6 +9,8 @@
 //! - the kernel dispatches on `_IOC_NR` only and copies `_IOC_SIZE(cmd)` bytes in and out;
 //! - an fd opened by another process gives `EBADF` (KFD binds the fd to the opener);
 //! - a number outside the table gives `ENOTTY`; a NULL argument gives `EFAULT`.
+#![allow(unsafe_code)]
+
 use kfd_sys as sys;
 use nix::errno::Errno;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -122,15 +124,110 @@ pub fn get_version_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>
     }
 }
 
-/// The GET_QUEUE_SNAPSHOT member of DBG_TRAP's argument union, after the kernel wrote it.
-pub fn snapshot_out(a: &sys::kfd_ioctl_dbg_trap_args) -> sys::kfd_ioctl_dbg_trap_queue_snapshot_args {
-    // SAFETY: every union member is plain integers, so any bit pattern is a valid value; the
-    // union is zero-initialised by `Default` before use.
-    unsafe { a.__bindgen_anon_1.queue_snapshot }
+// ---- Safe entry points: each builds its argument struct from borrowed Rust memory, so the
+// ---- pointers handed to the kernel are valid for exactly the sizes they claim.
+
+/// GET_VERSION into `args`.
+pub fn get_version_checked(fd: BorrowedFd<'_>, args: &mut sys::kfd_ioctl_get_version_args) -> IoctlResult {
+    // SAFETY: `args` is a live, exclusively borrowed struct of the request's size.
+    unsafe { get_version(fd, args) }
 }
 
-/// The QUERY_DEBUG_EVENT member of DBG_TRAP's argument union, after the kernel wrote it.
+/// UPDATE_QUEUE with `args` (no pointer in it is dereferenced by the kernel).
+pub fn update_queue_checked(fd: BorrowedFd<'_>, args: &mut sys::kfd_ioctl_update_queue_args) -> IoctlResult {
+    // SAFETY: as above; `ring_base_address` is only validated against GPU VA mappings.
+    unsafe { update_queue(fd, args) }
+}
+
+/// RUNTIME_ENABLE with `args` (`r_debug` is stored, never dereferenced, by the kernel).
+pub fn runtime_enable_checked(fd: BorrowedFd<'_>, args: &mut sys::kfd_ioctl_runtime_enable_args) -> IoctlResult {
+    // SAFETY: as above.
+    unsafe { runtime_enable(fd, args) }
+}
+
+fn dbg_args(pid: u32, op: sys::kfd_dbg_trap_operations) -> sys::kfd_ioctl_dbg_trap_args {
+    sys::kfd_ioctl_dbg_trap_args { pid, op, ..Default::default() }
+}
+
+/// DBG_TRAP ops without pointers in their arguments (DISABLE, SEND_RUNTIME_EVENT,
+/// QUERY_DEBUG_EVENT): `fill` sets the union member, the kernel's answer is returned in place.
+pub fn dbg_plain(
+    fd: BorrowedFd<'_>,
+    pid: u32,
+    op: sys::kfd_dbg_trap_operations,
+    fill: impl FnOnce(&mut sys::kfd_ioctl_dbg_trap_args__bindgen_ty_1),
+) -> Result<sys::kfd_ioctl_dbg_trap_args, Errno> {
+    assert!(
+        matches!(op, sys::KFD_IOC_DBG_TRAP_DISABLE | sys::KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT | sys::KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT),
+        "dbg_plain is only for pointer-free ops"
+    );
+    let mut a = dbg_args(pid, op);
+    fill(&mut a.__bindgen_anon_1);
+    // SAFETY: these ops' union members hold integers only; nothing is dereferenced.
+    unsafe { dbg_trap(fd, &mut a) }?;
+    Ok(a)
+}
+
+/// DBG_TRAP ENABLE: `rinfo` receives `struct kfd_runtime_info`, `dbg_fd` is the event fd.
+pub fn dbg_enable(
+    fd: BorrowedFd<'_>,
+    pid: u32,
+    exception_mask: u64,
+    rinfo: &mut sys::kfd_runtime_info,
+    dbg_fd: BorrowedFd<'_>,
+) -> IoctlResult {
+    let mut a = dbg_args(pid, sys::KFD_IOC_DBG_TRAP_ENABLE);
+    a.__bindgen_anon_1.enable = sys::kfd_ioctl_dbg_trap_enable_args {
+        exception_mask,
+        rinfo_ptr: rinfo as *mut _ as u64,
+        rinfo_size: size_of::<sys::kfd_runtime_info>() as u32,
+        dbg_fd: dbg_fd.as_raw_fd() as u32,
+    };
+    // SAFETY: `rinfo` is writable for exactly `rinfo_size` bytes and `dbg_fd` is open, both
+    // borrowed for the whole call.
+    unsafe { dbg_trap(fd, &mut a) }
+}
+
+/// DBG_TRAP SUSPEND_QUEUES (`suspend` true) or RESUME_QUEUES over `ids`, which the kernel
+/// rewrites in place with status bits. Returns the ioctl's value (the number of queues done).
+pub fn dbg_queue_ids(fd: BorrowedFd<'_>, pid: u32, suspend: bool, ids: &mut [u32], grace: u32, clear_mask: u64) -> IoctlResult {
+    let ptr = ids.as_mut_ptr() as u64;
+    let n = u32::try_from(ids.len()).map_err(|_| Errno::EINVAL)?;
+    let mut a;
+    if suspend {
+        a = dbg_args(pid, sys::KFD_IOC_DBG_TRAP_SUSPEND_QUEUES);
+        a.__bindgen_anon_1.suspend_queues = sys::kfd_ioctl_dbg_trap_suspend_queues_args {
+            exception_mask: clear_mask,
+            queue_array_ptr: ptr,
+            num_queues: n,
+            grace_period: grace,
+        };
+    } else {
+        a = dbg_args(pid, sys::KFD_IOC_DBG_TRAP_RESUME_QUEUES);
+        a.__bindgen_anon_1.resume_queues = sys::kfd_ioctl_dbg_trap_resume_queues_args { queue_array_ptr: ptr, num_queues: n, pad: 0 };
+    }
+    // SAFETY: `ids` is readable and writable for `num_queues` u32s for the whole call.
+    unsafe { dbg_trap(fd, &mut a) }
+}
+
+/// DBG_TRAP GET_QUEUE_SNAPSHOT into `buf` (may be empty: then only the count is returned).
+/// Returns the total number of queues, which may exceed `buf.len()`.
+pub fn dbg_queue_snapshot(fd: BorrowedFd<'_>, pid: u32, clear_mask: u64, buf: &mut [sys::kfd_queue_snapshot_entry]) -> Result<u32, Errno> {
+    let mut a = dbg_args(pid, sys::KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT);
+    a.__bindgen_anon_1.queue_snapshot = sys::kfd_ioctl_dbg_trap_queue_snapshot_args {
+        exception_mask: clear_mask,
+        snapshot_buf_ptr: if buf.is_empty() { 0 } else { buf.as_mut_ptr() as u64 },
+        num_queues: u32::try_from(buf.len()).map_err(|_| Errno::EINVAL)?,
+        entry_size: size_of::<sys::kfd_queue_snapshot_entry>() as u32,
+    };
+    // SAFETY: `buf` is writable for `num_queues * entry_size` bytes for the whole call.
+    unsafe { dbg_trap(fd, &mut a) }?;
+    // SAFETY: the union member is integers only, any bit pattern is valid.
+    Ok(unsafe { a.__bindgen_anon_1.queue_snapshot }.num_queues)
+}
+
+/// The QUERY_DEBUG_EVENT member of an answered DBG_TRAP.
 pub fn query_debug_event_out(a: &sys::kfd_ioctl_dbg_trap_args) -> sys::kfd_ioctl_dbg_trap_query_debug_event_args {
-    // SAFETY: as in `snapshot_out`.
+    // SAFETY: every union member is plain integers, so any bit pattern is a valid value.
     unsafe { a.__bindgen_anon_1.query_debug_event }
 }

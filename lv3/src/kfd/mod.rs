@@ -66,12 +66,8 @@ impl Kfd {
         self.file.as_fd()
     }
 
-    /// Issues a DBG_TRAP op on this process (self-debugging needs no ptrace).
-    fn dbg(&self, op: DbgOp, queue: Option<QueueId>, args: &mut sys::kfd_ioctl_dbg_trap_args) -> Result<i32> {
-        args.pid = self.pid;
-        // SAFETY: `args` is a valid, exclusively borrowed struct; the callers below set the
-        // union member for `args.op` with pointers into buffers they keep alive for the call.
-        unsafe { ioctl::dbg_trap(self.fd(), args) }.map_err(|e| KfdError::new(Op::DbgTrap(op), queue, e))
+    fn dbg_err(op: DbgOp, queue: Option<QueueId>) -> impl FnOnce(Errno) -> KfdError {
+        move |e| KfdError::new(Op::DbgTrap(op), queue, e)
     }
 
     /// Probes whether this kernel implements ioctl number `nr` (KFD's table is indexed by nr
@@ -119,15 +115,13 @@ impl Kfd {
 impl KfdOps for Kfd {
     fn version(&self) -> Result<KfdVersion> {
         let mut a = sys::kfd_ioctl_get_version_args::default();
-        // SAFETY: `a` is a valid get_version struct.
-        unsafe { ioctl::get_version(self.fd(), &mut a) }.map_err(|e| KfdError::new(Op::GetVersion, None, e))?;
+        ioctl::get_version_checked(self.fd(), &mut a).map_err(|e| KfdError::new(Op::GetVersion, None, e))?;
         Ok(KfdVersion { major: a.major_version, minor: a.minor_version })
     }
 
     fn update_queue(&self, queue: QueueId, update: &QueueUpdate) -> Result<()> {
         let mut a = update.to_raw(queue);
-        // SAFETY: `a` is a valid update_queue struct; the ring address is only checked by KFD.
-        unsafe { ioctl::update_queue(self.fd(), &mut a) }.map_err(|e| KfdError::new(Op::UpdateQueue, Some(queue), e))?;
+        ioctl::update_queue_checked(self.fd(), &mut a).map_err(|e| KfdError::new(Op::UpdateQueue, Some(queue), e))?;
         Ok(())
     }
 
@@ -140,106 +134,80 @@ impl KfdOps for Kfd {
             mode_mask: sys::KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
             capabilities_mask: 0,
         };
-        // SAFETY: `a` is a valid runtime_enable struct; r_debug is never dereferenced by KFD.
-        unsafe { ioctl::runtime_enable(self.fd(), &mut a) }.map_err(|e| KfdError::new(Op::RuntimeEnable, None, e))?;
+        ioctl::runtime_enable_checked(self.fd(), &mut a).map_err(|e| KfdError::new(Op::RuntimeEnable, None, e))?;
         Ok(a.capabilities_mask)
     }
 
     fn runtime_disable(&self) -> Result<()> {
         let mut a = sys::kfd_ioctl_runtime_enable_args::default();
-        // SAFETY: as above, mode_mask 0 = disable.
-        unsafe { ioctl::runtime_enable(self.fd(), &mut a) }.map_err(|e| KfdError::new(Op::RuntimeEnable, None, e))?;
+        ioctl::runtime_enable_checked(self.fd(), &mut a).map_err(|e| KfdError::new(Op::RuntimeEnable, None, e))?;
         Ok(())
     }
 
     fn dbg_enable(&self, exception_mask: u64, dbg_fd: BorrowedFd<'_>) -> Result<RuntimeInfo> {
         let mut rinfo = sys::kfd_runtime_info::default();
-        let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_ENABLE, ..Default::default() };
-        a.__bindgen_anon_1.enable = sys::kfd_ioctl_dbg_trap_enable_args {
-            exception_mask,
-            rinfo_ptr: &mut rinfo as *mut _ as u64,
-            rinfo_size: size_of::<sys::kfd_runtime_info>() as u32,
-            dbg_fd: dbg_fd.as_raw_fd() as u32,
-        };
-        self.dbg(DbgOp::Enable, None, &mut a)?;
+        ioctl::dbg_enable(self.fd(), self.pid, exception_mask, &mut rinfo, dbg_fd).map_err(Self::dbg_err(DbgOp::Enable, None))?;
         Ok(RuntimeInfo { r_debug: rinfo.r_debug, runtime_state: rinfo.runtime_state, ttmp_setup: rinfo.ttmp_setup != 0 })
     }
 
     fn dbg_disable(&self) -> Result<()> {
-        let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_DISABLE, ..Default::default() };
-        self.dbg(DbgOp::Disable, None, &mut a).map(drop)
+        ioctl::dbg_plain(self.fd(), self.pid, sys::KFD_IOC_DBG_TRAP_DISABLE, |_| {}).map_err(Self::dbg_err(DbgOp::Disable, None))?;
+        Ok(())
     }
 
+    /// Suspends the given queues; an empty slice is a no-op.
     fn suspend_queues(&self, ids: &[QueueId], grace: GracePeriod, clear_mask: u64) -> Result<Vec<QueueStatus>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut arr = ids.to_vec();
-        let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_SUSPEND_QUEUES, ..Default::default() };
-        a.__bindgen_anon_1.suspend_queues = sys::kfd_ioctl_dbg_trap_suspend_queues_args {
-            exception_mask: clear_mask,
-            queue_array_ptr: arr.as_mut_ptr() as u64,
-            num_queues: arr.len() as u32,
-            grace_period: grace.raw(),
-        };
-        self.dbg(DbgOp::SuspendQueues, ids.first().copied().filter(|_| ids.len() == 1), &mut a)?;
-        Ok(ids.iter().zip(&arr).map(|(&id, &raw)| QueueStatus::decode(id, raw)).collect())
+        self.queue_ids_op(true, ids, grace.raw(), clear_mask)
     }
 
     /// Resumes the given queues. An empty slice is a no-op: the kernel would read a NULL array
     /// as "every queue of the process".
     fn resume_queues(&self, ids: &[QueueId]) -> Result<Vec<QueueStatus>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut arr = ids.to_vec();
-        let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_RESUME_QUEUES, ..Default::default() };
-        a.__bindgen_anon_1.resume_queues = sys::kfd_ioctl_dbg_trap_resume_queues_args {
-            queue_array_ptr: arr.as_mut_ptr() as u64,
-            num_queues: arr.len() as u32,
-            pad: 0,
-        };
-        self.dbg(DbgOp::ResumeQueues, ids.first().copied().filter(|_| ids.len() == 1), &mut a)?;
-        Ok(ids.iter().zip(&arr).map(|(&id, &raw)| QueueStatus::decode(id, raw)).collect())
+        self.queue_ids_op(false, ids, 0, 0)
     }
 
     /// All of this process's queues. Asks for the count first, then retries with a larger
     /// buffer if queues appeared in between (the kernel reports the total, writes what fits).
     fn queue_snapshot(&self, clear_mask: u64) -> Result<Vec<QueueSnapshot>> {
-        let entry_size = size_of::<sys::kfd_queue_snapshot_entry>() as u32;
-        let mut cap = 0u32;
+        let mut buf: Vec<sys::kfd_queue_snapshot_entry> = Vec::new();
         loop {
-            let mut buf = vec![sys::kfd_queue_snapshot_entry::default(); cap as usize];
-            let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, ..Default::default() };
-            a.__bindgen_anon_1.queue_snapshot = sys::kfd_ioctl_dbg_trap_queue_snapshot_args {
-                exception_mask: clear_mask,
-                snapshot_buf_ptr: if cap == 0 { 0 } else { buf.as_mut_ptr() as u64 },
-                num_queues: cap,
-                entry_size,
-            };
-            self.dbg(DbgOp::GetQueueSnapshot, None, &mut a)?;
-            let snap = ioctl::snapshot_out(&a);
-            if snap.num_queues <= cap {
-                buf.truncate(snap.num_queues as usize);
+            let total = ioctl::dbg_queue_snapshot(self.fd(), self.pid, clear_mask, &mut buf)
+                .map_err(Self::dbg_err(DbgOp::GetQueueSnapshot, None))? as usize;
+            if total <= buf.len() {
+                buf.truncate(total);
                 return Ok(buf.iter().map(QueueSnapshot::from).collect());
             }
-            cap = snap.num_queues;
+            buf = vec![sys::kfd_queue_snapshot_entry::default(); total];
         }
     }
 
     fn query_debug_event(&self, mask: u64) -> Result<DebugEvent> {
-        let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT, ..Default::default() };
-        a.__bindgen_anon_1.query_debug_event =
-            sys::kfd_ioctl_dbg_trap_query_debug_event_args { exception_mask: mask, gpu_id: 0, queue_id: 0 };
-        self.dbg(DbgOp::QueryDebugEvent, None, &mut a)?;
+        let a = ioctl::dbg_plain(self.fd(), self.pid, sys::KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT, |u| {
+            u.query_debug_event = sys::kfd_ioctl_dbg_trap_query_debug_event_args { exception_mask: mask, gpu_id: 0, queue_id: 0 };
+        })
+        .map_err(Self::dbg_err(DbgOp::QueryDebugEvent, None))?;
         let q = ioctl::query_debug_event_out(&a);
         Ok(DebugEvent { exception_mask: q.exception_mask, gpu_id: q.gpu_id, queue_id: q.queue_id })
     }
 
     fn send_runtime_event(&self, mask: u64, gpu_id: u32, queue_id: QueueId) -> Result<()> {
-        let mut a = sys::kfd_ioctl_dbg_trap_args { op: sys::KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT, ..Default::default() };
-        a.__bindgen_anon_1.send_runtime_event =
-            sys::kfd_ioctl_dbg_trap_send_runtime_event_args { exception_mask: mask, gpu_id, queue_id };
-        self.dbg(DbgOp::SendRuntimeEvent, Some(queue_id).filter(|&q| q != 0), &mut a).map(drop)
+        ioctl::dbg_plain(self.fd(), self.pid, sys::KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT, |u| {
+            u.send_runtime_event = sys::kfd_ioctl_dbg_trap_send_runtime_event_args { exception_mask: mask, gpu_id, queue_id };
+        })
+        .map_err(Self::dbg_err(DbgOp::SendRuntimeEvent, Some(queue_id).filter(|&q| q != 0)))?;
+        Ok(())
+    }
+}
+
+impl Kfd {
+    fn queue_ids_op(&self, suspend: bool, ids: &[QueueId], grace: u32, clear_mask: u64) -> Result<Vec<QueueStatus>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let op = if suspend { DbgOp::SuspendQueues } else { DbgOp::ResumeQueues };
+        let mut arr = ids.to_vec();
+        ioctl::dbg_queue_ids(self.fd(), self.pid, suspend, &mut arr, grace, clear_mask)
+            .map_err(Self::dbg_err(op, ids.first().copied().filter(|_| ids.len() == 1)))?;
+        Ok(ids.iter().zip(&arr).map(|(&id, &raw)| QueueStatus::decode(id, raw)).collect())
     }
 }

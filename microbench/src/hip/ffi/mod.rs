@@ -7,6 +7,7 @@
 //! * raw handles are created here and destroyed here exactly once (the wrappers own them);
 //! * code objects loaded with [`Api::module_load_data`] come from `kernels/delay.hip`, so a
 //!   function named `delay_kernel`/`hp_probe` has the argument list the launchers pass.
+#![allow(unsafe_code)]
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::mem::ManuallyDrop;

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Every test of the project, as README.md shows it. Installs what it needs first.
+#
+#   scripts/test-all.sh            everything (cold: ~15-20 min, the kernel build; cached: ~2-3 min)
+#   SKIP_QEMU=1 scripts/test-all.sh   everything but the real-kernel guest (for quick iterations)
+#
+# Steps: system packages -> clippy (-D warnings) -> cargo test (workspace) -> cargo doc ->
+# the unsafe-code fence -> the offline delay-kernel compile check -> the QEMU guest tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step() { printf '\n==> %s\n' "$*"; }
+t0=$(date +%s)
+
+step "system packages (scripts/install-deps.sh all)"
+if [ "$(id -u)" = 0 ]; then bash scripts/install-deps.sh all; else sudo bash scripts/install-deps.sh all; fi
+
+step "clippy, warnings denied"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test --workspace"
+# PREEMPT_REQUIRE_HIP: the Debian HIP runtime is installed by install-deps, so its tests must
+# run for real rather than skip.
+PREEMPT_REQUIRE_HIP=1 cargo test --workspace --locked
+
+step "cargo doc"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
+
+step "unsafe only in the ioctl wrappers and the HIP FFI"
+bash scripts/check-unsafe.sh
+
+step "offline compile check of the delay kernel (clang-19, gfx942 and gfx90a)"
+bash scripts/check-delay-kernel.sh
+
+if [ "${SKIP_QEMU:-0}" = 1 ]; then
+  echo "SKIPPED the QEMU real-kernel tests: SKIP_QEMU=1"
+else
+  step "real kernel in QEMU: stock Linux 6.12 amdkfd"
+  bash scripts/qemu/run-guest-tests.sh
+fi
+echo
+echo "test-all: all passed in $(( $(date +%s) - t0 ))s"
