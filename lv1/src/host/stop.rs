@@ -105,7 +105,7 @@ impl HostSuspension<'_> {
 
 impl Drop for HostSuspension<'_> {
     fn drop(&mut self) {
-        if false {
+        if self.active {
             let _ = self.release();
         }
     }

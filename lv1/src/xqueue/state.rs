@@ -133,7 +133,7 @@ impl<Q: HwQueue> Shared<Q> {
                     Err(e) => self.deliver(&mut st, vec![flight], Err(Arc::new(e)), now_ns()),
                 }
                 self.notify();
-            } else if !st.uncovered.is_empty() {
+            } else if !st.uncovered.is_empty() && st.closing {
                 st = self.record(st);
                 self.notify();
             } else if st.closing && st.pending.is_empty() {
