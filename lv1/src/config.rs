@@ -66,7 +66,10 @@ impl Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self { threshold: Self::DEFAULT_THRESHOLD, batch: Self::DEFAULT_BATCH }
+        Self {
+            threshold: Self::DEFAULT_THRESHOLD,
+            batch: Self::DEFAULT_BATCH,
+        }
     }
 }
 

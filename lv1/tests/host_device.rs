@@ -32,16 +32,26 @@ fn wait_not_stopped(pid: i32) {
 fn delay_commands_run_in_order_for_at_least_t() {
     let q = HostQueue::spawn(&exe(), 1).unwrap();
     for id in 0..5 {
-        q.launch(id, HostCommand::delay(Duration::from_millis(3))).unwrap();
+        q.launch(id, HostCommand::delay(Duration::from_millis(3)))
+            .unwrap();
     }
     q.synchronize().unwrap();
     let recs = q.take_records();
-    assert_eq!(recs.iter().map(|r| r.id).collect::<Vec<_>>(), (0..5).collect::<Vec<_>>());
+    assert_eq!(
+        recs.iter().map(|r| r.id).collect::<Vec<_>>(),
+        (0..5).collect::<Vec<_>>()
+    );
     for r in &recs {
         assert!(r.end_ns - r.start_ns >= 3 * MS, "{r:?} ran less than T");
-        assert!(r.is_correct() && r.worker == 0 && r.work_ns == 3 * MS, "{r:?}");
+        assert!(
+            r.is_correct() && r.worker == 0 && r.work_ns == 3 * MS,
+            "{r:?}"
+        );
     }
-    assert!(recs.windows(2).all(|w| w[1].start_ns >= w[0].end_ns), "commands overlapped");
+    assert!(
+        recs.windows(2).all(|w| w[1].start_ns >= w[0].end_ns),
+        "commands overlapped"
+    );
 }
 
 #[test]
@@ -49,8 +59,14 @@ fn every_worker_runs_every_command() {
     let q = HostQueue::spawn(&exe(), 2).unwrap();
     let mut recs = q.run(7, HostCommand::delay_ns(2 * MS)).unwrap();
     recs.sort_by_key(|r| r.worker);
-    assert_eq!(recs.iter().map(|r| (r.id, r.worker)).collect::<Vec<_>>(), vec![(7, 0), (7, 1)]);
-    assert!(recs.iter().all(|r| r.is_correct() && r.end_ns - r.start_ns >= 2 * MS));
+    assert_eq!(
+        recs.iter().map(|r| (r.id, r.worker)).collect::<Vec<_>>(),
+        vec![(7, 0), (7, 1)]
+    );
+    assert!(
+        recs.iter()
+            .all(|r| r.is_correct() && r.end_ns - r.start_ns >= 2 * MS)
+    );
 }
 
 #[test]
@@ -63,18 +79,31 @@ fn a_stopped_command_continues_where_it_stopped() {
     std::thread::sleep(Duration::from_millis(20));
     let guard = q.suspend().unwrap();
     let stopped_from = now_ns();
-    assert_eq!(state(pid), 'T', "suspend returned but the worker is not stopped");
+    assert_eq!(
+        state(pid),
+        'T',
+        "suspend returned but the worker is not stopped"
+    );
     // Far longer than the rest of the command: a wall-clock spin would finish meanwhile.
     std::thread::sleep(Duration::from_millis(250));
     assert_eq!(state(pid), 'T');
-    assert!(q.take_records().is_empty(), "the command finished while stopped");
+    assert!(
+        q.take_records().is_empty(),
+        "the command finished while stopped"
+    );
     let stopped_for = now_ns() - stopped_from;
     guard.resume().unwrap();
     wait_not_stopped(pid);
     q.synchronize().unwrap();
     let r = q.take_records_for(0)[0];
-    assert!(r.start_ns < stopped_from, "the command had started before the stop");
-    assert!(r.end_ns - r.start_ns >= t + stopped_for, "{r:?}: lost work across the stop");
+    assert!(
+        r.start_ns < stopped_from,
+        "the command had started before the stop"
+    );
+    assert!(
+        r.end_ns - r.start_ns >= t + stopped_for,
+        "{r:?}: lost work across the stop"
+    );
     assert!(r.is_correct());
 }
 
@@ -103,7 +132,11 @@ fn the_guard_resumes_on_panic() {
     }));
     assert!(r.is_err());
     wait_not_stopped(pid);
-    assert_eq!(q.run(1, HostCommand::delay_ns(MS)).unwrap().len(), 1, "queue works after the panic");
+    assert_eq!(
+        q.run(1, HostCommand::delay_ns(MS)).unwrap().len(),
+        1,
+        "queue works after the panic"
+    );
 }
 
 #[test]
@@ -115,7 +148,10 @@ fn hp_probe_runs_while_lp_is_suspended() {
     let p = dev.probe_hp(42).unwrap();
     assert_eq!((p.id, p.work_ns), (42, 0));
     assert!(p.is_correct());
-    assert!(requested <= p.start_ns && p.start_ns <= p.end_ns, "{p:?} vs request {requested}");
+    assert!(
+        requested <= p.start_ns && p.start_ns <= p.end_ns,
+        "{p:?} vs request {requested}"
+    );
 }
 
 #[test]
@@ -123,7 +159,9 @@ fn dropping_the_device_kills_and_reaps_all_workers_even_stopped_ones() {
     let dev = HostDevice::spawn(&exe(), 2).unwrap();
     let pids: Vec<i32> = dev.lp().pids().into_iter().chain(dev.hp().pids()).collect();
     assert_eq!(pids.len(), 3);
-    dev.lp().launch(0, HostCommand::delay(Duration::from_secs(600))).unwrap();
+    dev.lp()
+        .launch(0, HostCommand::delay(Duration::from_secs(600)))
+        .unwrap();
     assert!(dev.lp().wait_started(1, LONG).unwrap());
     // Leak the guard: the workers stay stopped until the device goes.
     std::mem::forget(dev.lp().suspend().unwrap());
@@ -131,7 +169,10 @@ fn dropping_the_device_kills_and_reaps_all_workers_even_stopped_ones() {
     drop(dev);
     for pid in pids {
         // Gone from /proc means killed *and* reaped: a zombie or stopped orphan would remain.
-        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "worker {pid} left behind");
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "worker {pid} left behind"
+        );
     }
 }
 
@@ -140,14 +181,31 @@ fn a_worker_killed_from_outside_is_an_error_not_a_hang() {
     let q = HostQueue::spawn(&exe(), 1).unwrap();
     let pid = nix::unistd::Pid::from_raw(q.pids()[0]);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
-    let r = q.launch(0, HostCommand::delay_ns(MS)).and_then(|()| q.synchronize());
-    assert!(matches!(r, Err(HostError::WorkerDied { worker: 0 } | HostError::Io { worker: 0, .. })), "{r:?}");
+    let r = q
+        .launch(0, HostCommand::delay_ns(MS))
+        .and_then(|()| q.synchronize());
+    assert!(
+        matches!(
+            r,
+            Err(HostError::WorkerDied { worker: 0 } | HostError::Io { worker: 0, .. })
+        ),
+        "{r:?}"
+    );
 }
 
 #[test]
 fn spawning_something_that_is_not_a_worker_fails() {
-    assert!(matches!(HostQueue::spawn(&WorkerExe::new("/nonexistent/worker"), 1), Err(HostError::Spawn(_))));
+    assert!(matches!(
+        HostQueue::spawn(&WorkerExe::new("/nonexistent/worker"), 1),
+        Err(HostError::Spawn(_))
+    ));
     let echo = WorkerExe::new("/bin/echo").arg("hello");
-    assert!(matches!(HostQueue::spawn(&echo, 1), Err(HostError::Protocol(_))));
-    assert!(matches!(HostQueue::spawn(&WorkerExe::new("/bin/true"), 1), Err(HostError::WorkerDied { .. })));
+    assert!(matches!(
+        HostQueue::spawn(&echo, 1),
+        Err(HostError::Protocol(_))
+    ));
+    assert!(matches!(
+        HostQueue::spawn(&WorkerExe::new("/bin/true"), 1),
+        Err(HostError::WorkerDied { .. })
+    ));
 }

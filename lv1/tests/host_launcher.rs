@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 const MS: u64 = 1_000_000;
+const LONG: Duration = Duration::from_secs(30);
 
 fn device() -> HostDevice {
     HostDevice::spawn(&WorkerExe::new(env!("CARGO_BIN_EXE_host-worker")), 1).unwrap()
@@ -29,16 +30,28 @@ fn every_command_runs_once_and_stamps_bracket_the_run() {
     for _ in 0..30 {
         xq.submit(HostCommand::delay_ns(MS));
     }
-    xq.wait_idle().unwrap();
+    xq.wait_idle_for(LONG).unwrap();
     let recs = by_id(dev.lp().take_records());
-    assert_eq!(recs.keys().copied().collect::<Vec<_>>(), (0..30).collect::<Vec<_>>());
+    assert_eq!(
+        recs.keys().copied().collect::<Vec<_>>(),
+        (0..30).collect::<Vec<_>>()
+    );
     let done: Vec<_> = rx.try_iter().collect();
-    assert_eq!(done.iter().map(|c| c.id).collect::<Vec<_>>(), (0..30).collect::<Vec<_>>());
+    assert_eq!(
+        done.iter().map(|c| c.id).collect::<Vec<_>>(),
+        (0..30).collect::<Vec<_>>()
+    );
     for c in &done {
         let r = &recs[&c.id];
         assert!(c.outcome.is_ok());
-        assert!(c.stamps.launched_ns <= r.start_ns, "started before it was launched: {c:?} {r:?}");
-        assert!(r.end_ns <= c.stamps.completed_ns, "observed before it ended: {c:?} {r:?}");
+        assert!(
+            c.stamps.launched_ns <= r.start_ns,
+            "started before it was launched: {c:?} {r:?}"
+        );
+        assert!(
+            r.end_ns <= c.stamps.completed_ns,
+            "observed before it ended: {c:?} {r:?}"
+        );
         assert!(r.end_ns - r.start_ns >= MS);
     }
     let order: Vec<u64> = {
@@ -46,7 +59,11 @@ fn every_command_runs_once_and_stamps_bracket_the_run() {
         v.sort_by_key(|r| r.start_ns);
         v.iter().map(|r| r.id).collect()
     };
-    assert_eq!(order, (0..30).collect::<Vec<_>>(), "the device ran commands out of order");
+    assert_eq!(
+        order,
+        (0..30).collect::<Vec<_>>(),
+        "the device ran commands out of order"
+    );
 }
 
 #[test]
@@ -73,7 +90,11 @@ fn lv1_and_lv3_cycles_under_concurrent_submission_lose_nothing() {
             let st = xq.stats();
             assert_eq!(st.in_flight, 0);
             recs.extend(dev.lp().take_records());
-            assert_eq!(recs.len() as u64, st.launched, "drained, yet the device is not done");
+            assert_eq!(
+                recs.len() as u64,
+                st.launched,
+                "drained, yet the device is not done"
+            );
             xq.resume();
             std::thread::sleep(Duration::from_millis(15));
             // Lv3: the worker is stopped under the launcher's feet, then continued.
@@ -83,12 +104,21 @@ fn lv1_and_lv3_cycles_under_concurrent_submission_lose_nothing() {
             drop(g);
         }
     });
-    xq.wait_idle().unwrap();
-    assert_eq!(rx.try_iter().map(|c| c.id).collect::<Vec<_>>(), (0..60).collect::<Vec<_>>());
+    xq.wait_idle_for(LONG).unwrap();
+    assert_eq!(
+        rx.try_iter().map(|c| c.id).collect::<Vec<_>>(),
+        (0..60).collect::<Vec<_>>()
+    );
     let s = xq.stats();
-    assert_eq!((s.submitted, s.completed, s.errors, s.dropped), (60, 60, 0, 0));
+    assert_eq!(
+        (s.submitted, s.completed, s.errors, s.dropped),
+        (60, 60, 0, 0)
+    );
     recs.extend(dev.lp().take_records());
-    assert_eq!(by_id(recs).into_keys().collect::<Vec<_>>(), (0..60).collect::<Vec<_>>());
+    assert_eq!(
+        by_id(recs).into_keys().collect::<Vec<_>>(),
+        (0..60).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -109,12 +139,15 @@ fn drained_and_dropped_commands_partition_the_submissions() {
     stopped.resume().unwrap();
     xq.suspend(SuspendMode::Drain).unwrap();
     let dropped: Vec<u64> = xq.resume_dropping_pending().iter().map(|d| d.id).collect();
-    xq.wait_idle().unwrap();
+    xq.wait_idle_for(LONG).unwrap();
     let completed: Vec<u64> = rx.try_iter().map(|c| c.id).collect();
     let ran: Vec<u64> = by_id(dev.lp().take_records()).into_keys().collect();
     assert_eq!(completed, vec![0, 1]);
     assert_eq!(ran, completed, "what ran is exactly what completed");
     assert_eq!(dropped, (2..40).collect::<Vec<_>>());
     let s = xq.stats();
-    assert_eq!((s.submitted, s.completed, s.dropped, s.launched), (40, 2, 38, 2));
+    assert_eq!(
+        (s.submitted, s.completed, s.dropped, s.launched),
+        (40, 2, 38, 2)
+    );
 }

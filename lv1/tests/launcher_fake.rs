@@ -3,7 +3,8 @@
 
 use lv1::fake::FakeQueue;
 use lv1::{Completion, Config, ConfigError, SuspendMode, XQueue};
-use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 const LONG: Duration = Duration::from_secs(20);
@@ -23,15 +24,33 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 /// Exactly `n` completions, ids in launch (= id) order from `first`.
-fn expect_completions<E: std::fmt::Debug>(rx: &Receiver<Completion<E>>, first: u64, n: u64) -> Vec<Completion<E>> {
-    let got: Vec<_> = (0..n).map(|_| rx.recv_timeout(LONG).expect("a completion")).collect();
+fn expect_completions<E: std::fmt::Debug>(
+    rx: &Receiver<Completion<E>>,
+    first: u64,
+    n: u64,
+) -> Vec<Completion<E>> {
+    let got: Vec<_> = (0..n)
+        .map(|_| rx.recv_timeout(LONG).expect("a completion"))
+        .collect();
     let ids: Vec<u64> = got.iter().map(|c| c.id).collect();
     assert_eq!(ids, (first..first + n).collect::<Vec<_>>());
     for c in &got {
         let s = c.stamps;
-        assert!(s.submitted_ns <= s.launched_ns && s.launched_ns <= s.completed_ns, "{s:?}");
+        assert!(
+            s.submitted_ns <= s.launched_ns && s.launched_ns <= s.completed_ns,
+            "{s:?}"
+        );
     }
     got
+}
+
+/// Start `suspend(Drain)` on a detached thread; its result arrives on the receiver. Detached
+/// so that a test failing while the drain blocks ends instead of joining it forever.
+fn drain_in_background(xq: &Arc<XQueue<FakeQueue>>) -> Receiver<Result<(), lv1::fake::FakeError>> {
+    let (tx, rx) = mpsc::channel();
+    let xq = Arc::clone(xq);
+    std::thread::spawn(move || tx.send(xq.suspend(SuspendMode::Drain)));
+    rx
 }
 
 #[test]
@@ -39,12 +58,25 @@ fn config_is_validated() {
     assert_eq!(Config::new(0, 0), Err(ConfigError::ZeroThreshold));
     assert_eq!(Config::new(0, 1), Err(ConfigError::ZeroThreshold));
     assert_eq!(Config::new(4, 0), Err(ConfigError::ZeroBatch));
-    assert_eq!(Config::new(2, 4), Err(ConfigError::ThresholdBelowBatch { threshold: 2, batch: 4 }));
+    assert_eq!(
+        Config::new(2, 4),
+        Err(ConfigError::ThresholdBelowBatch {
+            threshold: 2,
+            batch: 4
+        })
+    );
     let c = Config::new(4, 4).unwrap();
     assert_eq!((c.threshold(), c.batch()), (4, 4));
     let d = Config::default();
     assert_eq!((d.threshold(), d.batch()), (8, 4));
-    assert!(ConfigError::ThresholdBelowBatch { threshold: 2, batch: 4 }.to_string().contains("2"));
+    assert!(
+        ConfigError::ThresholdBelowBatch {
+            threshold: 2,
+            batch: 4
+        }
+        .to_string()
+        .contains("2")
+    );
 }
 
 #[test]
@@ -79,16 +111,30 @@ fn order_and_exactly_once_across_configs() {
         for i in 0..300 {
             assert_eq!(xq.submit(1000 + i), i);
         }
-        xq.wait_idle().unwrap();
+        xq.wait_idle_for(LONG).unwrap();
         expect_completions(&rx, 0, 300);
         assert!(rx.try_recv().is_err(), "a command completed twice");
         let launched = fake.launched();
-        assert_eq!(launched, (0..300).map(|i| (i, 1000 + i)).collect::<Vec<_>>());
-        assert!(fake.max_unobserved() <= t, "({t},{b}): {} in flight", fake.max_unobserved());
+        assert_eq!(
+            launched,
+            (0..300).map(|i| (i, 1000 + i)).collect::<Vec<_>>()
+        );
+        assert!(
+            fake.max_unobserved() <= t,
+            "({t},{b}): {} in flight",
+            fake.max_unobserved()
+        );
         let s = xq.stats();
-        assert_eq!((s.submitted, s.launched, s.completed, s.pending, s.in_flight), (300, 300, 300, 0, 0));
+        assert_eq!(
+            (s.submitted, s.launched, s.completed, s.pending, s.in_flight),
+            (300, 300, 300, 0, 0)
+        );
         // A sync point per batch, plus at most one flush each time the launcher went idle.
-        assert!(s.sync_points as usize >= 300 / b, "({t},{b}): {} sync points", s.sync_points);
+        assert!(
+            s.sync_points as usize >= 300 / b,
+            "({t},{b}): {} sync points",
+            s.sync_points
+        );
     }
 }
 
@@ -104,11 +150,14 @@ fn many_threads_submit_in_order() {
             let xq = &xq;
             s.spawn(move || {
                 let ids: Vec<u64> = (0..PER).map(|i| xq.submit(t << 32 | i)).collect();
-                assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids of one thread not increasing");
+                assert!(
+                    ids.windows(2).all(|w| w[0] < w[1]),
+                    "ids of one thread not increasing"
+                );
             });
         }
     });
-    xq.wait_idle().unwrap();
+    xq.wait_idle_for(LONG).unwrap();
     expect_completions(&rx, 0, THREADS * PER);
     let launched = fake.launched();
     assert_eq!(launched.len() as u64, THREADS * PER);
@@ -116,7 +165,10 @@ fn many_threads_submit_in_order() {
     for (k, (id, payload)) in launched.iter().enumerate() {
         assert_eq!(*id, k as u64, "launch order is not id order");
         let (t, i) = ((payload >> 32) as usize, payload & 0xffff_ffff);
-        assert_eq!(i, next[t], "thread {t}'s commands out of order or duplicated");
+        assert_eq!(
+            i, next[t],
+            "thread {t}'s commands out of order or duplicated"
+        );
         next[t] += 1;
     }
     assert!(next.iter().all(|&n| n == PER));
@@ -145,33 +197,43 @@ fn suspend_stop_does_not_wait_and_holds_commands() {
     assert_eq!(xq.stats().pending, 7);
     xq.resume();
     fake.set_auto(true);
-    xq.wait_idle().unwrap();
+    xq.wait_idle_for(LONG).unwrap();
     expect_completions(&rx, 4, 7);
-    assert_eq!(fake.launched().iter().map(|l| l.0).collect::<Vec<_>>(), (0..11).collect::<Vec<_>>());
+    assert_eq!(
+        fake.launched().iter().map(|l| l.0).collect::<Vec<_>>(),
+        (0..11).collect::<Vec<_>>()
+    );
 }
 
 #[test]
 fn suspend_drain_waits_for_in_flight_then_pending_can_be_dropped() {
     let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(4, 2)).unwrap();
+    let xq = Arc::new(XQueue::new(fake.clone(), cfg(4, 2)).unwrap());
     let _release = fake.release_on_drop();
     let rx = xq.take_completions().unwrap();
     for i in 0..10 {
         xq.submit(100 + i);
     }
     assert!(fake.wait_launched(4, LONG));
-    std::thread::scope(|s| {
-        let (tx, done) = std::sync::mpsc::channel();
-        let xq = &xq;
-        s.spawn(move || tx.send(xq.suspend(SuspendMode::Drain)).unwrap());
-        assert!(done.recv_timeout(QUIET).is_err(), "Drain returned with 4 commands in flight");
-        fake.complete(3);
-        assert!(done.recv_timeout(QUIET).is_err(), "Drain returned with 1 command in flight");
-        fake.complete(1);
-        done.recv_timeout(LONG).expect("Drain returns once drained").unwrap();
-    });
+    let done = drain_in_background(&xq);
+    assert!(
+        done.recv_timeout(QUIET).is_err(),
+        "Drain returned with 4 commands in flight"
+    );
+    fake.complete(3);
+    assert!(
+        done.recv_timeout(QUIET).is_err(),
+        "Drain returned with 1 command in flight"
+    );
+    fake.complete(1);
+    done.recv_timeout(LONG)
+        .expect("Drain returns once drained")
+        .unwrap();
     let s = xq.stats();
-    assert_eq!((s.in_flight, s.completed, s.pending, s.launched), (0, 4, 6, 4));
+    assert_eq!(
+        (s.in_flight, s.completed, s.pending, s.launched),
+        (0, 4, 6, 4)
+    );
     expect_completions(&rx, 0, 4);
     let dropped = xq.resume_dropping_pending();
     let got: Vec<(u64, u64)> = dropped.iter().map(|d| (d.id, d.cmd)).collect();
@@ -180,28 +242,29 @@ fn suspend_drain_waits_for_in_flight_then_pending_can_be_dropped() {
     std::thread::sleep(QUIET);
     assert_eq!(fake.launched_count(), 4, "a dropped command was launched");
     let s = xq.stats();
-    assert_eq!((s.submitted, s.completed + s.dropped, s.pending), (10, 10, 0));
-    xq.wait_idle().unwrap();
+    assert_eq!(
+        (s.submitted, s.completed + s.dropped, s.pending),
+        (10, 10, 0)
+    );
+    xq.wait_idle_for(LONG).unwrap();
     assert!(rx.try_recv().is_err());
 }
 
 #[test]
 fn drain_covers_a_partial_batch() {
     let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(8, 4)).unwrap();
+    let xq = Arc::new(XQueue::new(fake.clone(), cfg(8, 4)).unwrap());
     let _release = fake.release_on_drop();
     for i in 0..3 {
         xq.submit(i);
     }
     assert!(fake.wait_launched(3, LONG));
-    std::thread::scope(|s| {
-        let (tx, done) = std::sync::mpsc::channel();
-        let xq = &xq;
-        s.spawn(move || tx.send(xq.suspend(SuspendMode::Drain)).unwrap());
-        assert!(done.recv_timeout(QUIET).is_err());
-        fake.complete(3);
-        done.recv_timeout(LONG).expect("Drain must not wait for a full batch").unwrap();
-    });
+    let done = drain_in_background(&xq);
+    assert!(done.recv_timeout(QUIET).is_err());
+    fake.complete(3);
+    done.recv_timeout(LONG)
+        .expect("Drain must not wait for a full batch")
+        .unwrap();
     assert_eq!(xq.stats().completed, 3);
 }
 
@@ -216,9 +279,12 @@ fn resume_dropping_pending_while_running() {
     }
     assert!(fake.wait_launched(4, LONG));
     let dropped = xq.resume_dropping_pending();
-    assert_eq!(dropped.iter().map(|d| d.id).collect::<Vec<_>>(), (4..10).collect::<Vec<_>>());
+    assert_eq!(
+        dropped.iter().map(|d| d.id).collect::<Vec<_>>(),
+        (4..10).collect::<Vec<_>>()
+    );
     fake.complete(4);
-    xq.wait_idle().unwrap();
+    xq.wait_idle_for(LONG).unwrap();
     expect_completions(&rx, 0, 4);
     assert!(rx.try_recv().is_err());
     assert_eq!(fake.launched_count(), 4);

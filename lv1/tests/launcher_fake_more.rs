@@ -42,7 +42,7 @@ fn lowering_the_threshold_while_running_takes_effect_without_loss() {
     std::thread::sleep(QUIET);
     assert_eq!(fake.launched_count(), 15, "raised threshold 5 not honoured");
     fake.set_auto(true);
-    xq.wait_idle().unwrap();
+    xq.wait_idle_for(LONG).unwrap();
     let ids: Vec<u64> = rx.try_iter().map(|c| c.id).collect();
     assert_eq!(ids, (0..20).collect::<Vec<_>>());
     assert_eq!(fake.launched(), (0..20).map(|i| (i, i)).collect::<Vec<_>>());
@@ -57,9 +57,11 @@ fn config_changes_under_concurrent_submission_lose_nothing() {
     std::thread::scope(|s| {
         for t in 0..2u64 {
             let xq = &xq;
-            s.spawn(move || (0..500).for_each(|i| {
-                let _ = xq.submit(t << 32 | i);
-            }));
+            s.spawn(move || {
+                (0..500).for_each(|i| {
+                    let _ = xq.submit(t << 32 | i);
+                })
+            });
         }
         let xq = &xq;
         s.spawn(move || {
@@ -73,13 +75,20 @@ fn config_changes_under_concurrent_submission_lose_nothing() {
             }
         });
     });
-    xq.wait_idle().unwrap();
+    xq.wait_idle_for(LONG).unwrap();
     let ids: Vec<u64> = rx.try_iter().map(|c| c.id).collect();
     assert_eq!(ids, (0..1000).collect::<Vec<_>>());
     let launched = fake.launched();
-    assert_eq!(launched.iter().map(|l| l.0).collect::<Vec<_>>(), (0..1000).collect::<Vec<_>>());
+    assert_eq!(
+        launched.iter().map(|l| l.0).collect::<Vec<_>>(),
+        (0..1000).collect::<Vec<_>>()
+    );
     for t in 0..2u64 {
-        let seq: Vec<u64> = launched.iter().filter(|l| l.1 >> 32 == t).map(|l| l.1 & 0xffff_ffff).collect();
+        let seq: Vec<u64> = launched
+            .iter()
+            .filter(|l| l.1 >> 32 == t)
+            .map(|l| l.1 & 0xffff_ffff)
+            .collect();
         assert_eq!(seq, (0..500).collect::<Vec<_>>());
     }
     assert!(fake.max_unobserved() <= 8);
@@ -111,7 +120,7 @@ fn wait_idle_refuses_to_wait_on_a_suspended_queue() {
     xq.submit(1);
     assert_eq!(xq.wait_idle(), Err(WaitIdleError::Suspended { pending: 1 }));
     xq.resume();
-    xq.wait_idle().unwrap();
+    xq.wait_idle_for(LONG).unwrap();
     assert_eq!(xq.stats().completed, 1);
 }
 
@@ -124,13 +133,26 @@ fn a_failed_launch_completes_once_with_its_error() {
     for i in 0..6 {
         xq.submit(i);
     }
-    xq.wait_idle().unwrap();
+    xq.wait_idle_for(LONG).unwrap();
     let mut got: Vec<_> = rx.try_iter().map(|c| (c.id, c.outcome.is_ok())).collect();
     got.sort();
-    assert_eq!(got, vec![(0, true), (1, true), (2, true), (3, false), (4, true), (5, true)]);
+    assert_eq!(
+        got,
+        vec![
+            (0, true),
+            (1, true),
+            (2, true),
+            (3, false),
+            (4, true),
+            (5, true)
+        ]
+    );
     let s = xq.stats();
     assert_eq!((s.launched, s.completed, s.errors), (5, 6, 1));
-    assert_eq!(fake.launched().iter().map(|l| l.0).collect::<Vec<_>>(), vec![0, 1, 2, 4, 5]);
+    assert_eq!(
+        fake.launched().iter().map(|l| l.0).collect::<Vec<_>>(),
+        vec![0, 1, 2, 4, 5]
+    );
 }
 
 #[test]
@@ -138,10 +160,13 @@ fn completions_after_the_receiver_is_dropped_are_still_counted() {
     let fake = FakeQueue::auto();
     let xq = XQueue::new(fake, cfg(2, 1)).unwrap();
     drop(xq.take_completions());
-    assert!(xq.take_completions().is_none(), "the receiver is handed out once");
+    assert!(
+        xq.take_completions().is_none(),
+        "the receiver is handed out once"
+    );
     for i in 0..10 {
         xq.submit(i);
     }
-    xq.wait_idle().unwrap();
+    xq.wait_idle_for(LONG).unwrap();
     assert_eq!(xq.stats().completed, 10);
 }

@@ -5,6 +5,9 @@
 //!   that name the ioctl, the queue, the errno and what it means for that ioctl.
 //! - [`sysfs`]: readers for the KFD topology, the amdgpu module parameters and the per-process
 //!   queue list. They take a root path so that tests run on checked-in fixture trees.
+//! - [`mechanism`]: Lv3 preemption of one queue (update-queue, dbg-trap) behind one trait, the
+//!   guard that resumes a suspended queue on drop, and the `--mechanism auto` chooser.
+//! - [`signals`]: resume every suspended queue on SIGINT/SIGTERM, without a signal handler.
 //!
 //! What the kernel does with each call is documented in the project's `KFD-FACTS.md`
 //! (checked against Linux 6.12); the docs here cite the relevant kernel behaviour.
@@ -13,6 +16,8 @@
 #![deny(unsafe_code)]
 
 pub mod kfd;
+pub mod mechanism;
+pub mod signals;
 pub mod sysfs;
 
 pub use kfd::{Kfd, KfdError};

@@ -1,39 +1,111 @@
-// `unsafe` is allowed in the HIP loader's FFI (`hip::ffi`) alone.
+//! preempt-lat: preemption latency of GPU compute queues on AMD GPUs, and of the host device.
+//!
+//! `unsafe` is allowed in the HIP loader's FFI (`hip::ffi`) alone.
 #![deny(unsafe_code)]
-//! preempt-lat: preemption latency measurement (being written).
+
+mod cli;
 mod doctor;
+mod env;
 mod hip;
+mod measure;
+mod output;
+mod plot;
+mod stats;
+mod sweep;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, error::ErrorKind};
+use cli::{Cli, Cmd, CommonArgs, DeviceSpec, SweepCmd};
+use doctor::facts::{Fact, HipInfo};
+use std::process::ExitCode;
 
-#[derive(Debug, Parser)]
-#[command(name = "preempt-lat", version, about = "GPU compute preemption latency on AMD GPUs (and the host device)")]
-struct Cli {
-    #[command(subcommand)]
-    cmd: Cmd,
-}
-
-#[derive(Debug, Subcommand)]
-enum Cmd {
-    /// Report what this machine can do: kernel, /dev/kfd, KFD version, GPUs, module parameters,
-    /// and for each preemption level and mechanism whether it can run here and why not.
-    Doctor(doctor::DoctorArgs),
-}
-
-fn main() {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.cmd, Some(Cmd::HostWorker)) {
+        return match lv1::host::worker_main() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("preempt-lat host worker: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    // Before any thread exists: Ctrl-C/SIGTERM only raise a flag (see measure::control).
+    measure::control::install_stop_on_signals();
     let r = match &cli.cmd {
-        Cmd::Doctor(a) => doctor::run(a, hip_facts()),
+        Some(Cmd::Doctor(a)) => doctor::run(a, hip_facts()).map(|()| true).map_err(|e| e.to_string()),
+        Some(Cmd::Sweep(SweepCmd::T(a))) => select_device(&a.common).and_then(|w| sweep::t(a, w)),
+        Some(Cmd::Sweep(SweepCmd::Threshold(a))) => select_device(&a.common).and_then(|w| sweep::threshold(a, w)),
+        Some(Cmd::HostWorker) => unreachable!("handled above"),
+        None => run(&cli.run),
     };
-    if let Err(e) = r {
-        eprintln!("preempt-lat: {e}");
-        std::process::exit(1);
+    match r {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(3),
+        Err(e) => {
+            eprintln!("preempt-lat: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
+/// Exit 2 with clap's formatting for input clap could not check by itself.
+fn usage_error(msg: String) -> ! {
+    Cli::command().error(ErrorKind::ValueValidation, msg).exit()
+}
+
+/// Checks the shared options and picks the device; returns the host LP worker count.
+/// `auto` falls back to the host device with a note on stderr; an explicit `hip:N` that cannot
+/// run is an error with doctor's reason.
+fn select_device(c: &CommonArgs) -> Result<u32, String> {
+    if let Err(msg) = cli::check_common(c) {
+        usage_error(msg);
+    }
+    let workers = c.workers.unwrap_or_else(measure::host::default_workers);
+    match c.device {
+        DeviceSpec::Host => Ok(workers),
+        DeviceSpec::Auto | DeviceSpec::Hip(_) => {
+            let facts = doctor::facts::gather(&lv3::sysfs::SysRoot::default(), hip_facts());
+            let why = match doctor::verdict::gpu_path(&facts) {
+                Err(why) => why,
+                Ok(()) => "an AMD GPU is present, but the HIP device is not wired into this build yet".to_string(),
+            };
+            if c.device == DeviceSpec::Auto {
+                eprintln!("preempt-lat: --device auto: using the host device ({why}); its figures are host figures, not GPU figures");
+                Ok(workers)
+            } else {
+                Err(format!("--device {}: cannot run: {why} (see `preempt-lat doctor`)", c.device))
+            }
+        }
+    }
+}
+
+fn run(a: &cli::RunArgs) -> Result<bool, String> {
+    let workers = select_device(&a.common)?;
+    let mut out: Box<dyn std::io::Write> = match &a.out {
+        Some(p) => Box::new(cli::open_out(p).unwrap_or_else(|m| usage_error(m))),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let p = measure::Params {
+        level: a.level.number(),
+        t_ms: a.t_ms,
+        samples: a.samples,
+        warmup: a.warmup,
+        threshold: a.common.threshold,
+        batch: a.common.batch,
+        seed: a.common.seed,
+        workers,
+        gap_t: (1.0, 3.0),
+    };
+    let r = measure::host::run(&p, a.common.quiet)?;
+    output::write(&r, a.format, &mut out).map_err(|e| format!("writing the result: {e}"))?;
+    if !r.correctness.ok {
+        eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
+    }
+    Ok(r.correctness.ok)
+}
+
 /// Asks the HIP runtime (loaded at run time) what doctor reports about it.
-fn hip_facts() -> doctor::facts::Fact<doctor::facts::HipInfo> {
-    use doctor::facts::{Fact, HipInfo};
+fn hip_facts() -> Fact<HipInfo> {
     let info = hip::Hip::load().and_then(|h| {
         Ok(HipInfo {
             library: h.library_path().to_string(),

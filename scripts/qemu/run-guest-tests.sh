@@ -5,7 +5,7 @@
 #   scripts/qemu/run-guest-tests.sh [--patched]
 #
 # 1. scripts/qemu/build-kernel.sh: Debian linux-source-6.12 with amdgpu+amdkfd (cached);
-# 2. static (crt-static) builds of lv3's real-kernel tests and of preempt-lat, in
+# 2. static (crt-static) builds of lv3's real-kernel tests (kfd_kernel, mechanism_kernel) and of preempt-lat, in
 #    target/guest so the normal build cache is untouched;
 # 3. a busybox initramfs with scripts/qemu/guest-init.sh as PID 1;
 # 4. qemu-system-x86_64 under TCG (KVM on these machines does not boot a kernel), serial to a log;
@@ -36,7 +36,7 @@ export RUSTFLAGS="-C target-feature=+crt-static"
 if [ "$flavor" = patched ]; then export KFD_IOCTL_H=$KHDR; fi
 cd "$REPO"
 tests_json=$(cargo test --release -q -p lv3 --test kfd_kernel --target "$TARGET" --target-dir "$OUT/cargo" \
-  --no-run --message-format=json 2>/dev/null)
+  --test mechanism_kernel --no-run --message-format=json 2>/dev/null)
 cargo build --release -q -p microbench --bin preempt-lat --target "$TARGET" --target-dir "$OUT/cargo"
 mapfile -t test_bins < <(printf '%s\n' "$tests_json" | python3 -c '
 import json, sys

@@ -52,7 +52,10 @@ pub struct WorkerExe {
 impl WorkerExe {
     /// `program` without arguments.
     pub fn new(program: impl Into<PathBuf>) -> Self {
-        Self { program: program.into(), args: Vec::new() }
+        Self {
+            program: program.into(),
+            args: Vec::new(),
+        }
     }
 
     /// Add an argument.
@@ -127,7 +130,10 @@ impl HostDevice {
     /// Start the workers (they are ready when this returns). On a machine with `c` cores,
     /// `lp_workers <= c - 1` leaves a core for the HP worker.
     pub fn spawn(exe: &WorkerExe, lp_workers: usize) -> Result<Self, HostError> {
-        Ok(Self { lp: Arc::new(HostQueue::spawn(exe, lp_workers)?), hp: Arc::new(HostQueue::spawn(exe, 1)?) })
+        Ok(Self {
+            lp: Arc::new(HostQueue::spawn(exe, lp_workers)?),
+            hp: Arc::new(HostQueue::spawn(exe, 1)?),
+        })
     }
 
     /// The low-priority queue.
@@ -145,6 +151,7 @@ impl HostDevice {
     /// `start_ns - request_ns` for a request stamped with [`crate::clock::now_ns`].
     pub fn probe_hp(&self, id: crate::CommandId) -> Result<KernelRecord, HostError> {
         let mut recs = self.hp.run(id, HostCommand::delay_ns(0))?;
-        recs.pop().ok_or(HostError::Protocol(format!("no record for probe {id}")))
+        recs.pop()
+            .ok_or(HostError::Protocol(format!("no record for probe {id}")))
     }
 }

@@ -27,9 +27,21 @@ pub(crate) enum ToWorker {
 /// A message from a worker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum FromWorker {
-    Ready { version: u32, pid: i32 },
-    Start { id: CommandId, start_ns: u64 },
-    Done { id: CommandId, start_ns: u64, end_ns: u64, work_ns: u64, result: u64 },
+    Ready {
+        version: u32,
+        pid: i32,
+    },
+    Start {
+        id: CommandId,
+        start_ns: u64,
+    },
+    Done {
+        id: CommandId,
+        start_ns: u64,
+        end_ns: u64,
+        work_ns: u64,
+        result: u64,
+    },
 }
 
 /// The checksum a worker returns for a command (splitmix64 of id and work): a completion
@@ -51,7 +63,10 @@ impl ToWorker {
     pub fn parse(line: &str) -> Option<Self> {
         let f: Vec<&str> = line.split_whitespace().collect();
         match f.as_slice() {
-            ["run", id, w] => Some(Self::Run { id: id.parse().ok()?, work_ns: w.parse().ok()? }),
+            ["run", id, w] => Some(Self::Run {
+                id: id.parse().ok()?,
+                work_ns: w.parse().ok()?,
+            }),
             _ => None,
         }
     }
@@ -62,7 +77,13 @@ impl FromWorker {
         match self {
             Self::Ready { version, pid } => format!("ready {version} {pid}\n"),
             Self::Start { id, start_ns } => format!("start {id} {start_ns}\n"),
-            Self::Done { id, start_ns, end_ns, work_ns, result } => {
+            Self::Done {
+                id,
+                start_ns,
+                end_ns,
+                work_ns,
+                result,
+            } => {
                 format!("done {id} {start_ns} {end_ns} {work_ns} {result}\n")
             }
         }
@@ -71,8 +92,14 @@ impl FromWorker {
     pub fn parse(line: &str) -> Option<Self> {
         let f: Vec<&str> = line.split_whitespace().collect();
         Some(match f.as_slice() {
-            ["ready", v, p] => Self::Ready { version: v.parse().ok()?, pid: p.parse().ok()? },
-            ["start", id, s] => Self::Start { id: id.parse().ok()?, start_ns: s.parse().ok()? },
+            ["ready", v, p] => Self::Ready {
+                version: v.parse().ok()?,
+                pid: p.parse().ok()?,
+            },
+            ["start", id, s] => Self::Start {
+                id: id.parse().ok()?,
+                start_ns: s.parse().ok()?,
+            },
             ["done", id, s, e, w, r] => Self::Done {
                 id: id.parse().ok()?,
                 start_ns: s.parse().ok()?,
@@ -91,12 +118,27 @@ mod tests {
 
     #[test]
     fn messages_round_trip() {
-        let to = ToWorker::Run { id: 7, work_ns: 1_000_000 };
+        let to = ToWorker::Run {
+            id: 7,
+            work_ns: 1_000_000,
+        };
         assert_eq!(ToWorker::parse(&to.encode()), Some(to));
         for m in [
-            FromWorker::Ready { version: PROTOCOL_VERSION, pid: 42 },
-            FromWorker::Start { id: 3, start_ns: 99 },
-            FromWorker::Done { id: 3, start_ns: 99, end_ns: 150, work_ns: 40, result: expected_result(3, 40) },
+            FromWorker::Ready {
+                version: PROTOCOL_VERSION,
+                pid: 42,
+            },
+            FromWorker::Start {
+                id: 3,
+                start_ns: 99,
+            },
+            FromWorker::Done {
+                id: 3,
+                start_ns: 99,
+                end_ns: 150,
+                work_ns: 40,
+                result: expected_result(3, 40),
+            },
         ] {
             assert_eq!(FromWorker::parse(&m.encode()), Some(m));
         }

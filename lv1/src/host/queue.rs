@@ -26,7 +26,9 @@ pub struct HostCommand {
 impl HostCommand {
     /// A delay kernel of `t` of work.
     pub fn delay(t: Duration) -> Self {
-        Self { work_ns: t.as_nanos() as u64 }
+        Self {
+            work_ns: t.as_nanos() as u64,
+        }
     }
 
     /// A delay kernel of `work_ns` nanoseconds of work.
@@ -104,16 +106,23 @@ impl HostQueue {
     /// Spawn from a thread that outlives the queue (see [`super::worker_main`]).
     pub fn spawn(exe: &WorkerExe, workers: usize) -> Result<Self, HostError> {
         let n = workers.max(1);
-        let inner = Arc::new(Inner { progress: Mutex::new(Progress::default()), cv: Condvar::new() });
+        let inner = Arc::new(Inner {
+            progress: Mutex::new(Progress::default()),
+            cv: Condvar::new(),
+        });
         {
             let mut p = lock(&inner.progress);
-            (p.ready, p.started, p.done, p.dead) = (vec![false; n], vec![0; n], vec![0; n], vec![false; n]);
+            (p.ready, p.started, p.done, p.dead) =
+                (vec![false; n], vec![0; n], vec![0; n], vec![false; n]);
         }
         // From here on, `q`'s Drop cleans up whatever was started if a later step fails.
         let mut q = Self {
             pids: Vec::new(),
             suspended: Mutex::new(false),
-            launch: Mutex::new(Launch { launched: 0, stdins: Vec::new() }),
+            launch: Mutex::new(Launch {
+                launched: 0,
+                stdins: Vec::new(),
+            }),
             inner,
             children: Vec::new(),
             readers: Vec::new(),
@@ -137,7 +146,9 @@ impl HostQueue {
                 .map_err(HostError::Spawn)?;
             q.readers.push(reader);
         }
-        q.wait_progress("worker ready", READY_TIMEOUT, |p| p.ready.iter().all(|&r| r))?;
+        q.wait_progress("worker ready", READY_TIMEOUT, |p| {
+            p.ready.iter().all(|&r| r)
+        })?;
         Ok(q)
     }
 
@@ -170,7 +181,9 @@ impl HostQueue {
     /// Take the records of command `id` (one per worker once it has completed).
     pub fn take_records_for(&self, id: CommandId) -> Vec<KernelRecord> {
         let mut p = lock(&self.inner.progress);
-        let (mine, rest) = std::mem::take(&mut p.records).into_iter().partition(|r| r.id == id);
+        let (mine, rest) = std::mem::take(&mut p.records)
+            .into_iter()
+            .partition(|r| r.id == id);
         p.records = rest;
         mine
     }
@@ -205,7 +218,12 @@ impl HostQueue {
             if left.is_zero() {
                 return Err(HostError::Timeout(what));
             }
-            p = self.inner.cv.wait_timeout(p, left).unwrap_or_else(PoisonError::into_inner).0;
+            p = self
+                .inner
+                .cv
+                .wait_timeout(p, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
     }
 }
@@ -217,11 +235,27 @@ impl Inner {
             let Ok(line) = line else { break };
             let mut p = lock(&self.progress);
             match FromWorker::parse(&line) {
-                Some(FromWorker::Ready { version: PROTOCOL_VERSION, .. }) => p.ready[w] = true,
+                Some(FromWorker::Ready {
+                    version: PROTOCOL_VERSION,
+                    ..
+                }) => p.ready[w] = true,
                 Some(FromWorker::Start { .. }) => p.started[w] += 1,
-                Some(FromWorker::Done { id, start_ns, end_ns, work_ns, result }) => {
+                Some(FromWorker::Done {
+                    id,
+                    start_ns,
+                    end_ns,
+                    work_ns,
+                    result,
+                }) => {
                     p.done[w] += 1;
-                    p.records.push(KernelRecord { id, worker: w, start_ns, end_ns, work_ns, result });
+                    p.records.push(KernelRecord {
+                        id,
+                        worker: w,
+                        start_ns,
+                        end_ns,
+                        work_ns,
+                        result,
+                    });
                 }
                 _ => p.protocol_error = Some(format!("worker {w} said {line:?}")),
             }
@@ -241,11 +275,17 @@ impl HwQueue for HostQueue {
     /// Write the command to every worker's stdin (a pipe, so this does not wait for the
     /// workers unless ~2000 commands are already queued on a stopped one).
     fn launch(&self, id: CommandId, cmd: HostCommand) -> Result<(), HostError> {
-        let line = ToWorker::Run { id, work_ns: cmd.work_ns }.encode();
+        let line = ToWorker::Run {
+            id,
+            work_ns: cmd.work_ns,
+        }
+        .encode();
         let mut l = lock(&self.launch);
         for (worker, stdin) in l.stdins.iter_mut().enumerate() {
             let stdin = stdin.as_mut().ok_or(HostError::WorkerDied { worker })?;
-            stdin.write_all(line.as_bytes()).map_err(|source| HostError::Io { worker, source })?;
+            stdin
+                .write_all(line.as_bytes())
+                .map_err(|source| HostError::Io { worker, source })?;
         }
         l.launched += 1;
         Ok(())
@@ -257,7 +297,9 @@ impl HwQueue for HostQueue {
 
     fn wait(&self, sp: &HostSync) -> Result<(), HostError> {
         // No time limit: a sync point legitimately waits out a suspension of any length.
-        self.wait_progress("sync point", NO_LIMIT, |p| p.done.iter().all(|&d| d >= sp.0))
+        self.wait_progress("sync point", NO_LIMIT, |p| {
+            p.done.iter().all(|&d| d >= sp.0)
+        })
     }
 
     fn synchronize(&self) -> Result<(), HostError> {

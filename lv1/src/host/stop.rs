@@ -18,7 +18,12 @@ pub fn proc_state(pid: i32) -> std::io::Result<char> {
     // after the last ')'.
     stat.rfind(')')
         .and_then(|i| stat[i + 1..].trim_start().chars().next())
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("bad stat: {stat:?}")))
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("bad stat: {stat:?}"),
+            )
+        })
 }
 
 /// Wait until the kernel reports a stop (`WSTOPPED`) or continue (`WCONTINUED`) event of
@@ -39,7 +44,8 @@ fn wait_event(pid: Pid, flag: WaitPidFlag, what: &'static str) -> Result<(), Hos
 }
 
 fn signal_all(pids: &[Pid], sig: Signal) -> Result<(), HostError> {
-    pids.iter().try_for_each(|&pid| kill(pid, sig).map_err(|e| HostError::Sys("kill", e)))
+    pids.iter()
+        .try_for_each(|&pid| kill(pid, sig).map_err(|e| HostError::Sys("kill", e)))
 }
 
 impl HostQueue {
@@ -53,18 +59,28 @@ impl HostQueue {
     /// while a guard is alive fails with [`HostError::AlreadySuspended`]. If waiting for
     /// the stop fails, the workers are continued before the error is returned.
     pub fn suspend(&self) -> Result<HostSuspension<'_>, HostError> {
-        let mut suspended = self.suspended.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut suspended = self
+            .suspended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if *suspended {
             return Err(HostError::AlreadySuspended);
         }
-        let stop = signal_all(&self.pids, Signal::SIGSTOP)
-            .and_then(|()| self.pids.iter().try_for_each(|&p| wait_event(p, WaitPidFlag::WSTOPPED, "stop")));
+        let stop = signal_all(&self.pids, Signal::SIGSTOP).and_then(|()| {
+            self.pids
+                .iter()
+                .try_for_each(|&p| wait_event(p, WaitPidFlag::WSTOPPED, "stop"))
+        });
         if let Err(e) = stop {
             let _ = self.continue_all();
             return Err(e);
         }
         *suspended = true;
-        Ok(HostSuspension { queue: self, stopped_ns: now_ns(), active: true })
+        Ok(HostSuspension {
+            queue: self,
+            stopped_ns: now_ns(),
+            active: true,
+        })
     }
 
     /// `SIGCONT` every worker and consume each continue event.
@@ -72,7 +88,11 @@ impl HostQueue {
         let sent = signal_all(&self.pids, Signal::SIGCONT);
         // The kernel posts the continue event while sending SIGCONT, so this does not wait
         // for the workers to be scheduled; it keeps stale events from piling up.
-        sent.and_then(|()| self.pids.iter().try_for_each(|&p| wait_event(p, WaitPidFlag::WCONTINUED, "continue")))
+        sent.and_then(|()| {
+            self.pids
+                .iter()
+                .try_for_each(|&p| wait_event(p, WaitPidFlag::WCONTINUED, "continue"))
+        })
     }
 }
 
@@ -98,7 +118,11 @@ impl HostSuspension<'_> {
 
     fn release(&self) -> Result<(), HostError> {
         let r = self.queue.continue_all();
-        *self.queue.suspended.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = false;
+        *self
+            .queue
+            .suspended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = false;
         r
     }
 }

@@ -42,17 +42,29 @@ pub fn worker_main() -> io::Result<()> {
         out.write_all(m.encode().as_bytes())?;
         out.flush()
     };
-    send(FromWorker::Ready { version: PROTOCOL_VERSION, pid: getpid().as_raw() })?;
+    send(FromWorker::Ready {
+        version: PROTOCOL_VERSION,
+        pid: getpid().as_raw(),
+    })?;
     for line in io::stdin().lock().lines() {
         let line = line?;
         let Some(ToWorker::Run { id, work_ns }) = ToWorker::parse(&line) else {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("bad command: {line:?}")));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("bad command: {line:?}"),
+            ));
         };
         let start_ns = now_ns();
         send(FromWorker::Start { id, start_ns })?;
         spin_cpu(work_ns);
         let end_ns = now_ns();
-        send(FromWorker::Done { id, start_ns, end_ns, work_ns, result: expected_result(id, work_ns) })?;
+        send(FromWorker::Done {
+            id,
+            start_ns,
+            end_ns,
+            work_ns,
+            result: expected_result(id, work_ns),
+        })?;
     }
     Ok(())
 }

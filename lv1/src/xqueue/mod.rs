@@ -8,6 +8,7 @@ use state::{Pending, Shared};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
 
 /// Per-command timestamps, nanoseconds on `CLOCK_MONOTONIC` ([`crate::clock::now_ns`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,12 +91,27 @@ pub enum WaitIdleError {
         /// Commands held by the suspension.
         pending: usize,
     },
+    /// [`XQueue::wait_idle_for`] ran out of time.
+    TimedOut {
+        /// Commands not launched yet.
+        pending: usize,
+        /// Commands launched and not observed complete.
+        in_flight: usize,
+    },
 }
 
 impl std::fmt::Display for WaitIdleError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Suspended { pending } => write!(f, "queue is suspended with {pending} pending commands"),
+            Self::Suspended { pending } => {
+                write!(f, "queue is suspended with {pending} pending commands")
+            }
+            Self::TimedOut { pending, in_flight } => {
+                write!(
+                    f,
+                    "queue not idle in time: {pending} pending, {in_flight} in flight"
+                )
+            }
         }
     }
 }
@@ -112,6 +128,12 @@ impl std::error::Error for WaitIdleError {}
 /// launched command is eventually observed: a *sync point per batch* is the steady
 /// state under load, and trailing commands never wait for future submissions. A
 /// completion thread waits on the sync points in order and delivers [`Completion`]s.
+/// At the threshold the launcher blocks until that thread has observed the oldest
+/// outstanding sync point (XSched's launcher waits on it itself; a separate waiter also
+/// observes completions while the launcher is idle or suspended). Consequently the
+/// [`HwQueue`] sees `launch`/`record` from the launcher thread, `wait` from the completion
+/// thread and, for [`SuspendMode::Drain`], `synchronize` from the suspending thread,
+/// possibly at the same time.
 ///
 /// Every submitted command ends exactly once: either as a completion or returned by
 /// [`resume_dropping_pending`](Self::resume_dropping_pending).
@@ -129,12 +151,23 @@ impl<Q: HwQueue> XQueue<Q> {
     pub fn new(hwq: Arc<Q>, cfg: Config) -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Shared::new(hwq, cfg, tx));
-        let mut q = Self { shared, rx: Mutex::new(Some(rx)), threads: Vec::new() };
+        let mut q = Self {
+            shared,
+            rx: Mutex::new(Some(rx)),
+            threads: Vec::new(),
+        };
         for (name, completer) in [("lv1-launcher", false), ("lv1-completer", true)] {
             let s = Arc::clone(&q.shared);
-            let body = move || if completer { s.completer() } else { s.launcher() };
+            let body = move || {
+                if completer {
+                    s.completer()
+                } else {
+                    s.launcher()
+                }
+            };
             // On failure `q` is dropped here, which stops the thread already started.
-            q.threads.push(thread::Builder::new().name(name.into()).spawn(body)?);
+            q.threads
+                .push(thread::Builder::new().name(name.into()).spawn(body)?);
         }
         Ok(q)
     }
@@ -147,7 +180,10 @@ impl<Q: HwQueue> XQueue<Q> {
     /// The receiver of all completions; `Some` once, `None` afterwards. Until it is taken,
     /// completions accumulate in the channel; after it is dropped they are only counted.
     pub fn take_completions(&self) -> Option<Receiver<Completion<Q::Error>>> {
-        self.rx.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+        self.rx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 
     /// Accept a command. Never blocks on the device; while suspended it is held.
@@ -156,7 +192,11 @@ impl<Q: HwQueue> XQueue<Q> {
         let id = st.next_id;
         st.next_id += 1;
         st.stats.submitted += 1;
-        st.pending.push_back(Pending { id, cmd, submitted_ns: now_ns() });
+        st.pending.push_back(Pending {
+            id,
+            cmd,
+            submitted_ns: now_ns(),
+        });
         drop(st);
         self.shared.notify();
         id
@@ -198,7 +238,11 @@ impl<Q: HwQueue> XQueue<Q> {
         let dropped: Vec<_> = st
             .pending
             .drain(..)
-            .map(|p| Dropped { id: p.id, cmd: p.cmd, submitted_ns: p.submitted_ns })
+            .map(|p| Dropped {
+                id: p.id,
+                cmd: p.cmd,
+                submitted_ns: p.submitted_ns,
+            })
             .collect();
         st.stats.dropped += dropped.len() as u64;
         st.suspended = false;
@@ -228,22 +272,50 @@ impl<Q: HwQueue> XQueue<Q> {
     /// Current counters.
     pub fn stats(&self) -> Stats {
         let st = self.shared.lock();
-        Stats { pending: st.pending.len(), in_flight: st.in_flight, ..st.stats }
+        Stats {
+            pending: st.pending.len(),
+            in_flight: st.in_flight,
+            ..st.stats
+        }
     }
 
     /// Block until nothing is pending or in flight, i.e. every submitted command has been
     /// completed (and its completion delivered) or dropped. Fails instead of blocking
     /// forever when the queue is, or becomes, suspended with commands pending.
     pub fn wait_idle(&self) -> Result<(), WaitIdleError> {
+        self.wait_idle_until(None)
+    }
+
+    /// [`wait_idle`](Self::wait_idle) with a time limit, for callers that must not hang on
+    /// a stuck device; fails with [`WaitIdleError::TimedOut`].
+    pub fn wait_idle_for(&self, timeout: Duration) -> Result<(), WaitIdleError> {
+        self.wait_idle_until(Some(Instant::now() + timeout))
+    }
+
+    fn wait_idle_until(&self, deadline: Option<Instant>) -> Result<(), WaitIdleError> {
         let mut st = self.shared.lock();
         loop {
             if st.pending.is_empty() && st.in_flight == 0 && !st.launcher_busy {
                 return Ok(());
             }
             if st.suspended && !st.pending.is_empty() {
-                return Err(WaitIdleError::Suspended { pending: st.pending.len() });
+                return Err(WaitIdleError::Suspended {
+                    pending: st.pending.len(),
+                });
             }
-            st = self.shared.wait(st);
+            st = match deadline {
+                None => self.shared.wait(st),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(WaitIdleError::TimedOut {
+                            pending: st.pending.len(),
+                            in_flight: st.in_flight,
+                        });
+                    }
+                    self.shared.wait_timeout(st, left)
+                }
+            };
         }
     }
 }

@@ -81,7 +81,12 @@ impl<Q: HwQueue> Shared<Q> {
             launcher_done: false,
             stats: super::Stats::default(),
         };
-        Self { hwq, state: Mutex::new(state), cv: Condvar::new(), tx }
+        Self {
+            hwq,
+            state: Mutex::new(state),
+            cv: Condvar::new(),
+            tx,
+        }
     }
 
     /// Lock the state. A poisoned lock (a panic elsewhere while holding it) is taken over:
@@ -92,6 +97,18 @@ impl<Q: HwQueue> Shared<Q> {
 
     pub fn wait<'a>(&self, g: MutexGuard<'a, State<Q>>) -> MutexGuard<'a, State<Q>> {
         self.cv.wait(g).unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Like [`wait`](Self::wait), but gives up after `d`.
+    pub fn wait_timeout<'a>(
+        &self,
+        g: MutexGuard<'a, State<Q>>,
+        d: std::time::Duration,
+    ) -> MutexGuard<'a, State<Q>> {
+        self.cv
+            .wait_timeout(g, d)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
     }
 
     pub fn notify(&self) {
@@ -110,7 +127,8 @@ impl<Q: HwQueue> Shared<Q> {
     pub fn launcher(&self) {
         let mut st = self.lock();
         loop {
-            let can_launch = !st.suspended && !st.pending.is_empty() && st.in_flight < st.cfg.threshold();
+            let can_launch =
+                !st.suspended && !st.pending.is_empty() && st.in_flight < st.cfg.threshold();
             if can_launch {
                 let p = st.pending.pop_front().expect("pending is not empty");
                 st.launcher_busy = true;
@@ -119,7 +137,11 @@ impl<Q: HwQueue> Shared<Q> {
                 let res = self.hwq.launch(p.id, p.cmd);
                 st = self.lock();
                 st.launcher_busy = false;
-                let flight = Flight { id: p.id, submitted_ns: p.submitted_ns, launched_ns };
+                let flight = Flight {
+                    id: p.id,
+                    submitted_ns: p.submitted_ns,
+                    launched_ns,
+                };
                 match res {
                     Ok(()) => {
                         st.in_flight += 1;
@@ -133,7 +155,7 @@ impl<Q: HwQueue> Shared<Q> {
                     Err(e) => self.deliver(&mut st, vec![flight], Err(Arc::new(e)), now_ns()),
                 }
                 self.notify();
-            } else if !st.uncovered.is_empty() && st.closing {
+            } else if !st.uncovered.is_empty() {
                 st = self.record(st);
                 self.notify();
             } else if st.closing && st.pending.is_empty() {
@@ -187,14 +209,28 @@ impl<Q: HwQueue> Shared<Q> {
 
     /// Send completions (under the lock, so counters and the channel agree). A dropped
     /// receiver is fine: completions are then only counted.
-    fn deliver(&self, st: &mut State<Q>, cmds: Vec<Flight>, outcome: Result<(), Arc<Q::Error>>, completed_ns: u64) {
+    fn deliver(
+        &self,
+        st: &mut State<Q>,
+        cmds: Vec<Flight>,
+        outcome: Result<(), Arc<Q::Error>>,
+        completed_ns: u64,
+    ) {
         st.stats.completed += cmds.len() as u64;
         if outcome.is_err() {
             st.stats.errors += cmds.len() as u64;
         }
         for c in cmds {
-            let stamps = Stamps { submitted_ns: c.submitted_ns, launched_ns: c.launched_ns, completed_ns };
-            let _ = self.tx.send(Completion { id: c.id, stamps, outcome: outcome.clone() });
+            let stamps = Stamps {
+                submitted_ns: c.submitted_ns,
+                launched_ns: c.launched_ns,
+                completed_ns,
+            };
+            let _ = self.tx.send(Completion {
+                id: c.id,
+                stamps,
+                outcome: outcome.clone(),
+            });
         }
     }
 }

@@ -1,0 +1,215 @@
+//! Lv3 preemption of one KFD queue, behind one small trait ([`Preempt`]).
+//!
+//! Three layers, each usable alone:
+//! - **Mechanisms** ([`UpdateQueue`], [`DbgTrap`]): the raw suspend/resume of one queue, generic
+//!   over [`KfdOps`](crate::kfd::KfdOps) so the same code runs on the real [`Kfd`](crate::kfd::Kfd)
+//!   and on a recording fake. They keep no per-queue state: `resume` of a queue that is not
+//!   suspended is passed to the kernel, which treats it as a no-op (dbg-trap: `resume_single_queue`
+//!   returns 0 for a queue that is not suspended; update-queue: re-sends the queue's own
+//!   properties). That raw path exists for recovery; normal code goes through the guard layer.
+//! - **Guards** ([`Preemptor`], [`SuspendedQueue`]): `Preemptor::suspend` returns a guard that owns
+//!   the obligation to resume. A resume without a suspend cannot be written with this API, and a
+//!   second suspend of a queue that is already held fails with [`MechError::AlreadySuspended`]
+//!   before any kernel call. The guard resumes on drop and therefore on panic (the workspace
+//!   builds with `panic = "unwind"`; `panic = "abort"` would skip every drop and leave the queue
+//!   suspended until the process exits).
+//! - **Choice** ([`mod@choose`]): the `--mechanism auto` order and, for each mechanism, why it cannot
+//!   be used here, computed from facts gathered once (pure, unit-tested).
+//!
+//! Every suspended queue is also registered with [`crate::signals`], so SIGINT/SIGTERM resume it
+//! before the process exits (see [`crate::signals::install_resume_on_signals`]).
+pub mod choose;
+mod dbg_trap;
+mod guard;
+mod update_queue;
+
+pub use choose::{Built, ProbeFacts, Verdict, build, build_auto, choose, probe_order};
+pub use dbg_trap::DbgTrap;
+pub use guard::{Preemptor, RetryPolicy, SuspendedQueue};
+pub use update_queue::UpdateQueue;
+
+use crate::kfd::{DbgOp, KfdError, QueueId, QueueSnapshot, QueueState};
+use std::fmt;
+use std::time::Duration;
+
+/// Which mechanism, by its CLI name (`--mechanism update-queue|dbg-trap|ioctl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MechanismKind {
+    /// The patched-kernel ioctl. Its slot in the `auto` order is reserved; this crate does not
+    /// implement it yet, so it is always reported as unavailable.
+    Ioctl,
+    DbgTrap,
+    UpdateQueue,
+}
+
+impl MechanismKind {
+    /// The `--mechanism auto` order: the most robust first (see [`mod@choose`]).
+    pub const AUTO_ORDER: [MechanismKind; 3] = [MechanismKind::Ioctl, MechanismKind::DbgTrap, MechanismKind::UpdateQueue];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MechanismKind::Ioctl => "ioctl",
+            MechanismKind::DbgTrap => "dbg-trap",
+            MechanismKind::UpdateQueue => "update-queue",
+        }
+    }
+
+    /// Parses a CLI name; `None` for anything else (including `auto`, which the caller resolves).
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::AUTO_ORDER.into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// The queue to preempt: what discovery found. The ring address and size come from
+/// GET_QUEUE_SNAPSHOT (the only stock source); the priority from the stream's HSA priority
+/// (LOW 0, NORMAL 7, HIGH 11). update-queue needs all of them to restore the queue exactly;
+/// dbg-trap needs only the id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueTarget {
+    pub queue_id: QueueId,
+    pub gpu_id: u32,
+    pub ring_base_address: u64,
+    /// In bytes, as the kernel stores it (a power of two).
+    pub ring_size: u32,
+    /// KFD priority, 0..=15.
+    pub priority: u32,
+    /// 1..=100; ROCr creates every queue with 100.
+    pub percentage: u32,
+}
+
+impl QueueTarget {
+    /// A target from a snapshot entry, with ROCr's percentage (100) and the given KFD priority.
+    /// (The snapshot carries no priority; ROCr's queues also use PM4 target XCC 0, which restore
+    /// keeps.)
+    pub fn from_snapshot(s: &QueueSnapshot, priority: u32) -> Self {
+        QueueTarget {
+            queue_id: s.queue_id,
+            gpu_id: s.gpu_id,
+            ring_base_address: s.ring_base_address,
+            ring_size: s.ring_size,
+            priority,
+            percentage: 100,
+        }
+    }
+
+    /// Refuses targets that could not be restored: checked before the suspend, because a queue
+    /// suspended with a target that cannot bring it back stays off.
+    pub fn validate(&self) -> Result<(), MechError> {
+        let why = if self.ring_base_address == 0 {
+            "ring_base_address is 0 (a NULL ring disables the queue instead of restoring it)"
+        } else if !self.ring_size.is_power_of_two() {
+            "ring_size is not a power of two (the kernel refuses it with EINVAL)"
+        } else if self.percentage == 0 || self.percentage > 100 {
+            "percentage must be 1..=100 (0 leaves the queue inactive, >100 is EINVAL)"
+        } else if self.priority > 15 {
+            "priority must be 0..=15"
+        } else {
+            return Ok(());
+        };
+        Err(MechError::BadTarget { queue: self.queue_id, why })
+    }
+
+    /// A short label for logs and the signal registry.
+    pub fn label(&self, mechanism: &str) -> String {
+        format!("{mechanism} gpu 0x{:x} queue {}", self.gpu_id, self.queue_id)
+    }
+}
+
+/// What one suspend did, for measurement and reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuspendReport {
+    pub mechanism: &'static str,
+    pub queue_id: QueueId,
+    /// Wall time of the whole `suspend` call (all ioctls).
+    pub total: Duration,
+    /// Wall time of the preempting ioctl alone (UPDATE_QUEUE or SUSPEND_QUEUES): the unmap, the
+    /// CWSR save and the new runlist happen inside it.
+    pub preempt_call: Duration,
+    /// dbg-trap: the queue still carried EC_QUEUE_NEW and the pre-suspend snapshot cleared it.
+    pub cleared_queue_new: bool,
+}
+
+/// Why a mechanism could not suspend or resume. `Display` is one line naming the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MechError {
+    /// A KFD call failed; the error names the ioctl, the queue and the errno's meaning.
+    Kfd { mechanism: &'static str, source: KfdError },
+    /// SUSPEND_QUEUES / RESUME_QUEUES succeeded as a call but refused this queue.
+    QueueRefused { op: DbgOp, queue: QueueId, state: QueueState },
+    /// DBG_TRAP ENABLE said EALREADY: a debugger (rocgdb, ROCr's core dump) owns this process.
+    DebuggerPresent(KfdError),
+    /// The target cannot be restored; nothing was sent to the kernel.
+    BadTarget { queue: QueueId, why: &'static str },
+    /// A guard for this queue exists already; nothing was sent to the kernel.
+    AlreadySuspended { queue: QueueId, gpu_id: u32 },
+    /// Every try to resume failed; `last` is the final error. The queue may still be suspended.
+    ResumeFailed { queue: QueueId, tries: u32, last: Box<MechError> },
+    /// A SIGINT/SIGTERM is resuming every queue before exit: no new suspend is started.
+    ShuttingDown { queue: QueueId },
+    /// The mechanism cannot run here (setup refused, torn down, guards still held, ...).
+    Unavailable { mechanism: &'static str, why: String },
+}
+
+impl MechError {
+    pub(crate) fn kfd(mechanism: &'static str) -> impl FnOnce(KfdError) -> MechError {
+        move |source| MechError::Kfd { mechanism, source }
+    }
+
+    /// The errno, where the failure came from a KFD call.
+    pub fn errno(&self) -> Option<nix::errno::Errno> {
+        match self {
+            MechError::Kfd { source, .. } | MechError::DebuggerPresent(source) => Some(source.errno),
+            MechError::ResumeFailed { last, .. } => last.errno(),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for MechError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MechError::Kfd { mechanism, source } => write!(f, "{mechanism}: {source}"),
+            MechError::QueueRefused { op, queue, state } => {
+                let why = match state {
+                    QueueState::Invalid => {
+                        "INVALID: no such queue in this process, a queue still flagged EC_QUEUE_NEW, or one \
+                         being destroyed"
+                    }
+                    QueueState::Error => "ERROR: the unmap/map failed (a hung HWS; a GPU reset may follow)",
+                    QueueState::Ok => "ok",
+                };
+                write!(f, "dbg-trap: {} refused queue {queue}: {why}", op.name())
+            }
+            MechError::DebuggerPresent(e) => {
+                write!(f, "dbg-trap: another debugger owns this process ({e}); use --mechanism update-queue")
+            }
+            MechError::BadTarget { queue, why } => write!(f, "queue {queue}: cannot be restored: {why}"),
+            MechError::AlreadySuspended { queue, gpu_id } => {
+                write!(f, "queue {queue} on gpu 0x{gpu_id:x} is already suspended by this process")
+            }
+            MechError::ResumeFailed { queue, tries, last } => {
+                write!(f, "queue {queue} NOT resumed after {tries} tries (it may stay suspended): {last}")
+            }
+            MechError::ShuttingDown { queue } => write!(f, "queue {queue}: not suspended, the process is exiting on a signal"),
+            MechError::Unavailable { mechanism, why } => write!(f, "{mechanism}: unavailable: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for MechError {}
+
+/// Lv3 preemption of one KFD queue of this process.
+///
+/// `Send + Sync` because the signal thread ([`crate::signals`]) resumes through it.
+pub trait Preempt: Send + Sync {
+    /// The CLI name (`update-queue`, `dbg-trap`).
+    fn name(&self) -> &'static str;
+    /// Preempts the queue: its waves are CWSR-saved and it leaves the runlist.
+    fn suspend(&self, q: &QueueTarget) -> Result<SuspendReport, MechError>;
+    /// Maps the queue back; its waves restore and continue.
+    fn resume(&self, q: &QueueTarget) -> Result<(), MechError>;
+    /// Undoes the mechanism's process-wide setup (dbg-trap: debug mode). Idempotent.
+    fn teardown(&self) -> Result<(), MechError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,45 @@
+//! The environment a result was measured in: written into every JSON/CSV output.
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Environment {
+    /// `host` or `hip:N`: host figures are never GPU figures.
+    pub device: String,
+    /// What the device is (CPU model for the host device, GPU name otherwise).
+    pub device_detail: String,
+    pub kernel: String,
+    /// KFD ioctl version, if /dev/kfd opened.
+    pub kfd_version: Option<String>,
+    pub gfx_target: Option<String>,
+    pub mechanism: String,
+    pub cores: usize,
+    pub git_revision: &'static str,
+    pub tool_version: &'static str,
+}
+
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|m| m.trim().to_string()))
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+/// The environment of a host-device run.
+pub fn host(mechanism: &str) -> Environment {
+    use lv3::kfd::{Kfd, KfdOps};
+    Environment {
+        device: "host".into(),
+        device_detail: format!("CPU worker processes on {} ({} cores); host figures, not GPU figures", cpu_model(), cores()),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default(),
+        kfd_version: Kfd::open().and_then(|k| k.version()).ok().map(|v| v.to_string()),
+        gfx_target: None,
+        mechanism: mechanism.into(),
+        cores: cores(),
+        git_revision: option_env!("PREEMPT_LAT_GIT_REV").unwrap_or("unknown"),
+        tool_version: env!("CARGO_PKG_VERSION"),
+    }
+}

@@ -1,0 +1,147 @@
+//! One preempt-lat measurement: LP delay commands of T, HP requests at random moments,
+//! suspend / HP probe / resume per sample, and the correctness check at the end.
+pub mod control;
+pub mod host;
+pub mod rng;
+
+use crate::cli::Level;
+use crate::stats::Summary;
+use serde::Serialize;
+
+/// Everything that defines a run (written into every output).
+#[derive(Debug, Clone, Serialize)]
+pub struct Params {
+    pub level: u8,
+    pub t_ms: f64,
+    pub samples: u32,
+    pub warmup: u32,
+    pub threshold: u32,
+    pub batch: u32,
+    pub seed: u64,
+    pub workers: u32,
+    /// The random gap before each HP request, in multiples of T: uniform in [lo, hi).
+    pub gap_t: (f64, f64),
+}
+
+impl Params {
+    pub fn level(&self) -> Level {
+        if self.level == 1 { Level::Lv1 } else { Level::Lv3 }
+    }
+}
+
+/// One preemption, in nanoseconds.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Sample {
+    /// Suspend call until the LP queue runs nothing.
+    pub suspend_ns: u64,
+    /// HP request until the HP probe started.
+    pub hp_start_ns: u64,
+    /// Resume call until it returned.
+    pub resume_ns: u64,
+}
+
+/// Did every LP command complete exactly once, with the right result?
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Correctness {
+    pub submitted: u64,
+    pub completed_once: u64,
+    pub missing: Vec<u64>,
+    pub duplicated: Vec<u64>,
+    pub failed: Vec<u64>,
+    pub wrong_result: Vec<u64>,
+    pub ok: bool,
+}
+
+impl Correctness {
+    /// Checks completions (ids, in any order) and per-command device records against the
+    /// ids 0..submitted. `records_per_cmd` is how many device records one command yields.
+    pub fn check(submitted: u64, completions: &[(u64, bool)], records: &[(u64, bool)], records_per_cmd: usize) -> Self {
+        let n = submitted as usize;
+        let mut seen = vec![0u32; n];
+        let mut failed = Vec::new();
+        let mut extra = Vec::new();
+        for &(id, ok) in completions {
+            match seen.get_mut(id as usize) {
+                Some(c) => *c += 1,
+                None => extra.push(id),
+            }
+            if !ok {
+                failed.push(id);
+            }
+        }
+        let mut rec = vec![0usize; n];
+        let mut wrong_result = Vec::new();
+        for &(id, correct) in records {
+            if let Some(c) = rec.get_mut(id as usize) {
+                *c += 1;
+            }
+            if !correct {
+                wrong_result.push(id);
+            }
+        }
+        let missing: Vec<u64> = (0..n).filter(|&i| seen[i] == 0 || rec[i] < records_per_cmd).map(|i| i as u64).collect();
+        let mut duplicated: Vec<u64> = (0..n).filter(|&i| seen[i] > 1 || rec[i] > records_per_cmd).map(|i| i as u64).collect();
+        duplicated.extend(extra);
+        wrong_result.dedup();
+        let completed_once = seen.iter().filter(|&&c| c == 1).count() as u64;
+        let ok = missing.is_empty() && duplicated.is_empty() && failed.is_empty() && wrong_result.is_empty();
+        Correctness { submitted, completed_once, missing, duplicated, failed, wrong_result, ok }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summaries {
+    pub suspend: Option<Summary>,
+    pub hp_start: Option<Summary>,
+    pub resume: Option<Summary>,
+}
+
+/// The result of one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub params: Params,
+    pub env: crate::env::Environment,
+    pub latency_ns: Summaries,
+    pub correctness: Correctness,
+    /// Measured samples (after warm-up), in order.
+    pub samples: Vec<Sample>,
+    /// Stopped early by Ctrl-C/SIGTERM: fewer samples than asked.
+    pub interrupted: bool,
+    pub wall_time_s: f64,
+}
+
+impl RunResult {
+    pub fn summarize(samples: &[Sample]) -> Summaries {
+        let mut s = crate::stats::Recorder::default();
+        let mut h = crate::stats::Recorder::default();
+        let mut r = crate::stats::Recorder::default();
+        for x in samples {
+            s.record(x.suspend_ns);
+            h.record(x.hp_start_ns);
+            r.record(x.resume_ns);
+        }
+        Summaries { suspend: s.summary(), hp_start: h.summary(), resume: r.summary() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Correctness;
+
+    #[test]
+    fn exactly_once_is_checked_both_ways() {
+        let ok = Correctness::check(3, &[(0, true), (2, true), (1, true)], &[(0, true), (1, true), (2, true)], 1);
+        assert!(ok.ok && ok.completed_once == 3);
+        let lost = Correctness::check(3, &[(0, true), (2, true)], &[(0, true), (2, true)], 1);
+        assert!(!lost.ok);
+        assert_eq!(lost.missing, vec![1]);
+        let dup = Correctness::check(2, &[(0, true), (1, true), (1, true)], &[(0, true), (1, true)], 1);
+        assert_eq!(dup.duplicated, vec![1]);
+        let wrong = Correctness::check(1, &[(0, true)], &[(0, false)], 1);
+        assert_eq!(wrong.wrong_result, vec![0]);
+        let failed = Correctness::check(1, &[(0, false)], &[(0, true)], 1);
+        assert_eq!(failed.failed, vec![0]);
+        let short = Correctness::check(1, &[(0, true)], &[(0, true)], 2);
+        assert_eq!(short.missing, vec![0], "a command must run on every worker");
+    }
+}

@@ -1,0 +1,96 @@
+//! Writing a run's result: text for people, JSON and CSV for machines (every parameter and the
+//! environment in both).
+use crate::cli::Format;
+use crate::measure::RunResult;
+use crate::stats::Summary;
+use std::io::{Result, Write};
+
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+pub fn write(r: &RunResult, format: Format, w: &mut dyn Write) -> Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *w, r)?;
+            writeln!(w)
+        }
+        Format::Csv => csv(r, w),
+        Format::Text => text(r, w),
+    }
+}
+
+fn text(r: &RunResult, w: &mut dyn Write) -> Result<()> {
+    let p = &r.params;
+    let e = &r.env;
+    writeln!(w, "preempt-lat: Lv{} on device {} ({}), mechanism {}", p.level, e.device, e.device_detail, e.mechanism)?;
+    writeln!(
+        w,
+        "T = {} ms, threshold {}, batch {}, {} samples (+{} warm-up dropped), seed {}, {} LP worker(s); kernel {}, KFD {}, rev {}",
+        p.t_ms, p.threshold, p.batch, r.samples.len(), p.warmup, p.seed, p.workers, e.kernel,
+        e.kfd_version.as_deref().unwrap_or("none"), e.git_revision
+    )?;
+    if r.interrupted {
+        writeln!(w, "INTERRUPTED: {} of {} samples measured", r.samples.len(), p.samples)?;
+    }
+    writeln!(w, "{:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}", "latency (us)", "p50", "p90", "p95", "p99", "p99.9", "max", "count")?;
+    let row = |name: &str, s: &Option<Summary>, w: &mut dyn Write| -> Result<()> {
+        match s {
+            Some(s) => writeln!(
+                w,
+                "{:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}",
+                name, us(s.p50), us(s.p90), us(s.p95), us(s.p99), us(s.p99_9), us(s.max), s.count
+            ),
+            None => writeln!(w, "{name:<14} (no samples)"),
+        }
+    };
+    row("suspend", &r.latency_ns.suspend, w)?;
+    row("HP start", &r.latency_ns.hp_start, w)?;
+    row("resume", &r.latency_ns.resume, w)?;
+    if let Some(s) = &r.latency_ns.suspend {
+        writeln!(w, "suspend P99 / T = {:.3}", s.p99 as f64 / (p.t_ms * 1e6))?;
+    }
+    let c = &r.correctness;
+    if c.ok {
+        writeln!(w, "correctness: OK, all {} LP commands completed exactly once with the right result", c.submitted)?;
+    } else {
+        writeln!(
+            w,
+            "correctness: FAILED: {} submitted, {} exactly once; missing {:?}, duplicated {:?}, failed {:?}, wrong result {:?}",
+            c.submitted, c.completed_once, c.missing, c.duplicated, c.failed, c.wrong_result
+        )?;
+    }
+    if e.device == "host" {
+        writeln!(w, "note: host device figures (CPU worker processes), not GPU figures")?;
+    }
+    Ok(())
+}
+
+/// The CSV header; one row per metric, every parameter and the environment on each row.
+pub const CSV_HEADER: &str = "device,mechanism,level,t_ms,threshold,batch,samples,warmup,seed,workers,kernel,kfd_version,git_revision,metric,count,min_ns,p50_ns,p90_ns,p95_ns,p99_ns,p99_9_ns,max_ns,mean_ns,correct,interrupted";
+
+pub fn csv_rows(r: &RunResult) -> Vec<String> {
+    let p = &r.params;
+    let e = &r.env;
+    let m = &r.latency_ns;
+    [("suspend", &m.suspend), ("hp_start", &m.hp_start), ("resume", &m.resume)]
+        .iter()
+        .filter_map(|(name, s)| s.as_ref().map(|s| (name, s)))
+        .map(|(name, s)| {
+            format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{},{}",
+                e.device, e.mechanism, p.level, p.t_ms, p.threshold, p.batch, p.samples, p.warmup, p.seed, p.workers,
+                e.kernel, e.kfd_version.as_deref().unwrap_or(""), e.git_revision, name, s.count, s.min, s.p50, s.p90,
+                s.p95, s.p99, s.p99_9, s.max, s.mean, r.correctness.ok, r.interrupted
+            )
+        })
+        .collect()
+}
+
+fn csv(r: &RunResult, w: &mut dyn Write) -> Result<()> {
+    writeln!(w, "{CSV_HEADER}")?;
+    for row in csv_rows(r) {
+        writeln!(w, "{row}")?;
+    }
+    Ok(())
+}

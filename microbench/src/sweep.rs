@@ -1,0 +1,145 @@
+//! `preempt-lat sweep t` and `sweep threshold`: many runs, one CSV, one JSON, one SVG each.
+use crate::cli::{SweepTArgs, SweepThresholdArgs};
+use crate::measure::{Params, RunResult, control::stop_requested, host};
+use crate::plot::{Series, lines};
+use serde::Serialize;
+use std::io::Write;
+use std::path::Path;
+
+fn write_file(path: &Path, body: &str) -> Result<(), String> {
+    std::fs::write(path, body).map_err(|e| format!("{}: cannot write: {e}", path.display()))
+}
+
+fn prepare(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("--out-dir {}: cannot create: {e}", dir.display()))?;
+    let probe = dir.join(".preempt-lat-write-test");
+    std::fs::write(&probe, b"").map_err(|e| format!("--out-dir {}: cannot write: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+/// Latency against T for each level.
+pub fn t(a: &SweepTArgs, workers: u32) -> Result<bool, String> {
+    prepare(&a.out_dir)?;
+    let mut runs: Vec<RunResult> = Vec::new();
+    'outer: for &level in &a.levels {
+        for &t_ms in &a.t_ms {
+            if stop_requested() {
+                break 'outer;
+            }
+            let p = Params {
+                level: level.number(),
+                t_ms,
+                samples: a.samples,
+                warmup: a.warmup,
+                threshold: a.common.threshold,
+                batch: a.common.batch,
+                seed: a.common.seed,
+                workers,
+                gap_t: (1.0, 3.0),
+            };
+            eprintln!("sweep t: Lv{} T={t_ms} ms ({} samples)", p.level, p.samples);
+            runs.push(host::run(&p, a.common.quiet)?);
+        }
+    }
+    let mut csv = String::from(crate::output::CSV_HEADER);
+    csv.push('\n');
+    for r in &runs {
+        for row in crate::output::csv_rows(r) {
+            csv.push_str(&row);
+            csv.push('\n');
+        }
+    }
+    write_file(&a.out_dir.join("sweep-t.csv"), &csv)?;
+    let json = serde_json::to_string_pretty(&runs).map_err(|e| e.to_string())?;
+    write_file(&a.out_dir.join("sweep-t.json"), &json)?;
+    let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
+    let mut series = Vec::new();
+    for &level in &a.levels {
+        for (metric, pick) in [("suspend", 0), ("HP start", 1)] {
+            let pts: Vec<(f64, f64)> = runs
+                .iter()
+                .filter(|r| r.params.level == level.number())
+                .filter_map(|r| {
+                    let s = if pick == 0 { &r.latency_ns.suspend } else { &r.latency_ns.hp_start };
+                    s.map(|s| (r.params.t_ms, s.p99 as f64 / 1000.0))
+                })
+                .collect();
+            if !pts.is_empty() {
+                series.push(Series { label: format!("Lv{} {metric} P99", level.number()), points: pts });
+            }
+        }
+    }
+    let title = format!("P99 preemption latency vs T ({device} device{})", if device == "host" { ": host figures, not GPU" } else { "" });
+    lines(&a.out_dir.join("sweep-t.svg"), &title, "T (ms)", "P99 latency (us)", true, &series)?;
+    let ok = runs.iter().all(|r| r.correctness.ok);
+    println!("sweep t: {} runs -> {}/sweep-t.{{csv,json,svg}}; correctness {}", runs.len(), a.out_dir.display(), if ok { "OK" } else { "FAILED" });
+    Ok(ok)
+}
+
+#[derive(Debug, Serialize)]
+struct OverheadPoint {
+    device: &'static str,
+    t_ms: f64,
+    threshold: u32,
+    batch: u32,
+    commands: u32,
+    workers: u32,
+    direct_s: f64,
+    launcher_s: f64,
+    overhead_percent: f64,
+    git_revision: &'static str,
+}
+
+/// Lv1 overhead against the threshold, for each T.
+pub fn threshold(a: &SweepThresholdArgs, workers: u32) -> Result<bool, String> {
+    prepare(&a.out_dir)?;
+    let mut pts = Vec::new();
+    let total = (a.t_ms.len() * a.thresholds.len()) as u64;
+    let pb = crate::measure::control::progress(total, a.common.quiet, "sweep threshold (host)");
+    'outer: for &t_ms in &a.t_ms {
+        for &th in &a.thresholds {
+            if stop_requested() {
+                break 'outer;
+            }
+            let (direct_s, launcher_s, overhead_percent) = host::lv1_overhead(t_ms, th, a.common.batch, a.commands, workers)?;
+            pts.push(OverheadPoint {
+                device: "host",
+                t_ms,
+                threshold: th,
+                batch: a.common.batch.min(th),
+                commands: a.commands,
+                workers,
+                direct_s,
+                launcher_s,
+                overhead_percent,
+                git_revision: option_env!("PREEMPT_LAT_GIT_REV").unwrap_or("unknown"),
+            });
+            pb.inc(1);
+        }
+    }
+    pb.finish_and_clear();
+    let mut csv = Vec::new();
+    let _ = writeln!(csv, "device,t_ms,threshold,batch,commands,workers,direct_s,launcher_s,overhead_percent,git_revision");
+    for p in &pts {
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{},{:.6},{:.6},{:.3},{}",
+            p.device, p.t_ms, p.threshold, p.batch, p.commands, p.workers, p.direct_s, p.launcher_s, p.overhead_percent, p.git_revision
+        );
+    }
+    write_file(&a.out_dir.join("sweep-threshold.csv"), &String::from_utf8_lossy(&csv))?;
+    write_file(&a.out_dir.join("sweep-threshold.json"), &serde_json::to_string_pretty(&pts).map_err(|e| e.to_string())?)?;
+    let series: Vec<Series> = a
+        .t_ms
+        .iter()
+        .map(|&t| Series {
+            label: format!("T = {t} ms"),
+            points: pts.iter().filter(|p| p.t_ms == t).map(|p| (f64::from(p.threshold), p.overhead_percent)).collect(),
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    lines(&a.out_dir.join("sweep-threshold.svg"), "Lv1 overhead vs threshold (host device: host figures, not GPU)", "threshold", "overhead (%)", false, &series)?;
+    println!("sweep threshold: {} points -> {}/sweep-threshold.{{csv,json,svg}}", pts.len(), a.out_dir.display());
+    Ok(true)
+}
