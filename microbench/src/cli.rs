@@ -76,6 +76,27 @@ pub enum Format {
     Csv,
 }
 
+/// How Lv3 is asked of the kernel (see `preempt-lat doctor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mechanism {
+    Auto,
+    Ioctl,
+    DbgTrap,
+    UpdateQueue,
+}
+
+impl Mechanism {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Auto => "auto",
+            Mechanism::Ioctl => "ioctl",
+            Mechanism::DbgTrap => "dbg-trap",
+            Mechanism::UpdateQueue => "update-queue",
+        }
+    }
+}
+
 /// Where to run: `auto` (an AMD GPU if usable, else the host device), `host`, or `hip:N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -149,6 +170,11 @@ pub struct CommonArgs {
     /// Seed of the random gaps between HP requests (same seed, same gaps).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Lv3 mechanism on a GPU: auto (first usable of ioctl, dbg-trap, update-queue), ioctl
+    /// (patched kernel), dbg-trap (self-debug SUSPEND_QUEUES), update-queue (UPDATE_QUEUE to
+    /// inactive and back). The host device has one mechanism (SIGSTOP) and takes only auto.
+    #[arg(long, value_enum, default_value_t = Mechanism::Auto)]
+    pub mechanism: Mechanism,
     /// Host device: LP worker processes ("compute units"). Default: cores - 1, at least 1.
     #[arg(long, value_parser = parse_positive)]
     pub workers: Option<u32>,
@@ -163,7 +189,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "3")]
     pub level: Level,
     /// T, the execution time of one LP command, in milliseconds (0 < T <= 10000).
-    #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms)]
+    #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms, allow_negative_numbers = true)]
     pub t_ms: f64,
     /// Preemptions measured (after warm-up).
     #[arg(long, default_value_t = 300, value_parser = parse_positive)]
@@ -210,7 +236,7 @@ pub struct SweepThresholdArgs {
     /// T values in ms.
     #[arg(long = "t-ms", value_delimiter = ',', default_value = "0.01,0.1,1", value_parser = parse_t_ms)]
     pub t_ms: Vec<f64>,
-    /// LP commands per throughput measurement.
+    /// LP commands per throughput measurement (raised so that each lasts at least ~50 ms).
     #[arg(long, default_value_t = 200, value_parser = parse_positive)]
     pub commands: u32,
     /// Directory for sweep-threshold.{csv,json,svg} (created if missing).
@@ -222,6 +248,12 @@ pub struct SweepThresholdArgs {
 
 /// Cross-field checks clap cannot express. Returns the one-line reason.
 pub fn check_common(c: &CommonArgs) -> Result<(), String> {
+    if c.device == DeviceSpec::Host && c.mechanism != Mechanism::Auto {
+        return Err(format!(
+            "--mechanism {} needs an AMD GPU (--device hip:N); the host device's Lv3 is SIGSTOP/SIGCONT (use --mechanism auto)",
+            c.mechanism.name()
+        ));
+    }
     if c.threshold < c.batch {
         return Err(format!(
             "--threshold ({}) must be >= --batch ({}): a batch larger than the threshold could never complete",

@@ -8,8 +8,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-/// A log-log (or log-x) line plot with markers.
-pub fn lines(path: &Path, title: &str, x_label: &str, y_label: &str, log_y: bool, series: &[Series]) -> Result<(), String> {
+/// A line plot with markers: log-log (latency against T) or linear (overhead against threshold).
+pub fn lines(path: &Path, title: &str, x_label: &str, y_label: &str, log_log: bool, series: &[Series]) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| format!("plot {}: {x}", path.display());
     let all: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.iter().copied()).collect();
     if all.is_empty() {
@@ -19,7 +19,7 @@ pub fn lines(path: &Path, title: &str, x_label: &str, y_label: &str, log_y: bool
     let (ymin, ymax) = all.iter().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
     let root = SVGBackend::new(path, (800, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
-    let xr = (xmin * 0.8)..(xmax * 1.25);
+
     let colors = [RED, BLUE, GREEN, MAGENTA, CYAN, BLACK];
     macro_rules! draw {
         ($chart:expr) => {{
@@ -39,13 +39,15 @@ pub fn lines(path: &Path, title: &str, x_label: &str, y_label: &str, log_y: bool
     }
     let mut b = ChartBuilder::on(&root);
     b.caption(title, ("sans-serif", 20)).margin(15).x_label_area_size(45).y_label_area_size(70);
-    if log_y {
+    if log_log {
+        let xr = (xmin * 0.8)..(xmax * 1.25);
         let yr = (ymin.max(1e-3) * 0.7)..(ymax * 1.5);
         draw!(b.build_cartesian_2d(xr.log_scale(), yr.log_scale()).map_err(|x| e(&x))?);
     } else {
+        let pad = (xmax - xmin).max(1.0) * 0.05;
         let lo = ymin.min(0.0);
         let yr = lo..(ymax + (ymax - lo).abs() * 0.15 + 1e-9);
-        draw!(b.build_cartesian_2d(xr.log_scale(), yr).map_err(|x| e(&x))?);
+        draw!(b.build_cartesian_2d((xmin - pad)..(xmax + pad), yr).map_err(|x| e(&x))?);
     }
     root.present().map_err(|x| e(&x))?;
     Ok(())

@@ -102,13 +102,27 @@ pub fn threshold(a: &SweepThresholdArgs, workers: u32) -> Result<bool, String> {
             if stop_requested() {
                 break 'outer;
             }
-            let (direct_s, launcher_s, overhead_percent) = host::lv1_overhead(t_ms, th, a.common.batch, a.commands, workers)?;
+            // Short T makes short runs: at least ~50 ms of LP work per measurement, and the
+            // median of 3 alternating direct/launcher measurements, so scheduler noise does
+            // not dominate the few-percent differences being measured.
+            let commands = a.commands.max((50.0 / t_ms).ceil() as u32);
+            let mut runs = Vec::new();
+            for _ in 0..3 {
+                runs.push(host::lv1_overhead(t_ms, th, a.common.batch, commands, workers)?);
+            }
+            let median = |f: fn(&(f64, f64, f64)) -> f64| {
+                let mut v: Vec<f64> = runs.iter().map(f).collect();
+                v.sort_by(f64::total_cmp);
+                v[1]
+            };
+            let (direct_s, launcher_s) = (median(|r| r.0), median(|r| r.1));
+            let overhead_percent = (launcher_s / direct_s - 1.0) * 100.0;
             pts.push(OverheadPoint {
                 device: "host",
                 t_ms,
                 threshold: th,
                 batch: a.common.batch.min(th),
-                commands: a.commands,
+                commands,
                 workers,
                 direct_s,
                 launcher_s,
