@@ -36,6 +36,8 @@ pub enum Cmd {
     /// Sweep T or the Lv1 threshold and write CSV, JSON and an SVG plot.
     #[command(subcommand)]
     Sweep(SweepCmd),
+    /// Host CPU time per LP command of the Lv1 launcher at T -> 0 (host device), as JSON.
+    LauncherCost(LauncherCostArgs),
     /// Internal: a host-device worker process (started by preempt-lat itself).
     #[command(name = "__host-worker", hide = true)]
     HostWorker,
@@ -242,6 +244,15 @@ pub struct SweepThresholdArgs {
     /// Directory for sweep-threshold.{csv,json,svg} (created if missing).
     #[arg(long, default_value = "preempt-lat-results")]
     pub out_dir: PathBuf,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LauncherCostArgs {
+    /// Commands per measurement.
+    #[arg(long, default_value_t = 20000, value_parser = parse_positive)]
+    pub commands: u32,
     #[command(flatten)]
     pub common: CommonArgs,
 }

@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         Some(Cmd::Doctor(a)) => doctor::run(a, hip_facts()).map(|()| true).map_err(|e| e.to_string()),
         Some(Cmd::Sweep(SweepCmd::T(a))) => select_device(&a.common).and_then(|w| sweep::t(a, w)),
         Some(Cmd::Sweep(SweepCmd::Threshold(a))) => select_device(&a.common).and_then(|w| sweep::threshold(a, w)),
+        Some(Cmd::LauncherCost(a)) => select_device(&a.common).and_then(|w| launcher_cost(a, w)),
         Some(Cmd::HostWorker) => unreachable!("handled above"),
         None => run(&cli.run),
     };
@@ -102,6 +103,20 @@ fn run(a: &cli::RunArgs) -> Result<bool, String> {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
     }
     Ok(r.correctness.ok)
+}
+
+fn launcher_cost(a: &cli::LauncherCostArgs, workers: u32) -> Result<bool, String> {
+    let (direct, launcher) = measure::host::launcher_cost(a.commands, a.common.threshold, a.common.batch, workers)?;
+    let v = serde_json::json!({
+        "device": "host",
+        "note": "host CPU ns per LP command of this process (launcher, completion and reader threads), T -> 0; host figures, not GPU figures",
+        "commands": a.commands, "threshold": a.common.threshold, "batch": a.common.batch, "workers": workers,
+        "direct_cpu_ns_per_cmd": direct, "launcher_cpu_ns_per_cmd": launcher,
+        "launcher_extra_cpu_ns_per_cmd": launcher - direct,
+        "git_revision": option_env!("PREEMPT_LAT_GIT_REV").unwrap_or("unknown"),
+    });
+    println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
+    Ok(true)
 }
 
 /// Asks the HIP runtime (loaded at run time) what doctor reports about it.

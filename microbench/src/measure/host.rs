@@ -132,3 +132,35 @@ pub fn lv1_overhead(t_ms: f64, threshold: u32, batch: u32, commands: u32, worker
     let launcher = t1.elapsed().as_secs_f64();
     Ok((direct, launcher, (launcher / direct - 1.0) * 100.0))
 }
+
+/// Host CPU time this process spends per LP command, launched directly and through the Lv1
+/// launcher, with T -> 0 (1 ns of work): what the launcher itself costs. Measured on
+/// CLOCK_PROCESS_CPUTIME_ID, which counts every thread of this process (launcher, completion
+/// and reader threads) and none of the worker processes. Returns (direct ns, launcher ns).
+pub fn launcher_cost(commands: u32, threshold: u32, batch: u32, workers: u32) -> Result<(f64, f64), String> {
+    use nix::time::{ClockId, clock_gettime};
+    let cpu = || clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).map(|t| t.tv_sec() as f64 * 1e9 + t.tv_nsec() as f64);
+    let cpu = || cpu().map_err(|e| format!("CLOCK_PROCESS_CPUTIME_ID: {e}"));
+    let exe = worker_exe()?;
+    let dev = HostDevice::spawn(&exe, workers as usize).map_err(err("starting workers"))?;
+    let q = dev.lp();
+    // Direct, in chunks so the worker pipes never fill.
+    let c0 = cpu()?;
+    for chunk in 0..u64::from(commands).div_ceil(256) {
+        for id in chunk * 256..((chunk + 1) * 256).min(u64::from(commands)) {
+            q.launch(id, HostCommand::delay_ns(1)).map_err(err("direct launch"))?;
+        }
+        q.synchronize().map_err(err("direct synchronize"))?;
+    }
+    let direct = (cpu()? - c0) / f64::from(commands);
+    drop(q.take_records());
+    let cfg = Config::new(threshold as usize, batch as usize).map_err(|e| e.to_string())?;
+    let xq = XQueue::new(Arc::clone(q), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
+    let c1 = cpu()?;
+    for _ in 0..commands {
+        xq.submit(HostCommand::delay_ns(1));
+    }
+    xq.wait_idle().map_err(|e| e.to_string())?;
+    let launcher = (cpu()? - c1) / f64::from(commands);
+    Ok((direct, launcher))
+}
