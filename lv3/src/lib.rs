@@ -15,6 +15,7 @@
 // `unsafe` is allowed in `kfd::ioctl` alone (see its module docs).
 #![deny(unsafe_code)]
 
+pub mod discovery;
 pub mod kfd;
 pub mod mechanism;
 pub mod signals;

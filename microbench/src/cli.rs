@@ -33,6 +33,10 @@ pub enum Cmd {
     /// Report what this machine can do: kernel, /dev/kfd, KFD version, GPUs, module parameters,
     /// and for each preemption level and mechanism whether it can run here and why not.
     Doctor(crate::doctor::DoctorArgs),
+    /// Validate the preemption paths of this machine's kernel and GPUs: capability probe,
+    /// error-path checks (anywhere /dev/kfd opens), functional cycles with the correctness check
+    /// (GPU only). Exit status 0 when nothing failed: a CI gate.
+    Validate(crate::validate::ValidateArgs),
     /// Sweep T or the Lv1 threshold and write CSV, JSON and an SVG plot.
     #[command(subcommand)]
     Sweep(SweepCmd),

@@ -6,12 +6,14 @@
 mod cli;
 mod doctor;
 mod env;
+mod gpu_glue;
 mod hip;
 mod measure;
 mod output;
 mod plot;
 mod stats;
 mod sweep;
+mod validate;
 
 use clap::{CommandFactory, Parser, error::ErrorKind};
 use cli::{Cli, Cmd, CommonArgs, DeviceSpec, SweepCmd};
@@ -35,12 +37,14 @@ fn main() -> ExitCode {
         Some(Cmd::Doctor(a)) => doctor::run(a, hip_facts()).map(|()| true).map_err(|e| e.to_string()),
         Some(Cmd::Sweep(SweepCmd::T(a))) => select_device(&a.common).and_then(|w| sweep::t(a, w)),
         Some(Cmd::Sweep(SweepCmd::Threshold(a))) => select_device(&a.common).and_then(|w| sweep::threshold(a, w)),
+        Some(Cmd::Validate(a)) => validate::run(a, hip_facts()),
         Some(Cmd::LauncherCost(a)) => select_device(&a.common).and_then(|w| launcher_cost(a, w)),
         Some(Cmd::HostWorker) => unreachable!("handled above"),
         None => run(&cli.run),
     };
     match r {
         Ok(true) => ExitCode::SUCCESS,
+        // A correctness failure (measurements) or a failed check (validate).
         Ok(false) => ExitCode::from(3),
         Err(e) => {
             eprintln!("preempt-lat: {e}");

@@ -9,6 +9,8 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /tmp
 export PATH=/bin
+# Kernel messages would interleave with the JSON on the console; dmesg is dumped at the end.
+echo 1 > /proc/sys/kernel/printk
 set -a; . /tests/env; set +a
 echo "=== guest: uname $(uname -r) $(uname -v)"
 echo "=== guest: /dev/kfd $(ls -l /dev/kfd 2>&1)"
@@ -27,6 +29,11 @@ echo "=== guest: doctor exit $rc"
 echo "=== guest: doctor text begin"
 /bin/preempt-lat doctor
 echo "=== guest: doctor text end"
+echo "=== guest: validate json begin"
+/bin/preempt-lat validate --format json
+rc=$?
+echo "=== guest: validate json end"
+echo "=== guest: validate exit $rc"
 if [ -x /tests/guest-extra.sh ]; then . /tests/guest-extra.sh; fi
 echo "=== guest: dmesg begin"
 dmesg

@@ -107,6 +107,25 @@ if errs: print("FAIL guest doctor:", "; ".join(errs)); sys.exit(1)
 print(f"PASS guest doctor: KFD {f['kfd_version']}, {len(nodes)} CPU node(s), no GPU, host device available")
 PY
 grep -q '^=== guest: doctor exit 0' "$SER" || { echo "FAIL guest doctor exit status"; fail=1; }
+sed -n '/^=== guest: validate json begin/,/^=== guest: validate json end/p' "$SER" | sed '1d;$d' > "$OUT/validate-$flavor.json"
+check python3 - "$OUT/validate-$flavor.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"FAIL guest validate: no JSON ({e})"); sys.exit(1)
+errs = []
+ep = [c for c in d["checks"] if c["category"] == "error-path"]
+if len(ep) < 5 or any(c["status"] != "pass" for c in ep):
+    errs.append("error-path checks: " + "; ".join(f"{c['name']}: {c['status']} {c['detail']}" for c in ep if c["status"] != "pass") or f"only {len(ep)}")
+fn = [c for c in d["checks"] if c["category"] == "functional"]
+if not fn or any(c["status"] != "skip" or "no GPU" not in c["detail"] for c in fn):
+    errs.append(f"functional checks should be skipped with 'no GPU': {fn}")
+if d.get("ok") is not True: errs.append("ok is not true")
+if errs: print("FAIL guest validate:", " | ".join(errs)); sys.exit(1)
+print(f"PASS guest validate: {d['passed']} passed, {d['failed']} failed, {d['skipped']} skipped (hardware part: skipped: no GPU)")
+PY
+grep -q '^=== guest: validate exit 0' "$SER" || { echo "FAIL guest validate exit status"; fail=1; }
 splats=$(sed -n '/^=== guest: dmesg begin/,/^=== guest: dmesg end/p' "$SER" |
   grep -E 'WARNING:|BUG:|Oops|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|suspicious RCU' |
   grep -v 'lockdep: \(Lock dependency validator\|Linux\)' || true)

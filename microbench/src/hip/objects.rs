@@ -53,6 +53,26 @@ impl Event {
     pub fn query(&self) -> Result<bool, HipError> {
         self.api.event_query(self.raw())
     }
+    /// Waits for completion by polling hipEventQuery: Ok(true) when complete, Ok(false) when
+    /// `timeout` passed first. Unlike [`Event::synchronize`] it cannot block forever (a queue left
+    /// suspended, a hung GPU); it spins (yielding) for the first 2 ms, then sleeps 50 us per poll.
+    pub fn wait_timeout(&self, timeout: std::time::Duration) -> Result<bool, HipError> {
+        let t0 = std::time::Instant::now();
+        loop {
+            if self.query()? {
+                return Ok(true);
+            }
+            let waited = t0.elapsed();
+            if waited >= timeout {
+                return Ok(false);
+            }
+            if waited < std::time::Duration::from_millis(2) {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+    }
     /// Milliseconds from `start` to this event (both recorded with timing on).
     pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32, HipError> {
         self.api.event_elapsed_ms(start.raw(), self.raw())

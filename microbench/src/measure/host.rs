@@ -40,7 +40,6 @@ pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
     let mut samples = Vec::with_capacity(p.samples as usize);
     // Keep the LP queue busy: always more submitted than the threshold lets in flight.
     let keep_ahead = 2 * p.threshold as u64 + 2;
-    let mut probe_id = 0u64;
     for i in 0..total {
         if stop_requested() {
             break;
@@ -54,8 +53,7 @@ pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
         }
         let gap = rng.range((p.gap_t.0 * t_ns as f64) as u64, (p.gap_t.1 * t_ns as f64) as u64);
         std::thread::sleep(Duration::from_nanos(gap));
-        let s = preempt_once(p.level(), &dev, &xq, probe_id)?;
-        probe_id += 1;
+        let s = preempt_once(p.level(), &dev, &xq, i)?;
         if i >= u64::from(p.warmup) {
             samples.push(s);
         }

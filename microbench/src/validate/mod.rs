@@ -1,0 +1,131 @@
+//! `preempt-lat validate`: a suite a driver engineer (or a CI system) runs on a machine to check
+//! the preemption paths: a capability probe, error-path checks that run anywhere /dev/kfd opens
+//! (including the QEMU guest without a GPU), and, per GPU and mechanism, functional
+//! preempt/resume cycles on a running delay-kernel workload with the correctness check and a
+//! latency summary (hardware only: skipped with the reason where there is no GPU).
+//! Exit status: 0 when no check failed (skips do not fail), 3 when a check failed, 1 when the
+//! suite itself could not run.
+mod errpath;
+
+use clap::Args;
+use serde::Serialize;
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Output: text for people, json for CI systems (the exit status gates either way).
+    #[arg(long, value_enum, default_value_t = crate::doctor::DoctorFormat::Text)]
+    pub format: crate::doctor::DoctorFormat,
+    /// Run the hardware checks on every HIP device, not only hip:0.
+    #[arg(long)]
+    pub all_gpus: bool,
+    /// T of the functional workload, in ms.
+    #[arg(long = "t-ms", default_value = "0.5", value_parser = crate::cli::parse_t_ms)]
+    pub t_ms: f64,
+    /// Preempt/resume cycles per GPU and mechanism.
+    #[arg(long, default_value_t = 50)]
+    pub cycles: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Fail,
+    Skip,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// capability | error-path | functional
+    pub category: &'static str,
+    pub name: String,
+    pub status: Status,
+    /// What was observed, or why it failed or was skipped.
+    pub detail: String,
+}
+
+impl Check {
+    pub fn new(category: &'static str, name: impl Into<String>, status: Status, detail: impl Into<String>) -> Self {
+        Check { category, name: name.into(), status, detail: detail.into() }
+    }
+    pub fn from(category: &'static str, name: impl Into<String>, r: Result<String, String>) -> Self {
+        match r {
+            Ok(d) => Check::new(category, name, Status::Pass, d),
+            Err(d) => Check::new(category, name, Status::Fail, d),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub git_revision: &'static str,
+    pub kernel: String,
+    pub checks: Vec<Check>,
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub ok: bool,
+}
+
+pub fn run(a: &ValidateArgs, hip: crate::doctor::facts::Fact<crate::doctor::facts::HipInfo>) -> Result<bool, String> {
+    let mut checks = errpath::all();
+    checks.extend(functional(a, &hip));
+    let count = |s| checks.iter().filter(|c| c.status == s).count();
+    let (passed, failed, skipped) = (count(Status::Pass), count(Status::Fail), count(Status::Skip));
+    let r = Report {
+        tool: "preempt-lat validate",
+        version: env!("CARGO_PKG_VERSION"),
+        git_revision: option_env!("PREEMPT_LAT_GIT_REV").unwrap_or("unknown"),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default(),
+        ok: failed == 0,
+        checks,
+        passed,
+        failed,
+        skipped,
+    };
+    match a.format {
+        crate::doctor::DoctorFormat::Json => println!("{}", serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?),
+        crate::doctor::DoctorFormat::Text => {
+            println!("preempt-lat validate {} (rev {}), kernel {}", r.version, r.git_revision, r.kernel);
+            for c in &r.checks {
+                let s = match c.status {
+                    Status::Pass => "PASS",
+                    Status::Fail => "FAIL",
+                    Status::Skip => "SKIP",
+                };
+                println!("{s} {:<11} {:<44} {}", c.category, c.name, c.detail);
+            }
+            println!("{} passed, {} failed, {} skipped", r.passed, r.failed, r.skipped);
+        }
+    }
+    Ok(r.ok)
+}
+
+/// The hardware part: preempt/resume cycles with the correctness check, per GPU and mechanism.
+fn functional(a: &ValidateArgs, hip: &crate::doctor::facts::Fact<crate::doctor::facts::HipInfo>) -> Vec<Check> {
+    let facts = crate::doctor::facts::gather(&lv3::sysfs::SysRoot::default(), hip.clone());
+    if let Err(why) = crate::doctor::verdict::gpu_path(&facts) {
+        return vec![Check::new("functional", "preempt/resume cycles with correctness check", Status::Skip, format!("skipped: no GPU ({why})"))];
+    }
+    let devices = match hip.ok().map(|h| &h.devices) {
+        Some(crate::doctor::facts::Fact::Ok(n)) if a.all_gpus => (0..*n as u32).collect::<Vec<_>>(),
+        _ => vec![0],
+    };
+    let mut out = Vec::new();
+    for d in devices {
+        for m in ["ioctl", "dbg-trap", "update-queue"] {
+            out.push(functional_one(a, d, m));
+        }
+    }
+    out
+}
+
+fn functional_one(a: &ValidateArgs, device: u32, mechanism: &str) -> Check {
+    let name = format!("hip:{device} Lv3 {mechanism}: {} cycles at T={} ms", a.cycles, a.t_ms);
+    crate::gpu_glue::functional(device, mechanism, a.t_ms, a.cycles).map_or_else(
+        |(skip, why)| Check::new("functional", &name, if skip { Status::Skip } else { Status::Fail }, why),
+        |detail| Check::new("functional", &name, Status::Pass, detail),
+    )
+}
