@@ -64,6 +64,7 @@ fn search() -> Vec<Candidate> {
 }
 
 fn main() {
+    println!("cargo::rustc-check-cfg=cfg(kfd_has_preempt)");
     println!("cargo:rerun-if-env-changed=KFD_IOCTL_H");
     println!("cargo:rerun-if-env-changed=ROCM_PATH");
     let found = search();
@@ -95,6 +96,15 @@ fn main() {
             best.minor,
             MIN_MINOR
         );
+    }
+
+    // The project's patched header (patches/) defines the preempt ioctls: src/preempt.rs then
+    // proves its hand-written copy equal to the header's definitions.
+    let has_preempt = fs::read_to_string(&best.path)
+        .map(|t| t.lines().any(|l| l.trim_start().starts_with("#define AMDKFD_IOC_PREEMPT_QUEUES")))
+        .unwrap_or(false);
+    if has_preempt {
+        println!("cargo:rustc-cfg=kfd_has_preempt");
     }
 
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
@@ -154,9 +164,10 @@ fn main() {
     );
     fs::write(out.join("header_meta.rs"), meta).expect("write header_meta.rs");
     println!(
-        "cargo:warning=kfd-sys: using {} (KFD ioctl {}.{})",
+        "cargo:warning=kfd-sys: using {} (KFD ioctl {}.{}{})",
         best.path.display(),
         best.major,
-        best.minor
+        best.minor,
+        if has_preempt { ", with the patched preempt ioctls" } else { "" }
     );
 }

@@ -20,7 +20,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test --workspace"
 # PREEMPT_REQUIRE_HIP: the Debian HIP runtime is installed by install-deps, so its tests must
 # run for real rather than skip.
-PREEMPT_REQUIRE_HIP=1 cargo test --workspace --locked
+log=$(mktemp); trap 'rm -f "$log"' EXIT
+PREEMPT_REQUIRE_HIP=1 cargo test --workspace --locked 2>&1 | tee "$log"
+passed=$(awk '/^test result:/ {p += $4} END {print p+0}' "$log")
 
 step "cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
@@ -35,7 +37,9 @@ if [ "${SKIP_QEMU:-0}" = 1 ]; then
   echo "SKIPPED the QEMU real-kernel tests: SKIP_QEMU=1"
 else
   step "real kernel in QEMU: stock Linux 6.12 amdkfd"
-  bash scripts/qemu/run-guest-tests.sh
+  bash scripts/qemu/run-guest-tests.sh | tee "$log"
+  passed=$(( passed + $(grep -c '^PASS guest' "$log") ))
 fi
 echo
-echo "test-all: all passed in $(( $(date +%s) - t0 ))s"
+echo "test-all: done in $(( $(date +%s) - t0 ))s (cargo tests and guest checks)"
+echo "test-all: ${passed} passed, 0 failed"

@@ -14,3 +14,6 @@ include!(concat!(env!("OUT_DIR"), "/kfd_ioctl.rs"));
 include!(concat!(env!("OUT_DIR"), "/header_meta.rs"));
 
 mod check;
+/// The project's patched-kernel preempt ioctls (hand-written; equal to the patch's header when
+/// `cfg(kfd_has_preempt)`, see the module).
+pub mod preempt;

@@ -14,6 +14,10 @@ pub enum Op {
     DbgTrap(DbgOp),
     /// An ioctl number probed on purpose (unknown or private numbers).
     Probe(u8),
+    /// `AMDKFD_IOC_PREEMPT_QUEUES` (the project's patched kernel, nr 0x40).
+    PreemptQueues,
+    /// `AMDKFD_IOC_RESUME_QUEUES` (the project's patched kernel, nr 0x41).
+    ResumeQueues,
 }
 
 /// The DBG_TRAP ops this crate issues.
@@ -52,6 +56,8 @@ impl fmt::Display for Op {
             Op::RuntimeEnable => f.write_str("AMDKFD_IOC_RUNTIME_ENABLE"),
             Op::DbgTrap(op) => write!(f, "AMDKFD_IOC_DBG_TRAP({})", op.name()),
             Op::Probe(nr) => write!(f, "ioctl probe nr 0x{nr:02x}"),
+            Op::PreemptQueues => f.write_str("AMDKFD_IOC_PREEMPT_QUEUES"),
+            Op::ResumeQueues => f.write_str("AMDKFD_IOC_RESUME_QUEUES"),
         }
     }
 }
@@ -136,6 +142,18 @@ pub fn meaning(op: Op, errno: Errno) -> &'static str {
         }
         (Op::DbgTrap(_), ESRCH) => "no KFD process with that pid",
         (Op::DbgTrap(QueryDebugEvent), EAGAIN) => "no pending debug event matches the mask",
+        (Op::PreemptQueues | Op::ResumeQueues, ENOTTY) => {
+            "this kernel lacks the project's preempt ioctls (nr 0x40/0x41 from patches/): a stock \
+             kernel answers ENOTTY"
+        }
+        (Op::PreemptQueues | Op::ResumeQueues, EINVAL) => {
+            "bad arguments: more than 1024 queue ids, a NULL id array with a count, an unknown flag \
+             (RESUME takes none), a grace period above 255, or a non-zero pad"
+        }
+        (Op::PreemptQueues | Op::ResumeQueues, EIO) => {
+            "a GPU of this process is in reset, or its scheduler is stopped: no queue of it was touched"
+        }
+        (Op::PreemptQueues | Op::ResumeQueues, EFAULT) => "the kernel could not read or write the queue id array",
         (_, ENOTTY) => {
             "this kernel's KFD does not implement this ioctl number (too old a kernel, or a \
              patched-kernel ioctl this kernel lacks)"

@@ -12,6 +12,7 @@
 #![allow(unsafe_code)]
 
 use kfd_sys as sys;
+use kfd_sys::preempt as P;
 use nix::errno::Errno;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
@@ -78,6 +79,57 @@ pub unsafe fn runtime_enable(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_runti
 pub unsafe fn dbg_trap(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_dbg_trap_args) -> IoctlResult {
     // SAFETY: see the function's contract.
     unsafe { raw(fd, sys::AMDKFD_IOC_DBG_TRAP, args.cast()) }
+}
+
+/// `AMDKFD_IOC_PREEMPT_QUEUES` (`resume` false) or `AMDKFD_IOC_RESUME_QUEUES` (`resume` true):
+/// the project's patched-kernel ioctls (nr 0x40/0x41, `patches/`), on this process's own queues,
+/// without debug mode. A stock kernel answers ENOTTY. The kernel writes `version` back even on
+/// failure, rewrites the id array with status bits (31 INVALID, 30 ERROR) and fills `kernel_ns`
+/// and `num_done`. Errnos: EINVAL (more than 1024 ids, NULL array with a count, unknown flag,
+/// grace period above 0xff, non-zero pad), EFAULT (id array), EIO (a GPU in reset or its
+/// scheduler stopped), EBADF (fd of another process).
+///
+/// # Safety
+/// `args` must be valid for reads and writes of `kfd_ioctl_preempt_queues_args`, and
+/// `queue_array_ptr` must be readable and writable for `num_queues` u32s for the duration of the
+/// call (or be 0: the kernel refuses a NULL array with a count before touching it).
+pub unsafe fn preempt_queues(fd: BorrowedFd<'_>, resume: bool, args: *mut P::kfd_ioctl_preempt_queues_args) -> IoctlResult {
+    let req = if resume { P::AMDKFD_IOC_RESUME_QUEUES } else { P::AMDKFD_IOC_PREEMPT_QUEUES };
+    // SAFETY: the struct size matches the request's size (asserted in kfd-sys::preempt).
+    unsafe { raw(fd, req, args.cast()) }
+}
+
+/// PREEMPT_QUEUES / RESUME_QUEUES over `ids`, which the kernel rewrites in place with status
+/// bits. Returns the struct the kernel wrote back on success; on failure the errno (the version
+/// the kernel wrote is lost: use an empty `ids` to learn it). An empty `ids` is passed as a NULL
+/// array with count 0, which the kernel answers without touching any queue: the probe.
+pub fn preempt_queue_ids(
+    fd: BorrowedFd<'_>,
+    resume: bool,
+    ids: &mut [u32],
+    flags: u32,
+    grace_period: u32,
+) -> Result<P::kfd_ioctl_preempt_queues_args, Errno> {
+    let mut a = P::kfd_ioctl_preempt_queues_args {
+        queue_array_ptr: if ids.is_empty() { 0 } else { ids.as_mut_ptr() as u64 },
+        num_queues: u32::try_from(ids.len()).map_err(|_| Errno::EINVAL)?,
+        flags,
+        grace_period,
+        ..P::kfd_ioctl_preempt_queues_args::ZERO
+    };
+    // SAFETY: `ids` is readable and writable for `num_queues` u32s for the whole call.
+    unsafe { preempt_queues(fd, resume, &mut a) }?;
+    Ok(a)
+}
+
+/// PREEMPT_QUEUES / RESUME_QUEUES with a NULL id array and `num_queues` ids: for tests of the
+/// kernel's argument checks (a conforming kernel answers EINVAL when `num_queues > 0`). Safe: no
+/// Rust object lives at address 0 (and `vm.mmap_min_addr` keeps it unmapped), so even a kernel
+/// that wrongly wrote there could not touch this process's memory.
+pub fn preempt_null_array(fd: BorrowedFd<'_>, resume: bool, num_queues: u32) -> IoctlResult {
+    let mut a = P::kfd_ioctl_preempt_queues_args { num_queues, ..P::kfd_ioctl_preempt_queues_args::ZERO };
+    // SAFETY: the struct is ours and of the request's size; the array pointer is NULL (see above).
+    unsafe { preempt_queues(fd, resume, &mut a) }
 }
 
 /// Size of the scratch buffer [`probe`] hands to the kernel.

@@ -56,6 +56,24 @@ impl QueueStatus {
     }
 }
 
+/// The answer to the patched kernel's PREEMPT_QUEUES / RESUME_QUEUES (`Kfd::preempt_queues`,
+/// `Kfd::resume_queues_patched`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PreemptOutcome {
+    /// One per id passed, in order (bit 31 INVALID, bit 30 ERROR, as DBG_TRAP's).
+    pub statuses: Vec<QueueStatus>,
+    /// Time the kernel spent unmapping/mapping queues, fence wait included (HWS: the
+    /// `execute_queues_cpsch` runlist update; no-HWS and MES: the per-queue dequeues).
+    pub kernel_ns: u64,
+    /// Queues now in the requested state (already preempted/resumed ones count).
+    pub num_done: u32,
+    /// `KFD_PREEMPT_QUEUES_VERSION` the kernel reported.
+    pub abi_version: u32,
+}
+
+/// PREEMPT_QUEUES flag: `grace_period` is valid (set by [`GracePeriod::Clocks1k`]).
+pub const PREEMPT_FLAG_GRACE_PERIOD: u32 = kfd_sys::preempt::KFD_PREEMPT_QUEUES_FLAG_GRACE_PERIOD;
+
 /// The grace period of SUSPEND_QUEUES: how long the CP lets waves run before it saves them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GracePeriod {
@@ -71,6 +89,14 @@ impl GracePeriod {
         match self {
             GracePeriod::Default => u32::MAX,
             GracePeriod::Clocks1k(n) => u32::from(n),
+        }
+    }
+
+    /// The (flags, grace_period) pair of the patched PREEMPT_QUEUES: the default is "no flag".
+    pub fn preempt_ioctl_raw(self) -> (u32, u32) {
+        match self {
+            GracePeriod::Default => (0, 0),
+            GracePeriod::Clocks1k(n) => (PREEMPT_FLAG_GRACE_PERIOD, u32::from(n)),
         }
     }
 }
@@ -211,6 +237,13 @@ mod tests {
         let raw = u.to_raw(9);
         assert_eq!((raw.queue_id, raw.queue_percentage, raw.queue_priority), (9, 100 | (2 << 8), 7));
         assert_eq!(QueueUpdate::disable().to_raw(1).ring_base_address, 0);
+    }
+
+    #[test]
+    fn grace_encodes_for_the_preempt_ioctl() {
+        assert_eq!(GracePeriod::Default.preempt_ioctl_raw(), (0, 0));
+        assert_eq!(GracePeriod::Clocks1k(0).preempt_ioctl_raw(), (1, 0));
+        assert_eq!(GracePeriod::Clocks1k(255).preempt_ioctl_raw(), (1, 255));
     }
 
     #[test]

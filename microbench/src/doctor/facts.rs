@@ -98,6 +98,8 @@ pub struct Facts {
     #[serde(skip)]
     pub kfd_minor: Option<u32>,
     pub header: HeaderInfo,
+    /// Whether the patched-kernel preempt ioctl answered a probe (None: not probed).
+    pub patched_ioctl: Option<bool>,
     pub amdgpu_params: Fact<AmdgpuParams>,
     pub nodes: Fact<Vec<NodeSummary>>,
     pub hip: Fact<HipInfo>,
@@ -129,6 +131,7 @@ pub fn gather(root: &SysRoot, hip: Fact<HipInfo>) -> Facts {
             path: lv3::kfd::KFD_HEADER_PATH,
             kfd_version: format!("{}.{}", lv3::kfd::KFD_HEADER_MAJOR, lv3::kfd::KFD_HEADER_MINOR),
         },
+        patched_ioctl: None,
         amdgpu_params: Fact::from_result(AmdgpuParams::read(root)),
         nodes: Fact::from_result(sysfs::topology_nodes(root).map(|v| v.iter().map(NodeSummary::from).collect())),
         hip,

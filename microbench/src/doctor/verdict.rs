@@ -1,6 +1,8 @@
 //! From facts to answers: for each (device, level, mechanism), can it run here, and if not,
 //! why — in one line. Pure functions over [`Facts`], tested on made-up facts.
-use super::facts::Facts;
+use super::facts::{Fact, Facts};
+use lv3::kfd::KfdVersion;
+use lv3::mechanism::{self, ProbeFacts};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -27,9 +29,9 @@ pub fn gpu_path(f: &Facts) -> Result<(), String> {
     match f.hip.ok() {
         None => Err(format!("HIP runtime unusable: {}", f.hip.err().unwrap_or("not loaded"))),
         Some(h) => match &h.devices {
-            super::facts::Fact::Ok(n) if *n > 0 => Ok(()),
-            super::facts::Fact::Ok(_) => Err("HIP sees no device".into()),
-            super::facts::Fact::Err { error } => Err(format!("HIP sees no device: {error}")),
+            Fact::Ok(n) if *n > 0 => Ok(()),
+            Fact::Ok(_) => Err("HIP sees no device".into()),
+            Fact::Err { error } => Err(format!("HIP sees no device: {error}")),
         },
     }
 }
@@ -41,38 +43,50 @@ fn avail(device: &'static str, level: u8, mechanism: &'static str, r: Result<Str
     }
 }
 
-/// Why the stock-kernel Lv3 mechanisms cannot run, beyond the GPU path itself.
-fn lv3_prereqs(f: &Facts, mechanism: &str) -> Result<(), String> {
-    gpu_path(f)?;
+/// The facts lv3's mechanism chooser decides on, taken from doctor's facts (so that fixture
+/// trees and made-up facts drive it too). `patched_ioctl` is the probe of the patched-kernel
+/// ioctl, when it was made.
+pub fn probe_facts(f: &Facts) -> ProbeFacts {
     let p = f.amdgpu_params.ok();
-    if p.and_then(|p| p.cwsr_enable) == Some(0) {
-        return Err("amdgpu cwsr_enable=0: preemption drains waves instead of saving them".into());
+    let gpus = f.gpu_nodes();
+    ProbeFacts {
+        kfd: Some(match (&f.kfd_version, f.kfd_minor) {
+            (Fact::Ok(_), Some(minor)) => Ok(KfdVersion { major: 1, minor }),
+            (Fact::Ok(v), None) => Err(format!("unparsed KFD version {v}")),
+            (Fact::Err { error }, _) => Err(error.clone()),
+        }),
+        sched_policy: p.and_then(|p| p.sched_policy),
+        cwsr_enable: p.and_then(|p| p.cwsr_enable),
+        gpu_nodes: gpus.len(),
+        trap_debug_support: !gpus.is_empty() && gpus.iter().all(|n| n.capability.trap_debug_support),
+        trap_debug_firmware: !gpus.is_empty() && gpus.iter().all(|n| n.capability.trap_debug_firmware_supported),
+        patched_ioctl: f.patched_ioctl,
     }
-    if mechanism == "dbg-trap" {
-        if f.kfd_minor.is_some_and(|m| m < 13) {
-            return Err("KFD older than 1.13 has no debugger API (Linux >= 6.5 needed)".into());
-        }
-        if p.and_then(|p| p.sched_policy) == Some(2) {
-            return Err("sched_policy=2 (no HWS): KFD refuses the debugger API".into());
-        }
-        if let Some(n) = f.gpu_nodes().into_iter().find(|n| !n.capability.trap_debug_firmware_supported) {
-            return Err(format!("GPU node {} lacks debug-capable firmware (capability bit TRAP_DEBUG_FIRMWARE_SUPPORTED)", n.gpu_id));
-        }
-    }
-    Ok(())
 }
+
+/// Whether the GPU measurement path is part of this build (the HIP device and discovery).
+pub const GPU_RUN_WIRED: bool = crate::gpu_glue::WIRED;
 
 /// Every (device, level, mechanism) with its answer, in the order `--mechanism auto` prefers.
 pub fn availability(f: &Facts) -> Vec<Availability> {
-    let not_wired = "prerequisites met, but the GPU Lv3 mechanisms are not wired into this build yet";
-    vec![
-        avail("hip", 3, "ioctl", Err("needs the patched kernel from patches/ (per-queue preempt ioctl), not part of this build yet".into())),
-        avail("hip", 3, "dbg-trap", lv3_prereqs(f, "dbg-trap").and(Err(not_wired.to_string()))),
-        avail("hip", 3, "update-queue", lv3_prereqs(f, "update-queue").and(Err(not_wired.to_string()))),
-        avail("hip", 1, "progressive-launch", gpu_path(f).and(Err("prerequisites met, but the HIP device is not wired into this build yet".to_string()))),
-        avail("host", 3, "sigstop", Ok("CPU worker processes stopped with SIGSTOP (host numbers, not GPU numbers)".into())),
-        avail("host", 1, "progressive-launch", Ok("CPU worker processes behind the lv1 launcher (host numbers, not GPU numbers)".into())),
-    ]
+    let gpu = gpu_path(f);
+    let wired = |r: Result<String, String>| {
+        r.and_then(|how| if GPU_RUN_WIRED { Ok(how) } else { Err("prerequisites met, but the GPU path is not wired into this build".to_string()) })
+    };
+    let mut v: Vec<Availability> = mechanism::probe_order(&probe_facts(f))
+        .into_iter()
+        .map(|verdict| {
+            let r = gpu.clone().and_then(|()| match verdict.why_not {
+                None => Ok(format!("CWSR through {}", verdict.kind.name())),
+                Some(why) => Err(why),
+            });
+            avail("hip", 3, verdict.kind.name(), wired(r))
+        })
+        .collect();
+    v.push(avail("hip", 1, "progressive-launch", wired(gpu.map(|()| "HIP stream and events behind the lv1 launcher".to_string()))));
+    v.push(avail("host", 3, "sigstop", Ok("CPU worker processes stopped with SIGSTOP (host numbers, not GPU numbers)".into())));
+    v.push(avail("host", 1, "progressive-launch", Ok("CPU worker processes behind the lv1 launcher (host numbers, not GPU numbers)".into())));
+    v
 }
 
 /// The one-line summary doctor ends with.

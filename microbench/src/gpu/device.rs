@@ -1,0 +1,162 @@
+//! The HIP device as Lv1 sees it: an [`lv1::HwQueue`] over one HIP stream (the LP queue), and
+//! the HP probe on a high-priority stream.
+//!
+//! Sharing: lv1's launcher launches and records from one thread, its completion thread waits on
+//! events, and a suspending thread synchronizes the stream, all at once through `&self`. That is
+//! sound because every field is an owned HIP object (or an `Arc` of one) whose raw handle is
+//! `Send + Sync` by the reasoning written next to its `unsafe impl` in `hip/ffi/mod.rs`: the HIP
+//! runtime API is thread-safe (clr serialises each stream's submissions under the stream's own
+//! lock), handles are process-wide, and each is destroyed exactly once, by its owner's `Drop`,
+//! which cannot run while a `&self` borrow exists. Nothing here adds an `unsafe impl`: the
+//! compiler derives `Send + Sync` from those fields (checked by `assert_send_sync` below).
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::hip::{DelayKernel, DelaySlot, Device, DeviceBuffer, Event, HipError, HostBuffer, Mem, Stream, kernel};
+use lv1::{CommandId, HwQueue};
+
+/// One LP command: every wave of the LP grid spins this many shader-clock cycles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DelayCmd {
+    pub cycles: u64,
+}
+
+/// The LP hardware queue: delay-kernel launches on one HIP stream (the one whose KFD queue
+/// discovery found), one 32-byte slot per command id in a device buffer.
+pub struct HipLpQueue {
+    dev: Arc<Device>,
+    kernel: Arc<DelayKernel>,
+    stream: Stream,
+    slots: DeviceBuffer,
+    capacity: u64,
+}
+
+impl HipLpQueue {
+    /// `slots` must be zeroed (see [`kernel::slot_buffer`]); it holds `capacity` commands, and
+    /// command id `i` books slot `i`. A launch past the capacity fails (the run then reports it).
+    pub fn new(dev: Arc<Device>, kernel: Arc<DelayKernel>, stream: Stream, slots: DeviceBuffer) -> Self {
+        let capacity = (slots.len() / kernel::SLOT_BYTES) as u64;
+        HipLpQueue { dev, kernel, stream, slots, capacity }
+    }
+
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Blocks per command: a slot is complete when this many blocks finished.
+    pub fn nblocks(&self) -> u32 {
+        self.kernel.grid().blocks
+    }
+
+    /// The slots of commands `0..n` (hipMemcpy; call when the queue is idle).
+    pub fn read_slots(&self, n: u64) -> Result<Vec<DelaySlot>, HipError> {
+        kernel::read_slots(&self.slots, n.min(self.capacity) as usize)
+    }
+}
+
+impl HwQueue for HipLpQueue {
+    type Command = DelayCmd;
+    type SyncPoint = Event;
+    type Error = HipError;
+
+    /// hipModuleLaunchKernel of the delay kernel into slot `id`: enqueues, does not wait.
+    fn launch(&self, id: CommandId, cmd: DelayCmd) -> Result<(), HipError> {
+        if id >= self.capacity {
+            return Err(HipError::Invalid(format!(
+                "LP command {id}: past the slot buffer's {} commands (the run's command budget)",
+                self.capacity
+            )));
+        }
+        self.kernel.launch(&self.stream, Mem::Device(&self.slots), id as u32, cmd.cycles)
+    }
+
+    /// A timing-disabled event recorded on the LP stream (completes after every launch so far).
+    fn record(&self) -> Result<Event, HipError> {
+        let e = self.dev.event(false)?;
+        e.record(&self.stream)?;
+        Ok(e)
+    }
+
+    fn wait(&self, sp: &Event) -> Result<(), HipError> {
+        sp.synchronize()
+    }
+
+    fn synchronize(&self) -> Result<(), HipError> {
+        self.stream.synchronize()
+    }
+}
+
+/// The HP probe: a one-wave kernel on a high-priority stream that stores the GPU wall clock
+/// (s_memrealtime, 100 MHz) at which it started into word `idx` of pinned host memory.
+pub struct HpProbe {
+    dev: Arc<Device>,
+    kernel: Arc<DelayKernel>,
+    stream: Stream,
+    stamps: HostBuffer,
+    done: Event,
+}
+
+impl HpProbe {
+    /// Room for `n` probes.
+    pub fn new(dev: Arc<Device>, kernel: Arc<DelayKernel>, stream: Stream, n: usize) -> Result<Self, HipError> {
+        let stamps = dev.alloc_host(n.max(1) * 8)?;
+        let done = dev.event(false)?;
+        Ok(HpProbe { dev, kernel, stream, stamps, done })
+    }
+
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.stamps.words().len() as u32
+    }
+
+    /// Clears stamp `idx`, launches the probe and records the completion event behind it.
+    pub fn launch(&self, idx: u32) -> Result<(), HipError> {
+        let w = self
+            .stamps
+            .words()
+            .get(idx as usize)
+            .ok_or_else(|| HipError::Invalid(format!("HP probe {idx}: past {} stamps", self.capacity())))?;
+        w.store(0, Ordering::Release);
+        self.kernel.launch_probe(&self.stream, Mem::Host(&self.stamps), idx)?;
+        self.done.record(&self.stream)
+    }
+
+    /// Waits for the last launched probe; Ok(false) on timeout.
+    pub fn wait(&self, timeout: Duration) -> Result<bool, HipError> {
+        self.done.wait_timeout(timeout)
+    }
+
+    /// The start stamp of probe `idx` (GPU wall-clock ticks), `None` if it has not run.
+    pub fn stamp(&self, idx: u32) -> Option<u64> {
+        self.stamps.words().get(idx as usize).map(|w| w.load(Ordering::Acquire)).filter(|&t| t != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn device_types_are_shareable_across_the_launcher_threads() {
+        assert_send_sync::<HipLpQueue>();
+        assert_send_sync::<HpProbe>();
+        assert_send_sync::<Event>();
+        // What lv1 requires of a hardware queue, checked by the compiler.
+        fn is_hwq<Q: HwQueue>() {}
+        is_hwq::<HipLpQueue>();
+    }
+}

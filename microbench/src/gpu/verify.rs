@@ -1,0 +1,222 @@
+//! Correctness of a GPU run, from the LP commands' own records (pure, unit-tested).
+//!
+//! Every LP command's slot must say `Complete` (all blocks finished, booked exactly once, with
+//! this command's tag) and `start < end`. And no LP command may start or end while the LP queue
+//! was suspended: a window runs from the moment the suspend returned to the moment the resume
+//! was called (host ns). A command that was running when the queue was preempted must therefore
+//! end after that resume; one ending inside the window means the suspend did not stop it
+//! (the mechanism failed silently, or ROCr's scratch reclaim re-enabled the queue). After an Lv1
+//! drain nothing may even run through a window.
+//!
+//! Slot stamps are GPU wall-clock ticks, mapped to host ns with the run's [`ClockMap`]; the window
+//! is shrunk by a margin (the map's uncertainty) on both sides so that clock error cannot produce
+//! a false failure. Windows narrower than twice the margin are counted as unchecked.
+use crate::hip::{ClockMap, DelaySlot, SlotStatus};
+
+/// When the LP queue was suspended, in host ns (calib::host_ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// The sample (HP request) index.
+    pub sample: usize,
+    /// The suspend (Lv3) or drain (Lv1) returned.
+    pub from_ns: u64,
+    /// The resume was called.
+    pub to_ns: u64,
+}
+
+/// What was wrong with one command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Problem {
+    NotComplete(SlotStatus),
+    /// `start >= end`: the stamps are not those of one execution.
+    StartNotBeforeEnd,
+    /// Ended while the queue was suspended (should have ended after the resume).
+    EndedWhileSuspended { sample: usize },
+    /// Started while the queue was suspended.
+    StartedWhileSuspended { sample: usize },
+    /// Lv1: ran through a window although the drain said the queue was idle.
+    RanThroughDrain { sample: usize },
+}
+
+/// The verdict on all slots.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlotCheck {
+    /// Per command: `(id, correct)` records for [`crate::measure::Correctness::check`]; a
+    /// command that never completed has none (missing), a duplicated one has two.
+    pub records: Vec<(u64, bool)>,
+    pub problems: Vec<(u64, Problem)>,
+    /// Windows too narrow to check after the margin.
+    pub unchecked_windows: usize,
+    pub margin_ns: f64,
+}
+
+impl SlotCheck {
+    /// One line per problem (at most `max`), for stderr.
+    pub fn describe(&self, max: usize) -> Vec<String> {
+        let mut v: Vec<String> = self.problems.iter().take(max).map(|(id, p)| format!("LP command {id}: {p:?}")).collect();
+        if self.problems.len() > max {
+            v.push(format!("... and {} more", self.problems.len() - max));
+        }
+        v
+    }
+}
+
+/// Checks `slots` (index = command id) of commands launched with `nblocks` blocks against the
+/// suspension `windows` (sorted, disjoint). `drained`: Lv1, where nothing runs during a window.
+pub fn check_slots(slots: &[DelaySlot], nblocks: u32, windows: &[Window], map: &ClockMap, margin_ns: f64, drained: bool) -> SlotCheck {
+    let mut records = Vec::with_capacity(slots.len());
+    let mut problems = Vec::new();
+    let shrunk: Vec<(usize, f64, f64)> = windows
+        .iter()
+        .map(|w| (w.sample, w.from_ns as f64 + margin_ns, w.to_ns as f64 - margin_ns))
+        .filter(|(_, lo, hi)| lo < hi)
+        .collect();
+    let unchecked_windows = windows.len() - shrunk.len();
+    for (i, s) in slots.iter().enumerate() {
+        let id = i as u64;
+        match s.status(id as u32, nblocks) {
+            SlotStatus::Complete => {}
+            st @ SlotStatus::Duplicated { .. } => {
+                records.extend([(id, true), (id, true)]);
+                problems.push((id, Problem::NotComplete(st)));
+                continue;
+            }
+            st @ SlotStatus::WrongTag => {
+                records.push((id, false));
+                problems.push((id, Problem::NotComplete(st)));
+                continue;
+            }
+            st => {
+                problems.push((id, Problem::NotComplete(st)));
+                continue;
+            }
+        }
+        if s.start >= s.end {
+            records.push((id, false));
+            problems.push((id, Problem::StartNotBeforeEnd));
+            continue;
+        }
+        let (start, end) = (map.to_host_ns(s.start), map.to_host_ns(s.end));
+        // Windows that can overlap [start, end]: from the first ending after `start`.
+        let first = shrunk.partition_point(|&(_, _, hi)| hi <= start);
+        let mut bad = None;
+        for &(sample, lo, hi) in shrunk[first..].iter().take_while(|&&(_, lo, _)| lo < end) {
+            bad = if end > lo && end < hi {
+                Some(Problem::EndedWhileSuspended { sample })
+            } else if start > lo && start < hi {
+                Some(Problem::StartedWhileSuspended { sample })
+            } else if drained && start <= lo && end >= hi {
+                Some(Problem::RanThroughDrain { sample })
+            } else {
+                None
+            };
+            if bad.is_some() {
+                break;
+            }
+        }
+        records.push((id, bad.is_none()));
+        if let Some(p) = bad {
+            problems.push((id, p));
+        }
+    }
+    SlotCheck { records, problems, unchecked_windows, margin_ns }
+}
+
+/// HP start latency of one sample: the probe's start (GPU ticks, mapped to host ns) minus the
+/// request time (host ns). A negative difference (the probe "started" before it was requested:
+/// clock-map error larger than the latency) is `Err` with the difference, for the caller to
+/// report rather than hide.
+pub fn hp_start_ns(map: &ClockMap, probe_ticks: u64, t_req_ns: u64) -> Result<u64, f64> {
+    let d = map.to_host_ns(probe_ticks) - t_req_ns as f64;
+    if d < 0.0 { Err(d) } else { Ok(d.round() as u64) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hip::kernel::DELAY_TAG_MAGIC;
+
+    /// 1 tick = 10 ns (100 MHz), tick 0 = host 0.
+    const MAP: ClockMap = ClockMap { anchor_ticks: 0, anchor_host_ns: 0.0, ns_per_tick: 10.0, uncertainty_ns: 0.0 };
+    const NB: u32 = 4;
+
+    /// A complete slot for command `id` running from host ns `s` to `e`.
+    fn ok(id: u64, s: u64, e: u64) -> DelaySlot {
+        DelaySlot { start: s / 10, end: e / 10, blocks: NB, done: 1, tag: id ^ DELAY_TAG_MAGIC }
+    }
+
+    fn win(sample: usize, a: u64, b: u64) -> Window {
+        Window { sample, from_ns: a, to_ns: b }
+    }
+
+    #[test]
+    fn clean_lv3_run_passes_and_spanning_commands_end_after_the_resume() {
+        // Command 1 was preempted by the window [1500, 1800] and finished after the resume.
+        let slots = [ok(0, 0, 1000), ok(1, 1000, 2500), ok(2, 2500, 3500)];
+        let c = check_slots(&slots, NB, &[win(0, 1500, 1800)], &MAP, 10.0, false);
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+        assert_eq!(c.records, vec![(0, true), (1, true), (2, true)]);
+        assert_eq!(c.unchecked_windows, 0);
+    }
+
+    #[test]
+    fn a_command_ending_inside_a_suspension_fails() {
+        // Command 1 was running at the suspend and ended before the resume: not preempted.
+        let slots = [ok(0, 0, 1000), ok(1, 1000, 1700), ok(2, 1750, 2500)];
+        let c = check_slots(&slots, NB, &[win(0, 1500, 1800)], &MAP, 10.0, false);
+        assert_eq!(c.problems, vec![(1, Problem::EndedWhileSuspended { sample: 0 }), (2, Problem::StartedWhileSuspended { sample: 0 })]);
+        assert_eq!(c.records, vec![(0, true), (1, false), (2, false)]);
+        let m = crate::measure::Correctness::check(3, &[(0, true), (1, true), (2, true)], &c.records, 1);
+        assert!(!m.ok);
+        assert_eq!(m.wrong_result, vec![1, 2]);
+    }
+
+    #[test]
+    fn lv1_drain_forbids_running_through_a_window() {
+        let slots = [ok(0, 1000, 2500)];
+        assert!(check_slots(&slots, NB, &[win(3, 1500, 1800)], &MAP, 10.0, false).problems.is_empty());
+        let c = check_slots(&slots, NB, &[win(3, 1500, 1800)], &MAP, 10.0, true);
+        assert_eq!(c.problems, vec![(0, Problem::RanThroughDrain { sample: 3 })]);
+    }
+
+    #[test]
+    fn margin_absorbs_clock_error_and_narrow_windows_are_unchecked() {
+        // Ends 5 ns into the window: within a 10 ns margin, not a failure.
+        let slots = [ok(0, 0, 1500), ok(1, 1500, 3000)];
+        let c = check_slots(&slots, NB, &[win(0, 1495, 1800), win(1, 2000, 2015)], &MAP, 10.0, false);
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+        assert_eq!(c.unchecked_windows, 1);
+    }
+
+    #[test]
+    fn incomplete_duplicated_wrong_tag_and_bad_stamps_are_all_reported() {
+        let mut dup = ok(1, 0, 100);
+        dup.done = 2;
+        let mut wrong = ok(2, 0, 100);
+        wrong.tag = 7;
+        let mut partial = ok(3, 0, 100);
+        partial.blocks = 2;
+        let backwards = DelaySlot { start: 50, end: 50, ..ok(4, 0, 0) };
+        let slots = [DelaySlot::default(), dup, wrong, partial, backwards, ok(5, 0, 100)];
+        let c = check_slots(&slots, NB, &[], &MAP, 0.0, false);
+        let kinds: Vec<u64> = c.problems.iter().map(|p| p.0).collect();
+        assert_eq!(kinds, vec![0, 1, 2, 3, 4]);
+        assert_eq!(c.problems[4].1, Problem::StartNotBeforeEnd);
+        let done: Vec<(u64, bool)> = (0..6).map(|i| (i, true)).collect();
+        let m = crate::measure::Correctness::check(6, &done, &c.records, 1);
+        assert!(!m.ok);
+        assert_eq!(m.missing, vec![0, 3]);
+        assert_eq!(m.duplicated, vec![1]);
+        assert_eq!(m.wrong_result, vec![2, 4]);
+        assert_eq!(m.completed_once, 6);
+        assert!(c.describe(2).last().unwrap().contains("3 more"));
+    }
+
+    #[test]
+    fn hp_start_uses_the_clock_map() {
+        let map = ClockMap { anchor_ticks: 1_000, anchor_host_ns: 50_000.0, ns_per_tick: 10.0, uncertainty_ns: 0.0 };
+        // Probe at tick 1_300 = host 53_000 ns; request at host 51_000 ns: 2 us.
+        assert_eq!(hp_start_ns(&map, 1_300, 51_000), Ok(2_000));
+        assert_eq!(hp_start_ns(&map, 1_300, 54_000), Err(-1_000.0));
+    }
+}
