@@ -139,7 +139,11 @@ fn main() {
         });
     println!("cargo:rerun-if-changed={}", sysfs_h.display());
     builder = builder.header(sysfs_h.to_string_lossy());
-    if let Some(root) = inc_root.as_ref().filter(|r| r.join("drm/drm.h").exists()) {
+    // A raw kernel-source uapi tree (…/include/uapi, e.g. the patched kernel's own header) is
+    // not usable as an include root: its linux/stddef.h wants kernel-internal headers. Its
+    // kfd_ioctl.h needs only <drm/drm.h> and <linux/ioctl.h>: the system's serve.
+    let raw_uapi = inc_root.as_ref().is_some_and(|r| r.ends_with("include/uapi"));
+    if let Some(root) = inc_root.as_ref().filter(|r| !raw_uapi && r.join("drm/drm.h").exists()) {
         builder = builder.clang_arg(format!("-I{}", root.display()));
     }
     let bindings = builder.generate().unwrap_or_else(|e| {

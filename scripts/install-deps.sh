@@ -19,7 +19,7 @@ what=${1:-all}
 need_root() { if [ "$(id -u)" != 0 ]; then echo "install-deps: run as root (apt-get)" >&2; exit 1; fi; }
 
 BUILD_PKGS=(libclang-dev clang pkg-config)
-KERNEL_PKGS=(file python3 flex bison bc libelf-dev libssl-dev cpio xz-utils busybox-static make gcc perl
+KERNEL_PKGS=(file python3 patch util-linux flex bison bc libelf-dev libssl-dev cpio xz-utils busybox-static make gcc perl
              clang-19 llvm-19 lld-19 libamdhip64-5 linux-source-6.12)
 BPO_PKGS_BUILD=(linux-libc-dev)
 # qemu-utils on these machines comes from bookworm-backports; qemu-system-x86 must match it.

@@ -5,7 +5,8 @@
 #   SKIP_QEMU=1 scripts/test-all.sh   everything but the real-kernel guest (for quick iterations)
 #
 # Steps: system packages -> clippy (-D warnings) -> cargo test (workspace) -> cargo doc ->
-# the unsafe-code fence -> the offline delay-kernel compile check -> the QEMU guest tests.
+# the unsafe-code fence -> the offline delay-kernel compile check -> the QEMU guest tests on the
+# stock kernel -> the patch series (apply, checkpatch, build, QEMU guest tests on the patched kernel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -38,6 +39,9 @@ if [ "${SKIP_QEMU:-0}" = 1 ]; then
 else
   step "real kernel in QEMU: stock Linux 6.12 amdkfd"
   bash scripts/qemu/run-guest-tests.sh | tee "$log"
+  passed=$(( passed + $(grep -c '^PASS guest' "$log") ))
+  step "kernel patch series: apply, checkpatch --strict, build, patched kernel in QEMU (patches/check.sh)"
+  bash patches/check.sh | tee "$log"
   passed=$(( passed + $(grep -c '^PASS guest' "$log") ))
 fi
 echo

@@ -518,7 +518,7 @@ impl Preempt for MarkerMech {
         "marker"
     }
     fn suspend(&self, q: &QueueTarget) -> std::result::Result<SuspendReport, MechError> {
-        Ok(SuspendReport { mechanism: "marker", queue_id: q.queue_id, total: Duration::ZERO, preempt_call: Duration::ZERO, cleared_queue_new: false })
+        Ok(SuspendReport { mechanism: "marker", queue_id: q.queue_id, total: Duration::ZERO, preempt_call: Duration::ZERO, cleared_queue_new: false, kernel: None })
     }
     fn resume(&self, q: &QueueTarget) -> std::result::Result<(), MechError> {
         use std::io::Write;

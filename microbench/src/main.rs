@@ -6,7 +6,7 @@
 mod cli;
 mod doctor;
 mod env;
-mod gpu_glue;
+mod gpu;
 mod hip;
 mod measure;
 mod output;
@@ -58,34 +58,57 @@ fn usage_error(msg: String) -> ! {
     Cli::command().error(ErrorKind::ValueValidation, msg).exit()
 }
 
-/// Checks the shared options and picks the device; returns the host LP worker count.
-/// `auto` falls back to the host device with a note on stderr; an explicit `hip:N` that cannot
-/// run is an error with doctor's reason.
-fn select_device(c: &CommonArgs) -> Result<u32, String> {
+/// The device a measurement runs on, once chosen.
+#[derive(Debug, Clone, Copy)]
+pub enum Device {
+    /// The host device with this many LP worker processes.
+    Host(u32),
+    /// HIP device N.
+    Hip(u32),
+}
+
+/// Checks the shared options and picks the device. `auto` takes hip:0 when doctor's GPU path
+/// and the HIP device are usable, else the host device with a note on stderr; an explicit
+/// `hip:N` that cannot run is an error with doctor's reason.
+fn select_device(c: &CommonArgs) -> Result<Device, String> {
     if let Err(msg) = cli::check_common(c) {
         usage_error(msg);
     }
-    let workers = c.workers.unwrap_or_else(measure::host::default_workers);
-    match c.device {
-        DeviceSpec::Host => Ok(workers),
-        DeviceSpec::Auto | DeviceSpec::Hip(_) => {
-            let facts = doctor::facts::gather(&lv3::sysfs::SysRoot::default(), hip_facts());
-            let why = match doctor::verdict::gpu_path(&facts) {
-                Err(why) => why,
-                Ok(()) => "an AMD GPU is present, but the HIP device is not wired into this build yet".to_string(),
-            };
-            if c.device == DeviceSpec::Auto {
-                eprintln!("preempt-lat: --device auto: using the host device ({why}); its figures are host figures, not GPU figures");
-                Ok(workers)
-            } else {
-                Err(format!("--device {}: cannot run: {why} (see `preempt-lat doctor`)", c.device))
+    let host = Device::Host(c.workers.unwrap_or_else(measure::host::default_workers));
+    let index = match c.device {
+        DeviceSpec::Host => return Ok(host),
+        DeviceSpec::Auto => 0,
+        DeviceSpec::Hip(n) => n,
+    };
+    let facts = doctor::facts::gather(&lv3::sysfs::SysRoot::default(), hip_facts());
+    let why = doctor::verdict::gpu_path(&facts).and_then(|()| gpu::usable(index));
+    match (why, c.device) {
+        (Ok(()), _) => Ok(Device::Hip(index)),
+        (Err(why), DeviceSpec::Auto) => {
+            if c.mechanism != cli::Mechanism::Auto {
+                usage_error(format!("--mechanism {} needs a usable AMD GPU, and there is none: {why}", c.mechanism.name()));
             }
+            eprintln!("preempt-lat: --device auto: using the host device ({why}); its figures are host figures, not GPU figures");
+            Ok(host)
         }
+        (Err(why), _) => Err(format!("--device {}: cannot run: {why} (see `preempt-lat doctor`)", c.device)),
+    }
+}
+
+/// One measurement on the chosen device.
+pub fn measure(p: &measure::Params, dev: Device, mechanism: cli::Mechanism, quiet: bool) -> Result<measure::RunResult, String> {
+    match dev {
+        Device::Host(_) => measure::host::run(p, quiet),
+        Device::Hip(i) => gpu::run(p, i, mechanism.name(), quiet),
     }
 }
 
 fn run(a: &cli::RunArgs) -> Result<bool, String> {
-    let workers = select_device(&a.common)?;
+    let dev = select_device(&a.common)?;
+    let workers = match dev {
+        Device::Host(w) => w,
+        Device::Hip(_) => 0,
+    };
     let mut out: Box<dyn std::io::Write> = match &a.out {
         Some(p) => Box::new(cli::open_out(p).unwrap_or_else(|m| usage_error(m))),
         None => Box::new(std::io::stdout().lock()),
@@ -101,7 +124,7 @@ fn run(a: &cli::RunArgs) -> Result<bool, String> {
         workers,
         gap_t: (1.0, 3.0),
     };
-    let r = measure::host::run(&p, a.common.quiet)?;
+    let r = measure(&p, dev, a.common.mechanism, a.common.quiet)?;
     output::write(&r, a.format, &mut out).map_err(|e| format!("writing the result: {e}"))?;
     if !r.correctness.ok {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
@@ -109,7 +132,10 @@ fn run(a: &cli::RunArgs) -> Result<bool, String> {
     Ok(r.correctness.ok)
 }
 
-fn launcher_cost(a: &cli::LauncherCostArgs, workers: u32) -> Result<bool, String> {
+fn launcher_cost(a: &cli::LauncherCostArgs, dev: Device) -> Result<bool, String> {
+    let Device::Host(workers) = dev else {
+        return Err("launcher-cost measures the host device only: use --device host".into());
+    };
     let (direct, launcher) = measure::host::launcher_cost(a.commands, a.common.threshold, a.common.batch, workers)?;
     let v = serde_json::json!({
         "device": "host",

@@ -1,5 +1,6 @@
 //! `preempt-lat sweep t` and `sweep threshold`: many runs, one CSV, one JSON, one SVG each.
 use crate::cli::{SweepTArgs, SweepThresholdArgs};
+use crate::Device;
 use crate::measure::{Params, RunResult, control::stop_requested, host};
 use crate::plot::{Series, lines};
 use serde::Serialize;
@@ -19,7 +20,8 @@ fn prepare(dir: &Path) -> Result<(), String> {
 }
 
 /// Latency against T for each level.
-pub fn t(a: &SweepTArgs, workers: u32) -> Result<bool, String> {
+pub fn t(a: &SweepTArgs, dev: Device) -> Result<bool, String> {
+    let workers = if let Device::Host(w) = dev { w } else { 0 };
     prepare(&a.out_dir)?;
     let mut runs: Vec<RunResult> = Vec::new();
     'outer: for &level in &a.levels {
@@ -39,7 +41,7 @@ pub fn t(a: &SweepTArgs, workers: u32) -> Result<bool, String> {
                 gap_t: (1.0, 3.0),
             };
             eprintln!("sweep t: Lv{} T={t_ms} ms ({} samples)", p.level, p.samples);
-            runs.push(host::run(&p, a.common.quiet)?);
+            runs.push(crate::measure(&p, dev, a.common.mechanism, a.common.quiet)?);
         }
     }
     let mut csv = String::from(crate::output::CSV_HEADER);
@@ -79,7 +81,7 @@ pub fn t(a: &SweepTArgs, workers: u32) -> Result<bool, String> {
 
 #[derive(Debug, Serialize)]
 struct OverheadPoint {
-    device: &'static str,
+    device: String,
     t_ms: f64,
     threshold: u32,
     batch: u32,
@@ -92,11 +94,15 @@ struct OverheadPoint {
 }
 
 /// Lv1 overhead against the threshold, for each T.
-pub fn threshold(a: &SweepThresholdArgs, workers: u32) -> Result<bool, String> {
+pub fn threshold(a: &SweepThresholdArgs, dev: Device) -> Result<bool, String> {
+    let (workers, device) = match dev {
+        Device::Host(w) => (w, "host".to_string()),
+        Device::Hip(i) => (0, format!("hip:{i}")),
+    };
     prepare(&a.out_dir)?;
     let mut pts = Vec::new();
     let total = (a.t_ms.len() * a.thresholds.len()) as u64;
-    let pb = crate::measure::control::progress(total, a.common.quiet, "sweep threshold (host)");
+    let pb = crate::measure::control::progress(total, a.common.quiet, &format!("sweep threshold ({device})"));
     'outer: for &t_ms in &a.t_ms {
         for &th in &a.thresholds {
             if stop_requested() {
@@ -108,7 +114,10 @@ pub fn threshold(a: &SweepThresholdArgs, workers: u32) -> Result<bool, String> {
             let commands = a.commands.max((50.0 / t_ms).ceil() as u32);
             let mut runs = Vec::new();
             for _ in 0..3 {
-                runs.push(host::lv1_overhead(t_ms, th, a.common.batch, commands, workers)?);
+                runs.push(match dev {
+                    Device::Host(_) => host::lv1_overhead(t_ms, th, a.common.batch, commands, workers)?,
+                    Device::Hip(i) => crate::gpu::lv1_overhead(i, t_ms, th, a.common.batch, commands)?,
+                });
             }
             let median = |f: fn(&(f64, f64, f64)) -> f64| {
                 let mut v: Vec<f64> = runs.iter().map(f).collect();
@@ -118,7 +127,7 @@ pub fn threshold(a: &SweepThresholdArgs, workers: u32) -> Result<bool, String> {
             let (direct_s, launcher_s) = (median(|r| r.0), median(|r| r.1));
             let overhead_percent = (launcher_s / direct_s - 1.0) * 100.0;
             pts.push(OverheadPoint {
-                device: "host",
+                device: device.clone(),
                 t_ms,
                 threshold: th,
                 batch: a.common.batch.min(th),
@@ -153,7 +162,12 @@ pub fn threshold(a: &SweepThresholdArgs, workers: u32) -> Result<bool, String> {
         })
         .filter(|s| !s.points.is_empty())
         .collect();
-    lines(&a.out_dir.join("sweep-threshold.svg"), "Lv1 overhead vs threshold (host device: host figures, not GPU)", "threshold", "overhead (%)", false, &series)?;
+    let title = if device == "host" {
+        "Lv1 overhead vs threshold (host device: host figures, not GPU)".to_string()
+    } else {
+        format!("Lv1 overhead vs threshold ({device})")
+    };
+    lines(&a.out_dir.join("sweep-threshold.svg"), &title, "threshold", "overhead (%)", false, &series)?;
     println!("sweep threshold: {} points -> {}/sweep-threshold.{{csv,json,svg}}", pts.len(), a.out_dir.display());
     Ok(true)
 }

@@ -119,3 +119,27 @@ fn help_teaches_the_words() {
         assert!(h.contains(w), "--help lacks {w:?}");
     }
 }
+
+/// Ctrl-C: the run stops after the current sample, resumes what it suspended, and writes what
+/// it measured, marked interrupted; the correctness check still covers every command.
+#[test]
+fn sigint_stops_cleanly_and_writes_partial_results() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let child = Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
+        .args(["--device", "host", "--level", "3", "--t-ms", "1", "--samples", "1000000", "--format", "json", "--quiet"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("stopping after the current sample"), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("partial JSON written");
+    assert_eq!(v["interrupted"], true);
+    let n = v["samples"].as_array().unwrap().len();
+    assert!(n > 0 && n < 1_000_000, "{n} samples");
+    assert_eq!(v["correctness"]["ok"], true, "{}", v["correctness"]);
+}

@@ -5,7 +5,8 @@
 #   scripts/qemu/run-guest-tests.sh [--patched]
 #
 # 1. scripts/qemu/build-kernel.sh: Debian linux-source-6.12 with amdgpu+amdkfd (cached);
-# 2. static (crt-static) builds of lv3's real-kernel tests (kfd_kernel, mechanism_kernel) and of preempt-lat, in
+# 2. static (crt-static) builds of lv3's real-kernel tests (kfd_kernel, mechanism_kernel,
+#    preempt_ioctl_kernel: the patched ioctls on --patched, their ENOTTY on stock) and of preempt-lat, in
 #    target/guest so the normal build cache is untouched;
 # 3. a busybox initramfs with scripts/qemu/guest-init.sh as PID 1;
 # 4. qemu-system-x86_64 under TCG (KVM on these machines does not boot a kernel), serial to a log;
@@ -36,7 +37,7 @@ export RUSTFLAGS="-C target-feature=+crt-static"
 if [ "$flavor" = patched ]; then export KFD_IOCTL_H=$KHDR; fi
 cd "$REPO"
 tests_json=$(cargo test --release -q -p lv3 --test kfd_kernel --target "$TARGET" --target-dir "$OUT/cargo" \
-  --test mechanism_kernel --no-run --message-format=json 2>/dev/null)
+  --test mechanism_kernel --test preempt_ioctl_kernel --no-run --message-format=json 2>/dev/null)
 cargo build --release -q -p microbench --bin preempt-lat --target "$TARGET" --target-dir "$OUT/cargo"
 mapfile -t test_bins < <(printf '%s\n' "$tests_json" | python3 -c '
 import json, sys
@@ -87,9 +88,9 @@ for b in "${test_bins[@]}"; do
   fi
 done
 sed -n '/^=== guest: doctor json begin/,/^=== guest: doctor json end/p' "$SER" | sed '1d;$d' > "$OUT/doctor-$flavor.json"
-check python3 - "$OUT/doctor-$flavor.json" "$kver" <<'PY'
+check python3 - "$OUT/doctor-$flavor.json" "$kver" "$flavor" <<'PY'
 import json, sys
-path, kver = sys.argv[1], sys.argv[2]
+path, kver, flavor = sys.argv[1], sys.argv[2], sys.argv[3]
 try:
     d = json.load(open(path))
 except Exception as e:
@@ -103,8 +104,13 @@ if not isinstance(nodes, list) or not nodes: errs.append(f"nodes: {nodes!r}")
 elif any(n["gpu_id"] != 0 for n in nodes): errs.append("a GPU node in a GPU-less guest")
 if d.get("gpu_usable") is not False: errs.append("gpu_usable should be false")
 if not any(l["device"] == "host" and l["available"] for l in d["levels"]): errs.append("host device not available")
+pi = f.get("preempt_ioctl") or {}
+if flavor == "patched" and not (pi.get("available") and pi.get("abi_version") == pi.get("built_abi_version")):
+    errs.append(f"patched kernel: preempt ioctl should be found with this build's ABI: {pi}")
+if flavor == "stock" and (pi.get("available") or "ENOTTY" not in pi.get("detail", "")):
+    errs.append(f"stock kernel: preempt ioctl should be absent with ENOTTY: {pi}")
 if errs: print("FAIL guest doctor:", "; ".join(errs)); sys.exit(1)
-print(f"PASS guest doctor: KFD {f['kfd_version']}, {len(nodes)} CPU node(s), no GPU, host device available")
+print(f"PASS guest doctor: KFD {f['kfd_version']}, {len(nodes)} CPU node(s), no GPU, host device available; preempt ioctl: {pi.get('detail')}")
 PY
 grep -q '^=== guest: doctor exit 0' "$SER" || { echo "FAIL guest doctor exit status"; fail=1; }
 sed -n '/^=== guest: validate json begin/,/^=== guest: validate json end/p' "$SER" | sed '1d;$d' > "$OUT/validate-$flavor.json"

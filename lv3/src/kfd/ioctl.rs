@@ -176,6 +176,31 @@ pub fn get_version_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>
     }
 }
 
+/// Forks, issues a no-op PREEMPT_QUEUES (no ids) on `fd` in the child, and returns the child's
+/// errno (`None` if the call succeeded). A patched KFD must answer EBADF (the fd belongs to the
+/// parent); a stock one ENOTTY (unknown numbers are refused before the owner check).
+pub fn preempt_probe_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>, Errno> {
+    use nix::sys::wait::{WaitStatus, waitpid};
+    use nix::unistd::{ForkResult, fork};
+    // SAFETY: the child only builds a struct on its stack, calls ioctl(2) and _exit(2), all
+    // async-signal-safe; it touches no lock, allocator or Rust runtime state.
+    match unsafe { fork() }? {
+        ForkResult::Child => {
+            let code = match preempt_queue_ids(fd, false, &mut [], 0, 0) {
+                Ok(_) => 0,
+                Err(e) => (e as i32).clamp(1, 255),
+            };
+            // SAFETY: as in `get_version_from_forked_child`.
+            unsafe { libc::_exit(code) }
+        }
+        ForkResult::Parent { child } => match waitpid(child, None)? {
+            WaitStatus::Exited(_, 0) => Ok(None),
+            WaitStatus::Exited(_, code) => Ok(Some(Errno::from_raw(code))),
+            _ => Err(Errno::ECHILD),
+        },
+    }
+}
+
 // ---- Safe entry points: each builds its argument struct from borrowed Rust memory, so the
 // ---- pointers handed to the kernel are valid for exactly the sizes they claim.
 

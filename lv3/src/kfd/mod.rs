@@ -37,6 +37,23 @@ pub trait KfdOps {
     fn queue_snapshot(&self, clear_mask: u64) -> Result<Vec<QueueSnapshot>>;
     fn query_debug_event(&self, mask: u64) -> Result<DebugEvent>;
     fn send_runtime_event(&self, mask: u64, gpu_id: u32, queue_id: QueueId) -> Result<()>;
+
+    /// The patched kernel's PREEMPT_QUEUES (see [`Kfd::preempt_queues`]). The default answers
+    /// ENOTTY, like a stock kernel, so fakes need not implement it.
+    fn preempt_queues(&self, ids: &[QueueId], grace: GracePeriod, flags: u32) -> Result<PreemptOutcome> {
+        let _ = (ids, grace, flags);
+        Err(KfdError::new(Op::PreemptQueues, None, Errno::ENOTTY))
+    }
+    /// The patched kernel's RESUME_QUEUES (see [`Kfd::resume_queues_patched`]); default ENOTTY.
+    fn resume_queues_patched(&self, ids: &[QueueId]) -> Result<PreemptOutcome> {
+        let _ = ids;
+        Err(KfdError::new(Op::ResumeQueues, None, Errno::ENOTTY))
+    }
+    /// The patched preempt ioctls' ABI version, `None` if absent (see
+    /// [`Kfd::preempt_abi_version`]); default `None`.
+    fn preempt_abi_version(&self) -> Result<Option<u32>> {
+        Ok(None)
+    }
 }
 
 /// An open `/dev/kfd`. KFD binds the fd to the process that opened it: do not use it after
@@ -104,6 +121,13 @@ impl Kfd {
     /// What a forked child gets when it uses this fd (KFD must say EBADF).
     pub fn errno_in_forked_child(&self) -> std::result::Result<Option<Errno>, Errno> {
         ioctl::get_version_from_forked_child(self.fd())
+    }
+
+    /// What a forked child gets when it issues the patched PREEMPT_QUEUES (no ids) on this fd:
+    /// EBADF on a patched kernel (the fd belongs to the parent), ENOTTY on a stock one (the
+    /// number is rejected before the owner check).
+    pub fn preempt_errno_in_forked_child(&self) -> std::result::Result<Option<Errno>, Errno> {
+        ioctl::preempt_probe_from_forked_child(self.fd())
     }
 
     /// The raw fd number (for logs).
@@ -190,12 +214,93 @@ impl KfdOps for Kfd {
         Ok(DebugEvent { exception_mask: q.exception_mask, gpu_id: q.gpu_id, queue_id: q.queue_id })
     }
 
+    fn preempt_queues(&self, ids: &[QueueId], grace: GracePeriod, flags: u32) -> Result<PreemptOutcome> {
+        Kfd::preempt_queues(self, ids, grace, flags)
+    }
+
+    fn resume_queues_patched(&self, ids: &[QueueId]) -> Result<PreemptOutcome> {
+        Kfd::resume_queues_patched(self, ids)
+    }
+
+    fn preempt_abi_version(&self) -> Result<Option<u32>> {
+        Kfd::preempt_abi_version(self)
+    }
+
     fn send_runtime_event(&self, mask: u64, gpu_id: u32, queue_id: QueueId) -> Result<()> {
         ioctl::dbg_plain(self.fd(), self.pid, sys::KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT, |u| {
             u.send_runtime_event = sys::kfd_ioctl_dbg_trap_send_runtime_event_args { exception_mask: mask, gpu_id, queue_id };
         })
         .map_err(Self::dbg_err(DbgOp::SendRuntimeEvent, Some(queue_id).filter(|&q| q != 0)))?;
         Ok(())
+    }
+}
+
+/// The project's patched-kernel ioctls (`patches/`): PREEMPT_QUEUES / RESUME_QUEUES (nr
+/// 0x40/0x41) on this process's own queues, no debug mode. A stock kernel answers ENOTTY.
+impl Kfd {
+    /// Asks the kernel for the patched preempt ioctls' ABI version with a no-op PREEMPT_QUEUES
+    /// (no ids): `Ok(None)` on ENOTTY (a stock kernel), `Ok(Some(version))` on a patched one.
+    /// A kernel that answers nr 0x40 without writing a version is not running this project's
+    /// patch (some other ioctl has that number): an error, so that nothing uses it.
+    pub fn preempt_abi_version(&self) -> Result<Option<u32>> {
+        match ioctl::preempt_queue_ids(self.fd(), false, &mut [], 0, 0) {
+            Ok(a) if a.version >= 1 => Ok(Some(a.version)),
+            Ok(_) => Err(KfdError {
+                op: Op::PreemptQueues,
+                queue: None,
+                errno: Errno::ENOTTY,
+                meaning: "ioctl nr 0x40 answered without writing a version: it is not the project's \
+                          AMDKFD_IOC_PREEMPT_QUEUES (another patch uses that number)",
+            }),
+            Err(Errno::ENOTTY) => Ok(None),
+            Err(e) => Err(KfdError::new(Op::PreemptQueues, None, e)),
+        }
+    }
+
+    /// Whether this kernel has the patched preempt ioctls (ENOTTY: no).
+    pub fn has_preempt_ioctl(&self) -> Result<bool> {
+        self.preempt_abi_version().map(|v| v.is_some())
+    }
+
+    /// PREEMPT_QUEUES: CWSR-saves and unmaps the given queues of this process. `grace` becomes
+    /// the grace-period flag and value; `flags` is ORed in raw (unknown bits: EINVAL, which the
+    /// tests use). Already-preempted queues count as done. Up to 1024 ids; more is passed on
+    /// and refused by the kernel (EINVAL). An empty slice asks nothing and returns no statuses.
+    pub fn preempt_queues(&self, ids: &[QueueId], grace: GracePeriod, flags: u32) -> Result<PreemptOutcome> {
+        let (gflag, gval) = grace.preempt_ioctl_raw();
+        self.preempt_op(false, ids, flags | gflag, gval)
+    }
+
+    /// RESUME_QUEUES: maps back queues preempted by [`Kfd::preempt_queues`]. A queue that is not
+    /// preempted counts as done; one that is inactive for another reason (debugger suspend,
+    /// eviction, UPDATE_QUEUE disable) stays inactive.
+    pub fn resume_queues_patched(&self, ids: &[QueueId]) -> Result<PreemptOutcome> {
+        self.preempt_op(true, ids, 0, 0)
+    }
+
+    /// PREEMPT_QUEUES (`resume` false) or RESUME_QUEUES with raw flags and grace period, for
+    /// tests of the kernel's argument checks.
+    pub fn preempt_op_raw(&self, resume: bool, ids: &[QueueId], flags: u32, grace_period: u32) -> Result<PreemptOutcome> {
+        self.preempt_op(resume, ids, flags, grace_period)
+    }
+
+    /// The kernel's answer to a NULL id array with `num_queues` ids (EINVAL when non-zero).
+    pub fn preempt_null_array_errno(&self, resume: bool, num_queues: u32) -> Option<Errno> {
+        ioctl::preempt_null_array(self.fd(), resume, num_queues).err()
+    }
+
+    fn preempt_op(&self, resume: bool, ids: &[QueueId], flags: u32, grace_period: u32) -> Result<PreemptOutcome> {
+        let op = if resume { Op::ResumeQueues } else { Op::PreemptQueues };
+        let mut arr = ids.to_vec();
+        let a = ioctl::preempt_queue_ids(self.fd(), resume, &mut arr, flags, grace_period)
+            .map_err(|e| KfdError::new(op, ids.first().copied().filter(|_| ids.len() == 1), e))?;
+        Ok(PreemptOutcome {
+            statuses: ids.iter().zip(&arr).map(|(&id, &raw)| QueueStatus::decode(id, raw)).collect(),
+            kernel_ns: a.kernel_ns,
+            num_done: a.num_done,
+            abi_version: a.version,
+            raw: arr,
+        })
     }
 }
 

@@ -69,6 +69,8 @@ pub struct PreemptOutcome {
     pub num_done: u32,
     /// `KFD_PREEMPT_QUEUES_VERSION` the kernel reported.
     pub abi_version: u32,
+    /// The words the kernel wrote back, one per id: the id with status bits 31/30.
+    pub raw: Vec<u32>,
 }
 
 /// PREEMPT_QUEUES flag: `grace_period` is valid (set by [`GracePeriod::Clocks1k`]).

@@ -2,14 +2,15 @@
 //!
 //! The order is the robustness order: `ioctl` (a patched kernel: one queue, a flag nothing else
 //! undoes), then `dbg-trap` (`is_suspended`, which ROCr's scratch reclaim cannot undo), then
-//! `update-queue` (works everywhere, but ROCr may re-enable the queue behind our back). The
-//! `ioctl` slot is reserved: this crate does not implement it yet, so it always says why not.
+//! `update-queue` (works everywhere, but ROCr may re-enable the queue behind our back). `ioctl`
+//! is usable only where the kernel answers its probe (`Kfd::has_preempt_ioctl`): every stock
+//! kernel says ENOTTY.
 //!
 //! [`probe_order`] is pure (facts in, verdicts out) so every rule has a unit test; the facts are
 //! gathered once by [`ProbeFacts::gather`]. Facts cannot see everything: dbg-trap's setup can
 //! still fail at run time (EALREADY when rocgdb debugs the process), so [`build_auto`] falls
 //! back to the next usable mechanism and reports why.
-use super::{DbgTrap, MechError, MechanismKind, Preempt, UpdateQueue};
+use super::{DbgTrap, MechError, MechanismKind, Preempt, PreemptIoctl, UpdateQueue};
 use crate::kfd::{GracePeriod, Kfd, KfdError, KfdOps, KfdVersion};
 use crate::sysfs::{self, AmdgpuParams, SysRoot};
 use std::fmt;
@@ -31,14 +32,17 @@ pub struct ProbeFacts {
     /// Every GPU node has TRAP_DEBUG_FIRMWARE_SUPPORTED (0x20000000); without it ROCr does not
     /// enable the runtime, and a HIP process can then never enable it (EEXIST once queues exist).
     pub trap_debug_firmware: bool,
-    /// Whether the patched-kernel ioctl answered a probe (`None`: not probed).
+    /// Whether the patched-kernel ioctl answered a probe (`None`: not probed, or the probe
+    /// failed for another reason than ENOTTY).
     pub patched_ioctl: Option<bool>,
 }
 
 impl ProbeFacts {
     /// Reads the facts of this machine: GET_VERSION, the module parameters, the topology.
     pub fn gather(root: &SysRoot) -> Self {
-        let kfd = Some(Kfd::open().and_then(|k| k.version()).map_err(|e: KfdError| e.to_string()));
+        let handle = Kfd::open();
+        let patched_ioctl = handle.as_ref().ok().and_then(|k| k.has_preempt_ioctl().ok());
+        let kfd = Some(handle.and_then(|k| k.version()).map_err(|e: KfdError| e.to_string()));
         let params = AmdgpuParams::read(root).ok();
         let gpus: Vec<_> = sysfs::topology_nodes(root).unwrap_or_default().into_iter().filter(|n| n.is_gpu()).collect();
         ProbeFacts {
@@ -48,7 +52,7 @@ impl ProbeFacts {
             gpu_nodes: gpus.len(),
             trap_debug_support: !gpus.is_empty() && gpus.iter().all(|n| n.capability.trap_debug_support),
             trap_debug_firmware: !gpus.is_empty() && gpus.iter().all(|n| n.capability.trap_debug_firmware_supported),
-            patched_ioctl: None,
+            patched_ioctl,
         }
     }
 }
@@ -96,10 +100,11 @@ fn why_not(kind: MechanismKind, f: &ProbeFacts) -> Option<String> {
         return Some(w);
     }
     match kind {
-        MechanismKind::Ioctl => Some(match f.patched_ioctl {
-            Some(true) => "the patched kernel answers, but this build has no ioctl mechanism yet".into(),
-            _ => "needs the project's patched kernel; not implemented in this build".into(),
-        }),
+        MechanismKind::Ioctl => match f.patched_ioctl {
+            Some(true) => None,
+            Some(false) => Some("needs the project's patched kernel (patches/): this kernel answers ENOTTY".into()),
+            None => Some("needs the project's patched kernel (patches/); not probed".into()),
+        },
         MechanismKind::DbgTrap => {
             let v = f.kfd.as_ref().and_then(|r| r.as_ref().ok()).copied()?;
             if !v.has_debugger_api() {
@@ -132,9 +137,7 @@ pub fn choose(f: &ProbeFacts) -> Result<MechanismKind, Vec<Verdict>> {
 /// Builds one mechanism over `kfd` (dbg-trap runs its setup now).
 pub fn build<K: KfdOps + Send + Sync + 'static>(kind: MechanismKind, kfd: K, grace: GracePeriod) -> Result<Arc<dyn Preempt>, MechError> {
     Ok(match kind {
-        MechanismKind::Ioctl => {
-            return Err(MechError::Unavailable { mechanism: "ioctl", why: "not implemented in this build".into() });
-        }
+        MechanismKind::Ioctl => Arc::new(PreemptIoctl::new(kfd, grace)?),
         MechanismKind::DbgTrap => Arc::new(DbgTrap::setup(kfd, grace)?),
         MechanismKind::UpdateQueue => Arc::new(UpdateQueue::new(kfd)),
     })
@@ -189,6 +192,21 @@ mod tests {
         assert!(v[0].to_string().starts_with("ioctl: not usable: needs the project's patched kernel"), "{}", v[0]);
         assert_eq!(v[1].to_string(), "dbg-trap: usable");
         assert!(v[2].usable());
+    }
+
+    #[test]
+    fn a_patched_kernel_picks_ioctl_even_where_dbg_trap_cannot() {
+        let patched = ProbeFacts { patched_ioctl: Some(true), ..mi300() };
+        assert_eq!(choose(&patched), Ok(MechanismKind::Ioctl));
+        assert_eq!(probe_order(&patched)[0].to_string(), "ioctl: usable");
+        // No HWS and no debug firmware: the ioctl still works (per-queue dequeue), dbg-trap not.
+        let nohws = ProbeFacts { sched_policy: Some(2), trap_debug_firmware: false, ..patched.clone() };
+        assert_eq!(choose(&nohws), Ok(MechanismKind::Ioctl));
+        let stock = ProbeFacts { patched_ioctl: Some(false), ..mi300() };
+        assert!(probe_order(&stock)[0].to_string().contains("answers ENOTTY"), "{}", probe_order(&stock)[0]);
+        // Common obstacles still win: a patched kernel without a GPU has nothing to preempt.
+        let qemu = ProbeFacts { gpu_nodes: 0, ..patched };
+        assert!(choose(&qemu).is_err());
     }
 
     #[test]

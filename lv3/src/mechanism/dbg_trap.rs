@@ -158,7 +158,7 @@ impl<K: KfdOps + Send + Sync> Preempt for DbgTrap<K> {
         let st = self.kfd.suspend_queues(&[q.queue_id], self.grace, EC_QUEUE_NEW_MASK).map_err(MechError::kfd(NAME))?;
         let preempt_call = t1.elapsed();
         match st.first().map(|s| s.state) {
-            Some(QueueState::Ok) => Ok(SuspendReport { mechanism: NAME, queue_id: q.queue_id, total: t0.elapsed(), preempt_call, cleared_queue_new }),
+            Some(QueueState::Ok) => Ok(SuspendReport { mechanism: NAME, queue_id: q.queue_id, total: t0.elapsed(), preempt_call, cleared_queue_new, kernel: None }),
             state => {
                 let state = state.unwrap_or(QueueState::Invalid);
                 if state == QueueState::Error {

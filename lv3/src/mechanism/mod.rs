@@ -21,22 +21,24 @@
 pub mod choose;
 mod dbg_trap;
 mod guard;
+pub mod ioctl;
 mod update_queue;
 
 pub use choose::{Built, ProbeFacts, Verdict, build, build_auto, choose, probe_order};
 pub use dbg_trap::DbgTrap;
 pub use guard::{Preemptor, RetryPolicy, SuspendedQueue};
+pub use ioctl::{IoctlAvailability, PreemptIoctl};
 pub use update_queue::UpdateQueue;
 
-use crate::kfd::{DbgOp, KfdError, QueueId, QueueSnapshot, QueueState};
+use crate::kfd::{DbgOp, KfdError, Op, QueueId, QueueSnapshot, QueueState};
 use std::fmt;
 use std::time::Duration;
 
 /// Which mechanism, by its CLI name (`--mechanism update-queue|dbg-trap|ioctl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MechanismKind {
-    /// The patched-kernel ioctl. Its slot in the `auto` order is reserved; this crate does not
-    /// implement it yet, so it is always reported as unavailable.
+    /// The patched-kernel ioctl (AMDKFD_IOC_PREEMPT_QUEUES, `patches/`): usable only where the
+    /// kernel answers the probe ([`PreemptIoctl::new`]); every stock kernel says ENOTTY.
     Ioctl,
     DbgTrap,
     UpdateQueue,
@@ -127,6 +129,9 @@ pub struct SuspendReport {
     pub preempt_call: Duration,
     /// dbg-trap: the queue still carried EC_QUEUE_NEW and the pre-suspend snapshot cleared it.
     pub cleared_queue_new: bool,
+    /// ioctl: the kernel's own time in the unmap and fence wait (`kernel_ns`), so that the
+    /// user-space share of `preempt_call` can be told apart. `None` for the other mechanisms.
+    pub kernel: Option<Duration>,
 }
 
 /// Why a mechanism could not suspend or resume. `Display` is one line naming the queue.
@@ -136,6 +141,8 @@ pub enum MechError {
     Kfd { mechanism: &'static str, source: KfdError },
     /// SUSPEND_QUEUES / RESUME_QUEUES succeeded as a call but refused this queue.
     QueueRefused { op: DbgOp, queue: QueueId, state: QueueState },
+    /// The patched PREEMPT_QUEUES / RESUME_QUEUES (`op`) succeeded as a call but refused this queue.
+    PreemptRefused { op: Op, queue: QueueId, state: QueueState },
     /// DBG_TRAP ENABLE said EALREADY: a debugger (rocgdb, ROCr's core dump) owns this process.
     DebuggerPresent(KfdError),
     /// The target cannot be restored; nothing was sent to the kernel.
@@ -180,6 +187,14 @@ impl fmt::Display for MechError {
                 };
                 write!(f, "dbg-trap: {} refused queue {queue}: {why}", op.name())
             }
+            MechError::PreemptRefused { op, queue, state } => {
+                let why = match state {
+                    QueueState::Invalid => "INVALID: no such queue in this process, or one being destroyed",
+                    QueueState::Error => "ERROR: the unmap/map failed (a hung scheduler; a GPU reset may follow)",
+                    QueueState::Ok => "ok",
+                };
+                write!(f, "ioctl: {op} refused queue {queue}: {why}")
+            }
             MechError::DebuggerPresent(e) => {
                 write!(f, "dbg-trap: another debugger owns this process ({e}); use --mechanism update-queue")
             }
@@ -202,7 +217,7 @@ impl std::error::Error for MechError {}
 ///
 /// `Send + Sync` because the signal thread ([`crate::signals`]) resumes through it.
 pub trait Preempt: Send + Sync {
-    /// The CLI name (`update-queue`, `dbg-trap`).
+    /// The CLI name (`update-queue`, `dbg-trap`, `ioctl`).
     fn name(&self) -> &'static str;
     /// Preempts the queue: its waves are CWSR-saved and it leaves the runlist.
     fn suspend(&self, q: &QueueTarget) -> Result<SuspendReport, MechError>;

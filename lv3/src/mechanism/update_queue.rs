@@ -55,7 +55,7 @@ impl<K: KfdOps + Send + Sync> Preempt for UpdateQueue<K> {
         let t0 = Instant::now();
         self.kfd.update_queue(q.queue_id, &QueueUpdate::disable()).map_err(MechError::kfd(NAME))?;
         let preempt_call = t0.elapsed();
-        Ok(SuspendReport { mechanism: NAME, queue_id: q.queue_id, total: preempt_call, preempt_call, cleared_queue_new: false })
+        Ok(SuspendReport { mechanism: NAME, queue_id: q.queue_id, total: preempt_call, preempt_call, cleared_queue_new: false, kernel: None })
     }
 
     /// UPDATE_QUEUE with the original ring, size, percentage and priority.

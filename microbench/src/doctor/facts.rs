@@ -98,7 +98,11 @@ pub struct Facts {
     #[serde(skip)]
     pub kfd_minor: Option<u32>,
     pub header: HeaderInfo,
-    /// Whether the patched-kernel preempt ioctl answered a probe (None: not probed).
+    /// The patched-kernel preempt ioctl (patches/): probed with a no-op PREEMPT_QUEUES when
+    /// /dev/kfd opens (ENOTTY on a stock kernel).
+    pub preempt_ioctl: Option<lv3::mechanism::ioctl::IoctlAvailability>,
+    /// Whether that probe found it (None: not probed).
+    #[serde(skip)]
     pub patched_ioctl: Option<bool>,
     pub amdgpu_params: Fact<AmdgpuParams>,
     pub nodes: Fact<Vec<NodeSummary>>,
@@ -121,7 +125,9 @@ fn kernel_info(root: &SysRoot) -> Result<KernelInfo, String> {
 /// Reads every fact from the running system. `hip` is asked by the caller (it loads a library).
 pub fn gather(root: &SysRoot, hip: Fact<HipInfo>) -> Facts {
     let dev = root.0.join("dev/kfd");
-    let opened = Kfd::open_path(&dev).and_then(|k| k.version());
+    let handle = Kfd::open_path(&dev);
+    let preempt = handle.as_ref().ok().map(|k| lv3::mechanism::ioctl::availability_of(k.preempt_abi_version()));
+    let opened = handle.and_then(|k| k.version());
     Facts {
         kernel: Fact::from_result(kernel_info(root)),
         kfd_device_present: dev.exists(),
@@ -131,7 +137,8 @@ pub fn gather(root: &SysRoot, hip: Fact<HipInfo>) -> Facts {
             path: lv3::kfd::KFD_HEADER_PATH,
             kfd_version: format!("{}.{}", lv3::kfd::KFD_HEADER_MAJOR, lv3::kfd::KFD_HEADER_MINOR),
         },
-        patched_ioctl: None,
+        preempt_ioctl: preempt.clone(),
+        patched_ioctl: preempt.as_ref().map(|a| a.available),
         amdgpu_params: Fact::from_result(AmdgpuParams::read(root)),
         nodes: Fact::from_result(sysfs::topology_nodes(root).map(|v| v.iter().map(NodeSummary::from).collect())),
         hip,

@@ -21,6 +21,9 @@ pub fn text(r: &Report, w: &mut impl Write) -> Result<()> {
     writeln!(w, "/dev/kfd:        {}", if f.kfd_device_present { "present" } else { "absent" })?;
     writeln!(w, "KFD ioctl:       {}", show(&f.kfd_version, |v| format!("{v} (opened)")))?;
     writeln!(w, "built against:   {} (KFD {})", f.header.path, f.header.kfd_version)?;
+    if let Some(p) = &f.preempt_ioctl {
+        writeln!(w, "preempt ioctl:   {}", p.detail)?;
+    }
     writeln!(
         w,
         "amdgpu params:   {}",

@@ -44,10 +44,6 @@ impl HipLpQueue {
         &self.stream
     }
 
-    pub fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
     /// Blocks per command: a slot is complete when this many blocks finished.
     pub fn nblocks(&self) -> u32 {
         self.kernel.grid().blocks
@@ -94,7 +90,8 @@ impl HwQueue for HipLpQueue {
 /// The HP probe: a one-wave kernel on a high-priority stream that stores the GPU wall clock
 /// (s_memrealtime, 100 MHz) at which it started into word `idx` of pinned host memory.
 pub struct HpProbe {
-    dev: Arc<Device>,
+    /// Keeps the device (whose context owns the stream and buffers) alive as long as the probe.
+    _dev: Arc<Device>,
     kernel: Arc<DelayKernel>,
     stream: Stream,
     stamps: HostBuffer,
@@ -106,15 +103,16 @@ impl HpProbe {
     pub fn new(dev: Arc<Device>, kernel: Arc<DelayKernel>, stream: Stream, n: usize) -> Result<Self, HipError> {
         let stamps = dev.alloc_host(n.max(1) * 8)?;
         let done = dev.event(false)?;
-        Ok(HpProbe { dev, kernel, stream, stamps, done })
+        Ok(HpProbe { _dev: dev, kernel, stream, stamps, done })
     }
 
     pub fn stream(&self) -> &Stream {
         &self.stream
     }
 
-    pub fn device(&self) -> &Device {
-        &self.dev
+    /// The stamps buffer (word `idx` = probe `idx`'s start tick).
+    pub fn stamps(&self) -> &HostBuffer {
+        &self.stamps
     }
 
     pub fn capacity(&self) -> u32 {
@@ -123,14 +121,36 @@ impl HpProbe {
 
     /// Clears stamp `idx`, launches the probe and records the completion event behind it.
     pub fn launch(&self, idx: u32) -> Result<(), HipError> {
+        self.launch_unrecorded(idx)?;
+        self.done.record(&self.stream)
+    }
+
+    /// Clears stamp `idx` and launches the probe, without the completion event (for clock
+    /// pairs, where the host polls the stamp itself: see [`HpProbe::poll_stamp`]).
+    pub fn launch_unrecorded(&self, idx: u32) -> Result<(), HipError> {
         let w = self
             .stamps
             .words()
             .get(idx as usize)
             .ok_or_else(|| HipError::Invalid(format!("HP probe {idx}: past {} stamps", self.capacity())))?;
         w.store(0, Ordering::Release);
-        self.kernel.launch_probe(&self.stream, Mem::Host(&self.stamps), idx)?;
-        self.done.record(&self.stream)
+        self.kernel.launch_probe(&self.stream, Mem::Host(&self.stamps), idx)
+    }
+
+    /// Spins on stamp `idx` in pinned host memory until the probe has written it (`None` after
+    /// `timeout`). Seeing the store directly, rather than through a stream synchronize, keeps the
+    /// host-side bracket of a clock pair to launch latency plus one PCIe write.
+    pub fn poll_stamp(&self, idx: u32, timeout: Duration) -> Option<u64> {
+        let t0 = std::time::Instant::now();
+        loop {
+            if let Some(t) = self.stamp(idx) {
+                return Some(t);
+            }
+            if t0.elapsed() >= timeout {
+                return None;
+            }
+            std::hint::spin_loop();
+        }
     }
 
     /// Waits for the last launched probe; Ok(false) on timeout.

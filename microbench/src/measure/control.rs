@@ -1,7 +1,9 @@
 //! Ctrl-C and progress. SIGINT/SIGTERM are blocked in every thread (set before any thread is
-//! spawned) and taken by one thread with sigwait, which only raises a flag: the measurement
-//! loop stops at the next sample boundary, resumes whatever it suspended (guards), and writes
-//! what it measured. No signal handler, hence no `unsafe`.
+//! spawned) and taken by one thread with sigwait. The first signal only raises a flag: the
+//! measurement loop stops at the next sample boundary, resumes whatever it suspended (guards),
+//! and writes what it measured. A second signal means "now": every GPU queue still suspended
+//! (lv3's registry, filled by the suspend guards) is resumed, then the process exits 130/143.
+//! No signal handler, hence no `unsafe`.
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nix::sys::signal::{SigSet, Signal};
 use std::io::IsTerminal;
@@ -23,7 +25,14 @@ pub fn install_stop_on_signals() {
             if first {
                 eprintln!("\npreempt-lat: {sig}: stopping after the current sample; results so far will be written");
             } else {
-                eprintln!("preempt-lat: {sig}: already stopping");
+                for (label, r) in lv3::signals::resume_all_and_close() {
+                    match r {
+                        Ok(()) => eprintln!("preempt-lat: {sig}: resumed {label}"),
+                        Err(e) => eprintln!("preempt-lat: {sig}: FAILED to resume {label}: {e}"),
+                    }
+                }
+                eprintln!("preempt-lat: {sig} again: exiting now");
+                std::process::exit(lv3::signals::exit_code(sig));
             }
         }
     });

@@ -124,7 +124,7 @@ fn functional(a: &ValidateArgs, hip: &crate::doctor::facts::Fact<crate::doctor::
 
 fn functional_one(a: &ValidateArgs, device: u32, mechanism: &str) -> Check {
     let name = format!("hip:{device} Lv3 {mechanism}: {} cycles at T={} ms", a.cycles, a.t_ms);
-    crate::gpu_glue::functional(device, mechanism, a.t_ms, a.cycles).map_or_else(
+    crate::gpu::functional(device, mechanism, a.t_ms, a.cycles).map_or_else(
         |(skip, why)| Check::new("functional", &name, if skip { Status::Skip } else { Status::Fail }, why),
         |detail| Check::new("functional", &name, Status::Pass, detail),
     )

@@ -126,7 +126,12 @@ macro_rules! raw_handle {
         // SAFETY: HIP handles are process-wide runtime objects; the HIP runtime API is thread-safe
         // and lets any host thread use them (the wrappers destroy each handle once).
         unsafe impl Send for $name {}
-        // SAFETY: as for Send; every use goes through HIP's own locking.
+        // SAFETY: as for Send; every use goes through HIP's own locking. This is what the GPU
+        // device (src/gpu/device.rs) relies on when lv1's launcher launches on a stream while its
+        // completion thread waits on that stream's events and another thread synchronizes it:
+        // clr serialises submissions to one stream under that stream's lock, and waits
+        // (hipEventSynchronize, hipStreamSynchronize, hipEventQuery) only read completion
+        // signals. Destruction needs the owning wrapper by value (Drop), so no call can race it.
         unsafe impl Sync for $name {}
     )*};
 }

@@ -1,0 +1,674 @@
+//! The GPU measurement: the same samples as the host device (suspend, HP probe, resume per HP
+//! request), on an AMD GPU through HIP, producing the same [`RunResult`].
+//!
+//! Set-up order matters for queue discovery (see [`super::discover`]):
+//! load HIP, open the device, compile and load the delay kernel, create the warm-up stream and the
+//! HP stream and run work on both (ROCr's utility queue, blit kernels, the HP queue all exist
+//! afterwards), calibrate T, fit the clock map, build the Lv3 mechanism (dbg-trap enables the
+//! debug trap now), then create the LP stream while diffing the queue sets.
+//!
+//! Lv1: the LP stream behind an [`XQueue`]; suspend = `XQueue::suspend(Drain)`.
+//! Lv3: the LP stream behind an [`XQueue`] too (commands keep flowing to the hardware queue),
+//! and suspend = the chosen mechanism on the discovered queue through a [`Preemptor`] guard.
+//!
+//! Times: request, suspend and resume are host ns ([`calib::host_ns`]); the HP probe's start is
+//! the GPU wall clock, mapped to host ns by a [`ClockMap`] fitted from probe round trips taken
+//! before and after the run (so the rate is fitted over the whole run, not assumed).
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lv1::{Config, SuspendMode, XQueue};
+use lv3::kfd::{GracePeriod, Kfd, KfdOps};
+use lv3::mechanism::{self, MechanismKind, Preempt, Preemptor, ProbeFacts, QueueTarget};
+use lv3::sysfs::SysRoot;
+
+use super::device::{DelayCmd, HipLpQueue, HpProbe};
+use super::discover;
+use super::verify::{self, Window};
+use crate::cli::Level;
+use crate::hip::{self, Calibration, ClockMap, ClockPair, DelayKernel, Device, Grid, Hip, HipError, StreamPriority, calib, kernel};
+use crate::measure::control::{progress, stop_requested};
+use crate::measure::rng::SplitMix64;
+use crate::measure::{Correctness, Params, RunResult, Sample};
+
+/// How long the HP probe may take while the LP queue is suspended before the run gives up
+/// (the guard then resumes the queue).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Clock pairs taken before and after the run.
+const CLOCK_PAIRS: usize = 32;
+/// HP probes on an idle GPU: the floor of the HP start latency (launch + dispatch).
+const FLOOR_PROBES: u32 = 16;
+/// LP blocks per CU (of 1024 threads = 16 waves each): 2 fill the 32 wave slots of a gfx90a/
+/// gfx942 CU (8 per SIMD), so the HP probe cannot slip in beside a running LP command.
+/// `PREEMPT_LAT_LP_BLOCKS_PER_CU` overrides it (1..=8).
+const LP_BLOCKS_PER_CU: u32 = 2;
+
+fn h(what: &'static str) -> impl Fn(HipError) -> String {
+    move |e| format!("hip: {what}: {e}")
+}
+
+fn note(quiet: bool, msg: &str) {
+    if !quiet {
+        eprintln!("preempt-lat: {msg}");
+    }
+}
+
+/// What `--mechanism` asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MechanismChoice {
+    Auto,
+    Kind(MechanismKind),
+}
+
+impl MechanismChoice {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        if s == "auto" {
+            return Ok(MechanismChoice::Auto);
+        }
+        MechanismKind::from_name(s)
+            .map(MechanismChoice::Kind)
+            .ok_or_else(|| format!("unknown mechanism {s:?}: expected auto, ioctl, dbg-trap or update-queue"))
+    }
+}
+
+/// Opens device `index` and checks what a run needs, without compiling anything.
+fn open(hip: &Hip, index: u32) -> Result<Device, String> {
+    let n = hip.device_count().map_err(|e| e.to_string())?;
+    if index >= n {
+        return Err(format!("hip:{index}: HIP sees {n} device(s) (check HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES)"));
+    }
+    let dev = hip.device(index).map_err(|e| e.to_string())?;
+    let arch = dev.info.arch.clone().map_err(|e| format!("hip:{index}: {e}"))?;
+    hip.hiprtc_status().map_err(|e| format!("hiprtc (to compile the delay kernel): {e}"))?;
+    let (major, minor, _) = hip::decode_version(hip.runtime_version().map_err(|e| e.to_string())?);
+    if let Some(min) = calib::min_hip_for_target(&arch.processor).filter(|&m| (major, minor) < m) {
+        return Err(format!("HIP {major}.{minor} cannot compile for {} (needs HIP >= {}.{})", arch.processor, min.0, min.1));
+    }
+    if !hip.has_own_queue_streams() {
+        return Err("this HIP lacks hipExtStreamCreateWithCUMask: the LP stream cannot get a KFD queue of its own".into());
+    }
+    if !std::path::Path::new(lv3::kfd::KFD_DEVICE).exists() {
+        return Err("no /dev/kfd".into());
+    }
+    Ok(dev)
+}
+
+/// Whether `hip:device_index` can run a measurement here; the reason if not (for main.rs, before
+/// it starts anything). Does not compile the kernel or touch KFD queues.
+pub fn usable(device_index: u32) -> Result<(), String> {
+    let hip = Hip::load().map_err(|e| e.to_string())?;
+    open(&hip, device_index).map(|_| ())
+}
+
+/// `validate`'s hardware check (one line per outcome): `cycles` Lv3 preempt/resume
+/// cycles with `mechanism` on `hip:device` at T, correctness included. Ok: one summary line.
+/// Err((true, why)): cannot run here (skip). Err((false, why)): ran and failed.
+pub fn functional(device: u32, mechanism: &str, t_ms: f64, cycles: u32) -> Result<String, (bool, String)> {
+    usable(device).map_err(|why| (true, why))?;
+    let p = Params { level: 3, t_ms, samples: cycles.max(1), warmup: 2, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: (1.0, 3.0) };
+    let r = run(&p, device, mechanism, true).map_err(|e| (false, e))?;
+    let c = &r.correctness;
+    if !c.ok {
+        return Err((
+            false,
+            format!(
+                "correctness FAILED ({}): missing {:?}, duplicated {:?}, failed {:?}, wrong {:?}",
+                r.env.mechanism, c.missing, c.duplicated, c.failed, c.wrong_result
+            ),
+        ));
+    }
+    let p99 = |s: &Option<crate::stats::Summary>| s.as_ref().map_or("-".to_string(), |s| format!("{:.1}", s.p99 as f64 / 1e3));
+    Ok(format!(
+        "{} on {}: {} cycles ok, {} LP commands exactly once; p99 us: suspend {}, HP start {}, resume {}",
+        r.env.mechanism,
+        r.env.device,
+        r.samples.len(),
+        c.completed_once,
+        p99(&r.latency_ns.suspend),
+        p99(&r.latency_ns.hp_start),
+        p99(&r.latency_ns.resume)
+    ))
+}
+
+/// The GPU version of `measure::host::lv1_overhead`: `commands` LP commands of T launched
+/// directly on a dedicated stream, then the same through an XQueue with `threshold`/`batch`.
+/// Returns (direct s, launcher s, overhead %). Both phases must complete every command.
+pub fn lv1_overhead(device_index: u32, t_ms: f64, threshold: u32, batch: u32, commands: u32) -> Result<(f64, f64, f64), String> {
+    let hip = Hip::load().map_err(|e| e.to_string())?;
+    let dev = Arc::new(open(&hip, device_index)?);
+    let arch = dev.info.arch.clone().map_err(|e| e.to_string())?;
+    let code = kernel::compile(&hip, &arch).map_err(h("compiling delay.hip with hiprtc"))?;
+    let grid = lp_grid(dev.info.cu_count, dev.info.wave_size, lp_blocks_per_cu()).map_err(|e| e.to_string())?;
+    let k = Arc::new(DelayKernel::load(&dev, &code, grid).map_err(h("loading the delay kernel"))?);
+    let warm = dev.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
+    let cal = kernel::calibrate(&k, &dev, &warm, &calibration_points(t_ms), 3).map_err(h("calibrating T"))?.calibration;
+    let n = commands.max(1) as usize;
+    let direct_slots = kernel::slot_buffer(&dev, &warm, n).map_err(h("slot buffer"))?;
+    let xq_slots = kernel::slot_buffer(&dev, &warm, n).map_err(h("slot buffer"))?;
+    let stream = dev.stream_own_queue().map_err(h("LP stream"))?;
+    let lpq = Arc::new(HipLpQueue::new(Arc::clone(&dev), Arc::clone(&k), stream, xq_slots));
+    let cycles = cal.cycles_for(t_ms);
+    let t0 = Instant::now();
+    for id in 0..n as u32 {
+        k.launch(lpq.stream(), hip::Mem::Device(&direct_slots), id, cycles).map_err(h("direct launch"))?;
+    }
+    lpq.stream().synchronize().map_err(h("direct synchronize"))?;
+    let direct = t0.elapsed().as_secs_f64();
+    let cfg = Config::new(threshold as usize, batch.min(threshold) as usize).map_err(|e| e.to_string())?;
+    let xq = XQueue::new(Arc::clone(&lpq), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
+    let t1 = Instant::now();
+    for _ in 0..n {
+        xq.submit(DelayCmd { cycles });
+    }
+    xq.wait_idle().map_err(|e| e.to_string())?;
+    let launcher = t1.elapsed().as_secs_f64();
+    drop(xq);
+    for (what, slots) in [("direct", kernel::read_slots(&direct_slots, n)), ("launcher", lpq.read_slots(n as u64))] {
+        let slots = slots.map_err(h("reading slots"))?;
+        if let Some((i, s)) = slots.iter().enumerate().find(|(i, s)| s.status(*i as u32, lpq.nblocks()) != hip::SlotStatus::Complete) {
+            return Err(format!("lv1 overhead ({what}): LP command {i}: {:?}", s.status(i as u32, lpq.nblocks())));
+        }
+    }
+    Ok((direct, launcher, (launcher / direct - 1.0) * 100.0))
+}
+
+/// The LP launch shape: `blocks_per_cu` blocks of 1024 threads per CU.
+pub fn lp_grid(cu_count: u32, wave_size: u32, blocks_per_cu: u32) -> Result<Grid, HipError> {
+    let wave = wave_size.max(1);
+    calib::grid_for(cu_count, blocks_per_cu, (1024 / wave).max(1), wave)
+}
+
+fn lp_blocks_per_cu() -> u32 {
+    std::env::var("PREEMPT_LAT_LP_BLOCKS_PER_CU")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|n| (1..=8).contains(n))
+        .unwrap_or(LP_BLOCKS_PER_CU)
+}
+
+/// Slots to allocate for LP commands: per sample, the gap (in T), a drained threshold, and 2 ms
+/// of host overhead in units of T; twice that, plus the keep-ahead, capped at 4 Mi commands.
+pub fn command_budget(p: &Params, keep_ahead: u64) -> u64 {
+    let total = u64::from(p.warmup + p.samples);
+    let per_sample = p.gap_t.1.ceil().max(1.0) as u64 + u64::from(p.threshold) + 2 + (2.0 / p.t_ms.max(1e-4)).ceil() as u64;
+    (2 * total * per_sample + 4 * keep_ahead + 1024).min(1 << 22)
+}
+
+/// Calibration durations around T (ms): T/2, T, 2T, with T taken as at least 40 us (shorter
+/// runs are dominated by launch overhead; the fit is linear, so it extrapolates down).
+pub fn calibration_points(t_ms: f64) -> [f64; 3] {
+    let t = t_ms.max(0.04);
+    [0.5 * t, t, 2.0 * t]
+}
+
+/// Did the HP probe start while an LP command was still running, with nothing suspended? Then the
+/// LP kernel does not fill the GPU and HP start latencies are not preemption latencies.
+/// `slack_ticks`: how much earlier than the LP end counts (the probe was launched well inside).
+pub fn probe_co_ran(probe_tick: u64, lp_end_tick: u64, slack_ticks: u64) -> bool {
+    probe_tick.saturating_add(slack_ticks) < lp_end_tick
+}
+
+struct Raw {
+    t_req: u64,
+    suspend_ns: u64,
+    resume_ns: u64,
+    probe: u32,
+}
+
+/// Runs one measurement on `hip:device_index`. `mechanism` (`auto|update-queue|dbg-trap|ioctl`)
+/// applies to Lv3; Lv1 is progressive launching and ignores it.
+pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Result<RunResult, String> {
+    let t_start = Instant::now();
+    let level = p.level();
+    let choice = MechanismChoice::parse(mechanism)?;
+    // A Ctrl-C while the LP queue is suspended must resume it. main's signal thread
+    // (measure::control) raises the stop flag on the first signal: the loop stops at the next
+    // sample boundary and the guards resume. On a second signal it resumes everything in lv3's
+    // registry (the guards register there) and exits 130/143. Nothing stays suspended.
+    let hip = Hip::load().map_err(|e| e.to_string())?;
+    let dev = Arc::new(open(&hip, device_index)?);
+    let arch = dev.info.arch.clone().map_err(|e| e.to_string())?;
+    let hip_version = hip::decode_version(hip.runtime_version().map_err(|e| e.to_string())?);
+
+    // Kernel, warm-up and HP streams: every queue but the LP one exists after this block.
+    let code = kernel::compile(&hip, &arch).map_err(h("compiling delay.hip with hiprtc"))?;
+    let grid = lp_grid(dev.info.cu_count, dev.info.wave_size, lp_blocks_per_cu()).map_err(|e| e.to_string())?;
+    let k = Arc::new(DelayKernel::load(&dev, &code, grid).map_err(h("loading the delay kernel"))?);
+    let warm = dev.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
+    let hp_stream = dev.stream(StreamPriority::High).map_err(h("HP stream"))?;
+    let cal: Calibration = kernel::calibrate(&k, &dev, &warm, &calibration_points(p.t_ms), 3).map_err(h("calibrating T"))?.calibration;
+    let achieved = kernel::check_t(&k, &dev, &warm, &cal, p.t_ms, 5).map_err(h("checking T"))?;
+    let t_note = format!("T requested {} ms, achieved {:.4} ms ({:+.1}%)", p.t_ms, achieved.achieved_ms, achieved.error * 100.0);
+    if achieved.off {
+        eprintln!("preempt-lat: WARNING: {t_note}: more than 5% off; every figure below is for the achieved T");
+    } else {
+        note(quiet, &t_note);
+    }
+    if cal.rates_disagree {
+        eprintln!("preempt-lat: WARNING: wall-clock and event calibrations disagree by > 5% (clock changes under DVFS?)");
+    }
+    let cfg = Config::new(p.threshold as usize, p.batch as usize).map_err(|e| e.to_string())?;
+    let keep_ahead = 2 * u64::from(p.threshold) + 2;
+    let budget = command_budget(p, keep_ahead);
+    let total = p.warmup + p.samples;
+    let lp_slots = kernel::slot_buffer(&dev, &warm, budget as usize).map_err(h("LP slot buffer"))?;
+    let check_slots = kernel::slot_buffer(&dev, &warm, 1).map_err(h("co-run check slot"))?;
+    // Probe stamps: samples, then the floor probes, the co-run check, the LP stream's first
+    // launch, and the clock pairs before and after the run.
+    let (floor_idx, corun_idx, first_use_idx) = (total, total + FLOOR_PROBES, total + FLOOR_PROBES + 1);
+    let (pairs_pre_idx, pairs_post_idx) = (first_use_idx + 1, first_use_idx + 1 + CLOCK_PAIRS as u32);
+    let n_probes = pairs_post_idx as usize + CLOCK_PAIRS;
+    let probe = HpProbe::new(Arc::clone(&dev), Arc::clone(&k), hp_stream, n_probes).map_err(h("HP probe"))?;
+    let mut pairs: Vec<ClockPair> = clock_pairs(&probe, pairs_pre_idx, CLOCK_PAIRS)?;
+    let map0 = ClockMap::fit(&pairs, dev.info.wall_clock_khz).map_err(|e| e.to_string())?;
+    let floor = hp_floor(&probe, &map0, floor_idx)?;
+    warm.synchronize().map_err(h("warm-up"))?;
+
+    // Lv3: the mechanism (dbg-trap turns the debug trap on now, before the LP queue exists).
+    let preemptor = match level {
+        Level::Lv1 => None,
+        Level::Lv3 => Some(build_mechanism(choice, quiet)?),
+    };
+    let mech_name = preemptor.as_ref().map_or("progressive-launch", |p| p.name());
+    if mech_name == "update-queue" && std::env::var("HSA_ENABLE_SCRATCH_ASYNC_RECLAIM").as_deref() != Ok("0") {
+        eprintln!(
+            "preempt-lat: WARNING: update-queue with ROCr's async scratch reclaim on: ROCr may re-enable the LP queue \
+             behind our back (set HSA_ENABLE_SCRATCH_ASYNC_RECLAIM=0); the correctness check would catch it"
+        );
+    }
+    if hip_version >= (6, 5, 0) {
+        note(quiet, "HIP >= 6.5 may hand an idle stream's queue to another (dynamic queues); the LP stream is kept busy");
+    }
+
+    // The LP stream and (Lv3) the queue behind it.
+    let first_use = |s: &hip::Stream| {
+        k.launch_probe(s, hip::Mem::Host(probe_stamps(&probe)), first_use_idx)?;
+        s.synchronize()
+    };
+    let (lp_stream, target): (hip::Stream, Option<QueueTarget>) = match &preemptor {
+        None => {
+            let s = dev.stream_own_queue().map_err(h("LP stream"))?;
+            first_use(&s).map_err(h("first launch on the LP stream"))?;
+            (s, None)
+        }
+        Some(pre) => {
+            let d = discover::lp_stream_with_queue(&dev, first_use, pre.name() == "dbg-trap")?;
+            let t = d.target;
+            note(
+                quiet,
+                &format!(
+                    "LP stream -> KFD queue {} on gpu 0x{:x}, ring 0x{:x} ({} bytes), priority {}",
+                    t.queue_id, t.gpu_id, t.ring_base_address, t.ring_size, t.priority
+                ),
+            );
+            for n in &d.notes {
+                note(quiet, n);
+            }
+            (d.stream, Some(t))
+        }
+    };
+    let lpq = Arc::new(HipLpQueue::new(Arc::clone(&dev), Arc::clone(&k), lp_stream, lp_slots));
+    let corun = co_run_check(&lpq, &k, &check_slots, &probe, &cal, corun_idx, dev.info.wall_clock_khz)?;
+    if let Some(w) = &corun {
+        eprintln!("preempt-lat: WARNING: {w}");
+    }
+
+    // The samples.
+    let xq = XQueue::new(Arc::clone(&lpq), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
+    let completions = xq.take_completions().ok_or("launcher completions already taken")?;
+    let cycles = cal.cycles_for(p.t_ms);
+    let t_ns = achieved.achieved_ms * 1e6;
+    let mut rng = SplitMix64::new(p.seed);
+    let pb = progress(u64::from(total), quiet, &format!("Lv{} hip:{device_index} T={}ms", p.level, p.t_ms));
+    let mut raw: Vec<Raw> = Vec::with_capacity(total as usize);
+    let mut windows: Vec<Window> = Vec::with_capacity(total as usize);
+    let mut budget_hit = false;
+    let mut loop_err = None;
+    for i in 0..total {
+        if stop_requested() {
+            break;
+        }
+        while xq.stats().pending < keep_ahead as usize {
+            if xq.stats().submitted + 1 > budget {
+                budget_hit = true;
+                break;
+            }
+            xq.submit(DelayCmd { cycles });
+        }
+        if budget_hit {
+            eprintln!("preempt-lat: WARNING: the LP command budget ({budget}) is used up after {i} samples; stopping early");
+            break;
+        }
+        if i == 0 {
+            let t0 = Instant::now();
+            while xq.stats().launched == 0 && t0.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        let gap = rng.range((p.gap_t.0 * t_ns) as u64, (p.gap_t.1 * t_ns) as u64);
+        std::thread::sleep(Duration::from_nanos(gap));
+        let r = match (&preemptor, &target) {
+            (Some(pre), Some(t)) => preempt_lv3(pre, t, &probe, i),
+            _ => preempt_lv1(&xq, &probe, i),
+        };
+        match r {
+            Ok((s, w)) => {
+                raw.push(s);
+                windows.push(Window { sample: i as usize, from_ns: w.0, to_ns: w.1 });
+            }
+            Err(e) => {
+                loop_err = Some(e);
+                break;
+            }
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+
+    // Drain: everything submitted must complete (the queue is resumed: guards are gone).
+    let drain_limit = Duration::from_secs(60) + Duration::from_secs_f64(t_ns * 1e-9 * (keep_ahead as f64 + 8.0) * 4.0);
+    let drained = xq.wait_idle_for(drain_limit);
+    if let Err(e) = &drained {
+        let why = format!(
+            "draining the LP queue: {e} after {drain_limit:?}: the LP queue may have been left suspended/disabled; \
+             check dmesg and /sys/class/kfd/kfd/proc/{}/queues",
+            std::process::id()
+        );
+        // Do not drop the XQueue (its drop would wait forever): report and leave.
+        std::mem::forget(xq);
+        return Err(loop_err.map_or(why.clone(), |le| format!("{le}; then {why}")));
+    }
+    if let Some(e) = loop_err {
+        drop(xq);
+        return Err(e);
+    }
+    let submitted = xq.stats().submitted;
+    let done: Vec<(u64, bool)> = completions.try_iter().map(|c| (c.id, c.outcome.is_ok())).collect();
+    drop(xq);
+    if let Some(pre) = &preemptor
+        && let Err(e) = pre.teardown()
+    {
+        eprintln!("preempt-lat: WARNING: {}: teardown failed: {e}", pre.name());
+    }
+
+    // The clock map over the whole run, HP start latencies, and the slot check.
+    pairs.extend(clock_pairs(&probe, pairs_post_idx, CLOCK_PAIRS)?);
+    let map = ClockMap::fit(&pairs, dev.info.wall_clock_khz).map_err(|e| e.to_string())?;
+    let mut samples = Vec::with_capacity(raw.len());
+    let mut negative = 0usize;
+    for (i, r) in raw.iter().enumerate() {
+        let tick = probe.stamp(r.probe).ok_or_else(|| format!("HP probe {} completed without its start stamp", r.probe))?;
+        let hp = verify::hp_start_ns(&map, tick, r.t_req).unwrap_or_else(|_| {
+            negative += 1;
+            0
+        });
+        if i >= p.warmup as usize {
+            samples.push(Sample { suspend_ns: r.suspend_ns, hp_start_ns: hp, resume_ns: r.resume_ns });
+        }
+    }
+    if negative > 0 {
+        eprintln!(
+            "preempt-lat: WARNING: {negative} HP start(s) mapped before their request (clock map off by more than the \
+             latency; uncertainty ±{:.0} ns): recorded as 0",
+            map.uncertainty_ns
+        );
+    }
+    let slots = lpq.read_slots(submitted).map_err(h("reading the LP slots"))?;
+    let margin = map.uncertainty_ns + 2_000.0;
+    let check = verify::check_slots(&slots, lpq.nblocks(), &windows, &map, margin, level == Level::Lv1);
+    let correctness = Correctness::check(submitted, &done, &check.records, 1);
+    if !check.problems.is_empty() {
+        eprintln!("preempt-lat: LP commands FAILED verification ({}):", check.problems.len());
+        for l in check.describe(20) {
+            eprintln!("  {l}");
+        }
+    }
+    if check.unchecked_windows > 0 {
+        note(
+            quiet,
+            &format!("{} of {} suspension windows were narrower than 2 x {:.0} ns and not checked", check.unchecked_windows, windows.len(), margin),
+        );
+    }
+    let interrupted = (samples.len() as u32) < p.samples;
+    let detail = format!(
+        "{} ({}), {} CUs, wave{}; HIP {}.{}.{} ({}); LP grid {}x{} ({} per CU); {t_note}; clock map ±{:.0} ns; \
+         HP floor on an idle GPU p50 {:.1} us{}{}",
+        dev.info.name,
+        dev.info.pci_bus_id,
+        dev.info.cu_count,
+        dev.info.wave_size,
+        hip_version.0,
+        hip_version.1,
+        hip_version.2,
+        hip.library_path(),
+        grid.blocks,
+        grid.threads,
+        lp_blocks_per_cu(),
+        map.uncertainty_ns,
+        floor as f64 / 1e3,
+        target.map_or(String::new(), |t| format!("; LP queue {} gpu 0x{:x}", t.queue_id, t.gpu_id)),
+        corun.map_or(String::new(), |w| format!("; WARNING: {w}")),
+    );
+    Ok(RunResult {
+        latency_ns: RunResult::summarize(&samples),
+        params: p.clone(),
+        env: environment(device_index, detail, &arch.offload_arch(), mech_name),
+        correctness,
+        samples,
+        interrupted,
+        wall_time_s: t_start.elapsed().as_secs_f64(),
+    })
+}
+
+fn probe_stamps(p: &HpProbe) -> &hip::HostBuffer {
+    p.stamps()
+}
+
+/// The environment of a GPU run.
+fn environment(index: u32, detail: String, gfx: &str, mechanism: &str) -> crate::env::Environment {
+    crate::env::Environment {
+        device: format!("hip:{index}"),
+        device_detail: detail,
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default(),
+        kfd_version: Kfd::open().and_then(|k| k.version()).ok().map(|v| v.to_string()),
+        gfx_target: Some(gfx.to_string()),
+        mechanism: mechanism.into(),
+        cores: crate::env::cores(),
+        git_revision: option_env!("PREEMPT_LAT_GIT_REV").unwrap_or("unknown"),
+        tool_version: env!("CARGO_PKG_VERSION"),
+    }
+}
+
+/// Builds the Lv3 mechanism: `auto` in lv3's robustness order, or the one asked for.
+fn build_mechanism(choice: MechanismChoice, quiet: bool) -> Result<Preemptor, String> {
+    let facts = ProbeFacts::gather(&SysRoot::default());
+    let m: Arc<dyn Preempt> = match choice {
+        MechanismChoice::Auto => {
+            let (m, skipped) = mechanism::build_auto(&facts, Kfd::open, GracePeriod::Default)
+                .map_err(|why| format!("no Lv3 mechanism works here:\n  {}", why.join("\n  ")))?;
+            for s in skipped {
+                note(quiet, &format!("--mechanism auto: skipped {s}"));
+            }
+            m
+        }
+        MechanismChoice::Kind(kind) => {
+            if let Some(v) = mechanism::probe_order(&facts).into_iter().find(|v| v.kind == kind && !v.usable()) {
+                return Err(format!("--mechanism {}: {v}", kind.name()));
+            }
+            let kfd = Kfd::open().map_err(|e| e.to_string())?;
+            mechanism::build(kind, kfd, GracePeriod::Default).map_err(|e| e.to_string())?
+        }
+    };
+    note(quiet, &format!("Lv3 mechanism: {}", m.name()));
+    Ok(Preemptor::from_arc(m))
+}
+
+/// `n` GPU-wall-clock/host-time pairs: host time before the probe's launch, its start stamp,
+/// host time when the stamp became visible in pinned memory (polled, not synchronized).
+fn clock_pairs(probe: &HpProbe, first_idx: u32, n: usize) -> Result<Vec<ClockPair>, String> {
+    let mut v = Vec::with_capacity(n);
+    for i in first_idx..first_idx + n as u32 {
+        let before = calib::host_ns(Instant::now());
+        probe.launch_unrecorded(i).map_err(h("clock pair probe"))?;
+        let tick = probe.poll_stamp(i, PROBE_TIMEOUT);
+        let after = calib::host_ns(Instant::now());
+        let tick = tick.ok_or_else(|| format!("the clock-pair probe did not run within {PROBE_TIMEOUT:?} on an idle GPU"))?;
+        v.push(ClockPair { gpu_ticks: tick, host_before_ns: before, host_after_ns: after });
+    }
+    probe.stream().synchronize().map_err(h("clock pair probes"))?;
+    Ok(v)
+}
+
+/// Median HP start on an idle GPU (launch + dispatch + clock-map error): the floor under every
+/// HP start figure.
+fn hp_floor(probe: &HpProbe, map: &ClockMap, first_idx: u32) -> Result<u64, String> {
+    let mut v = Vec::new();
+    for i in first_idx..first_idx + FLOOR_PROBES {
+        let t = calib::host_ns(Instant::now());
+        probe.launch(i).map_err(h("HP probe"))?;
+        if !probe.wait(PROBE_TIMEOUT).map_err(h("HP probe"))? {
+            return Err(format!("the HP probe did not finish within {PROBE_TIMEOUT:?} on an idle GPU"));
+        }
+        if let Some(tick) = probe.stamp(i) {
+            v.push(verify::hp_start_ns(map, tick, t).unwrap_or(0));
+        }
+    }
+    v.sort_unstable();
+    Ok(v.get(v.len() / 2).copied().unwrap_or(0))
+}
+
+/// One 20 ms LP command straight on the LP stream, the HP probe 2 ms into it: if the probe
+/// starts before the LP command ends, the two ran side by side.
+fn co_run_check(
+    lpq: &HipLpQueue,
+    k: &DelayKernel,
+    slots: &hip::DeviceBuffer,
+    probe: &HpProbe,
+    cal: &Calibration,
+    idx: u32,
+    wall_khz: u32,
+) -> Result<Option<String>, String> {
+    k.launch(lpq.stream(), hip::Mem::Device(slots), 0, cal.cycles_for(20.0)).map_err(h("co-run check"))?;
+    std::thread::sleep(Duration::from_millis(2));
+    probe.launch(idx).map_err(h("co-run check"))?;
+    let ok = probe.wait(Duration::from_secs(30)).map_err(h("co-run check"))?;
+    lpq.stream().synchronize().map_err(h("co-run check"))?;
+    let slot = kernel::read_slots(slots, 1).map_err(h("co-run check"))?[0];
+    let tick = probe.stamp(idx).filter(|_| ok).ok_or("co-run check: the HP probe did not run")?;
+    let slack = u64::from(wall_khz); // 1 ms
+    Ok(probe_co_ran(tick, slot.end, slack).then(|| {
+        format!(
+            "the HP probe started {:.2} ms before a running LP command ended: the LP kernel does not fill the GPU, \
+             so HP start latencies are not preemption latencies (raise PREEMPT_LAT_LP_BLOCKS_PER_CU)",
+            calib::ticks_to_ms(slot.end - tick, wall_khz)
+        )
+    }))
+}
+
+/// Lv3: suspend through the guard, HP probe, resume. Returns the raw sample and the window.
+fn preempt_lv3(pre: &Preemptor, t: &QueueTarget, probe: &HpProbe, i: u32) -> Result<(Raw, (u64, u64)), String> {
+    let t_req = calib::host_ns(Instant::now());
+    let guard = pre.suspend(t).map_err(|e| format!("sample {i}: suspend: {e}"))?;
+    let t_s = calib::host_ns(Instant::now());
+    // From here until `resume`, an early return drops the guard, which resumes the queue.
+    probe.launch(i).map_err(h("HP probe"))?;
+    if !probe.wait(PROBE_TIMEOUT).map_err(h("HP probe"))? {
+        return Err(format!("sample {i}: the HP probe did not finish within {PROBE_TIMEOUT:?} with the LP queue suspended"));
+    }
+    let t_r = calib::host_ns(Instant::now());
+    guard.resume().map_err(|e| format!("sample {i}: resume: {e}"))?;
+    let resume_ns = calib::host_ns(Instant::now()) - t_r;
+    Ok((Raw { t_req, suspend_ns: t_s - t_req, resume_ns, probe: i }, (t_s, t_r)))
+}
+
+/// Lv1: drain the launcher, HP probe, resume (as the host device does).
+fn preempt_lv1(xq: &XQueue<HipLpQueue>, probe: &HpProbe, i: u32) -> Result<(Raw, (u64, u64)), String> {
+    let t_req = calib::host_ns(Instant::now());
+    let drained = xq.suspend(SuspendMode::Drain);
+    let t_s = calib::host_ns(Instant::now());
+    let launched = drained.is_ok().then(|| probe.launch(i));
+    let t_r = calib::host_ns(Instant::now());
+    xq.resume();
+    let resume_ns = calib::host_ns(Instant::now()) - t_r;
+    drained.map_err(|e| format!("sample {i}: Lv1 suspend (drain): {e}"))?;
+    launched.unwrap_or(Ok(())).map_err(h("HP probe"))?;
+    if !probe.wait(PROBE_TIMEOUT).map_err(h("HP probe"))? {
+        return Err(format!("sample {i}: the HP probe did not finish within {PROBE_TIMEOUT:?}"));
+    }
+    Ok((Raw { t_req, suspend_ns: t_s - t_req, resume_ns, probe: i }, (t_s, t_r)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(t_ms: f64, samples: u32) -> Params {
+        Params { level: 3, t_ms, samples, warmup: 10, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: (1.0, 3.0) }
+    }
+
+    #[test]
+    fn mechanism_names_parse() {
+        assert_eq!(MechanismChoice::parse("auto"), Ok(MechanismChoice::Auto));
+        assert_eq!(MechanismChoice::parse("dbg-trap"), Ok(MechanismChoice::Kind(MechanismKind::DbgTrap)));
+        assert_eq!(MechanismChoice::parse("update-queue"), Ok(MechanismChoice::Kind(MechanismKind::UpdateQueue)));
+        assert_eq!(MechanismChoice::parse("ioctl"), Ok(MechanismChoice::Kind(MechanismKind::Ioctl)));
+        assert!(MechanismChoice::parse("sigstop").unwrap_err().contains("expected auto"));
+    }
+
+    #[test]
+    fn lp_grid_fills_every_wave_slot_of_a_gfx942_cu() {
+        let g = lp_grid(80, 64, 2).unwrap();
+        assert_eq!((g.blocks, g.threads), (160, 1024));
+        assert_eq!(g.threads / 64 * (g.blocks / 80), 32, "32 waves per CU = 8 per SIMD");
+        assert!(lp_grid(0, 64, 2).is_err());
+    }
+
+    #[test]
+    fn budget_covers_samples_and_is_capped() {
+        let b = command_budget(&params(0.5, 1000), 18);
+        // 1010 samples x (3 + 8 + 2 + 4) x 2 + 72 + 1024
+        assert_eq!(b, 2 * 1010 * 17 + 72 + 1024);
+        assert_eq!(command_budget(&params(0.001, 100_000), 18), 1 << 22);
+    }
+
+    #[test]
+    fn calibration_points_bracket_t() {
+        assert_eq!(calibration_points(0.5), [0.25, 0.5, 1.0]);
+        assert_eq!(calibration_points(0.01), [0.02, 0.04, 0.08]);
+    }
+
+    #[test]
+    fn co_run_detection() {
+        assert!(probe_co_ran(1_000, 500_000, 100_000));
+        assert!(!probe_co_ran(450_000, 500_000, 100_000));
+        assert!(!probe_co_ran(600_000, 500_000, 100_000));
+    }
+
+    #[test]
+    fn functional_without_a_gpu_is_a_skip() {
+        if Hip::load().is_err() {
+            return;
+        }
+        if let Err((skip, why)) = functional(0, "auto", 0.5, 3) {
+            assert!(skip, "no GPU must be a skip, not a failure: {why}");
+        }
+    }
+
+    #[test]
+    fn usable_without_a_gpu_says_why() {
+        let Ok(hip) = Hip::load() else {
+            eprintln!("SKIPPED: HIP is not installed here");
+            return;
+        };
+        match usable(0) {
+            Ok(()) => eprintln!("a GPU is usable here: {:?}", hip.device_count()),
+            Err(e) => {
+                eprintln!("usable(0): {e}");
+                if hip.device_count().is_err_and(|d| d.is_no_device()) {
+                    assert!(e.contains("hipGetDeviceCount failed: hipErrorNoDevice (100)"), "{e}");
+                    assert!(e.contains("/dev/kfd"), "{e}");
+                }
+            }
+        }
+    }
+}

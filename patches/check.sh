@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Checks the kernel patch series end to end:
+#   1. applies it (patch -p1 --dry-run first, then for real) to a hard-linked copy of the pinned
+#      tree, Debian's linux-source-6.12; a version that no longer takes the patches fails LOUDLY
+#      with both versions;
+#   2. checkpatch.pl --strict --no-tree (the kernel's own) on every patch: 0 errors, 0 warnings,
+#      0 checks;
+#   3. builds the patched kernel (scripts/qemu/build-kernel.sh --patched: amdkfd objects + bzImage);
+#   4. builds kfd-sys/lv3 against the patched tree's kfd_ioctl.h, so that kfd-sys proves its
+#      hand-written copy of the uapi additions equal to the patch (cfg kfd_has_preempt);
+#   5. boots it in QEMU with the guest tests (scripts/qemu/run-guest-tests.sh --patched).
+#
+#   bash patches/check.sh
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+CACHE=${KFD_QEMU_CACHE:-$HOME/.cache/preempt-kfd-qemu}
+t0=$(date +%s)
+log() { echo "patches/check: $*" >&2; }
+die() { echo >&2; echo "patches/check: FAIL: $*" >&2; exit 1; }
+
+# The version the series was made against (also named in 0000-cover-letter.patch).
+PINNED=$(sed -n 's/^# base: linux-source-6.12 //p' "$HERE/series")
+INSTALLED=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) ||
+  die "linux-source-6.12 is not installed (scripts/install-deps.sh kernel)"
+log "series made against linux-source-6.12 $PINNED; installed: $INSTALLED"
+[ "$PINNED" = "$INSTALLED" ] || log "NOTE: the installed Debian version differs from the one the series was made against"
+
+mapfile -t PATCHES < <(grep -v '^\s*\(#\|$\)' "$HERE/series")
+[ "${#PATCHES[@]}" -gt 0 ] || die "patches/series lists no patch"
+for p in "${PATCHES[@]}"; do
+  [ -f "$HERE/$p" ] || die "patches/series names $p, which does not exist"
+  case "$p" in 0000-cover-letter*) die "the cover letter must not be listed in patches/series (it does not apply)";; esac
+done
+
+# 0. The pristine tree (build-kernel.sh extracts it and builds the stock kernel; both cached).
+"$REPO/scripts/qemu/build-kernel.sh" >/dev/null
+SRC=$CACHE/src-$INSTALLED/linux-source-6.12
+[ -d "$SRC" ] || die "no pristine tree at $SRC"
+
+# 1. Apply to a hard-linked copy (patch(1) replaces the files it edits: the original stays pristine).
+WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT
+cp -al "$SRC" "$WORK/linux"
+for p in "${PATCHES[@]}"; do
+  if ! out=$(patch -p1 -d "$WORK/linux" --dry-run < "$HERE/$p" 2>&1); then
+    echo "$out" >&2
+    echo >&2
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+    echo "!! $p DOES NOT APPLY to linux-source-6.12 $INSTALLED" >&2
+    echo "!! The series was made against linux-source-6.12 $PINNED." >&2
+    echo "!! A Debian stable update moved the code under it: refresh the series (see" >&2
+    echo "!! patches/README.md) and the base line in patches/series." >&2
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+    exit 1
+  fi
+  fuzz=$(printf '%s\n' "$out" | grep -E 'with fuzz|offset' || true)
+  patch -s -p1 -d "$WORK/linux" < "$HERE/$p"
+  log "1. applies: $p${fuzz:+ (note: $(echo "$fuzz" | wc -l) hunk(s) with offset/fuzz)}"
+done
+
+# 2. checkpatch, strict: every patch must be clean.
+bad=0
+for p in "${PATCHES[@]}"; do
+  out=$(perl "$SRC/scripts/checkpatch.pl" --strict --no-tree "$HERE/$p" 2>&1 || true)
+  summary=$(printf '%s\n' "$out" | grep -E '^total: ' || echo "total: (no summary)")
+  verdict=$(printf '%s\n' "$out" | grep -E 'ready for submission|has style problems' || true)
+  echo "checkpatch $p: $summary"
+  [ -z "$verdict" ] || echo "  $verdict"
+  if ! printf '%s\n' "$summary" | grep -qE '^total: 0 errors, 0 warnings, 0 checks, '; then
+    printf '%s\n' "$out" | grep -E '^(ERROR|WARNING|CHECK)|^#|^\+' >&2 || true
+    bad=1
+  fi
+done
+[ "$bad" = 0 ] || die "checkpatch --strict is not clean"
+log "2. checkpatch --strict: clean"
+
+# 3. The patched kernel.
+s=$(date +%s)
+BZ=$("$REPO/scripts/qemu/build-kernel.sh" --patched)
+BUILD=$(cd "$(dirname "$BZ")/../../.." && pwd)
+PSRC=$(readlink -f "$BUILD/source")
+KHDR=$PSRC/include/uapi/linux/kfd_ioctl.h
+grep -q '#define AMDKFD_IOC_PREEMPT_QUEUES' "$KHDR" || die "$KHDR lacks AMDKFD_IOC_PREEMPT_QUEUES (not the patched tree?)"
+log "3. patched kernel: $BZ ($(( $(date +%s) - s ))s)"
+
+# 4. The Rust side against the patched header: kfd-sys's compile-time ABI check.
+s=$(date +%s)
+(cd "$REPO" && KFD_IOCTL_H=$KHDR cargo check -q -p lv3 --target-dir target/patched-check) ||
+  die "kfd-sys/lv3 do not build against the patched header (ABI mismatch?)"
+# The build script's cfgs (reported for fresh builds too): kfd_has_preempt = the check ran.
+cfgs=$(cd "$REPO" && KFD_IOCTL_H=$KHDR cargo check -q -p lv3 --target-dir target/patched-check --message-format=json 2>/dev/null |
+  python3 -c 'import json, sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "build-script-executed" and "kfd-sys" in m["package_id"]: print(" ".join(m["cfgs"]))')
+case " $cfgs " in *" kfd_has_preempt "*) ;; *) die "kfd-sys did not set cfg(kfd_has_preempt) for $KHDR: the ABI check did not run";; esac
+log "4. kfd-sys/lv3 build against $KHDR: hand-written ABI equals the patch ($(( $(date +%s) - s ))s)"
+
+# 5. Boot it.
+"$REPO/scripts/qemu/run-guest-tests.sh" --patched || die "guest tests on the patched kernel"
+log "5. guest tests on the patched kernel: pass"
+log "all checks passed in $(( $(date +%s) - t0 ))s (linux-source-6.12 $INSTALLED + ${#PATCHES[@]} patches)"
