@@ -114,8 +114,9 @@ print(f"PASS guest doctor: KFD {f['kfd_version']}, {len(nodes)} CPU node(s), no 
 PY
 grep -q '^=== guest: doctor exit 0' "$SER" || { echo "FAIL guest doctor exit status"; fail=1; }
 sed -n '/^=== guest: validate json begin/,/^=== guest: validate json end/p' "$SER" | sed '1d;$d' > "$OUT/validate-$flavor.json"
-check python3 - "$OUT/validate-$flavor.json" <<'PY'
+check python3 - "$OUT/validate-$flavor.json" "$flavor" <<'PY'
 import json, sys
+flavor = sys.argv[2]
 try:
     d = json.load(open(sys.argv[1]))
 except Exception as e:
@@ -128,6 +129,11 @@ fn = [c for c in d["checks"] if c["category"] == "functional"]
 if not fn or any(c["status"] != "skip" or "no GPU" not in c["detail"] for c in fn):
     errs.append(f"functional checks should be skipped with 'no GPU': {fn}")
 if d.get("ok") is not True: errs.append("ok is not true")
+pi = [c for c in d["checks"] if c["name"] == "patched preempt ioctl"]
+want = "pass" if flavor == "patched" else "skip"
+if len(pi) != 1 or pi[0]["status"] != want: errs.append(f"patched preempt ioctl check should be {want}: {pi}")
+if flavor == "patched" and sum(1 for c in ep if c["name"].startswith("preempt ioctl:")) < 5:
+    errs.append("the patched kernel's ioctl error paths did not all run")
 if errs: print("FAIL guest validate:", " | ".join(errs)); sys.exit(1)
 print(f"PASS guest validate: {d['passed']} passed, {d['failed']} failed, {d['skipped']} skipped (hardware part: skipped: no GPU)")
 PY

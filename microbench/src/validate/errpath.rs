@@ -62,7 +62,55 @@ pub fn all() -> Vec<Check> {
         expect_errno(Preemptor::new(UpdateQueue::new(kfd)).suspend(&GHOST).map(drop), Errno::EFAULT),
     ));
     c.push(dbg_trap_ghost());
+    c.extend(preempt_ioctl());
     c
+}
+
+/// The patched kernel's per-queue preempt ioctl (patches/): error paths when present, a visible
+/// skip (ENOTTY) on a stock kernel.
+fn preempt_ioctl() -> Vec<Check> {
+    let name = "patched preempt ioctl";
+    let kfd = match Kfd::open() {
+        Ok(k) => k,
+        Err(e) => return vec![Check::new("error-path", name, Status::Fail, e.to_string())],
+    };
+    let v = match kfd.preempt_abi_version() {
+        Ok(None) => return vec![Check::new("capability", name, Status::Skip, "skipped: ENOTTY, not the project's patched kernel")],
+        Err(e) => return vec![Check::new("capability", name, Status::Fail, e.to_string())],
+        Ok(Some(v)) => v,
+    };
+    let built = kfd_abi_version();
+    let abi = Check::from(
+        "capability",
+        name,
+        if v == built { Ok(format!("ABI version {v}")) } else { Err(format!("kernel speaks ABI version {v}, this build {built}")) },
+    );
+    let ghost = |r: lv3::kfd::Result<lv3::kfd::PreemptOutcome>| match r {
+        Ok(o) if o.statuses.iter().all(|s| s.state == lv3::kfd::QueueState::Invalid) && o.num_done == 0 => {
+            Ok(format!("all INVALID, kernel_ns {}", o.kernel_ns))
+        }
+        other => Err(format!("expected every id INVALID: {other:?}")),
+    };
+    let einval = |r: lv3::kfd::Result<lv3::kfd::PreemptOutcome>| match r {
+        Err(e) if e.errno == Errno::EINVAL => Ok("EINVAL".to_string()),
+        other => Err(format!("expected EINVAL: {other:?}")),
+    };
+    let too_many: Vec<u32> = (0..1025).collect();
+    vec![
+        abi,
+        Check::from("error-path", "preempt ioctl: unknown queue ids are INVALID", ghost(kfd.preempt_queues(&[0xdead, 7], Default::default(), 0))),
+        Check::from("error-path", "preempt ioctl: resume of unknown ids is INVALID", ghost(kfd.resume_queues_patched(&[0xdead]))),
+        Check::from("error-path", "preempt ioctl: 1025 ids is EINVAL", einval(kfd.preempt_queues(&too_many, Default::default(), 0))),
+        Check::from("error-path", "preempt ioctl: unknown flags are EINVAL", einval(kfd.preempt_queues(&[1], Default::default(), 1 << 31))),
+        Check::from(
+            "error-path",
+            "preempt ioctl: NULL id array is EINVAL",
+            match kfd.preempt_null_array_errno(false, 1) {
+                Some(Errno::EINVAL) => Ok("EINVAL".into()),
+                other => Err(format!("{other:?}")),
+            },
+        ),
+    ]
 }
 
 fn dbg_trap_ghost() -> Check {
@@ -88,4 +136,8 @@ fn dbg_trap_ghost() -> Check {
         return Check::new("error-path", name, Status::Skip, format!("skipped: another debugger owns this process: {e}"));
     }
     Check::from("error-path", name, r)
+}
+
+fn kfd_abi_version() -> u32 {
+    lv3::mechanism::ioctl::availability_of(Ok(None)).built_abi_version
 }
