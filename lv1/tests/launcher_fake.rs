@@ -5,23 +5,9 @@ use lv1::fake::FakeQueue;
 use lv1::{Completion, Config, ConfigError, SuspendMode, XQueue};
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver};
-use std::time::{Duration, Instant};
 
-const LONG: Duration = Duration::from_secs(20);
-/// How long we watch for something that must *not* happen.
-const QUIET: Duration = Duration::from_millis(150);
-
-fn cfg(t: usize, b: usize) -> Config {
-    Config::new(t, b).unwrap()
-}
-
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + LONG;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
+mod common;
+use common::{LONG, QUIET, cfg, wait_for};
 
 /// Exactly `n` completions, ids in launch (= id) order from `first`.
 fn expect_completions<E: std::fmt::Debug>(

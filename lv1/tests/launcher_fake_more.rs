@@ -2,22 +2,9 @@
 
 use lv1::fake::FakeQueue;
 use lv1::{Config, SuspendMode, WaitIdleError, XQueue};
-use std::time::{Duration, Instant};
 
-const LONG: Duration = Duration::from_secs(20);
-const QUIET: Duration = Duration::from_millis(150);
-
-fn cfg(t: usize, b: usize) -> Config {
-    Config::new(t, b).unwrap()
-}
-
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + LONG;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
+mod common;
+use common::{LONG, QUIET, cfg, wait_for};
 
 #[test]
 fn lowering_the_threshold_while_running_takes_effect_without_loss() {

@@ -5,30 +5,12 @@
 //!
 //! KFD state is per process and these tests change it (runtime enable, debug trap), so the
 //! stateful sequence is one test, and the harness runs the binary with --test-threads=1.
-use lv3::kfd::{DbgOp, GracePeriod, Kfd, KfdOps, Op, QueueState, QueueUpdate, EC_QUEUE_NEW_MASK};
+use lv3::kfd::{DbgOp, EC_QUEUE_NEW_MASK, GracePeriod, KfdOps, Op, QueueState, QueueUpdate};
 use lv3::sysfs::{self, SysRoot};
 use nix::errno::Errno;
 
-/// Opens /dev/kfd, or explains on stderr why the test does not run here.
-fn kfd_or_skip(test: &str) -> Option<Kfd> {
-    match Kfd::open() {
-        Ok(k) => Some(k),
-        Err(e) => {
-            assert!(
-                std::env::var_os("LV3_REQUIRE_KFD").is_none(),
-                "{test}: LV3_REQUIRE_KFD is set but /dev/kfd does not open: {e}"
-            );
-            // Written straight to stderr: the test harness captures eprintln! of passing tests,
-            // and a skip must be visible.
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: needs /dev/kfd ({e}); runs in the QEMU guest (scripts/qemu/run-guest-tests.sh)"
-            );
-            None
-        }
-    }
-}
+mod common;
+use common::kfd_or_skip;
 
 #[test]
 fn version_is_the_booted_kernels() {

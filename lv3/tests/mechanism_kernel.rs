@@ -10,26 +10,8 @@ use lv3::mechanism::{DbgTrap, MechError, Preempt, Preemptor, QueueTarget, Update
 use nix::errno::Errno;
 use std::os::fd::{AsFd, OwnedFd};
 
-/// Opens /dev/kfd, or explains on stderr why the test does not run here.
-fn kfd_or_skip(test: &str) -> Option<Kfd> {
-    match Kfd::open() {
-        Ok(k) => Some(k),
-        Err(e) => {
-            assert!(
-                std::env::var_os("LV3_REQUIRE_KFD").is_none(),
-                "{test}: LV3_REQUIRE_KFD is set but /dev/kfd does not open: {e}"
-            );
-            // Written straight to stderr: the test harness captures eprintln! of passing tests,
-            // and a skip must be visible.
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: needs /dev/kfd ({e}); runs in the QEMU guest (scripts/qemu/run-guest-tests.sh)"
-            );
-            None
-        }
-    }
-}
+mod common;
+use common::kfd_or_skip;
 
 /// A queue id no process has (KFD ids are small), with a restorable-looking ring.
 const GHOST: QueueTarget =

@@ -14,24 +14,8 @@ use nix::errno::Errno;
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-/// Opens /dev/kfd, or explains on stderr why the test does not run here.
-fn kfd_or_skip(test: &str) -> Option<Kfd> {
-    match Kfd::open() {
-        Ok(k) => Some(k),
-        Err(e) => {
-            assert!(
-                std::env::var_os("LV3_REQUIRE_KFD").is_none(),
-                "{test}: LV3_REQUIRE_KFD is set but /dev/kfd does not open: {e}"
-            );
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: needs /dev/kfd ({e}); runs in the QEMU guest (scripts/qemu/run-guest-tests.sh)"
-            );
-            None
-        }
-    }
-}
+mod common;
+use common::kfd_or_skip;
 
 /// Whether this kernel has the ioctls, checked against what the harness expects.
 fn patched(kfd: &Kfd) -> bool {

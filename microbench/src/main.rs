@@ -113,17 +113,7 @@ fn run(a: &cli::RunArgs) -> Result<bool, String> {
         Some(p) => Box::new(cli::open_out(p).unwrap_or_else(|m| usage_error(m))),
         None => Box::new(std::io::stdout().lock()),
     };
-    let p = measure::Params {
-        level: a.level.number(),
-        t_ms: a.t_ms,
-        samples: a.samples,
-        warmup: a.warmup,
-        threshold: a.common.threshold,
-        batch: a.common.batch,
-        seed: a.common.seed,
-        workers,
-        gap_t: (1.0, 3.0),
-    };
+    let p = measure::Params::new(a.level, a.t_ms, a.samples, a.warmup, &a.common, workers);
     let r = measure(&p, dev, a.common.mechanism, a.common.quiet)?;
     output::write(&r, a.format, &mut out).map_err(|e| format!("writing the result: {e}"))?;
     if !r.correctness.ok {

@@ -29,17 +29,7 @@ pub fn t(a: &SweepTArgs, dev: Device) -> Result<bool, String> {
             if stop_requested() {
                 break 'outer;
             }
-            let p = Params {
-                level: level.number(),
-                t_ms,
-                samples: a.samples,
-                warmup: a.warmup,
-                threshold: a.common.threshold,
-                batch: a.common.batch,
-                seed: a.common.seed,
-                workers,
-                gap_t: (1.0, 3.0),
-            };
+            let p = Params::new(level, t_ms, a.samples, a.warmup, &a.common, workers);
             eprintln!("sweep t: Lv{} T={t_ms} ms ({} samples)", p.level, p.samples);
             runs.push(crate::measure(&p, dev, a.common.mechanism, a.common.quiet)?);
         }

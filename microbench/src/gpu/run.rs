@@ -105,7 +105,7 @@ pub fn usable(device_index: u32) -> Result<(), String> {
 /// Err((true, why)): cannot run here (skip). Err((false, why)): ran and failed.
 pub fn functional(device: u32, mechanism: &str, t_ms: f64, cycles: u32) -> Result<String, (bool, String)> {
     usable(device).map_err(|why| (true, why))?;
-    let p = Params { level: 3, t_ms, samples: cycles.max(1), warmup: 2, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: (1.0, 3.0) };
+    let p = Params { level: 3, t_ms, samples: cycles.max(1), warmup: 2, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: Params::GAP_T };
     let r = run(&p, device, mechanism, true).map_err(|e| (false, e))?;
     let c = &r.correctness;
     if !c.ok {
@@ -603,7 +603,7 @@ mod tests {
     use super::*;
 
     fn params(t_ms: f64, samples: u32) -> Params {
-        Params { level: 3, t_ms, samples, warmup: 10, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: (1.0, 3.0) }
+        Params { level: 3, t_ms, samples, warmup: 10, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: Params::GAP_T }
     }
 
     #[test]

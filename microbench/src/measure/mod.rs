@@ -24,6 +24,25 @@ pub struct Params {
 }
 
 impl Params {
+    /// The random gap before each HP request, in multiples of T.
+    pub const GAP_T: (f64, f64) = (1.0, 3.0);
+
+    /// A run's parameters from the shared options; `workers` is the host device's LP workers
+    /// (0 on a GPU).
+    pub fn new(level: Level, t_ms: f64, samples: u32, warmup: u32, c: &crate::cli::CommonArgs, workers: u32) -> Self {
+        Params {
+            level: level.number(),
+            t_ms,
+            samples,
+            warmup,
+            threshold: c.threshold,
+            batch: c.batch,
+            seed: c.seed,
+            workers,
+            gap_t: Self::GAP_T,
+        }
+    }
+
     pub fn level(&self) -> Level {
         if self.level == 1 { Level::Lv1 } else { Level::Lv3 }
     }
