@@ -24,26 +24,27 @@ use lv3::sysfs::SysRoot;
 
 use super::device::{DelayCmd, HipLpQueue, HpProbe};
 use super::discover;
+use super::setup::*;
 use super::verify::{self, Window};
 use crate::cli::Level;
-use crate::hip::{self, Calibration, ClockMap, ClockPair, DelayKernel, Device, Grid, Hip, HipError, StreamPriority, calib, kernel};
+use crate::hip::{self, Calibration, ClockMap, ClockPair, DelayKernel, Device, Hip, HipError, StreamPriority, calib, kernel};
 use crate::measure::control::{progress, stop_requested};
 use crate::measure::rng::SplitMix64;
 use crate::measure::{Correctness, Params, RunResult, Sample};
 
 /// How long the HP probe may take while the LP queue is suspended before the run gives up
 /// (the guard then resumes the queue).
-const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Clock pairs taken before and after the run.
 const CLOCK_PAIRS: usize = 32;
 /// HP probes on an idle GPU: the floor of the HP start latency (launch + dispatch).
-const FLOOR_PROBES: u32 = 16;
+pub(super) const FLOOR_PROBES: u32 = 16;
 /// LP blocks per CU (of 1024 threads = 16 waves each): 2 fill the 32 wave slots of a gfx90a/
 /// gfx942 CU (8 per SIMD), so the HP probe cannot slip in beside a running LP command.
 /// `PREEMPT_LAT_LP_BLOCKS_PER_CU` overrides it (1..=8).
-const LP_BLOCKS_PER_CU: u32 = 2;
+pub(super) const LP_BLOCKS_PER_CU: u32 = 2;
 
-fn h(what: &'static str) -> impl Fn(HipError) -> String {
+pub(super) fn h(what: &'static str) -> impl Fn(HipError) -> String {
     move |e| format!("hip: {what}: {e}")
 }
 
@@ -72,7 +73,7 @@ impl MechanismChoice {
 }
 
 /// Opens device `index` and checks what a run needs, without compiling anything.
-fn open(hip: &Hip, index: u32) -> Result<Device, String> {
+pub(super) fn open(hip: &Hip, index: u32) -> Result<Device, String> {
     let n = hip.device_count().map_err(|e| e.to_string())?;
     if index >= n {
         return Err(format!("hip:{index}: HIP sees {n} device(s) (check HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES)"));
@@ -98,114 +99,6 @@ fn open(hip: &Hip, index: u32) -> Result<Device, String> {
 pub fn usable(device_index: u32) -> Result<(), String> {
     let hip = Hip::load().map_err(|e| e.to_string())?;
     open(&hip, device_index).map(|_| ())
-}
-
-/// `validate`'s hardware check (one line per outcome): `cycles` Lv3 preempt/resume
-/// cycles with `mechanism` on `hip:device` at T, correctness included. Ok: one summary line.
-/// Err((true, why)): cannot run here (skip). Err((false, why)): ran and failed.
-pub fn functional(device: u32, mechanism: &str, t_ms: f64, cycles: u32) -> Result<String, (bool, String)> {
-    usable(device).map_err(|why| (true, why))?;
-    let p = Params { level: 3, t_ms, samples: cycles.max(1), warmup: 2, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: Params::GAP_T };
-    let r = run(&p, device, mechanism, true).map_err(|e| (false, e))?;
-    let c = &r.correctness;
-    if !c.ok {
-        return Err((
-            false,
-            format!(
-                "correctness FAILED ({}): missing {:?}, duplicated {:?}, failed {:?}, wrong {:?}",
-                r.env.mechanism, c.missing, c.duplicated, c.failed, c.wrong_result
-            ),
-        ));
-    }
-    let p99 = |s: &Option<crate::stats::Summary>| s.as_ref().map_or("-".to_string(), |s| format!("{:.1}", s.p99 as f64 / 1e3));
-    Ok(format!(
-        "{} on {}: {} cycles ok, {} LP commands exactly once; p99 us: suspend {}, HP start {}, resume {}",
-        r.env.mechanism,
-        r.env.device,
-        r.samples.len(),
-        c.completed_once,
-        p99(&r.latency_ns.suspend),
-        p99(&r.latency_ns.hp_start),
-        p99(&r.latency_ns.resume)
-    ))
-}
-
-/// The GPU version of `measure::host::lv1_overhead`: `commands` LP commands of T launched
-/// directly on a dedicated stream, then the same through an XQueue with `threshold`/`batch`.
-/// Returns (direct s, launcher s, overhead %). Both phases must complete every command.
-pub fn lv1_overhead(device_index: u32, t_ms: f64, threshold: u32, batch: u32, commands: u32) -> Result<(f64, f64, f64), String> {
-    let hip = Hip::load().map_err(|e| e.to_string())?;
-    let dev = Arc::new(open(&hip, device_index)?);
-    let arch = dev.info.arch.clone().map_err(|e| e.to_string())?;
-    let code = kernel::compile(&hip, &arch).map_err(h("compiling delay.hip with hiprtc"))?;
-    let grid = lp_grid(dev.info.cu_count, dev.info.wave_size, lp_blocks_per_cu()).map_err(|e| e.to_string())?;
-    let k = Arc::new(DelayKernel::load(&dev, &code, grid).map_err(h("loading the delay kernel"))?);
-    let warm = dev.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
-    let cal = kernel::calibrate(&k, &dev, &warm, &calibration_points(t_ms), 3).map_err(h("calibrating T"))?.calibration;
-    let n = commands.max(1) as usize;
-    let direct_slots = kernel::slot_buffer(&dev, &warm, n).map_err(h("slot buffer"))?;
-    let xq_slots = kernel::slot_buffer(&dev, &warm, n).map_err(h("slot buffer"))?;
-    let stream = dev.stream_own_queue().map_err(h("LP stream"))?;
-    let lpq = Arc::new(HipLpQueue::new(Arc::clone(&dev), Arc::clone(&k), stream, xq_slots));
-    let cycles = cal.cycles_for(t_ms);
-    let t0 = Instant::now();
-    for id in 0..n as u32 {
-        k.launch(lpq.stream(), hip::Mem::Device(&direct_slots), id, cycles).map_err(h("direct launch"))?;
-    }
-    lpq.stream().synchronize().map_err(h("direct synchronize"))?;
-    let direct = t0.elapsed().as_secs_f64();
-    let cfg = Config::new(threshold as usize, batch.min(threshold) as usize).map_err(|e| e.to_string())?;
-    let xq = XQueue::new(Arc::clone(&lpq), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
-    let t1 = Instant::now();
-    for _ in 0..n {
-        xq.submit(DelayCmd { cycles });
-    }
-    xq.wait_idle().map_err(|e| e.to_string())?;
-    let launcher = t1.elapsed().as_secs_f64();
-    drop(xq);
-    for (what, slots) in [("direct", kernel::read_slots(&direct_slots, n)), ("launcher", lpq.read_slots(n as u64))] {
-        let slots = slots.map_err(h("reading slots"))?;
-        if let Some((i, s)) = slots.iter().enumerate().find(|(i, s)| s.status(*i as u32, lpq.nblocks()) != hip::SlotStatus::Complete) {
-            return Err(format!("lv1 overhead ({what}): LP command {i}: {:?}", s.status(i as u32, lpq.nblocks())));
-        }
-    }
-    Ok((direct, launcher, (launcher / direct - 1.0) * 100.0))
-}
-
-/// The LP launch shape: `blocks_per_cu` blocks of 1024 threads per CU.
-pub fn lp_grid(cu_count: u32, wave_size: u32, blocks_per_cu: u32) -> Result<Grid, HipError> {
-    let wave = wave_size.max(1);
-    calib::grid_for(cu_count, blocks_per_cu, (1024 / wave).max(1), wave)
-}
-
-fn lp_blocks_per_cu() -> u32 {
-    std::env::var("PREEMPT_LAT_LP_BLOCKS_PER_CU")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .filter(|n| (1..=8).contains(n))
-        .unwrap_or(LP_BLOCKS_PER_CU)
-}
-
-/// Slots to allocate for LP commands: per sample, the gap (in T), a drained threshold, and 2 ms
-/// of host overhead in units of T; twice that, plus the keep-ahead, capped at 4 Mi commands.
-pub fn command_budget(p: &Params, keep_ahead: u64) -> u64 {
-    let total = u64::from(p.warmup + p.samples);
-    let per_sample = p.gap_t.1.ceil().max(1.0) as u64 + u64::from(p.threshold) + 2 + (2.0 / p.t_ms.max(1e-4)).ceil() as u64;
-    (2 * total * per_sample + 4 * keep_ahead + 1024).min(1 << 22)
-}
-
-/// Calibration durations around T (ms): T/2, T, 2T, with T taken as at least 40 us (shorter
-/// runs are dominated by launch overhead; the fit is linear, so it extrapolates down).
-pub fn calibration_points(t_ms: f64) -> [f64; 3] {
-    let t = t_ms.max(0.04);
-    [0.5 * t, t, 2.0 * t]
-}
-
-/// Did the HP probe start while an LP command was still running, with nothing suspended? Then the
-/// LP kernel does not fill the GPU and HP start latencies are not preemption latencies.
-/// `slack_ticks`: how much earlier than the LP end counts (the probe was launched well inside).
-pub fn probe_co_ran(probe_tick: u64, lp_end_tick: u64, slack_ticks: u64) -> bool {
-    probe_tick.saturating_add(slack_ticks) < lp_end_tick
 }
 
 struct Raw {
@@ -503,68 +396,6 @@ fn build_mechanism(choice: MechanismChoice, quiet: bool) -> Result<Preemptor, St
     Ok(Preemptor::from_arc(m))
 }
 
-/// `n` GPU-wall-clock/host-time pairs: host time before the probe's launch, its start stamp,
-/// host time when the stamp became visible in pinned memory (polled, not synchronized).
-fn clock_pairs(probe: &HpProbe, first_idx: u32, n: usize) -> Result<Vec<ClockPair>, String> {
-    let mut v = Vec::with_capacity(n);
-    for i in first_idx..first_idx + n as u32 {
-        let before = calib::host_ns(Instant::now());
-        probe.launch_unrecorded(i).map_err(h("clock pair probe"))?;
-        let tick = probe.poll_stamp(i, PROBE_TIMEOUT);
-        let after = calib::host_ns(Instant::now());
-        let tick = tick.ok_or_else(|| format!("the clock-pair probe did not run within {PROBE_TIMEOUT:?} on an idle GPU"))?;
-        v.push(ClockPair { gpu_ticks: tick, host_before_ns: before, host_after_ns: after });
-    }
-    probe.stream().synchronize().map_err(h("clock pair probes"))?;
-    Ok(v)
-}
-
-/// Median HP start on an idle GPU (launch + dispatch + clock-map error): the floor under every
-/// HP start figure.
-fn hp_floor(probe: &HpProbe, map: &ClockMap, first_idx: u32) -> Result<u64, String> {
-    let mut v = Vec::new();
-    for i in first_idx..first_idx + FLOOR_PROBES {
-        let t = calib::host_ns(Instant::now());
-        probe.launch(i).map_err(h("HP probe"))?;
-        if !probe.wait(PROBE_TIMEOUT).map_err(h("HP probe"))? {
-            return Err(format!("the HP probe did not finish within {PROBE_TIMEOUT:?} on an idle GPU"));
-        }
-        if let Some(tick) = probe.stamp(i) {
-            v.push(verify::hp_start_ns(map, tick, t).unwrap_or(0));
-        }
-    }
-    v.sort_unstable();
-    Ok(v.get(v.len() / 2).copied().unwrap_or(0))
-}
-
-/// One 20 ms LP command straight on the LP stream, the HP probe 2 ms into it: if the probe
-/// starts before the LP command ends, the two ran side by side.
-fn co_run_check(
-    lpq: &HipLpQueue,
-    k: &DelayKernel,
-    slots: &hip::DeviceBuffer,
-    probe: &HpProbe,
-    cal: &Calibration,
-    idx: u32,
-    wall_khz: u32,
-) -> Result<Option<String>, String> {
-    k.launch(lpq.stream(), hip::Mem::Device(slots), 0, cal.cycles_for(20.0)).map_err(h("co-run check"))?;
-    std::thread::sleep(Duration::from_millis(2));
-    probe.launch(idx).map_err(h("co-run check"))?;
-    let ok = probe.wait(Duration::from_secs(30)).map_err(h("co-run check"))?;
-    lpq.stream().synchronize().map_err(h("co-run check"))?;
-    let slot = kernel::read_slots(slots, 1).map_err(h("co-run check"))?[0];
-    let tick = probe.stamp(idx).filter(|_| ok).ok_or("co-run check: the HP probe did not run")?;
-    let slack = u64::from(wall_khz); // 1 ms
-    Ok(probe_co_ran(tick, slot.end, slack).then(|| {
-        format!(
-            "the HP probe started {:.2} ms before a running LP command ended: the LP kernel does not fill the GPU, \
-             so HP start latencies are not preemption latencies (raise PREEMPT_LAT_LP_BLOCKS_PER_CU)",
-            calib::ticks_to_ms(slot.end - tick, wall_khz)
-        )
-    }))
-}
-
 /// Lv3: suspend through the guard, HP probe, resume. Returns the raw sample and the window.
 fn preempt_lv3(pre: &Preemptor, t: &QueueTarget, probe: &HpProbe, i: u32) -> Result<(Raw, (u64, u64)), String> {
     let t_req = calib::host_ns(Instant::now());
@@ -649,7 +480,7 @@ mod tests {
         if Hip::load().is_err() {
             return;
         }
-        if let Err((skip, why)) = functional(0, "auto", 0.5, 3) {
+        if let Err((skip, why)) = crate::gpu::functional(0, "auto", 0.5, 3) {
             assert!(skip, "no GPU must be a skip, not a failure: {why}");
         }
     }

@@ -1,0 +1,34 @@
+//! `validate`'s hardware check on a GPU: Lv3 cycles with the correctness check, one line out.
+use super::run::{run, usable};
+use crate::measure::Params;
+
+/// `validate`'s hardware check (one line per outcome): `cycles` Lv3 preempt/resume
+/// cycles with `mechanism` on `hip:device` at T, correctness included. Ok: one summary line.
+/// Err((true, why)): cannot run here (skip). Err((false, why)): ran and failed.
+pub fn functional(device: u32, mechanism: &str, t_ms: f64, cycles: u32) -> Result<String, (bool, String)> {
+    usable(device).map_err(|why| (true, why))?;
+    let p = Params { level: 3, t_ms, samples: cycles.max(1), warmup: 2, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: Params::GAP_T };
+    let r = run(&p, device, mechanism, true).map_err(|e| (false, e))?;
+    let c = &r.correctness;
+    if !c.ok {
+        return Err((
+            false,
+            format!(
+                "correctness FAILED ({}): missing {:?}, duplicated {:?}, failed {:?}, wrong {:?}",
+                r.env.mechanism, c.missing, c.duplicated, c.failed, c.wrong_result
+            ),
+        ));
+    }
+    let p99 = |s: &Option<crate::stats::Summary>| s.as_ref().map_or("-".to_string(), |s| format!("{:.1}", s.p99 as f64 / 1e3));
+    Ok(format!(
+        "{} on {}: {} cycles ok, {} LP commands exactly once; p99 us: suspend {}, HP start {}, resume {}",
+        r.env.mechanism,
+        r.env.device,
+        r.samples.len(),
+        c.completed_once,
+        p99(&r.latency_ns.suspend),
+        p99(&r.latency_ns.hp_start),
+        p99(&r.latency_ns.resume)
+    ))
+}
+
