@@ -6,7 +6,7 @@
 //! ([`overhead`]).
 //!
 //! Entry points for `main.rs`: [`usable`] (can `hip:N` run here? the reason if not),
-//! [`run()`] (one measurement, the same `RunResult` as the host device) and [`functional`]
+//! [`run()`] (one measurement, the same `RunResult` as the host device) and [`functional()`]
 //! (`validate`'s hardware check), [`lv1_overhead`]
 //! (the threshold sweep's point, as `measure::host::lv1_overhead` plus the device index).
 //!
