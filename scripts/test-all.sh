@@ -5,7 +5,7 @@
 #   SKIP_QEMU=1 scripts/test-all.sh   everything but the real-kernel guest (for quick iterations)
 #
 # Steps: system packages -> clippy (-D warnings) -> cargo test (workspace) -> cargo doc ->
-# the unsafe-code fence -> the offline delay-kernel compile check -> the QEMU guest tests on the
+# the old-header refusal of kfd-sys -> the unsafe-code fence -> the offline delay-kernel compile check -> the QEMU guest tests on the
 # stock kernel -> the patch series (apply, checkpatch, build, QEMU guest tests on the patched kernel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +27,9 @@ passed=$(awk '/^test result:/ {p += $4} END {print p+0}' "$log")
 
 step "cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
+
+step "kfd-sys refuses a pre-1.13 header with a helpful message"
+bash scripts/check-kfd-sys-header.sh
 
 step "unsafe only in the ioctl wrappers and the HIP FFI"
 bash scripts/check-unsafe.sh
