@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Host-device benchmark: the figures in README.md's "Benchmarks" section, regenerated.
 #
-#   scripts/bench-host.sh [--samples N]      (default 1000; ~1 minute on 2 cores)
+#   scripts/bench-host.sh [--samples N]      (default 3000: ~30 tail samples behind each P99; ~1 minute)
 #
 # Runs preempt-lat on the host device (CPU worker processes; Lv3 = SIGSTOP/SIGCONT):
 #   Lv3 at T = 0.1, 0.5, 1, 2 ms; Lv1 at T = 0.5 ms (threshold 8, batch 4); the launcher's CPU
@@ -9,7 +9,7 @@
 #   bench-host markers in README.md is rewritten from it. These are HOST figures, never GPU figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-samples=1000
+samples=3000
 [ "${1:-}" = --samples ] && samples=$2
 out=target/bench-host; mkdir -p "$out"
 cargo build --release --locked -q -p microbench --bin preempt-lat

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 /// How long a worker may take to report stopped/continued before we give up.
 const STATE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long to busy-poll for the state change before yielding the core between polls.
+const SPIN: Duration = Duration::from_micros(200);
 
 /// The scheduler state letter of process `pid` from `/proc/<pid>/stat` ('R' running,
 /// 'S' sleeping, 'T' stopped, 'Z' zombie, ...).
@@ -32,10 +34,14 @@ pub fn proc_state(pid: i32) -> std::io::Result<char> {
 /// died instead of stopping.
 fn wait_event(pid: Pid, flag: WaitPidFlag, what: &'static str) -> Result<(), HostError> {
     let deadline = Instant::now() + STATE_TIMEOUT;
+    let spin_until = Instant::now() + SPIN;
     loop {
         match waitid(Id::Pid(pid), flag | WaitPidFlag::WNOHANG) {
             Ok(WaitStatus::Stopped(..)) if flag == WaitPidFlag::WSTOPPED => return Ok(()),
             Ok(WaitStatus::Continued(_)) if flag == WaitPidFlag::WCONTINUED => return Ok(()),
+            // Busy-poll first: the stop normally lands within microseconds, and yielding the
+            // core to the launcher's threads (busy at short T) made the tail depend on T.
+            Ok(_) if Instant::now() < spin_until => std::hint::spin_loop(),
             Ok(_) if Instant::now() < deadline => std::thread::yield_now(),
             Ok(_) => return Err(HostError::Timeout(what)),
             Err(e) => return Err(HostError::Sys("waitid", e)),
