@@ -126,13 +126,15 @@ fn launcher_cost(a: &cli::LauncherCostArgs, dev: Device) -> Result<bool, String>
     let Device::Host(workers) = dev else {
         return Err("launcher-cost measures the host device only: use --device host".into());
     };
+    let null_dev = measure::host::launcher_cost_null_device(a.commands, a.common.threshold, a.common.batch)?;
     let (direct, launcher) = measure::host::launcher_cost(a.commands, a.common.threshold, a.common.batch, workers)?;
     let v = serde_json::json!({
         "device": "host",
-        "note": "host CPU ns per LP command of this process (launcher, completion and reader threads), T -> 0; host figures, not GPU figures",
+        "note": "host CPU ns per LP command of this process (launcher, completion and reader threads), T -> 0; null_device: the launcher alone over a queue that completes at launch; host figures, not GPU figures",
         "commands": a.commands, "threshold": a.common.threshold, "batch": a.common.batch, "workers": workers,
         "direct_cpu_ns_per_cmd": direct, "launcher_cpu_ns_per_cmd": launcher,
         "launcher_extra_cpu_ns_per_cmd": launcher - direct,
+        "launcher_cpu_ns_per_cmd_null_device": null_dev,
         "git_revision": option_env!("PREEMPT_LAT_GIT_REV").unwrap_or("unknown"),
     });
     println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);

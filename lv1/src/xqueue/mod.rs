@@ -192,13 +192,18 @@ impl<Q: HwQueue> XQueue<Q> {
         let id = st.next_id;
         st.next_id += 1;
         st.stats.submitted += 1;
+        // Only a first pending command can unblock anyone: the launcher waits on pending only
+        // when there is none, and no other waiter is waiting for more work to appear.
+        let was_empty = st.pending.is_empty();
         st.pending.push_back(Pending {
             id,
             cmd,
             submitted_ns: now_ns(),
         });
         drop(st);
-        self.shared.notify();
+        if was_empty {
+            self.shared.notify_launcher();
+        }
         id
     }
 
@@ -211,7 +216,7 @@ impl<Q: HwQueue> XQueue<Q> {
         st.suspended = true;
         self.shared.notify();
         while st.launcher_busy || (mode == SuspendMode::Drain && !Shared::launcher_parked(&st)) {
-            st = self.shared.wait(st);
+            st = self.shared.wait_ext(st);
         }
         if mode == SuspendMode::Stop {
             return Ok(());
@@ -220,7 +225,7 @@ impl<Q: HwQueue> XQueue<Q> {
         self.shared.hwq.synchronize()?;
         let mut st = self.shared.lock();
         while st.suspended && st.in_flight > 0 {
-            st = self.shared.wait(st);
+            st = self.shared.wait_ext(st);
         }
         Ok(())
     }
@@ -304,7 +309,7 @@ impl<Q: HwQueue> XQueue<Q> {
                 });
             }
             st = match deadline {
-                None => self.shared.wait(st),
+                None => self.shared.wait_ext(st),
                 Some(d) => {
                     let left = d.saturating_duration_since(Instant::now());
                     if left.is_zero() {
@@ -313,7 +318,7 @@ impl<Q: HwQueue> XQueue<Q> {
                             in_flight: st.in_flight,
                         });
                     }
-                    self.shared.wait_timeout(st, left)
+                    self.shared.wait_timeout_ext(st, left)
                 }
             };
         }

@@ -54,15 +54,26 @@ pub(super) struct State<Q: HwQueue> {
     pub suspended: bool,
     /// The launcher is inside a hardware call (launch or record) without the lock.
     pub launcher_busy: bool,
+    /// Threads other than the launcher and the completer waiting on the condvar (suspend,
+    /// wait_idle): the launcher wakes everybody after a plain launch only when there are any.
+    pub ext_waiters: usize,
     pub closing: bool,
     launcher_done: bool,
     pub stats: super::Stats,
 }
 
+/// One condvar per kind of waiter, so that the hot path (a launch, a delivered batch) wakes only
+/// the thread the change concerns instead of all of them: with a single condvar and
+/// `notify_all`, every launch and every completion cost the other threads a futile wake-up.
 pub(super) struct Shared<Q: HwQueue> {
     pub hwq: Arc<Q>,
     state: Mutex<State<Q>>,
-    cv: Condvar,
+    /// The launcher waits here: for pending work, room under the threshold, resume, close.
+    cv_launcher: Condvar,
+    /// The completion thread waits here: for a sync point to wait on, or the launcher's end.
+    cv_completer: Condvar,
+    /// Everyone else (suspend, wait_idle): for launches to stop, drains, idleness.
+    cv_ext: Condvar,
     tx: Sender<Completion<Q::Error>>,
 }
 
@@ -77,6 +88,7 @@ impl<Q: HwQueue> Shared<Q> {
             in_flight: 0,
             suspended: false,
             launcher_busy: false,
+            ext_waiters: 0,
             closing: false,
             launcher_done: false,
             stats: super::Stats::default(),
@@ -84,7 +96,9 @@ impl<Q: HwQueue> Shared<Q> {
         Self {
             hwq,
             state: Mutex::new(state),
-            cv: Condvar::new(),
+            cv_launcher: Condvar::new(),
+            cv_completer: Condvar::new(),
+            cv_ext: Condvar::new(),
             tx,
         }
     }
@@ -95,24 +109,45 @@ impl<Q: HwQueue> Shared<Q> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub fn wait<'a>(&self, g: MutexGuard<'a, State<Q>>) -> MutexGuard<'a, State<Q>> {
-        self.cv.wait(g).unwrap_or_else(PoisonError::into_inner)
+    fn wait_on<'a>(cv: &Condvar, g: MutexGuard<'a, State<Q>>) -> MutexGuard<'a, State<Q>> {
+        cv.wait(g).unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Like [`wait`](Self::wait), but gives up after `d`.
-    pub fn wait_timeout<'a>(
-        &self,
-        g: MutexGuard<'a, State<Q>>,
-        d: std::time::Duration,
-    ) -> MutexGuard<'a, State<Q>> {
-        self.cv
-            .wait_timeout(g, d)
-            .unwrap_or_else(PoisonError::into_inner)
-            .0
+    /// For a thread outside the launcher and the completer: counted in `ext_waiters` (under
+    /// the lock, so no wake-up can be missed), which lets the hot paths skip waking nobody.
+    pub fn wait_ext<'a>(&self, mut g: MutexGuard<'a, State<Q>>) -> MutexGuard<'a, State<Q>> {
+        g.ext_waiters += 1;
+        let mut g = Self::wait_on(&self.cv_ext, g);
+        g.ext_waiters -= 1;
+        g
     }
 
+    /// Like [`wait_ext`](Self::wait_ext), but gives up after `d`.
+    pub fn wait_timeout_ext<'a>(&self, mut g: MutexGuard<'a, State<Q>>, d: std::time::Duration) -> MutexGuard<'a, State<Q>> {
+        g.ext_waiters += 1;
+        let mut g = self.cv_ext.wait_timeout(g, d).unwrap_or_else(PoisonError::into_inner).0;
+        g.ext_waiters -= 1;
+        g
+    }
+
+    /// Wakes every waiter: for the rare changes that concern everybody (suspend, resume,
+    /// reconfiguration, closing, errors).
     pub fn notify(&self) {
-        self.cv.notify_all();
+        self.cv_launcher.notify_all();
+        self.cv_completer.notify_all();
+        self.cv_ext.notify_all();
+    }
+
+    /// A first pending command: only the launcher can be waiting for that.
+    pub fn notify_launcher(&self) {
+        self.cv_launcher.notify_one();
+    }
+
+    /// Outside waiters, if any (checked under the lock by the caller).
+    fn notify_ext(&self, st: &State<Q>) {
+        if st.ext_waiters > 0 {
+            self.cv_ext.notify_all();
+        }
     }
 
     /// True once no launch is under way and every launched command is covered by a
@@ -142,7 +177,9 @@ impl<Q: HwQueue> Shared<Q> {
                     submitted_ns: p.submitted_ns,
                     launched_ns,
                 };
-                match res {
+                // A new sync point or a failed launch concerns the completer; a plain launch
+                // does not (it would wake for nothing).
+                let wake = match res {
                     Ok(()) => {
                         st.in_flight += 1;
                         st.stats.launched += 1;
@@ -150,20 +187,31 @@ impl<Q: HwQueue> Shared<Q> {
                         st.uncovered.push(flight);
                         if st.uncovered.len() >= st.cfg.batch() {
                             st = self.record(st);
+                            true
+                        } else {
+                            false
                         }
                     }
-                    Err(e) => self.deliver(&mut st, vec![flight], Err(Arc::new(e)), now_ns()),
+                    Err(e) => {
+                        self.deliver(&mut st, vec![flight], Err(Arc::new(e)), now_ns());
+                        true
+                    }
+                };
+                if wake {
+                    self.cv_completer.notify_one();
                 }
-                self.notify();
+                // launcher_busy went false (and the uncovered set may be empty): suspend waits.
+                self.notify_ext(&st);
             } else if !st.uncovered.is_empty() {
                 st = self.record(st);
-                self.notify();
+                self.cv_completer.notify_one();
+                self.notify_ext(&st);
             } else if st.closing && st.pending.is_empty() {
                 st.launcher_done = true;
                 self.notify();
                 return;
             } else {
-                st = self.wait(st);
+                st = Self::wait_on(&self.cv_launcher, st);
             }
         }
     }
@@ -198,11 +246,13 @@ impl<Q: HwQueue> Shared<Q> {
                 st = self.lock();
                 st.in_flight -= f.cmds.len();
                 self.deliver(&mut st, f.cmds, res.map_err(Arc::new), completed_ns);
-                self.notify();
+                // Room under the threshold for the launcher; maybe idle/drained for others.
+                self.cv_launcher.notify_one();
+                self.notify_ext(&st);
             } else if st.launcher_done {
                 return;
             } else {
-                st = self.wait(st);
+                st = Self::wait_on(&self.cv_completer, st);
             }
         }
     }

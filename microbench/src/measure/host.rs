@@ -131,14 +131,34 @@ pub fn lv1_overhead(t_ms: f64, threshold: u32, batch: u32, commands: u32, worker
     Ok((direct, launcher, (launcher / direct - 1.0) * 100.0))
 }
 
-/// Host CPU time this process spends per LP command, launched directly and through the Lv1
-/// launcher, with T -> 0 (1 ns of work): what the launcher itself costs. Measured on
-/// CLOCK_PROCESS_CPUTIME_ID, which counts every thread of this process (launcher, completion
-/// and reader threads) and none of the worker processes. Returns (direct ns, launcher ns).
-pub fn launcher_cost(commands: u32, threshold: u32, batch: u32, workers: u32) -> Result<(f64, f64), String> {
+fn process_cpu_ns() -> Result<f64, String> {
     use nix::time::{ClockId, clock_gettime};
-    let cpu = || clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).map(|t| t.tv_sec() as f64 * 1e9 + t.tv_nsec() as f64);
-    let cpu = || cpu().map_err(|e| format!("CLOCK_PROCESS_CPUTIME_ID: {e}"));
+    clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID)
+        .map(|t| t.tv_sec() as f64 * 1e9 + t.tv_nsec() as f64)
+        .map_err(|e| format!("CLOCK_PROCESS_CPUTIME_ID: {e}"))
+}
+
+/// The launcher's own host CPU per command: `commands` through an XQueue over lv1's fake
+/// queue in auto mode (every command completes the moment it is launched: no device, no I/O).
+pub fn launcher_cost_null_device(commands: u32, threshold: u32, batch: u32) -> Result<f64, String> {
+    let cfg = Config::new(threshold as usize, batch as usize).map_err(|e| e.to_string())?;
+    let xq = XQueue::new(lv1::fake::FakeQueue::auto(), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
+    let c0 = process_cpu_ns()?;
+    for i in 0..commands {
+        xq.submit(u64::from(i));
+    }
+    xq.wait_idle().map_err(|e| e.to_string())?;
+    Ok((process_cpu_ns()? - c0) / f64::from(commands))
+}
+
+/// Host CPU time this process spends per LP command on the host device, launched directly and
+/// through the Lv1 launcher, with T -> 0 (1 ns of work). Measured on CLOCK_PROCESS_CPUTIME_ID,
+/// which counts every thread of this process (launcher, completion and reader threads) and none
+/// of the worker processes. The difference also holds the host device's extra pipe wake-ups at a
+/// shallow in-flight depth; [`launcher_cost_null_device`] isolates the launcher. Returns
+/// (direct ns, launcher ns).
+pub fn launcher_cost(commands: u32, threshold: u32, batch: u32, workers: u32) -> Result<(f64, f64), String> {
+    let cpu = process_cpu_ns;
     let exe = worker_exe()?;
     let dev = HostDevice::spawn(&exe, workers as usize).map_err(err("starting workers"))?;
     let q = dev.lp();
