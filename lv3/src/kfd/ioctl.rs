@@ -146,21 +146,18 @@ pub fn probe(fd: BorrowedFd<'_>, nr: u8, buf: &mut [u8; PROBE_SIZE]) -> IoctlRes
     unsafe { raw(fd, req, buf.as_mut_ptr().cast()) }
 }
 
-/// Forks, calls GET_VERSION on `fd` in the child, and returns the child's errno (`None` if the
-/// call succeeded). KFD must answer EBADF: the fd belongs to the parent process.
-///
-/// Used by tests and by `preempt-lat validate` to check that KFD refuses a foreign process.
-pub fn get_version_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>, Errno> {
+/// Forks, runs `call` on `fd` in the child, and returns the child's errno (`None` if the call
+/// succeeded). `call` must be async-signal-safe: build its arguments on the stack and issue
+/// one ioctl, nothing else (no allocation, no lock, no printing).
+fn errno_in_forked_child(fd: BorrowedFd<'_>, call: fn(BorrowedFd<'_>) -> IoctlResult) -> Result<Option<Errno>, Errno> {
     use nix::sys::wait::{WaitStatus, waitpid};
     use nix::unistd::{ForkResult, fork};
-    // SAFETY: the child only calls ioctl(2) and _exit(2), both async-signal-safe, so forking a
-    // multithreaded process is sound here; it touches no lock, allocator or Rust runtime state.
+    // SAFETY: the child only runs `call` (an ioctl(2) on stack data, by the contract above) and
+    // _exit(2), all async-signal-safe, so forking a multithreaded process is sound here; it
+    // touches no lock, allocator or Rust runtime state.
     match unsafe { fork() }? {
         ForkResult::Child => {
-            let mut v = sys::kfd_ioctl_get_version_args::default();
-            // SAFETY: `v` is a valid get_version struct on the child's stack.
-            let r = unsafe { get_version(fd, &mut v) };
-            let code = match r {
+            let code = match call(fd) {
                 Ok(_) => 0,
                 Err(e) => (e as i32).clamp(1, 255),
             };
@@ -176,29 +173,23 @@ pub fn get_version_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>
     }
 }
 
+/// Forks, calls GET_VERSION on `fd` in the child, and returns the child's errno (`None` if the
+/// call succeeded). KFD must answer EBADF: the fd belongs to the parent process.
+///
+/// Used by tests and by `preempt-lat validate` to check that KFD refuses a foreign process.
+pub fn get_version_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>, Errno> {
+    errno_in_forked_child(fd, |fd| {
+        let mut v = sys::kfd_ioctl_get_version_args::default();
+        // SAFETY: `v` is a valid get_version struct on the child's stack.
+        unsafe { get_version(fd, &mut v) }
+    })
+}
+
 /// Forks, issues a no-op PREEMPT_QUEUES (no ids) on `fd` in the child, and returns the child's
 /// errno (`None` if the call succeeded). A patched KFD must answer EBADF (the fd belongs to the
 /// parent); a stock one ENOTTY (unknown numbers are refused before the owner check).
 pub fn preempt_probe_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>, Errno> {
-    use nix::sys::wait::{WaitStatus, waitpid};
-    use nix::unistd::{ForkResult, fork};
-    // SAFETY: the child only builds a struct on its stack, calls ioctl(2) and _exit(2), all
-    // async-signal-safe; it touches no lock, allocator or Rust runtime state.
-    match unsafe { fork() }? {
-        ForkResult::Child => {
-            let code = match preempt_queue_ids(fd, false, &mut [], 0, 0) {
-                Ok(_) => 0,
-                Err(e) => (e as i32).clamp(1, 255),
-            };
-            // SAFETY: as in `get_version_from_forked_child`.
-            unsafe { libc::_exit(code) }
-        }
-        ForkResult::Parent { child } => match waitpid(child, None)? {
-            WaitStatus::Exited(_, 0) => Ok(None),
-            WaitStatus::Exited(_, code) => Ok(Some(Errno::from_raw(code))),
-            _ => Err(Errno::ECHILD),
-        },
-    }
+    errno_in_forked_child(fd, |fd| preempt_queue_ids(fd, false, &mut [], 0, 0).map(|_| 0))
 }
 
 // ---- Safe entry points: each builds its argument struct from borrowed Rust memory, so the
