@@ -36,7 +36,7 @@ ratio = max(p99s) / min(p99s)
 lv1_ratio = s["p99"] / (8 * 0.5e6)
 table = "\n".join([
     f"Measured by `scripts/bench-host.sh` on the **host device** ({env['device_detail']}; kernel {env['kernel']}; rev {env['git_revision']}). "
-    "Latencies in microseconds; P99 of 3000 samples rests on ~30 tail samples and moves by tens of percent between runs on this 2-core VM.",
+    f"Latencies in microseconds; each P99 of {s['count']} samples rests on ~{s['count'] // 100} tail samples and moves by tens of percent between runs on this 2-core VM.",
     "",
     "| level | T (ms) | suspend p50 | suspend p99 | suspend max | HP start p99 | samples | correctness |",
     "| --- | --- | --- | --- | --- | --- | --- | --- |",
