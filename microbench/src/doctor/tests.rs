@@ -72,3 +72,21 @@ fn verdict_names_the_first_missing_prerequisite() {
     f.kfd_version = Fact::Err { error: "open(/dev/kfd): EACCES".into() };
     assert!(verdict::gpu_path(&f).unwrap_err().contains("does not open"));
 }
+
+#[test]
+fn a_usable_gpu_makes_the_stock_mechanisms_available_and_says_unverified() {
+    let mut f = report(&fixture("gfx942"), hip(Fact::Ok(1))).facts;
+    f.kfd_device_present = true;
+    f.kfd_version = Fact::Ok("1.17".into());
+    f.kfd_minor = Some(17);
+    f.patched_ioctl = Some(false);
+    let levels = verdict::availability(&f);
+    let get = |m: &str| levels.iter().find(|a| a.device == "hip" && a.mechanism == m).unwrap();
+    for m in ["dbg-trap", "update-queue", "progressive-launch"] {
+        assert!(get(m).available, "{m}: {}", get(m).reason);
+        assert!(get(m).reason.contains("not yet on hardware"), "{m}: {}", get(m).reason);
+    }
+    assert!(!get("ioctl").available, "stock kernel: the patched ioctl is absent");
+    f.patched_ioctl = Some(true);
+    assert!(verdict::availability(&f).iter().any(|a| a.mechanism == "ioctl" && a.available));
+}
