@@ -13,9 +13,7 @@ use std::os::fd::{AsFd, OwnedFd};
 mod common;
 use common::kfd_or_skip;
 
-/// A queue id no process has (KFD ids are small), with a restorable-looking ring.
-const GHOST: QueueTarget =
-    QueueTarget { queue_id: 0xdead, gpu_id: 0, ring_base_address: 0x7f00_0000_0000, ring_size: 4096, priority: 7, percentage: 100 };
+const GHOST: QueueTarget = QueueTarget::NONEXISTENT;
 
 /// The test's own handle on the process's KFD state. Dropping it puts the process back to
 /// "nothing enabled", in the only order that cannot block: debug off, then runtime off.

@@ -31,9 +31,7 @@ fn patched(kfd: &Kfd) -> bool {
 const INVALID: u32 = 1 << 31;
 const ERROR: u32 = 1 << 30;
 
-/// A queue id no process has (KFD ids are small).
-const GHOST: QueueTarget =
-    QueueTarget { queue_id: 0xdead, gpu_id: 0, ring_base_address: 0x7f00_0000_0000, ring_size: 4096, priority: 7, percentage: 100 };
+const GHOST: QueueTarget = QueueTarget::NONEXISTENT;
 
 #[test]
 fn probe_finds_the_ioctl_only_on_the_patched_kernel() {

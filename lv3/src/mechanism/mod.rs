@@ -80,6 +80,12 @@ pub struct QueueTarget {
 }
 
 impl QueueTarget {
+    /// A queue no process has (KFD hands out small ids) with a restorable-looking ring: what
+    /// error-path checks (`preempt-lat validate`, the real-kernel tests) aim the mechanisms at,
+    /// so that the kernel's "no such queue" answer is what comes back.
+    pub const NONEXISTENT: QueueTarget =
+        QueueTarget { queue_id: 0xdead, gpu_id: 0, ring_base_address: 0x7f00_0000_0000, ring_size: 4096, priority: 7, percentage: 100 };
+
     /// A target from a snapshot entry, with ROCr's percentage (100) and the given KFD priority.
     /// (The snapshot carries no priority; ROCr's queues also use PM4 target XCC 0, which restore
     /// keeps.)

@@ -5,9 +5,7 @@ use lv3::kfd::{Kfd, KfdOps, QueueUpdate};
 use lv3::mechanism::{DbgTrap, MechError, Preemptor, QueueTarget, UpdateQueue};
 use nix::errno::Errno;
 
-/// A queue id no process has, with a restorable-looking ring.
-const GHOST: QueueTarget =
-    QueueTarget { queue_id: 0xdead, gpu_id: 0, ring_base_address: 0x7f00_0000_0000, ring_size: 4096, priority: 7, percentage: 100 };
+const GHOST: QueueTarget = QueueTarget::NONEXISTENT;
 
 fn expect_errno(r: Result<(), MechError>, want: Errno) -> Result<String, String> {
     match r {
