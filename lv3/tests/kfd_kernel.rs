@@ -61,11 +61,12 @@ fn update_queue_errors() {
 #[test]
 fn unknown_ioctl_number_is_enotty() {
     let Some(kfd) = kfd_or_skip("unknown_ioctl_number_is_enotty") else { return };
-    assert_eq!(kfd.probe_nr_errno(0x7f), Some(Errno::ENOTTY));
-    assert_eq!(kfd.probe_nr_errno(0), Some(Errno::ENOTTY), "nr 0 is below AMDKFD_COMMAND_START");
+    assert_eq!(kfd.probe_nr_errno(0x7f).unwrap(), Some(Errno::ENOTTY));
+    assert_eq!(kfd.probe_nr_errno(0).unwrap(), Some(Errno::ENOTTY), "nr 0 is below AMDKFD_COMMAND_START");
     assert!(!kfd.probe_nr(0x7f).unwrap(), "nr 0x7f must probe as absent");
     let e = kfd.probe_nr(0x07).unwrap_err();
     assert!(e.to_string().contains("refused"), "a real ioctl must never be probed with zeroes: {e}");
+    assert!(kfd.probe_nr_errno(0x26).is_err(), "DBG_TRAP (0x26) is this header's own: refused, not sent");
     eprintln!("observed: nr 0x7f -> ENOTTY, nr 0x00 -> ENOTTY");
 }
 

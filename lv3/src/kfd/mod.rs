@@ -87,35 +87,33 @@ impl Kfd {
         move |e| KfdError::new(Op::DbgTrap(op), queue, e)
     }
 
-    /// Probes whether this kernel implements ioctl number `nr` (KFD's table is indexed by nr
-    /// alone). Only numbers at or above the header's `AMDKFD_COMMAND_END` may be probed: a
-    /// known number would run that ioctl with zeroed arguments. Returns `Ok(true)` if the number
-    /// exists (any answer but ENOTTY), `Ok(false)` on ENOTTY.
-    pub fn probe_nr(&self, nr: u8) -> Result<bool> {
-        if u32::from(nr) < sys::AMDKFD_COMMAND_END {
+    /// Refuses to probe the numbers this header defines (`AMDKFD_COMMAND_START..END`): those are
+    /// real ioctls, and a probe would run one with zeroed arguments.
+    fn check_probe_nr(nr: u8) -> Result<()> {
+        if (sys::AMDKFD_COMMAND_START..sys::AMDKFD_COMMAND_END).contains(&u32::from(nr)) {
             return Err(KfdError {
                 op: Op::Probe(nr),
                 queue: None,
                 errno: Errno::EINVAL,
-                meaning: "refused: numbers below AMDKFD_COMMAND_END are real ioctls of this header",
+                meaning: "refused: numbers from AMDKFD_COMMAND_START to AMDKFD_COMMAND_END are real ioctls of this header",
             });
         }
-        let mut buf = [0u8; ioctl::PROBE_SIZE];
-        match ioctl::probe(self.fd(), nr, &mut buf) {
-            Ok(_) => Ok(true),
-            Err(Errno::ENOTTY) => Ok(false),
-            Err(_) => Ok(true),
-        }
+        Ok(())
     }
 
-    /// The raw answer to ioctl number `nr` with a zeroed 64-byte argument (tests of the
-    /// kernel's dispatch; same restriction as [`Kfd::probe_nr`]).
-    pub fn probe_nr_errno(&self, nr: u8) -> Option<Errno> {
-        if u32::from(nr) < sys::AMDKFD_COMMAND_END && nr != 0 {
-            return Some(Errno::EINVAL);
-        }
+    /// The kernel's answer to ioctl number `nr` with a zeroed 64-byte argument (`None`: it
+    /// succeeded). KFD's table is indexed by nr alone: ENOTTY means the number does not exist.
+    /// Only numbers outside this header's own range may be probed (see `check_probe_nr`).
+    pub fn probe_nr_errno(&self, nr: u8) -> Result<Option<Errno>> {
+        Self::check_probe_nr(nr)?;
         let mut buf = [0u8; ioctl::PROBE_SIZE];
-        ioctl::probe(self.fd(), nr, &mut buf).err()
+        Ok(ioctl::probe(self.fd(), nr, &mut buf).err())
+    }
+
+    /// Whether this kernel implements ioctl number `nr`: any answer but ENOTTY. Same
+    /// restriction as [`Kfd::probe_nr_errno`].
+    pub fn probe_nr(&self, nr: u8) -> Result<bool> {
+        Ok(self.probe_nr_errno(nr)? != Some(Errno::ENOTTY))
     }
 
     /// What a forked child gets when it uses this fd (KFD must say EBADF).

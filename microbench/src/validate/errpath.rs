@@ -34,7 +34,7 @@ pub fn all() -> Vec<Check> {
         "error-path",
         "unknown ioctl number is ENOTTY",
         match kfd.probe_nr_errno(0x7f) {
-            Some(Errno::ENOTTY) => Ok("nr 0x7f -> ENOTTY".into()),
+            Ok(Some(Errno::ENOTTY)) => Ok("nr 0x7f -> ENOTTY".into()),
             other => Err(format!("nr 0x7f -> {other:?}")),
         },
     ));
