@@ -68,7 +68,7 @@ pub fn probe_facts(f: &Facts) -> ProbeFacts {
 pub fn availability(f: &Facts) -> Vec<Availability> {
     let gpu = gpu_path(f);
     // On real hardware only (see docs/hardware-validation.md): never verified here.
-    let wired = |r: Result<String, String>| r.map(|how| format!("{how} (GPU path: verified by review and fakes, not yet on hardware)"));
+    let unverified = |r: Result<String, String>| r.map(|how| format!("{how} (GPU path: verified by review and fakes, not yet on hardware)"));
     let mut v: Vec<Availability> = mechanism::probe_order(&probe_facts(f))
         .into_iter()
         .map(|verdict| {
@@ -76,10 +76,10 @@ pub fn availability(f: &Facts) -> Vec<Availability> {
                 None => Ok(format!("CWSR through {}", verdict.kind.name())),
                 Some(why) => Err(why),
             });
-            avail("hip", 3, verdict.kind.name(), wired(r))
+            avail("hip", 3, verdict.kind.name(), unverified(r))
         })
         .collect();
-    v.push(avail("hip", 1, "progressive-launch", wired(gpu.map(|()| "HIP stream and events behind the lv1 launcher".to_string()))));
+    v.push(avail("hip", 1, "progressive-launch", unverified(gpu.map(|()| "HIP stream and events behind the lv1 launcher".to_string()))));
     v.push(avail("host", 3, "sigstop", Ok("CPU worker processes stopped with SIGSTOP (host numbers, not GPU numbers)".into())));
     v.push(avail("host", 1, "progressive-launch", Ok("CPU worker processes behind the lv1 launcher (host numbers, not GPU numbers)".into())));
     v
