@@ -23,7 +23,7 @@ pub fn thread_cpu_ns() -> u64 {
 fn read(id: ClockId) -> u64 {
     // clock_gettime can only fail for an invalid clock id; both ids are always valid on Linux.
     let ts = clock_gettime(id).expect("clock_gettime on a standard clock");
-    Duration::from(ts).as_nanos() as u64
+    u64::try_from(Duration::from(ts).as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -117,7 +117,7 @@ fn order_and_exactly_once_across_configs() {
         );
         // A sync point per batch, plus at most one flush each time the launcher went idle.
         assert!(
-            s.sync_points as usize >= 300 / b,
+            s.sync_points >= 300 / b as u64,
             "({t},{b}): {} sync points",
             s.sync_points
         );
@@ -126,7 +126,8 @@ fn order_and_exactly_once_across_configs() {
 
 #[test]
 fn many_threads_submit_in_order() {
-    const THREADS: u64 = 4;
+    const THREADS_N: usize = 4;
+    const THREADS: u64 = THREADS_N as u64;
     const PER: u64 = 250;
     let fake = FakeQueue::auto();
     let xq = XQueue::new(fake.clone(), cfg(3, 2)).unwrap();
@@ -147,7 +148,7 @@ fn many_threads_submit_in_order() {
     expect_completions(&rx, 0, THREADS * PER);
     let launched = fake.launched();
     assert_eq!(launched.len() as u64, THREADS * PER);
-    let mut next = vec![0u64; THREADS as usize];
+    let mut next = [0u64; THREADS_N];
     for (k, (id, payload)) in launched.iter().enumerate() {
         assert_eq!(*id, k as u64, "launch order is not id order");
         let (t, i) = ((payload >> 32) as usize, payload & 0xffff_ffff);

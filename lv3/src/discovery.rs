@@ -12,8 +12,8 @@
 //! The caller must make everything else that creates queues happen before the "before" sets:
 //! ROCr's utility queue (created with the first user queue of an agent), the HP stream's queue,
 //! and any blit/copy queue the warm-up work needs.
-use crate::kfd::{QueueId, QueueSnapshot, QueueType};
-use crate::sysfs::ProcQueue;
+use kfd::{QueueId, QueueSnapshot, QueueType};
+use kfd::sysfs::ProcQueue;
 use std::collections::BTreeMap;
 use std::fmt;
 

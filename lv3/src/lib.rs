@@ -1,24 +1,35 @@
-//! Lv3 preemption on AMD GPUs through `/dev/kfd`.
+//! Lv3 preemption on AMD GPUs: CWSR suspend/resume of one KFD queue of this process.
 //!
-//! - [`kfd`]: the safe KFD handle. One small `unsafe` wrapper per ioctl lives in `kfd::ioctl`
-//!   (the only `unsafe` in this crate); everything above it is safe, typed, and returns errors
-//!   that name the ioctl, the queue, the errno and what it means for that ioctl.
-//! - [`sysfs`]: readers for the KFD topology, the amdgpu module parameters and the per-process
-//!   queue list. They take a root path so that tests run on checked-in fixture trees.
-//! - [`mechanism`]: Lv3 preemption of one queue (update-queue, dbg-trap) behind one trait, the
-//!   guard that resumes a suspended queue on drop, and the `--mechanism auto` chooser.
-//! - [`signals`]: resume every suspended queue on SIGINT/SIGTERM, without a signal handler.
+//! - [`mechanism`]: the three ways to ask the kernel (`ioctl` on the project's patched kernel,
+//!   `dbg-trap`, `update-queue`) behind one trait, identified by [`MechanismKind`]; the guard
+//!   that resumes a suspended queue on drop; the `--mechanism auto` chooser.
+//! - [`discovery`]: which KFD queue a freshly created stream got (pure: sysfs and snapshot sets
+//!   in, one queue or a refusal out).
+//! - [`conformance`]: what the kernel must answer, through this API, wherever `/dev/kfd` opens;
+//!   `preempt-lat validate` and the real-kernel tests run the same probes.
+//! - [`signals`]: the process-wide registry of suspended queues, and a SIGINT/SIGTERM thread that
+//!   resumes them before the application decides how to exit.
 //!
-//! What the kernel does with each call is documented in the project's `KFD-FACTS.md`
-//! (checked against Linux 6.12); the docs here cite the relevant kernel behaviour.
-#![deny(unsafe_op_in_unsafe_fn)]
-// `unsafe` is allowed in `kfd::ioctl` alone (see its module docs).
+//! Built on the safe KFD layer in the `kfd` crate. The kernel behaviour it relies on is written
+//! down in `docs/kfd-facts.md`. Nothing here prints or exits: errors are returned, and what a
+//! drop has to report goes to [`kfd::events`].
+//!
+//! ```no_run
+//! use kfd::{GracePeriod, Kfd};
+//! use lv3::mechanism::{DbgTrap, Preemptor, QueueTarget};
+//! # fn target() -> QueueTarget { QueueTarget::NONEXISTENT }
+//! let mech = DbgTrap::setup(Kfd::open()?, GracePeriod::Clocks1k(1))?;
+//! let preemptor = Preemptor::new(mech);
+//! let suspended = preemptor.suspend(&target())?; // the waves are saved, the queue unmapped
+//! // ... run the high-priority work ...
+//! suspended.resume()?; // dropping the guard would resume too
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(unsafe_code)]
 
+pub mod conformance;
 pub mod discovery;
-pub mod kfd;
 pub mod mechanism;
 pub mod signals;
-pub mod sysfs;
 
-pub use kfd::{Kfd, KfdError};
+pub use mechanism::{MechanismChoice, MechanismKind};

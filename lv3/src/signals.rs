@@ -9,8 +9,10 @@
 //! starts a thread that takes them with `sigwait` (`SigSet::wait`). Call it first thing in
 //! `main`, before any thread exists: threads inherit the mask, and a thread that does not block
 //! the signals would receive it with the default action and kill the process unresumed. The
-//! waiting thread then runs ordinary Rust: it resumes every queue in the process-wide registry,
-//! prints what it did on stderr, and exits with 128 + the signal number (130, 143).
+//! waiting thread then runs ordinary Rust: it resumes every queue in the process-wide registry
+//! and hands the outcome to the application's callback, which reports it and exits (typically
+//! with [`exit_code`]: 130, 143). Applications with their own signal thread (`preempt-lat`) call
+//! [`resume_all_and_close`] from it instead.
 //!
 //! The registry is filled by the guards of [`crate::mechanism`] (register on suspend, deregister
 //! on a successful resume); anything else that must be undone on exit can register too.
@@ -123,49 +125,36 @@ pub struct Installed {
     pub unblocked_threads: Vec<u32>,
 }
 
-/// Blocks SIGINT/SIGTERM in the calling thread and starts the thread that resumes every
-/// registered queue on either signal, then exits with 128 + signo. Idempotent. Prints a warning
-/// (and reports it) if other threads already run without the signals blocked.
-pub fn install_resume_on_signals() -> std::io::Result<Installed> {
+/// What the signal thread did: the signal, and each registered entry with its resume outcome.
+#[derive(Debug)]
+pub struct Resumed {
+    pub signal: Signal,
+    pub results: Vec<(String, Result<(), String>)>,
+}
+
+/// Blocks SIGINT/SIGTERM in the calling thread and starts the thread that, on either signal,
+/// resumes every registered queue ([`resume_all_and_close`]) and then calls `then` with what it
+/// did. `then` is the application's: it typically reports the [`Resumed`] lines and exits with
+/// [`exit_code`] (the library itself never exits). Idempotent: a second call starts nothing and
+/// drops its `then`. Check [`Installed::unblocked_threads`]: threads started before this call
+/// take the signals with their default action.
+pub fn install_resume_on_signals(then: impl FnOnce(Resumed) + Send + 'static) -> std::io::Result<Installed> {
     static STARTED: OnceLock<()> = OnceLock::new();
     let set = exit_signals();
     set.thread_block().map_err(std::io::Error::from)?;
     let mut started_thread = false;
     if STARTED.set(()).is_ok() {
-        std::thread::Builder::new().name("lv3-signals".into()).spawn(move || wait_and_exit(set))?;
+        std::thread::Builder::new().name("lv3-signals".into()).spawn(move || {
+            let _ = WAITER_TID.set(nix::unistd::gettid().as_raw().unsigned_abs());
+            // Only an invalid set makes sigwait fail; then the signals stay blocked and the
+            // thread ends (reported through `then` never being called).
+            if let Ok(signal) = set.wait() {
+                then(Resumed { signal, results: resume_all_and_close() });
+            }
+        })?;
         started_thread = true;
     }
-    let unblocked_threads = threads_not_blocking();
-    if !unblocked_threads.is_empty() {
-        eprintln!(
-            "lv3: warning: threads {unblocked_threads:?} do not block SIGINT/SIGTERM (install_resume_on_signals ran after \
-             they started): a signal may kill the process without resuming suspended queues"
-        );
-    }
-    Ok(Installed { started_thread, unblocked_threads })
-}
-
-fn wait_and_exit(set: SigSet) {
-    let _ = WAITER_TID.set(nix::unistd::gettid().as_raw() as u32);
-    let sig = match set.wait() {
-        Ok(s) => s,
-        Err(e) => {
-            // Only possible with an invalid set; the signals stay blocked, so say so loudly.
-            eprintln!("lv3: sigwait failed ({e}): SIGINT/SIGTERM will not resume suspended queues");
-            return;
-        }
-    };
-    let results = resume_all_and_close();
-    let ok = results.iter().filter(|(_, r)| r.is_ok()).count();
-    eprintln!("lv3: {sig} received: resuming {} suspended queue(s) before exit", results.len());
-    for (label, r) in &results {
-        match r {
-            Ok(()) => eprintln!("lv3:   resumed {label}"),
-            Err(e) => eprintln!("lv3:   FAILED to resume {label}: {e}"),
-        }
-    }
-    eprintln!("lv3: {ok}/{} resumed; exiting with {}", results.len(), exit_code(sig));
-    std::process::exit(exit_code(sig));
+    Ok(Installed { started_thread, unblocked_threads: threads_not_blocking() })
 }
 
 /// The shell's convention for death by a signal: 128 + signo (SIGINT 130, SIGTERM 143).

@@ -1,7 +1,7 @@
 //! The Lv3 mechanisms against a recording fake of amdkfd that models the kernel's answers as
 //! read from Linux 6.12 (KFD-FACTS.md; kfd_chardev.c, kfd_debug.c, kfd_device_queue_manager.c).
 //! What the fake cannot show (the CWSR save, the runlist, timing) needs hardware.
-use lv3::kfd::*;
+use kfd::*;
 use lv3::mechanism::*;
 use nix::errno::Errno;
 use std::collections::BTreeMap;
@@ -78,13 +78,13 @@ fn err(op: Op, q: Option<QueueId>, e: Errno) -> KfdError {
 }
 
 impl KfdOps for Fake {
-    fn version(&self) -> lv3::kfd::Result<KfdVersion> {
+    fn version(&self) -> kfd::Result<KfdVersion> {
         Ok(KfdVersion { major: 1, minor: 17 })
     }
 
     /// kfd_ioctl_update_queue: argument checks (EINVAL) first, then the queue lookup and ring
     /// validation (EFAULT).
-    fn update_queue(&self, id: QueueId, u: &QueueUpdate) -> lv3::kfd::Result<()> {
+    fn update_queue(&self, id: QueueId, u: &QueueUpdate) -> kfd::Result<()> {
         let mut s = self.st();
         s.log.push(Call::Update(id, *u));
         let e = |n| Err(err(Op::UpdateQueue, Some(id), n));
@@ -105,7 +105,7 @@ impl KfdOps for Fake {
         Ok(())
     }
 
-    fn runtime_enable(&self, _r_debug: u64) -> lv3::kfd::Result<u32> {
+    fn runtime_enable(&self, _r_debug: u64) -> kfd::Result<u32> {
         let mut s = self.st();
         s.log.push(Call::RuntimeEnable);
         if s.debug {
@@ -119,7 +119,7 @@ impl KfdOps for Fake {
         Ok(0)
     }
 
-    fn runtime_disable(&self) -> lv3::kfd::Result<()> {
+    fn runtime_disable(&self) -> kfd::Result<()> {
         let mut s = self.st();
         s.log.push(Call::RuntimeDisable);
         if s.debug {
@@ -130,7 +130,7 @@ impl KfdOps for Fake {
         Ok(())
     }
 
-    fn dbg_enable(&self, mask: u64, _fd: BorrowedFd<'_>) -> lv3::kfd::Result<RuntimeInfo> {
+    fn dbg_enable(&self, mask: u64, _fd: BorrowedFd<'_>) -> kfd::Result<RuntimeInfo> {
         let mut s = self.st();
         s.log.push(Call::DbgEnable(mask));
         if s.debug || s.enable_race {
@@ -141,7 +141,7 @@ impl KfdOps for Fake {
     }
 
     /// DISABLE resumes every suspended queue of the process.
-    fn dbg_disable(&self) -> lv3::kfd::Result<()> {
+    fn dbg_disable(&self) -> kfd::Result<()> {
         let mut s = self.st();
         s.log.push(Call::DbgDisable);
         if !s.debug {
@@ -155,7 +155,7 @@ impl KfdOps for Fake {
     /// suspend_queues: EINVAL before ENABLE, EPERM without the runtime; a new queue is skipped
     /// (stays INVALID); already suspended counts as success; the clear mask is applied only
     /// when some queue was suspended.
-    fn suspend_queues(&self, ids: &[QueueId], _g: GracePeriod, clear: u64) -> lv3::kfd::Result<Vec<QueueStatus>> {
+    fn suspend_queues(&self, ids: &[QueueId], _g: GracePeriod, clear: u64) -> kfd::Result<Vec<QueueStatus>> {
         let mut s = self.st();
         s.log.push(Call::Suspend(ids.to_vec(), clear));
         let op = Op::DbgTrap(DbgOp::SuspendQueues);
@@ -182,7 +182,7 @@ impl KfdOps for Fake {
         Ok(out)
     }
 
-    fn resume_queues(&self, ids: &[QueueId]) -> lv3::kfd::Result<Vec<QueueStatus>> {
+    fn resume_queues(&self, ids: &[QueueId]) -> kfd::Result<Vec<QueueStatus>> {
         let mut s = self.st();
         s.log.push(Call::Resume(ids.to_vec()));
         let op = Op::DbgTrap(DbgOp::ResumeQueues);
@@ -210,7 +210,7 @@ impl KfdOps for Fake {
     }
 
     /// Reports each queue's status as it was, then clears the mask (set_queue_snapshot_entry).
-    fn queue_snapshot(&self, clear: u64) -> lv3::kfd::Result<Vec<QueueSnapshot>> {
+    fn queue_snapshot(&self, clear: u64) -> kfd::Result<Vec<QueueSnapshot>> {
         let mut s = self.st();
         s.log.push(Call::Snapshot(clear));
         if !s.debug {
@@ -237,11 +237,11 @@ impl KfdOps for Fake {
         Ok(out)
     }
 
-    fn query_debug_event(&self, _mask: u64) -> lv3::kfd::Result<DebugEvent> {
+    fn query_debug_event(&self, _mask: u64) -> kfd::Result<DebugEvent> {
         Err(err(Op::DbgTrap(DbgOp::QueryDebugEvent), None, Errno::EAGAIN))
     }
 
-    fn send_runtime_event(&self, _mask: u64, _gpu_id: u32, _q: QueueId) -> lv3::kfd::Result<()> {
+    fn send_runtime_event(&self, _mask: u64, _gpu_id: u32, _q: QueueId) -> kfd::Result<()> {
         Ok(())
     }
 }
@@ -269,7 +269,7 @@ fn update_queue_restores_the_original_ring_size_percentage_and_priority() {
     let p = Preemptor::new(UpdateQueue::new(f.clone())).with_retry(quick());
     let g = p.suspend(&q).unwrap();
     assert!(!f.running(1));
-    assert_eq!((g.report().mechanism, g.report().queue_id), ("update-queue", 1));
+    assert_eq!((g.report().mechanism, g.report().queue_id), (MechanismKind::UpdateQueue, 1));
     g.resume().unwrap();
     assert!(f.running(1));
     assert_eq!(f.log(), vec![Call::Update(1, QueueUpdate::disable()), Call::Update(1, restore(&q))]);
@@ -334,7 +334,7 @@ fn dbg_trap_refuses_a_process_someone_else_debugs_and_touches_nothing() {
         f.st().runtime = runtime_on;
         f.st().debug = true; // rocgdb or ROCr's core dump
         let e = DbgTrap::setup(f.clone(), GracePeriod::Default).unwrap_err();
-        assert!(matches!(e, MechError::DebuggerPresent(_)), "{e}");
+        assert!(matches!(e, MechError::Session(SessionError::DebuggerPresent(_))), "{e}");
         assert!(e.to_string().contains("another debugger"), "{e}");
         assert_eq!(f.log(), vec![Call::Snapshot(0)], "no RUNTIME_ENABLE (it would block), no DISABLE");
         let s = f.st();
@@ -345,7 +345,7 @@ fn dbg_trap_refuses_a_process_someone_else_debugs_and_touches_nothing() {
     let f = Fake::default();
     f.st().enable_race = true;
     let e = DbgTrap::setup(f.clone(), GracePeriod::Default).unwrap_err();
-    assert!(matches!(e, MechError::DebuggerPresent(_)), "{e}");
+    assert!(matches!(e, MechError::Session(SessionError::DebuggerPresent(_))), "{e}");
     assert_eq!(f.log(), vec![Call::Snapshot(0), Call::RuntimeEnable, Call::DbgEnable(0), Call::RuntimeDisable]);
     assert!(!f.st().runtime);
 }
@@ -404,11 +404,11 @@ fn a_failed_resume_is_retried_then_reported_never_swallowed() {
     assert!(e.to_string().contains("NOT resumed after 3 tries"), "{e}");
     assert_eq!(restores(&f), 6);
     assert!(!f.running(7));
-    let label = q.label("update-queue");
+    let label = q.label(MechanismKind::UpdateQueue);
     assert!(lv3::signals::registered().contains(&label), "left for the signal handler's last try");
     assert!(!p.is_suspended(&q), "the guard is gone; a raw resume or a new guard may retry");
 
-    // The drop path tries as hard (and prints the failure on stderr).
+    // The drop path tries as hard (and reports the failure as a kfd::events warning).
     f.st().fail_resumes = 10;
     drop(p.suspend(&q).unwrap());
     assert_eq!(restores(&f), 9);
@@ -425,10 +425,10 @@ fn guards_resume_on_drop_and_while_a_panic_unwinds() {
     {
         let _g = p.suspend(&q).unwrap();
         assert!(f.q(8).suspended && p.is_suspended(&q));
-        assert!(lv3::signals::registered().contains(&q.label("dbg-trap")));
+        assert!(lv3::signals::registered().contains(&q.label(MechanismKind::DbgTrap)));
     }
     assert!(f.running(8) && !p.is_suspended(&q));
-    assert!(!lv3::signals::registered().contains(&q.label("dbg-trap")), "deregistered by the resume");
+    assert!(!lv3::signals::registered().contains(&q.label(MechanismKind::DbgTrap)), "deregistered by the resume");
 
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _g = p.suspend(&q).unwrap();
@@ -504,7 +504,7 @@ fn auto_falls_back_when_dbg_trap_setup_fails_at_run_time() {
     let f = Fake::default();
     f.st().debug = true; // rocgdb attached after the facts were gathered
     let (m, skipped) = build_auto(&facts, || Ok(f.clone()), GracePeriod::Default).unwrap();
-    assert_eq!(m.name(), "update-queue");
+    assert_eq!(m.kind(), MechanismKind::UpdateQueue);
     assert_eq!(skipped.len(), 2, "{skipped:?}");
     assert!(skipped[0].starts_with("ioctl: not usable"), "{skipped:?}");
     assert!(skipped[1].starts_with("dbg-trap: setup failed") && skipped[1].contains("another debugger"), "{skipped:?}");
@@ -514,11 +514,11 @@ fn auto_falls_back_when_dbg_trap_setup_fails_at_run_time() {
 struct MarkerMech;
 
 impl Preempt for MarkerMech {
-    fn name(&self) -> &'static str {
-        "marker"
+    fn kind(&self) -> MechanismKind {
+        MechanismKind::UpdateQueue
     }
     fn suspend(&self, q: &QueueTarget) -> std::result::Result<SuspendReport, MechError> {
-        Ok(SuspendReport { mechanism: "marker", queue_id: q.queue_id, total: Duration::ZERO, preempt_call: Duration::ZERO, cleared_queue_new: false, kernel: None })
+        Ok(SuspendReport { mechanism: MechanismKind::UpdateQueue, queue_id: q.queue_id, total: Duration::ZERO, preempt_call: Duration::ZERO, cleared_queue_new: false, kernel: None })
     }
     fn resume(&self, q: &QueueTarget) -> std::result::Result<(), MechError> {
         use std::io::Write;
@@ -537,7 +537,15 @@ fn signal_child_mode() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;
     }
-    let installed = lv3::signals::install_resume_on_signals().unwrap();
+    // What an application's callback does: report each resume, then exit as the shell expects.
+    let installed = lv3::signals::install_resume_on_signals(|r| {
+        eprintln!("{} received: resuming {} suspended queue(s)", r.signal, r.results.len());
+        for (label, res) in &r.results {
+            eprintln!("  {label}: {res:?}");
+        }
+        std::process::exit(lv3::signals::exit_code(r.signal));
+    })
+    .unwrap();
     let q = QueueTarget { queue_id: 77, gpu_id: GPU, ring_base_address: RING, ring_size: MIB, priority: 7, percentage: 100 };
     let _guard = Preemptor::new(MarkerMech).suspend(&q).unwrap();
     println!("READY unblocked={:?}", installed.unblocked_threads);
@@ -585,12 +593,12 @@ fn sigterm_resumes_registered_queues_and_exits_143() {
             break;
         }
     }
-    kill(nix::unistd::Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    kill(nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()), Signal::SIGTERM).unwrap();
     out.read_to_string(&mut seen).unwrap();
     let mut err = String::new();
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     let status = child.wait().unwrap();
     assert!(seen.contains("MARKER resumed queue 77"), "stdout: {seen}\nstderr: {err}");
     assert_eq!(status.code(), Some(143), "stdout: {seen}\nstderr: {err}");
-    assert!(err.contains("SIGTERM received: resuming 1 suspended queue(s)") && err.contains("resumed marker gpu 0x1234 queue 77"), "{err}");
+    assert!(err.contains("SIGTERM received: resuming 1 suspended queue(s)") && err.contains("update-queue gpu 0x1234 queue 77: Ok(())"), "{err}");
 }

@@ -5,8 +5,8 @@
 //! kernel's own answer, and leave the process's debug and runtime state as it found it. KFD state
 //! is per process and the harness runs this binary with --test-threads=1; every test starts from
 //! "nothing enabled" and restores it, even when an assertion fails (see [`Restore`]).
-use lv3::kfd::{DbgOp, GracePeriod, Kfd, KfdOps, Op, QueueState};
-use lv3::mechanism::{DbgTrap, MechError, Preempt, Preemptor, QueueTarget, UpdateQueue};
+use kfd::{DbgOp, GracePeriod, Kfd, KfdOps, Op, QueueState, SessionError};
+use lv3::mechanism::{DbgTrap, MechError, MechanismKind, Preempt, Preemptor, QueueTarget, UpdateQueue};
 use nix::errno::Errno;
 use std::os::fd::{AsFd, OwnedFd};
 
@@ -27,7 +27,7 @@ impl Drop for Restore {
 }
 
 /// A DBG_TRAP ENABLE by the test itself; the pipe must outlive the session.
-fn test_enable(k: &Kfd) -> Result<OwnedFd, lv3::KfdError> {
+fn test_enable(k: &Kfd) -> Result<OwnedFd, kfd::KfdError> {
     let (rd, wr) = nix::unistd::pipe().unwrap();
     k.dbg_enable(0, wr.as_fd())?;
     drop(wr); // KFD holds its own reference to the write end; the read end stays open.
@@ -58,11 +58,11 @@ fn update_queue_refuses_an_unknown_queue_with_efault() {
     let Some(kfd) = kfd_or_skip("update_queue_refuses_an_unknown_queue_with_efault") else { return };
     let p = Preemptor::new(UpdateQueue::new(kfd));
     let e = p.suspend(&GHOST).unwrap_err();
-    let MechError::Kfd { mechanism: "update-queue", source } = &e else { panic!("{e}") };
+    let MechError::Kfd { mechanism: MechanismKind::UpdateQueue, source } = &e else { panic!("{e}") };
     assert_eq!((source.op, source.queue, source.errno), (Op::UpdateQueue, Some(0xdead), Errno::EFAULT));
     assert!(e.to_string().contains("unknown queue id"), "{e}");
     assert!(!p.is_suspended(&GHOST));
-    assert!(!lv3::signals::registered().contains(&GHOST.label("update-queue")));
+    assert!(!lv3::signals::registered().contains(&GHOST.label(MechanismKind::UpdateQueue)));
     eprintln!("observed: update-queue suspend of queue 0xdead -> {e}");
 
     let e = p.mechanism().resume(&GHOST).unwrap_err();
@@ -115,7 +115,7 @@ fn dbg_trap_refuses_a_process_that_is_already_debugged() {
         }
         let rd = test_enable(&probe.0).unwrap();
         let e = DbgTrap::setup(Kfd::open().unwrap(), GracePeriod::Default).unwrap_err();
-        assert!(matches!(e, MechError::DebuggerPresent(_)), "{e}");
+        assert!(matches!(e, MechError::Session(SessionError::DebuggerPresent(_))), "{e}");
         eprintln!("observed: dbg-trap setup while debugged (runtime {runtime_on}) -> {e}");
         probe.0.queue_snapshot(0).expect("the other session must still be on");
         probe.0.dbg_disable().unwrap();

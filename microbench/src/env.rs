@@ -30,7 +30,7 @@ fn cpu_model() -> String {
 
 /// The environment of a host-device run.
 pub fn host(mechanism: &str) -> Environment {
-    use lv3::kfd::{Kfd, KfdOps};
+    use kfd::{Kfd, KfdOps};
     Environment {
         device: "host".into(),
         device_detail: format!("CPU worker processes on {} ({} cores); host figures, not GPU figures", cpu_model(), cores()),

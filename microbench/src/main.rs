@@ -2,6 +2,9 @@
 //!
 //! `unsafe` is allowed in the HIP loader's FFI (`hip::ffi`) alone.
 #![deny(unsafe_code)]
+// Transitional: the casts of the HIP and GPU modules are reviewed when they move to their own
+// crates (the structure issue); until then the workspace cast lints are relaxed here only.
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_possible_wrap)]
 
 mod cli;
 mod doctor;
@@ -80,7 +83,7 @@ fn select_device(c: &CommonArgs) -> Result<Device, String> {
         DeviceSpec::Auto => 0,
         DeviceSpec::Hip(n) => n,
     };
-    let facts = doctor::facts::gather(&lv3::sysfs::SysRoot::default(), hip_facts());
+    let facts = doctor::facts::gather(&kfd::sysfs::SysRoot::default(), hip_facts());
     let why = doctor::verdict::gpu_path(&facts).and_then(|()| gpu::usable(index));
     match (why, c.device) {
         (Ok(()), _) => Ok(Device::Hip(index)),

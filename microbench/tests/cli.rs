@@ -134,7 +134,7 @@ fn sigint_stops_cleanly_and_writes_partial_results() {
         .unwrap();
     // Long enough for the workers to start and some samples to be taken, even on a loaded CI.
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    kill(Pid::from_raw(child.id().cast_signed()), Signal::SIGINT).unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).contains("stopping after the current sample"), "{}", stderr(&o));

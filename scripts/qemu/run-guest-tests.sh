@@ -5,8 +5,9 @@
 #   scripts/qemu/run-guest-tests.sh [--patched]
 #
 # 1. scripts/qemu/build-kernel.sh: Debian linux-source-6.12 with amdgpu+amdkfd (cached);
-# 2. static (crt-static) builds of lv3's real-kernel tests (kfd_kernel, mechanism_kernel,
-#    preempt_ioctl_kernel: the patched ioctls on --patched, their ENOTTY on stock) and of preempt-lat, in
+# 2. static (crt-static) builds of the real-kernel tests (kfd: kfd_kernel; lv3: mechanism_kernel,
+#    conformance_kernel, preempt_ioctl_kernel: the patched ioctls on --patched, their ENOTTY on
+#    stock) and of preempt-lat, in
 #    target/guest so the normal build cache is untouched;
 # 3. a busybox initramfs with scripts/qemu/guest-init.sh as PID 1;
 # 4. qemu-system-x86_64 under TCG (KVM on these machines does not boot a kernel), serial to a log;
@@ -36,8 +37,9 @@ export RUSTFLAGS="-C target-feature=+crt-static"
 # The patched flavour builds against the patched kernel's own header (one source of truth).
 if [ "$flavor" = patched ]; then export KFD_IOCTL_H=$KHDR; fi
 cd "$REPO"
-tests_json=$(cargo test --release -q -p lv3 --test kfd_kernel --target "$TARGET" --target-dir "$OUT/cargo" \
-  --test mechanism_kernel --test preempt_ioctl_kernel --no-run --message-format=json 2>/dev/null)
+tests_json=$(cargo test --release -q -p kfd -p lv3 --target "$TARGET" --target-dir "$OUT/cargo" \
+  --test kfd_kernel --test mechanism_kernel --test preempt_ioctl_kernel --test conformance_kernel \
+  --no-run --message-format=json 2>/dev/null)
 cargo build --release -q -p microbench --bin preempt-lat --target "$TARGET" --target-dir "$OUT/cargo"
 mapfile -t test_bins < <(printf '%s\n' "$tests_json" | python3 -c '
 import json, sys

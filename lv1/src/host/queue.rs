@@ -27,7 +27,7 @@ impl HostCommand {
     /// A delay kernel of `t` of work.
     pub fn delay(t: Duration) -> Self {
         Self {
-            work_ns: t.as_nanos() as u64,
+            work_ns: u64::try_from(t.as_nanos()).unwrap_or(u64::MAX),
         }
     }
 
@@ -137,7 +137,7 @@ impl HostQueue {
                 .map_err(HostError::Spawn)?;
             let stdout = child.stdout.take().expect("stdout is piped");
             lock(&q.launch).stdins.push(child.stdin.take());
-            q.pids.push(Pid::from_raw(child.id() as i32));
+            q.pids.push(Pid::from_raw(child.id().cast_signed()));
             q.children.push(child);
             let inner = Arc::clone(&q.inner);
             let reader = std::thread::Builder::new()

@@ -11,8 +11,8 @@
 //! still fail at run time (EALREADY when rocgdb debugs the process), so [`build_auto`] falls
 //! back to the next usable mechanism and reports why.
 use super::{DbgTrap, MechError, MechanismKind, Preempt, PreemptIoctl, UpdateQueue};
-use crate::kfd::{GracePeriod, Kfd, KfdError, KfdOps, KfdVersion};
-use crate::sysfs::{self, AmdgpuParams, SysRoot};
+use kfd::sysfs::{self, AmdgpuParams, SysRoot};
+use kfd::{GracePeriod, Kfd, KfdError, KfdOps, KfdVersion};
 use std::fmt;
 use std::sync::Arc;
 
@@ -73,8 +73,8 @@ impl Verdict {
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.why_not {
-            None => write!(f, "{}: usable", self.kind.name()),
-            Some(w) => write!(f, "{}: not usable: {w}", self.kind.name()),
+            None => write!(f, "{}: usable", self.kind),
+            Some(w) => write!(f, "{}: not usable: {w}", self.kind),
         }
     }
 }
@@ -162,7 +162,7 @@ where
         }
         match open().map_err(|e| e.to_string()).and_then(|k| build(v.kind, k, grace).map_err(|e| e.to_string())) {
             Ok(m) => return Ok((m, skipped)),
-            Err(e) => skipped.push(format!("{}: setup failed: {e}", v.kind.name())),
+            Err(e) => skipped.push(format!("{}: setup failed: {e}", v.kind)),
         }
     }
     Err(skipped)
@@ -243,9 +243,17 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
+        use super::super::MechanismChoice;
         for k in MechanismKind::AUTO_ORDER {
             assert_eq!(MechanismKind::from_name(k.name()), Some(k));
+            assert_eq!(k.to_string().parse::<MechanismKind>(), Ok(k));
+            assert_eq!(k.to_string().parse::<MechanismChoice>(), Ok(MechanismChoice::Only(k)));
+            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{k}\""));
         }
         assert_eq!(MechanismKind::from_name("auto"), None);
+        assert_eq!("auto".parse::<MechanismChoice>(), Ok(MechanismChoice::Auto));
+        assert_eq!(MechanismChoice::Auto.to_string(), "auto");
+        let e = "sigstop".parse::<MechanismChoice>().unwrap_err();
+        assert!(e.to_string().contains("expected auto, ioctl, dbg-trap or update-queue"), "{e}");
     }
 }

@@ -1,8 +1,8 @@
 //! The guard layer: a suspended queue is a value that owns the obligation to resume it.
 //!
 //! - [`Preemptor::suspend`] returns a [`SuspendedQueue`]; `resume(self)` returns the outcome,
-//!   and dropping the guard (including during a panic's unwinding) resumes too, printing any
-//!   failure on stderr. `panic = "abort"` would skip the drop: the workspace keeps `unwind`.
+//!   and dropping the guard (including during a panic's unwinding) resumes too, reporting any
+//!   failure as a [`kfd::events`] warning. `panic = "abort"` would skip the drop: the workspace keeps `unwind`.
 //! - A resume is tried [`RetryPolicy::tries`] times with doubling backoff: the kernel can refuse a
 //!   map transiently (a runlist update racing a GPU reset or another process's unmap), and a queue
 //!   left suspended starves its stream forever. Every failed try is reported, none swallowed.
@@ -13,8 +13,9 @@
 //!   registry lock, so a SIGINT/SIGTERM cannot slip between the suspend and the registration) and
 //!   deregistered by a successful resume. A queue whose resume failed stays registered: the
 //!   signal handler tries it once more before the process exits.
-use super::{MechError, Preempt, QueueTarget, SuspendReport};
+use super::{MechError, MechanismKind, Preempt, QueueTarget, SuspendReport};
 use crate::signals::{self, Refused, Registration};
+use kfd::events::{self, Severity};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -36,7 +37,7 @@ impl Default for RetryPolicy {
     }
 }
 
-/// Resumes `q`, retrying per `policy`. Failures before a success are printed on stderr.
+/// Resumes `q`, retrying per `policy`. Failures before a success are reported as an event.
 pub(crate) fn resume_with_retry(mech: &dyn Preempt, q: &QueueTarget, policy: RetryPolicy) -> Result<(), MechError> {
     let tries = policy.tries.max(1);
     let mut backoff = policy.first_backoff;
@@ -45,7 +46,11 @@ pub(crate) fn resume_with_retry(mech: &dyn Preempt, q: &QueueTarget, policy: Ret
         match mech.resume(q) {
             Ok(()) => {
                 if let Some(e) = last {
-                    eprintln!("lv3: {}: queue {} resumed on try {attempt}/{tries}; earlier try failed: {e}", mech.name(), q.queue_id);
+                    events::emit(
+                        Severity::Note,
+                        "lv3 guard",
+                        format!("{}: queue {} resumed on try {attempt}/{tries}; earlier try failed: {e}", mech.kind(), q.queue_id),
+                    );
                 }
                 return Ok(());
             }
@@ -90,8 +95,8 @@ impl Preemptor {
         self
     }
 
-    pub fn name(&self) -> &'static str {
-        self.mech.name()
+    pub fn kind(&self) -> MechanismKind {
+        self.mech.kind()
     }
 
     /// The raw mechanism (recovery paths; a raw resume bypasses the guards' bookkeeping).
@@ -115,7 +120,7 @@ impl Preemptor {
             let (mech, target, retry) = (Arc::clone(&self.mech), *q, self.retry);
             Box::new(move || resume_with_retry(&*mech, &target, retry).map_err(|e| e.to_string()))
         };
-        match signals::register_around(q.label(self.mech.name()), resume_fn, || self.mech.suspend(q)) {
+        match signals::register_around(q.label(self.mech.kind()), resume_fn, || self.mech.suspend(q)) {
             Ok((report, reg)) => Ok(SuspendedQueue {
                 mech: Arc::clone(&self.mech),
                 held: Arc::clone(&self.held),
@@ -140,7 +145,7 @@ impl Preemptor {
     pub fn teardown(&self) -> Result<(), MechError> {
         let n = lock(&self.held).len();
         if n > 0 {
-            return Err(MechError::Unavailable { mechanism: self.name(), why: format!("{n} queue(s) still suspended by guards") });
+            return Err(MechError::Unavailable { mechanism: self.kind(), why: format!("{n} queue(s) still suspended by guards") });
         }
         self.mech.teardown()
     }
@@ -160,7 +165,7 @@ pub struct SuspendedQueue {
 
 impl std::fmt::Debug for SuspendedQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SuspendedQueue").field("mechanism", &self.mech.name()).field("target", &self.target).field("report", &self.report).finish()
+        f.debug_struct("SuspendedQueue").field("mechanism", &self.mech.kind()).field("target", &self.target).field("report", &self.report).finish()
     }
 }
 
@@ -173,8 +178,8 @@ impl SuspendedQueue {
         &self.report
     }
 
-    pub fn mechanism(&self) -> &'static str {
-        self.mech.name()
+    pub fn mechanism(&self) -> MechanismKind {
+        self.mech.kind()
     }
 
     /// Resumes the queue (with retries) and returns the outcome. On failure the queue may still
@@ -201,7 +206,7 @@ impl Drop for SuspendedQueue {
         }
         let during = if std::thread::panicking() { " during a panic" } else { "" };
         if let Err(e) = self.finish() {
-            eprintln!("lv3: {}: resume on drop{during} failed: {e}", self.mech.name());
+            events::emit(Severity::Warning, "lv3 guard", format!("{}: resume on drop{during} failed: {e}", self.mech.kind()));
         }
     }
 }

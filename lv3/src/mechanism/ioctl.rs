@@ -9,13 +9,14 @@
 //!
 //! Present only where the probe answers: [`PreemptIoctl::new`] refuses a kernel that says ENOTTY
 //! (every stock kernel). [`availability`] is the same probe for reports (doctor).
-use super::{MechError, Preempt, QueueTarget, SuspendReport};
-use crate::kfd::{GracePeriod, Kfd, KfdOps, Op, PreemptOutcome, QueueState};
+use super::{MechError, MechanismKind, Preempt, QueueTarget, SuspendReport};
+use kfd::events::{self, Severity};
+use kfd::{GracePeriod, Kfd, KfdOps, Op, PreemptOutcome, QueueState};
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-const NAME: &str = "ioctl";
+const KIND: MechanismKind = MechanismKind::Ioctl;
 
 /// The ioctl mechanism over any [`KfdOps`].
 #[derive(Debug)]
@@ -35,10 +36,10 @@ impl<K: KfdOps> PreemptIoctl<K> {
         match kfd.preempt_abi_version() {
             Ok(Some(abi_version)) => Ok(PreemptIoctl { kfd, grace, abi_version, last_kernel_ns: AtomicU64::new(0) }),
             Ok(None) => Err(MechError::Unavailable {
-                mechanism: NAME,
+                mechanism: KIND,
                 why: "ENOTTY: this kernel lacks the project's preempt ioctls (nr 0x40/0x41, patches/)".into(),
             }),
-            Err(e) => Err(MechError::Unavailable { mechanism: NAME, why: e.to_string() }),
+            Err(e) => Err(MechError::Unavailable { mechanism: KIND, why: e.to_string() }),
         }
     }
 
@@ -67,21 +68,21 @@ impl<K: KfdOps> PreemptIoctl<K> {
 }
 
 impl<K: KfdOps + Send + Sync> Preempt for PreemptIoctl<K> {
-    fn name(&self) -> &'static str {
-        NAME
+    fn kind(&self) -> MechanismKind {
+        KIND
     }
 
     /// PREEMPT_QUEUES on this queue. On an ERROR status the queue may be half-way (HWS: flagged
     /// but the runlist update failed), so a RESUME is tried before the error is returned.
     fn suspend(&self, q: &QueueTarget) -> Result<SuspendReport, MechError> {
         let t0 = Instant::now();
-        let out = self.kfd.preempt_queues(&[q.queue_id], self.grace, 0).map_err(MechError::kfd(NAME))?;
+        let out = self.kfd.preempt_queues(&[q.queue_id], self.grace, 0).map_err(MechError::kfd(KIND))?;
         let total = t0.elapsed();
         match Self::one(&out) {
             QueueState::Ok => {
                 self.last_kernel_ns.store(out.kernel_ns, Ordering::Relaxed);
                 Ok(SuspendReport {
-                    mechanism: NAME,
+                    mechanism: KIND,
                     queue_id: q.queue_id,
                     total,
                     preempt_call: total,
@@ -92,7 +93,7 @@ impl<K: KfdOps + Send + Sync> Preempt for PreemptIoctl<K> {
             state => {
                 let undo = (state == QueueState::Error).then(|| self.kfd.resume_queues_patched(&[q.queue_id]));
                 if let Some(Err(e)) = undo {
-                    eprintln!("lv3: ioctl: queue {} may stay preempted after a failed preempt: {e}", q.queue_id);
+                    events::emit(Severity::Warning, "ioctl", format!("queue {} may stay preempted after a failed preempt: {e}", q.queue_id));
                 }
                 Err(MechError::PreemptRefused { op: Op::PreemptQueues, queue: q.queue_id, state })
             }
@@ -101,7 +102,7 @@ impl<K: KfdOps + Send + Sync> Preempt for PreemptIoctl<K> {
 
     /// RESUME_QUEUES on this queue (one that is not preempted comes back Ok: no-op).
     fn resume(&self, q: &QueueTarget) -> Result<(), MechError> {
-        let out = self.kfd.resume_queues_patched(&[q.queue_id]).map_err(MechError::kfd(NAME))?;
+        let out = self.kfd.resume_queues_patched(&[q.queue_id]).map_err(MechError::kfd(KIND))?;
         match Self::one(&out) {
             QueueState::Ok => Ok(()),
             state => Err(MechError::PreemptRefused { op: Op::ResumeQueues, queue: q.queue_id, state }),
@@ -116,7 +117,7 @@ pub struct IoctlAvailability {
     pub available: bool,
     /// `KFD_PREEMPT_QUEUES_VERSION` the kernel reported.
     pub abi_version: Option<u32>,
-    /// The version this build speaks (`kfd_sys::preempt::KFD_PREEMPT_QUEUES_VERSION`).
+    /// The version this build speaks (`kfd::header::KFD_PREEMPT_QUEUES_VERSION`).
     pub built_abi_version: u32,
     /// The bindings were generated from a patched header (`cfg(kfd_has_preempt)`), so the
     /// hand-written ABI was checked against it at compile time.
@@ -131,20 +132,20 @@ pub fn availability() -> IoctlAvailability {
 }
 
 /// [`availability`] from a probe's answer (pure, for tests and for callers with a handle).
-pub fn availability_of(probe: crate::kfd::Result<Option<u32>>) -> IoctlAvailability {
-    let built = kfd_sys::preempt::KFD_PREEMPT_QUEUES_VERSION;
+pub fn availability_of(probe: kfd::Result<Option<u32>>) -> IoctlAvailability {
+    let built = kfd::header::KFD_PREEMPT_QUEUES_VERSION;
     let (available, abi_version, detail) = match probe {
         Ok(Some(v)) => (true, Some(v), format!("patched kernel: AMDKFD_IOC_PREEMPT_QUEUES answers, ABI version {v} (this build: {built})")),
         Ok(None) => (false, None, "ENOTTY: not the project's patched kernel (patches/), nr 0x40/0x41 are absent".to_string()),
         Err(e) => (false, None, e.to_string()),
     };
-    IoctlAvailability { available, abi_version, built_abi_version: built, header_has_preempt: kfd_sys::preempt::HEADER_HAS_PREEMPT, detail }
+    IoctlAvailability { available, abi_version, built_abi_version: built, header_has_preempt: kfd::header::HEADER_HAS_PREEMPT, detail }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kfd::KfdError;
+    use kfd::KfdError;
     use nix::errno::Errno;
 
     #[test]

@@ -30,12 +30,16 @@ pub use guard::{Preemptor, RetryPolicy, SuspendedQueue};
 pub use ioctl::{IoctlAvailability, PreemptIoctl};
 pub use update_queue::UpdateQueue;
 
-use crate::kfd::{DbgOp, KfdError, Op, QueueId, QueueSnapshot, QueueState};
+use kfd::{DbgOp, KfdError, Op, QueueId, QueueSnapshot, QueueState, SessionError};
+use serde::{Serialize, Serializer};
 use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
-/// Which mechanism, by its CLI name (`--mechanism update-queue|dbg-trap|ioctl`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which Lv3 mechanism: the one identity the CLI (`--mechanism`), doctor, validate and every
+/// JSON output use. `Display`/`FromStr` speak the CLI names (`ioctl`, `dbg-trap`,
+/// `update-queue`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MechanismKind {
     /// The patched-kernel ioctl (AMDKFD_IOC_PREEMPT_QUEUES, `patches/`): usable only where the
     /// kernel answers the probe ([`PreemptIoctl::new`]); every stock kernel says ENOTTY.
@@ -56,9 +60,71 @@ impl MechanismKind {
         }
     }
 
-    /// Parses a CLI name; `None` for anything else (including `auto`, which the caller resolves).
+    /// Parses a CLI name; `None` for anything else (including `auto`: see [`MechanismChoice`]).
     pub fn from_name(s: &str) -> Option<Self> {
         Self::AUTO_ORDER.into_iter().find(|k| k.name() == s)
+    }
+}
+
+impl fmt::Display for MechanismKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// An unknown mechanism name; `Display` lists the accepted ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownMechanism(pub String);
+
+impl fmt::Display for UnknownMechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown mechanism {:?}: expected auto, ioctl, dbg-trap or update-queue", self.0)
+    }
+}
+
+impl std::error::Error for UnknownMechanism {}
+
+impl FromStr for MechanismKind {
+    type Err = UnknownMechanism;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::from_name(s).ok_or_else(|| UnknownMechanism(s.to_string()))
+    }
+}
+
+impl Serialize for MechanismKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// What a user asks for: `auto` (the first usable mechanism in [`MechanismKind::AUTO_ORDER`],
+/// see [`mod@choose`]) or one mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MechanismChoice {
+    #[default]
+    Auto,
+    Only(MechanismKind),
+}
+
+impl fmt::Display for MechanismChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MechanismChoice::Auto => f.write_str("auto"),
+            MechanismChoice::Only(k) => k.fmt(f),
+        }
+    }
+}
+
+impl FromStr for MechanismChoice {
+    type Err = UnknownMechanism;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "auto" { Ok(MechanismChoice::Auto) } else { s.parse().map(MechanismChoice::Only) }
+    }
+}
+
+impl Serialize for MechanismChoice {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
@@ -118,7 +184,7 @@ impl QueueTarget {
     }
 
     /// A short label for logs and the signal registry.
-    pub fn label(&self, mechanism: &str) -> String {
+    pub fn label(&self, mechanism: MechanismKind) -> String {
         format!("{mechanism} gpu 0x{:x} queue {}", self.gpu_id, self.queue_id)
     }
 }
@@ -126,7 +192,7 @@ impl QueueTarget {
 /// What one suspend did, for measurement and reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SuspendReport {
-    pub mechanism: &'static str,
+    pub mechanism: MechanismKind,
     pub queue_id: QueueId,
     /// Wall time of the whole `suspend` call (all ioctls).
     pub total: Duration,
@@ -144,13 +210,14 @@ pub struct SuspendReport {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MechError {
     /// A KFD call failed; the error names the ioctl, the queue and the errno's meaning.
-    Kfd { mechanism: &'static str, source: KfdError },
+    Kfd { mechanism: MechanismKind, source: KfdError },
     /// SUSPEND_QUEUES / RESUME_QUEUES succeeded as a call but refused this queue.
     QueueRefused { op: DbgOp, queue: QueueId, state: QueueState },
     /// The patched PREEMPT_QUEUES / RESUME_QUEUES (`op`) succeeded as a call but refused this queue.
     PreemptRefused { op: Op, queue: QueueId, state: QueueState },
-    /// DBG_TRAP ENABLE said EALREADY: a debugger (rocgdb, ROCr's core dump) owns this process.
-    DebuggerPresent(KfdError),
+    /// The self-debug session (dbg-trap's setup) could not be opened; `DebuggerPresent` when
+    /// rocgdb or ROCr's core dump owns this process.
+    Session(SessionError),
     /// The target cannot be restored; nothing was sent to the kernel.
     BadTarget { queue: QueueId, why: &'static str },
     /// A guard for this queue exists already; nothing was sent to the kernel.
@@ -160,18 +227,19 @@ pub enum MechError {
     /// A SIGINT/SIGTERM is resuming every queue before exit: no new suspend is started.
     ShuttingDown { queue: QueueId },
     /// The mechanism cannot run here (setup refused, torn down, guards still held, ...).
-    Unavailable { mechanism: &'static str, why: String },
+    Unavailable { mechanism: MechanismKind, why: String },
 }
 
 impl MechError {
-    pub(crate) fn kfd(mechanism: &'static str) -> impl FnOnce(KfdError) -> MechError {
+    pub(crate) fn kfd(mechanism: MechanismKind) -> impl FnOnce(KfdError) -> MechError {
         move |source| MechError::Kfd { mechanism, source }
     }
 
     /// The errno, where the failure came from a KFD call.
     pub fn errno(&self) -> Option<nix::errno::Errno> {
         match self {
-            MechError::Kfd { source, .. } | MechError::DebuggerPresent(source) => Some(source.errno),
+            MechError::Kfd { source, .. } => Some(source.errno),
+            MechError::Session(e) => e.errno(),
             MechError::ResumeFailed { last, .. } => last.errno(),
             _ => None,
         }
@@ -201,9 +269,10 @@ impl fmt::Display for MechError {
                 };
                 write!(f, "ioctl: {op} refused queue {queue}: {why}")
             }
-            MechError::DebuggerPresent(e) => {
-                write!(f, "dbg-trap: another debugger owns this process ({e}); use --mechanism update-queue")
+            MechError::Session(e @ SessionError::DebuggerPresent(_)) => {
+                write!(f, "dbg-trap: {e}; use --mechanism update-queue")
             }
+            MechError::Session(e) => write!(f, "dbg-trap: self-debug session: {e}"),
             MechError::BadTarget { queue, why } => write!(f, "queue {queue}: cannot be restored: {why}"),
             MechError::AlreadySuspended { queue, gpu_id } => {
                 write!(f, "queue {queue} on gpu 0x{gpu_id:x} is already suspended by this process")
@@ -217,14 +286,23 @@ impl fmt::Display for MechError {
     }
 }
 
-impl std::error::Error for MechError {}
+impl std::error::Error for MechError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            MechError::Kfd { source, .. } => Some(source),
+            MechError::Session(e) => Some(e),
+            MechError::ResumeFailed { last, .. } => Some(&**last),
+            _ => None,
+        }
+    }
+}
 
 /// Lv3 preemption of one KFD queue of this process.
 ///
 /// `Send + Sync` because the signal thread ([`crate::signals`]) resumes through it.
 pub trait Preempt: Send + Sync {
-    /// The CLI name (`update-queue`, `dbg-trap`, `ioctl`).
-    fn name(&self) -> &'static str;
+    /// Which mechanism this is.
+    fn kind(&self) -> MechanismKind;
     /// Preempts the queue: its waves are CWSR-saved and it leaves the runlist.
     fn suspend(&self, q: &QueueTarget) -> Result<SuspendReport, MechError>;
     /// Maps the queue back; its waves restore and continue.

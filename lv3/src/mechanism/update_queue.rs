@@ -2,17 +2,17 @@
 //!
 //! Needs no debug mode and works on any KFD version, which is why it is the last resort of
 //! `auto` rather than absent: kfdtest's `KFDCWSRTest.BasicTest` drives CWSR exactly this way.
-//! Its weaknesses, both from KFD-FACTS.md:
+//! Its weaknesses (docs/kfd-facts.md#update_queue-disable-and-restore):
 //! - UPDATE_QUEUE overwrites address, size, percentage and priority, so the restore must carry
 //!   the ORIGINAL ring address and EXACT size (6.12 validates the GPU-VA mapping: anything else is
 //!   EFAULT) plus the queue's percentage and priority;
 //! - ROCr's async scratch reclaim on gfx94x toggles UPDATE_QUEUE 0 -> 100 on its own queues and can
 //!   silently undo a suspend (`HSA_ENABLE_SCRATCH_ASYNC_RECLAIM=0` turns that off).
-use super::{MechError, Preempt, QueueTarget, SuspendReport};
-use crate::kfd::{KfdOps, QueueUpdate};
+use super::{MechError, MechanismKind, Preempt, QueueTarget, SuspendReport};
+use kfd::{KfdOps, QueueUpdate};
 use std::time::Instant;
 
-const NAME: &str = "update-queue";
+const KIND: MechanismKind = MechanismKind::UpdateQueue;
 
 /// The update-queue mechanism over any [`KfdOps`].
 #[derive(Debug)]
@@ -44,8 +44,8 @@ impl<K: KfdOps> UpdateQueue<K> {
 }
 
 impl<K: KfdOps + Send + Sync> Preempt for UpdateQueue<K> {
-    fn name(&self) -> &'static str {
-        NAME
+    fn kind(&self) -> MechanismKind {
+        KIND
     }
 
     /// Validates the target first (a target that cannot be restored is refused before the queue
@@ -53,14 +53,14 @@ impl<K: KfdOps + Send + Sync> Preempt for UpdateQueue<K> {
     fn suspend(&self, q: &QueueTarget) -> Result<SuspendReport, MechError> {
         q.validate()?;
         let t0 = Instant::now();
-        self.kfd.update_queue(q.queue_id, &QueueUpdate::disable()).map_err(MechError::kfd(NAME))?;
+        self.kfd.update_queue(q.queue_id, &QueueUpdate::disable()).map_err(MechError::kfd(KIND))?;
         let preempt_call = t0.elapsed();
-        Ok(SuspendReport { mechanism: NAME, queue_id: q.queue_id, total: preempt_call, preempt_call, cleared_queue_new: false, kernel: None })
+        Ok(SuspendReport { mechanism: KIND, queue_id: q.queue_id, total: preempt_call, preempt_call, cleared_queue_new: false, kernel: None })
     }
 
     /// UPDATE_QUEUE with the original ring, size, percentage and priority.
     fn resume(&self, q: &QueueTarget) -> Result<(), MechError> {
         q.validate()?;
-        self.kfd.update_queue(q.queue_id, &Self::restore_args(q)).map_err(MechError::kfd(NAME))
+        self.kfd.update_queue(q.queue_id, &Self::restore_args(q)).map_err(MechError::kfd(KIND))
     }
 }

@@ -1,5 +1,5 @@
 //! Shared by the real-kernel test binaries (kfd_kernel, mechanism_kernel, preempt_ioctl_kernel).
-use lv3::kfd::Kfd;
+use kfd::Kfd;
 
 /// Opens /dev/kfd, or explains on stderr why the test does not run here. In the QEMU guest the
 /// harness sets `LV3_REQUIRE_KFD=1`, and then a missing /dev/kfd fails the test.

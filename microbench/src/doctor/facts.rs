@@ -1,8 +1,8 @@
 //! Gathering what `doctor` reports: the kernel, /dev/kfd, the KFD version, topology, module
 //! parameters. Each fact is kept with its error (as text) so one missing piece never hides the
 //! others.
-use lv3::kfd::{Kfd, KfdOps};
-use lv3::sysfs::{self, AmdgpuParams, SysRoot, TopologyNode};
+use kfd::{Kfd, KfdOps};
+use kfd::sysfs::{self, AmdgpuParams, SysRoot, TopologyNode};
 use serde::Serialize;
 
 /// A fact or the reason it could not be read.
@@ -58,7 +58,7 @@ pub struct NodeSummary {
     pub ctl_stack_size: u64,
     /// (cwsr_size + debugger area) x num_xcc: what KFD allocates per queue.
     pub save_area_bytes: u64,
-    pub capability: lv3::sysfs::Capability,
+    pub capability: kfd::sysfs::Capability,
     pub drm_render_minor: i64,
 }
 
@@ -134,8 +134,8 @@ pub fn gather(root: &SysRoot, hip: Fact<HipInfo>) -> Facts {
         kfd_minor: opened.as_ref().ok().map(|v| v.minor),
         kfd_version: Fact::from_result(opened.map(|v| v.to_string())),
         header: HeaderInfo {
-            path: lv3::kfd::KFD_HEADER_PATH,
-            kfd_version: format!("{}.{}", lv3::kfd::KFD_HEADER_MAJOR, lv3::kfd::KFD_HEADER_MINOR),
+            path: kfd::header::KFD_HEADER_PATH,
+            kfd_version: format!("{}.{}", kfd::header::KFD_HEADER_MAJOR, kfd::header::KFD_HEADER_MINOR),
         },
         preempt_ioctl: preempt.clone(),
         patched_ioctl: preempt.as_ref().map(|a| a.available),

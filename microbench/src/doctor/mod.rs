@@ -8,7 +8,7 @@ mod tests;
 
 use clap::Args;
 use facts::{Fact, Facts};
-use lv3::sysfs::SysRoot;
+use kfd::sysfs::SysRoot;
 use serde::Serialize;
 
 /// Arguments of `preempt-lat doctor`.

@@ -1,11 +1,11 @@
 //! Doctor on fixture trees and made-up facts.
 use super::facts::{Fact, HipInfo};
 use super::{report, verdict};
-use lv3::sysfs::SysRoot;
+use kfd::sysfs::SysRoot;
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> SysRoot {
-    SysRoot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../lv3/tests/fixtures").join(name))
+    SysRoot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kfd/tests/fixtures").join(name))
 }
 
 fn hip(devices: Fact<i32>) -> Fact<HipInfo> {

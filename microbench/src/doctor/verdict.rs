@@ -1,7 +1,7 @@
 //! From facts to answers: for each (device, level, mechanism), can it run here, and if not,
 //! why — in one line. Pure functions over [`Facts`], tested on made-up facts.
 use super::facts::{Fact, Facts};
-use lv3::kfd::KfdVersion;
+use kfd::KfdVersion;
 use lv3::mechanism::{self, ProbeFacts};
 use serde::Serialize;
 

@@ -13,9 +13,9 @@
 //!    dedicated queue), run one tiny launch on it (in case this HIP creates queues lazily), take
 //!    both sets again, and require exactly one new compute queue, the same in both.
 use lv3::discovery;
-use lv3::kfd::{GracePeriod, Kfd, KfdOps, QueueSnapshot};
+use kfd::{GracePeriod, Kfd, KfdOps, QueueSnapshot};
 use lv3::mechanism::{DbgTrap, Preempt, QueueTarget};
-use lv3::sysfs::{self, ProcQueue, SysRoot};
+use kfd::sysfs::{self, ProcQueue, SysRoot};
 
 use crate::hip::{Device, HipError, Stream};
 
@@ -107,7 +107,7 @@ mod tests {
     use super::*;
 
     fn fixture() -> SysRoot {
-        SysRoot::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../lv3/tests/fixtures/gfx942"))
+        SysRoot::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../kfd/tests/fixtures/gfx942"))
     }
 
     #[test]

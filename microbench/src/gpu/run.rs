@@ -18,9 +18,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lv1::{Config, SuspendMode, XQueue};
-use lv3::kfd::{GracePeriod, Kfd, KfdOps};
+use kfd::{GracePeriod, Kfd, KfdOps};
 use lv3::mechanism::{self, MechanismKind, Preempt, Preemptor, ProbeFacts, QueueTarget};
-use lv3::sysfs::SysRoot;
+use kfd::sysfs::SysRoot;
 
 use super::device::{DelayCmd, HipLpQueue, HpProbe};
 use super::discover;
@@ -88,7 +88,7 @@ pub(super) fn open(hip: &Hip, index: u32) -> Result<Device, String> {
     if !hip.has_own_queue_streams() {
         return Err("this HIP lacks hipExtStreamCreateWithCUMask: the LP stream cannot get a KFD queue of its own".into());
     }
-    if !std::path::Path::new(lv3::kfd::KFD_DEVICE).exists() {
+    if !std::path::Path::new(kfd::KFD_DEVICE).exists() {
         return Err("no /dev/kfd".into());
     }
     Ok(dev)
@@ -162,7 +162,7 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
         Level::Lv1 => None,
         Level::Lv3 => Some(build_mechanism(choice, quiet)?),
     };
-    let mech_name = preemptor.as_ref().map_or("progressive-launch", |p| p.name());
+    let mech_name = preemptor.as_ref().map_or("progressive-launch", |p| p.kind().name());
     if mech_name == "update-queue" && std::env::var("HSA_ENABLE_SCRATCH_ASYNC_RECLAIM").as_deref() != Ok("0") {
         eprintln!(
             "preempt-lat: WARNING: update-queue with ROCr's async scratch reclaim on: ROCr may re-enable the LP queue \
@@ -185,7 +185,7 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
             (s, None)
         }
         Some(pre) => {
-            let d = discover::lp_stream_with_queue(&dev, first_use, pre.name() == "dbg-trap")?;
+            let d = discover::lp_stream_with_queue(&dev, first_use, pre.kind() == MechanismKind::DbgTrap)?;
             let t = d.target;
             note(
                 quiet,
@@ -281,7 +281,7 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
     if let Some(pre) = &preemptor
         && let Err(e) = pre.teardown()
     {
-        eprintln!("preempt-lat: WARNING: {}: teardown failed: {e}", pre.name());
+        eprintln!("preempt-lat: WARNING: {}: teardown failed: {e}", pre.kind());
     }
 
     // The clock map over the whole run, HP start latencies, and the slot check.
@@ -392,7 +392,7 @@ fn build_mechanism(choice: MechanismChoice, quiet: bool) -> Result<Preemptor, St
             mechanism::build(kind, kfd, GracePeriod::Default).map_err(|e| e.to_string())?
         }
     };
-    note(quiet, &format!("Lv3 mechanism: {}", m.name()));
+    note(quiet, &format!("Lv3 mechanism: {}", m.kind()));
     Ok(Preemptor::from_arc(m))
 }
 

@@ -1,13 +1,13 @@
 //! `preempt-lat validate`: a suite a driver engineer (or a CI system) runs on a machine to check
-//! the preemption paths: a capability probe, error-path checks that run anywhere /dev/kfd opens
-//! (including the QEMU guest without a GPU), and, per GPU and mechanism, functional
+//! the preemption paths: lv3's conformance probes (capability and error paths, which run
+//! anywhere /dev/kfd opens, including the QEMU guest without a GPU), and, per GPU and mechanism, functional
 //! preempt/resume cycles on a running delay-kernel workload with the correctness check and a
 //! latency summary (hardware only: skipped with the reason where there is no GPU).
 //! Exit status: 0 when no check failed (skips do not fail), 3 when a check failed, 1 when the
 //! suite itself could not run.
-mod errpath;
-
 use clap::Args;
+use lv3::MechanismKind;
+use lv3::conformance::{self, Category, Check, Status};
 use serde::Serialize;
 
 #[derive(Debug, Args)]
@@ -26,36 +26,6 @@ pub struct ValidateArgs {
     pub cycles: u32,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pass,
-    Fail,
-    Skip,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    /// capability | error-path | functional
-    pub category: &'static str,
-    pub name: String,
-    pub status: Status,
-    /// What was observed, or why it failed or was skipped.
-    pub detail: String,
-}
-
-impl Check {
-    pub fn new(category: &'static str, name: impl Into<String>, status: Status, detail: impl Into<String>) -> Self {
-        Check { category, name: name.into(), status, detail: detail.into() }
-    }
-    pub fn from(category: &'static str, name: impl Into<String>, r: Result<String, String>) -> Self {
-        match r {
-            Ok(d) => Check::new(category, name, Status::Pass, d),
-            Err(d) => Check::new(category, name, Status::Fail, d),
-        }
-    }
-}
-
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub tool: &'static str,
@@ -70,7 +40,7 @@ pub struct Report {
 }
 
 pub fn run(a: &ValidateArgs, hip: crate::doctor::facts::Fact<crate::doctor::facts::HipInfo>) -> Result<bool, String> {
-    let mut checks = errpath::all();
+    let mut checks = conformance::run();
     checks.extend(functional(a, &hip));
     let count = |s| checks.iter().filter(|c| c.status == s).count();
     let (passed, failed, skipped) = (count(Status::Pass), count(Status::Fail), count(Status::Skip));
@@ -105,9 +75,9 @@ pub fn run(a: &ValidateArgs, hip: crate::doctor::facts::Fact<crate::doctor::fact
 
 /// The hardware part: preempt/resume cycles with the correctness check, per GPU and mechanism.
 fn functional(a: &ValidateArgs, hip: &crate::doctor::facts::Fact<crate::doctor::facts::HipInfo>) -> Vec<Check> {
-    let facts = crate::doctor::facts::gather(&lv3::sysfs::SysRoot::default(), hip.clone());
+    let facts = crate::doctor::facts::gather(&kfd::sysfs::SysRoot::default(), hip.clone());
     if let Err(why) = crate::doctor::verdict::gpu_path(&facts) {
-        return vec![Check::new("functional", "preempt/resume cycles with correctness check", Status::Skip, format!("skipped: no GPU ({why})"))];
+        return vec![Check::new(Category::Functional, "preempt/resume cycles with correctness check", Status::Skip, format!("skipped: no GPU ({why})"))];
     }
     let devices = match hip.ok().map(|h| &h.devices) {
         Some(crate::doctor::facts::Fact::Ok(n)) if a.all_gpus => (0..*n as u32).collect::<Vec<_>>(),
@@ -115,17 +85,17 @@ fn functional(a: &ValidateArgs, hip: &crate::doctor::facts::Fact<crate::doctor::
     };
     let mut out = Vec::new();
     for d in devices {
-        for m in ["ioctl", "dbg-trap", "update-queue"] {
+        for m in MechanismKind::AUTO_ORDER {
             out.push(functional_one(a, d, m));
         }
     }
     out
 }
 
-fn functional_one(a: &ValidateArgs, device: u32, mechanism: &str) -> Check {
+fn functional_one(a: &ValidateArgs, device: u32, mechanism: MechanismKind) -> Check {
     let name = format!("hip:{device} Lv3 {mechanism}: {} cycles at T={} ms", a.cycles, a.t_ms);
-    crate::gpu::functional(device, mechanism, a.t_ms, a.cycles).map_or_else(
-        |(skip, why)| Check::new("functional", &name, if skip { Status::Skip } else { Status::Fail }, why),
-        |detail| Check::new("functional", &name, Status::Pass, detail),
+    crate::gpu::functional(device, mechanism.name(), a.t_ms, a.cycles).map_or_else(
+        |(skip, why)| Check::new(Category::Functional, &name, if skip { Status::Skip } else { Status::Fail }, why),
+        |detail| Check::new(Category::Functional, &name, Status::Pass, detail),
     )
 }

@@ -1,9 +1,11 @@
-//! The only `unsafe` code of this crate: one thin function per KFD ioctl.
+//! The only `unsafe` code of this crate (a private module): one safe function per KFD ioctl.
 //!
-//! Each function passes a pointer to an argument struct from `kfd-sys` to `ioctl(2)` and turns
-//! the return value into `Result<c_int, Errno>`. The request numbers come from the header
-//! (checked against ('K', nr, size) in `kfd-sys`). The safe layer (`super::Kfd`) owns the fd,
-//! builds the argument structs and keeps the memory they point to alive.
+//! Each function builds or borrows an argument struct from `kfd-sys`, hands a pointer to it to
+//! `ioctl(2)` inside one `unsafe` block whose `SAFETY` comment says why the pointers are valid
+//! for exactly the sizes the request encodes, and turns the return value into
+//! `Result<c_int, Errno>`. The request numbers come from the header (checked against
+//! ('K', nr, size) in `kfd-sys`). Nothing here is public outside the crate: [`crate::Kfd`] is
+//! the API.
 //!
 //! Kernel facts that hold for every function here (Linux 6.12, `kfd_ioctl()`):
 //! - the kernel dispatches on `_IOC_NR` only and copies `_IOC_SIZE(cmd)` bytes in and out;
@@ -17,6 +19,12 @@ use nix::errno::Errno;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 type IoctlResult = Result<libc::c_int, Errno>;
+
+// The uapi structs are a few dozen bytes: their sizes fit the u32 fields that carry them.
+#[allow(clippy::cast_possible_truncation)]
+const SIZE_OF_RUNTIME_INFO: u32 = size_of::<sys::kfd_runtime_info>() as u32;
+#[allow(clippy::cast_possible_truncation)]
+const SIZE_OF_SNAPSHOT_ENTRY: u32 = size_of::<sys::kfd_queue_snapshot_entry>() as u32;
 
 /// # Safety
 /// `arg` must point to memory valid for reads and writes of `_IOC_SIZE(req)` bytes for the
@@ -32,7 +40,7 @@ unsafe fn raw(fd: BorrowedFd<'_>, req: u32, arg: *mut libc::c_void) -> IoctlResu
 ///
 /// # Safety
 /// `args` must be valid for writes of `kfd_ioctl_get_version_args`.
-pub unsafe fn get_version(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_get_version_args) -> IoctlResult {
+unsafe fn get_version(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_get_version_args) -> IoctlResult {
     // SAFETY: the struct size matches the request's size (checked in kfd-sys).
     unsafe { raw(fd, sys::AMDKFD_IOC_GET_VERSION, args.cast()) }
 }
@@ -46,7 +54,7 @@ pub unsafe fn get_version(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_get_vers
 /// # Safety
 /// `args` must be valid for reads of `kfd_ioctl_update_queue_args`. `ring_base_address` is
 /// only checked by the kernel against this process's GPU VA mappings, never dereferenced here.
-pub unsafe fn update_queue(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_update_queue_args) -> IoctlResult {
+unsafe fn update_queue(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_update_queue_args) -> IoctlResult {
     // SAFETY: see the function's contract.
     unsafe { raw(fd, sys::AMDKFD_IOC_UPDATE_QUEUE, args.cast()) }
 }
@@ -59,7 +67,7 @@ pub unsafe fn update_queue(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_update_
 /// # Safety
 /// `args` must be valid for reads and writes of `kfd_ioctl_runtime_enable_args`; `r_debug` is
 /// stored by the kernel and handed to a debugger, never dereferenced by it.
-pub unsafe fn runtime_enable(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_runtime_enable_args) -> IoctlResult {
+unsafe fn runtime_enable(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_runtime_enable_args) -> IoctlResult {
     // SAFETY: see the function's contract.
     unsafe { raw(fd, sys::AMDKFD_IOC_RUNTIME_ENABLE, args.cast()) }
 }
@@ -76,7 +84,7 @@ pub unsafe fn runtime_enable(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_runti
 /// and `dbg_fd` an open fd; SUSPEND/RESUME `queue_array_ptr` readable and writable for
 /// `num_queues` u32s; GET_QUEUE_SNAPSHOT `snapshot_buf_ptr` writable for
 /// `num_queues * entry_size` bytes (or `num_queues == 0`).
-pub unsafe fn dbg_trap(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_dbg_trap_args) -> IoctlResult {
+unsafe fn dbg_trap(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_dbg_trap_args) -> IoctlResult {
     // SAFETY: see the function's contract.
     unsafe { raw(fd, sys::AMDKFD_IOC_DBG_TRAP, args.cast()) }
 }
@@ -93,7 +101,7 @@ pub unsafe fn dbg_trap(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_dbg_trap_ar
 /// `args` must be valid for reads and writes of `kfd_ioctl_preempt_queues_args`, and
 /// `queue_array_ptr` must be readable and writable for `num_queues` u32s for the duration of the
 /// call (or be 0: the kernel refuses a NULL array with a count before touching it).
-pub unsafe fn preempt_queues(fd: BorrowedFd<'_>, resume: bool, args: *mut P::kfd_ioctl_preempt_queues_args) -> IoctlResult {
+unsafe fn preempt_queues(fd: BorrowedFd<'_>, resume: bool, args: *mut P::kfd_ioctl_preempt_queues_args) -> IoctlResult {
     let req = if resume { P::AMDKFD_IOC_RESUME_QUEUES } else { P::AMDKFD_IOC_PREEMPT_QUEUES };
     // SAFETY: the struct size matches the request's size (asserted in kfd-sys::preempt).
     unsafe { raw(fd, req, args.cast()) }
@@ -103,7 +111,7 @@ pub unsafe fn preempt_queues(fd: BorrowedFd<'_>, resume: bool, args: *mut P::kfd
 /// bits. Returns the struct the kernel wrote back on success; on failure the errno (the version
 /// the kernel wrote is lost: use an empty `ids` to learn it). An empty `ids` is passed as a NULL
 /// array with count 0, which the kernel answers without touching any queue: the probe.
-pub fn preempt_queue_ids(
+pub(crate) fn preempt_queue_ids(
     fd: BorrowedFd<'_>,
     resume: bool,
     ids: &mut [u32],
@@ -126,20 +134,22 @@ pub fn preempt_queue_ids(
 /// kernel's argument checks (a conforming kernel answers EINVAL when `num_queues > 0`). Safe: no
 /// Rust object lives at address 0 (and `vm.mmap_min_addr` keeps it unmapped), so even a kernel
 /// that wrongly wrote there could not touch this process's memory.
-pub fn preempt_null_array(fd: BorrowedFd<'_>, resume: bool, num_queues: u32) -> IoctlResult {
+pub(crate) fn preempt_null_array(fd: BorrowedFd<'_>, resume: bool, num_queues: u32) -> IoctlResult {
     let mut a = P::kfd_ioctl_preempt_queues_args { num_queues, ..P::kfd_ioctl_preempt_queues_args::ZERO };
     // SAFETY: the struct is ours and of the request's size; the array pointer is NULL (see above).
     unsafe { preempt_queues(fd, resume, &mut a) }
 }
 
 /// Size of the scratch buffer [`probe`] hands to the kernel.
-pub const PROBE_SIZE: usize = 64;
+pub(crate) const PROBE_SIZE: usize = 64;
 
 /// Issues `_IOWR('K', nr, 64)` with a zeroed 64-byte buffer, to learn whether this kernel
 /// implements ioctl number `nr` (ENOTTY: no). Safe for any `nr` because the buffer is ours and
 /// large enough for whatever the kernel copies (`_IOC_SIZE` = 64), but a known `nr` would run
 /// that ioctl with zeroed arguments: callers restrict `nr` (see `Kfd::probe_nr`).
-pub fn probe(fd: BorrowedFd<'_>, nr: u8, buf: &mut [u8; PROBE_SIZE]) -> IoctlResult {
+pub(crate) fn probe(fd: BorrowedFd<'_>, nr: u8, buf: &mut [u8; PROBE_SIZE]) -> IoctlResult {
+    // Request codes are 32 bits by construction (dir 2 + size 14 + type 8 + nr 8).
+    #[allow(clippy::cast_possible_truncation)]
     let req = nix::request_code_readwrite!(sys::AMDKFD_IOCTL_BASE, nr, PROBE_SIZE) as u32;
     // SAFETY: `buf` is valid for reads and writes of PROBE_SIZE bytes, which is the size the
     // request encodes, so the kernel's copy_from_user/copy_to_user stay inside it.
@@ -177,7 +187,7 @@ fn errno_in_forked_child(fd: BorrowedFd<'_>, call: fn(BorrowedFd<'_>) -> IoctlRe
 /// call succeeded). KFD must answer EBADF: the fd belongs to the parent process.
 ///
 /// Used by tests and by `preempt-lat validate` to check that KFD refuses a foreign process.
-pub fn get_version_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>, Errno> {
+pub(crate) fn get_version_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>, Errno> {
     errno_in_forked_child(fd, |fd| {
         let mut v = sys::kfd_ioctl_get_version_args::default();
         // SAFETY: `v` is a valid get_version struct on the child's stack.
@@ -188,7 +198,7 @@ pub fn get_version_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>
 /// Forks, issues a no-op PREEMPT_QUEUES (no ids) on `fd` in the child, and returns the child's
 /// errno (`None` if the call succeeded). A patched KFD must answer EBADF (the fd belongs to the
 /// parent); a stock one ENOTTY (unknown numbers are refused before the owner check).
-pub fn preempt_probe_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>, Errno> {
+pub(crate) fn preempt_probe_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>, Errno> {
     errno_in_forked_child(fd, |fd| preempt_queue_ids(fd, false, &mut [], 0, 0).map(|_| 0))
 }
 
@@ -196,19 +206,19 @@ pub fn preempt_probe_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errn
 // ---- pointers handed to the kernel are valid for exactly the sizes they claim.
 
 /// GET_VERSION into `args`.
-pub fn get_version_checked(fd: BorrowedFd<'_>, args: &mut sys::kfd_ioctl_get_version_args) -> IoctlResult {
+pub(crate) fn get_version_checked(fd: BorrowedFd<'_>, args: &mut sys::kfd_ioctl_get_version_args) -> IoctlResult {
     // SAFETY: `args` is a live, exclusively borrowed struct of the request's size.
     unsafe { get_version(fd, args) }
 }
 
 /// UPDATE_QUEUE with `args` (no pointer in it is dereferenced by the kernel).
-pub fn update_queue_checked(fd: BorrowedFd<'_>, args: &mut sys::kfd_ioctl_update_queue_args) -> IoctlResult {
+pub(crate) fn update_queue_checked(fd: BorrowedFd<'_>, args: &mut sys::kfd_ioctl_update_queue_args) -> IoctlResult {
     // SAFETY: as above; `ring_base_address` is only validated against GPU VA mappings.
     unsafe { update_queue(fd, args) }
 }
 
 /// RUNTIME_ENABLE with `args` (`r_debug` is stored, never dereferenced, by the kernel).
-pub fn runtime_enable_checked(fd: BorrowedFd<'_>, args: &mut sys::kfd_ioctl_runtime_enable_args) -> IoctlResult {
+pub(crate) fn runtime_enable_checked(fd: BorrowedFd<'_>, args: &mut sys::kfd_ioctl_runtime_enable_args) -> IoctlResult {
     // SAFETY: as above.
     unsafe { runtime_enable(fd, args) }
 }
@@ -219,7 +229,7 @@ fn dbg_args(pid: u32, op: sys::kfd_dbg_trap_operations) -> sys::kfd_ioctl_dbg_tr
 
 /// DBG_TRAP ops without pointers in their arguments (DISABLE, SEND_RUNTIME_EVENT,
 /// QUERY_DEBUG_EVENT): `fill` sets the union member, the kernel's answer is returned in place.
-pub fn dbg_plain(
+pub(crate) fn dbg_plain(
     fd: BorrowedFd<'_>,
     pid: u32,
     op: sys::kfd_dbg_trap_operations,
@@ -237,7 +247,7 @@ pub fn dbg_plain(
 }
 
 /// DBG_TRAP ENABLE: `rinfo` receives `struct kfd_runtime_info`, `dbg_fd` is the event fd.
-pub fn dbg_enable(
+pub(crate) fn dbg_enable(
     fd: BorrowedFd<'_>,
     pid: u32,
     exception_mask: u64,
@@ -248,8 +258,9 @@ pub fn dbg_enable(
     a.__bindgen_anon_1.enable = sys::kfd_ioctl_dbg_trap_enable_args {
         exception_mask,
         rinfo_ptr: rinfo as *mut _ as u64,
-        rinfo_size: size_of::<sys::kfd_runtime_info>() as u32,
-        dbg_fd: dbg_fd.as_raw_fd() as u32,
+        rinfo_size: SIZE_OF_RUNTIME_INFO,
+        // An open fd is never negative.
+        dbg_fd: dbg_fd.as_raw_fd().unsigned_abs(),
     };
     // SAFETY: `rinfo` is writable for exactly `rinfo_size` bytes and `dbg_fd` is open, both
     // borrowed for the whole call.
@@ -258,7 +269,7 @@ pub fn dbg_enable(
 
 /// DBG_TRAP SUSPEND_QUEUES (`suspend` true) or RESUME_QUEUES over `ids`, which the kernel
 /// rewrites in place with status bits. Returns the ioctl's value (the number of queues done).
-pub fn dbg_queue_ids(fd: BorrowedFd<'_>, pid: u32, suspend: bool, ids: &mut [u32], grace: u32, clear_mask: u64) -> IoctlResult {
+pub(crate) fn dbg_queue_ids(fd: BorrowedFd<'_>, pid: u32, suspend: bool, ids: &mut [u32], grace: u32, clear_mask: u64) -> IoctlResult {
     let ptr = ids.as_mut_ptr() as u64;
     let n = u32::try_from(ids.len()).map_err(|_| Errno::EINVAL)?;
     let mut a;
@@ -280,13 +291,13 @@ pub fn dbg_queue_ids(fd: BorrowedFd<'_>, pid: u32, suspend: bool, ids: &mut [u32
 
 /// DBG_TRAP GET_QUEUE_SNAPSHOT into `buf` (may be empty: then only the count is returned).
 /// Returns the total number of queues, which may exceed `buf.len()`.
-pub fn dbg_queue_snapshot(fd: BorrowedFd<'_>, pid: u32, clear_mask: u64, buf: &mut [sys::kfd_queue_snapshot_entry]) -> Result<u32, Errno> {
+pub(crate) fn dbg_queue_snapshot(fd: BorrowedFd<'_>, pid: u32, clear_mask: u64, buf: &mut [sys::kfd_queue_snapshot_entry]) -> Result<u32, Errno> {
     let mut a = dbg_args(pid, sys::KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT);
     a.__bindgen_anon_1.queue_snapshot = sys::kfd_ioctl_dbg_trap_queue_snapshot_args {
         exception_mask: clear_mask,
         snapshot_buf_ptr: if buf.is_empty() { 0 } else { buf.as_mut_ptr() as u64 },
         num_queues: u32::try_from(buf.len()).map_err(|_| Errno::EINVAL)?,
-        entry_size: size_of::<sys::kfd_queue_snapshot_entry>() as u32,
+        entry_size: SIZE_OF_SNAPSHOT_ENTRY,
     };
     // SAFETY: `buf` is writable for `num_queues * entry_size` bytes for the whole call.
     unsafe { dbg_trap(fd, &mut a) }?;
@@ -295,7 +306,7 @@ pub fn dbg_queue_snapshot(fd: BorrowedFd<'_>, pid: u32, clear_mask: u64, buf: &m
 }
 
 /// The QUERY_DEBUG_EVENT member of an answered DBG_TRAP.
-pub fn query_debug_event_out(a: &sys::kfd_ioctl_dbg_trap_args) -> sys::kfd_ioctl_dbg_trap_query_debug_event_args {
+pub(crate) fn query_debug_event_out(a: &sys::kfd_ioctl_dbg_trap_args) -> sys::kfd_ioctl_dbg_trap_query_debug_event_args {
     // SAFETY: every union member is plain integers, so any bit pattern is a valid value.
     unsafe { a.__bindgen_anon_1.query_debug_event }
 }

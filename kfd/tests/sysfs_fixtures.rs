@@ -1,5 +1,5 @@
 //! The sysfs readers on checked-in fixture trees (see fixtures/README.md).
-use lv3::sysfs::{self, AmdgpuParams, SysRoot, SysfsErrorKind};
+use kfd::sysfs::{self, AmdgpuParams, SysRoot, SysfsErrorKind};
 use std::path::PathBuf;
 
 fn root(name: &str) -> SysRoot {

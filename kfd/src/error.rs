@@ -90,7 +90,11 @@ impl fmt::Display for KfdError {
     }
 }
 
-impl std::error::Error for KfdError {}
+impl std::error::Error for KfdError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.errno)
+    }
+}
 
 /// What `errno` means for `op`, as read from amdkfd in Linux 6.12 (kfd_chardev.c,
 /// kfd_debug.c, kfd_device_queue_manager.c). Specific cases first, then the generic ones.
@@ -171,3 +175,17 @@ pub fn meaning(op: Op, errno: Errno) -> &'static str {
 
 /// A result of a KFD call.
 pub type Result<T> = std::result::Result<T, KfdError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_queue_errnos_say_what_they_mean_for_that_call() {
+        let e = KfdError::new(Op::UpdateQueue, Some(0xdead), Errno::EFAULT);
+        assert!(e.to_string().starts_with("AMDKFD_IOC_UPDATE_QUEUE on queue 57005: EFAULT"), "{e}");
+        assert!(e.to_string().contains("unknown queue id"), "{e}");
+        assert!(meaning(Op::UpdateQueue, Errno::EINVAL).contains("percentage above 100"));
+        assert_eq!(std::error::Error::source(&e).map(|s| s.to_string()), Some(Errno::EFAULT.to_string()));
+    }
+}

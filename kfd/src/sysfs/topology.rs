@@ -109,7 +109,7 @@ pub fn parse_properties(path: &Path, text: &str) -> Result<BTreeMap<String, u64>
         };
         let val = v
             .parse::<u64>()
-            .or_else(|_| v.parse::<i64>().map(|x| x as u64))
+            .or_else(|_| v.parse::<i64>().map(i64::cast_unsigned))
             .map_err(|_| err(path, SysfsErrorKind::Malformed(format!("line {}: '{k}' has a non-integer value {v:?}", i + 1))))?;
         m.insert(k.to_string(), val);
     }
@@ -130,7 +130,7 @@ fn node_from(index: u32, dir: &Path) -> Result<TopologyNode> {
     let simd_count = get32("simd_count")?;
     let gpu = gpu_id != 0;
     let opt = |k: &'static str| if gpu { get(k) } else { Ok(props.get(k).copied().unwrap_or(0)) };
-    let opt32 = |k: &'static str| if gpu { get32(k) } else { Ok(props.get(k).copied().unwrap_or(0) as u32) };
+    let opt32 = |k: &'static str| if gpu { get32(k) } else { Ok(get32(k).unwrap_or(0)) };
     Ok(TopologyNode {
         index,
         gpu_id,
@@ -144,7 +144,7 @@ fn node_from(index: u32, dir: &Path) -> Result<TopologyNode> {
         cwsr_size: opt("cwsr_size")?,
         ctl_stack_size: opt("ctl_stack_size")?,
         capability: Capability::from_raw(opt("capability")?),
-        drm_render_minor: opt("drm_render_minor")? as i64,
+        drm_render_minor: opt("drm_render_minor")?.cast_signed(),
         unique_id: opt("unique_id")?,
         fw_version: opt("fw_version")?,
         properties: props,

@@ -1,18 +1,13 @@
-//! The safe KFD handle: typed calls over the ioctl wrappers in [`ioctl`].
+//! The safe KFD handle: typed calls over the private ioctl wrappers (`crate::ioctl`).
 //!
 //! [`KfdOps`] is the same API as a trait, so that preemption mechanisms can be tested against a
 //! recording fake that models the kernel's errnos.
-pub mod error;
-pub mod ioctl;
-pub mod types;
-
-pub use error::{DbgOp, KfdError, Op, Result};
-pub use types::*;
+use crate::error::{DbgOp, KfdError, Op, Result};
+use crate::ioctl;
+use crate::types::*;
 
 use kfd_sys as sys;
 
-/// The header the bindings were built from, and its KFD version (for reports).
-pub use kfd_sys::{KFD_HEADER_MAJOR, KFD_HEADER_MINOR, KFD_HEADER_PATH};
 use nix::errno::Errno;
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
