@@ -26,7 +26,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(cli.cmd, Some(Cmd::HostWorker)) {
-        return match lv1::host::worker_main() {
+        return match host_device::worker_main() {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("preempt-lat host worker: {e}");

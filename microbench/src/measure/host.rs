@@ -5,7 +5,7 @@ use super::rng::SplitMix64;
 use super::{Correctness, Params, RunResult, Sample};
 use crate::cli::Level;
 use lv1::clock::now_ns;
-use lv1::host::{HostCommand, HostDevice, HostError, WorkerExe};
+use host_device::{HostCommand, HostDevice, HostError, WorkerExe};
 use lv1::{Config, HwQueue, SuspendMode, XQueue};
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,7 +81,7 @@ pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
 
 /// One HP request: suspend the LP queue, run the HP probe, resume. Lv3's suspension is a
 /// guard: an error or a panic between suspend and resume still resumes the workers.
-fn preempt_once(level: Level, dev: &HostDevice, xq: &XQueue<lv1::host::HostQueue>, probe_id: u64) -> Result<Sample, String> {
+fn preempt_once(level: Level, dev: &HostDevice, xq: &XQueue<host_device::HostQueue>, probe_id: u64) -> Result<Sample, String> {
     let t_req = now_ns();
     match level {
         Level::Lv3 => {
@@ -138,11 +138,11 @@ fn process_cpu_ns() -> Result<f64, String> {
         .map_err(|e| format!("CLOCK_PROCESS_CPUTIME_ID: {e}"))
 }
 
-/// The launcher's own host CPU per command: `commands` through an XQueue over lv1's fake
-/// queue in auto mode (every command completes the moment it is launched: no device, no I/O).
+/// The launcher's own host CPU per command: `commands` through an XQueue over lv1's
+/// [`NullQueue`](lv1::NullQueue) (every command completes the moment it is launched: no device, no I/O).
 pub fn launcher_cost_null_device(commands: u32, threshold: u32, batch: u32) -> Result<f64, String> {
     let cfg = Config::new(threshold as usize, batch as usize).map_err(|e| e.to_string())?;
-    let xq = XQueue::new(lv1::fake::FakeQueue::auto(), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
+    let xq = XQueue::new(lv1::NullQueue::shared(), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
     let c0 = process_cpu_ns()?;
     for i in 0..commands {
         xq.submit(u64::from(i));

@@ -1,7 +1,7 @@
 //! The worker process: one host "compute unit" running delay kernels in order.
 
 use super::proto::{FromWorker, PARENT_ENV, PROTOCOL_VERSION, ToWorker, expected_result};
-use crate::clock::{now_ns, thread_cpu_ns};
+use lv1::clock::{now_ns, thread_cpu_ns};
 use nix::sys::prctl;
 use nix::sys::signal::Signal;
 use nix::unistd::{getpid, getppid};

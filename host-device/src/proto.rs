@@ -10,7 +10,7 @@
 //! Stamps are `CLOCK_MONOTONIC` nanoseconds. `result` is [`expected_result`] of the
 //! command, so the parent can check that the right command completed.
 
-use crate::CommandId;
+use lv1::CommandId;
 
 /// Bumped whenever a message changes; the parent checks it in `ready`.
 pub const PROTOCOL_VERSION: u32 = 1;

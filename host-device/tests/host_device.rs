@@ -4,7 +4,7 @@
 
 use lv1::HwQueue;
 use lv1::clock::now_ns;
-use lv1::host::{HostCommand, HostDevice, HostError, HostQueue, WorkerExe, proc_state};
+use host_device::{HostCommand, HostDevice, HostError, HostQueue, WorkerExe, proc_state};
 use std::time::{Duration, Instant};
 
 const MS: u64 = 1_000_000;

@@ -1,7 +1,7 @@
 //! Host Lv3: stopping and continuing a queue's worker processes.
 
 use super::{HostError, HostQueue};
-use crate::clock::now_ns;
+use lv1::clock::now_ns;
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;

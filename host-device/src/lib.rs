@@ -1,4 +1,5 @@
-//! The host device: CPU worker processes standing in for a GPU.
+//! The host device: CPU worker processes standing in for a GPU, as lv1 hardware queues.
+//! Every figure measured on it is a host figure, never a GPU figure.
 //!
 //! A [`HostQueue`] is one hardware queue backed by `n` worker *processes* (its "compute
 //! units"). Every command is a delay kernel of T of CPU work ([`worker::spin_cpu`]); like a
@@ -18,10 +19,12 @@
 //! on it reports when it started running ([`HostDevice::probe_hp`]).
 //!
 //! **Reaping discipline**: each worker is a [`std::process::Child`], and only
-//! `HostQueue`'s `Drop` reaps it (`SIGCONT`, `SIGKILL`, `Child::wait`). lv1's own `waitid`
+//! `HostQueue`'s `Drop` reaps it (`SIGCONT`, `SIGKILL`, `Child::wait`). This crate's own `waitid`
 //! calls ask only for stop/continue events (`WSTOPPED`/`WCONTINUED`, never `WEXITED`),
 //! which never reap, so they cannot steal an exit status from `Child`, and a worker's pid
 //! stays reserved (at worst as a zombie) for as long as it can be signalled.
+
+#![forbid(unsafe_code)]
 
 mod proto;
 mod queue;
@@ -120,7 +123,7 @@ impl std::error::Error for HostError {
 /// and host Lv3 suspends, and a one-worker HP queue for probes.
 ///
 /// Dropping the device drops its handles to the queues; a queue's workers are killed and
-/// reaped when its last handle (e.g. one held by an [`XQueue`](crate::XQueue)) goes.
+/// reaped when its last handle (e.g. one held by an [`XQueue`](lv1::XQueue)) goes.
 pub struct HostDevice {
     lp: Arc<HostQueue>,
     hp: Arc<HostQueue>,
@@ -148,8 +151,8 @@ impl HostDevice {
 
     /// Run a zero-work probe with id `id` on the HP queue and return its record; its
     /// `start_ns` is when the probe began running, so "HP start latency" is
-    /// `start_ns - request_ns` for a request stamped with [`crate::clock::now_ns`].
-    pub fn probe_hp(&self, id: crate::CommandId) -> Result<KernelRecord, HostError> {
+    /// `start_ns - request_ns` for a request stamped with [`lv1::clock::now_ns`].
+    pub fn probe_hp(&self, id: lv1::CommandId) -> Result<KernelRecord, HostError> {
         let mut recs = self.hp.run(id, HostCommand::delay_ns(0))?;
         recs.pop()
             .ok_or(HostError::Protocol(format!("no record for probe {id}")))

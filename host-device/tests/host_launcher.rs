@@ -1,6 +1,6 @@
 //! The Lv1 launcher driving the host device, alone and interleaved with host Lv3.
 
-use lv1::host::{HostCommand, HostDevice, KernelRecord, WorkerExe, proc_state};
+use host_device::{HostCommand, HostDevice, KernelRecord, WorkerExe, proc_state};
 use lv1::{Config, SuspendMode, XQueue};
 use std::collections::BTreeMap;
 use std::time::Duration;

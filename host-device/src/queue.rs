@@ -2,7 +2,7 @@
 
 use super::proto::{FromWorker, PARENT_ENV, PROTOCOL_VERSION, ToWorker, expected_result};
 use super::{HostError, WorkerExe};
-use crate::{CommandId, HwQueue};
+use lv1::{CommandId, HwQueue};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Pid, getpid};
 use std::io::{BufRead, BufReader, Write};
