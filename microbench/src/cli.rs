@@ -1,6 +1,10 @@
-//! Command-line arguments of `preempt-lat` and their validation. Bad input gets one clear line
-//! and exit status 2 (clap's convention), before anything is started.
+//! The command line of `preempt-lat`: clap's view of it, turned into [`options`](crate::options)
+//! once, in [`Cli::into_command`]. Nothing else in the crate imports this module. Bad input gets
+//! one clear line and exit status 2 (clap's convention), before anything is started.
+use crate::options::{self, Command, Common, DeviceSpec, Format, Level, parse_positive, parse_t_ms};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use lv3::{MechanismChoice, MechanismKind};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -32,11 +36,11 @@ pub struct Cli {
 pub enum Cmd {
     /// Report what this machine can do: kernel, /dev/kfd, KFD version, GPUs, module parameters,
     /// and for each preemption level and mechanism whether it can run here and why not.
-    Doctor(crate::doctor::DoctorArgs),
+    Doctor(DoctorArgs),
     /// Validate the preemption paths of this machine's kernel and GPUs: capability probe,
     /// error-path checks (anywhere /dev/kfd opens), functional cycles with the correctness check
     /// (GPU only). Exit status 0 when nothing failed: a CI gate.
-    Validate(crate::validate::ValidateArgs),
+    Validate(ValidateArgs),
     /// Sweep T or the Lv1 threshold and write CSV, JSON and an SVG plot.
     #[command(subcommand)]
     Sweep(SweepCmd),
@@ -56,109 +60,34 @@ pub enum SweepCmd {
     Threshold(SweepThresholdArgs),
 }
 
-/// Preemption level: 1 = progressive launching, 3 = interrupt/restore (CWSR on a GPU).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
-pub enum Level {
-    #[value(name = "1")]
-    Lv1,
-    #[value(name = "3")]
-    Lv3,
-}
-
-impl Level {
-    pub fn number(self) -> u8 {
-        match self {
-            Level::Lv1 => 1,
-            Level::Lv3 => 3,
-        }
+// clap's view of the option types (their names and help); the types and their parsing live in
+// `options`.
+impl ValueEnum for Level {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Level::ALL
+    }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Level::Lv1 => PossibleValue::new("1").help("progressive launching (at most --threshold commands in flight)"),
+            Level::Lv3 => PossibleValue::new("3").help("interrupt/restore: CWSR on a GPU, SIGSTOP on the host device"),
+        })
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    Text,
-    Json,
-    Csv,
-}
-
-/// How Lv3 is asked of the kernel (see `preempt-lat doctor`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mechanism {
-    Auto,
-    Ioctl,
-    DbgTrap,
-    UpdateQueue,
-}
-
-impl Mechanism {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mechanism::Auto => "auto",
-            Mechanism::Ioctl => "ioctl",
-            Mechanism::DbgTrap => "dbg-trap",
-            Mechanism::UpdateQueue => "update-queue",
-        }
+impl ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Format::ALL
+    }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()))
     }
 }
 
-/// Where to run: `auto` (an AMD GPU if usable, else the host device), `host`, or `hip:N`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DeviceSpec {
-    Auto,
-    Host,
-    Hip(u32),
-}
-
-impl std::fmt::Display for DeviceSpec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DeviceSpec::Auto => f.write_str("auto"),
-            DeviceSpec::Host => f.write_str("host"),
-            DeviceSpec::Hip(n) => write!(f, "hip:{n}"),
-        }
-    }
-}
-
-pub fn parse_device(s: &str) -> Result<DeviceSpec, String> {
-    match s {
-        "auto" => Ok(DeviceSpec::Auto),
-        "host" => Ok(DeviceSpec::Host),
-        _ => match s.strip_prefix("hip:").map(str::parse::<u32>) {
-            Some(Ok(n)) => Ok(DeviceSpec::Hip(n)),
-            _ => Err(format!("unknown device {s:?}: use auto, host, or hip:N (N = HIP device index, e.g. hip:0)")),
-        },
-    }
-}
-
-/// The largest T accepted: one command of 10 s is a stuck queue, not a measurement.
-pub const MAX_T_MS: f64 = 10_000.0;
-
-pub fn parse_t_ms(s: &str) -> Result<f64, String> {
-    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number of milliseconds (e.g. 0.5)"))?;
-    if !v.is_finite() {
-        return Err(format!("T must be a finite number of milliseconds, not {s}"));
-    }
-    if v <= 0.0 {
-        return Err(format!("T must be greater than 0 ms (got {v})"));
-    }
-    if v > MAX_T_MS {
-        return Err(format!("T = {v} ms is absurdly large: at most {MAX_T_MS} ms per command"));
-    }
-    if v * 1e6 < 1.0 {
-        return Err(format!("T = {v} ms is below 1 ns"));
-    }
-    Ok(v)
-}
-
-fn parse_positive(s: &str) -> Result<u32, String> {
-    match s.parse::<u32>() {
-        Ok(0) => Err("must be at least 1".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("{s:?} is not a positive whole number")),
-    }
+/// `--mechanism`: auto or one of lv3's mechanisms, listed from lv3's own identity.
+fn mechanism_parser() -> impl TypedValueParser<Value = MechanismChoice> {
+    let names = std::iter::once(PossibleValue::new("auto").help("the first usable of ioctl, dbg-trap, update-queue"))
+        .chain(MechanismKind::AUTO_ORDER.into_iter().map(|k| PossibleValue::new(k.name())));
+    PossibleValuesParser::new(names).try_map(|s| s.parse::<MechanismChoice>())
 }
 
 /// Options shared by measurements and sweeps.
@@ -171,7 +100,7 @@ pub struct CommonArgs {
     #[arg(long, default_value_t = 4, value_parser = parse_positive)]
     pub batch: u32,
     /// Device: auto (an AMD GPU if usable, else the host device), host, or hip:N.
-    #[arg(long, default_value = "auto", value_parser = parse_device)]
+    #[arg(long, default_value = "auto", value_parser = str::parse::<DeviceSpec>)]
     pub device: DeviceSpec,
     /// Seed of the random gaps between HP requests (same seed, same gaps).
     #[arg(long, default_value_t = 1)]
@@ -179,8 +108,8 @@ pub struct CommonArgs {
     /// Lv3 mechanism on a GPU: auto (first usable of ioctl, dbg-trap, update-queue), ioctl
     /// (patched kernel), dbg-trap (self-debug SUSPEND_QUEUES), update-queue (UPDATE_QUEUE to
     /// inactive and back). The host device has one mechanism (SIGSTOP) and takes only auto.
-    #[arg(long, value_enum, default_value_t = Mechanism::Auto)]
-    pub mechanism: Mechanism,
+    #[arg(long, default_value = "auto", value_parser = mechanism_parser())]
+    pub mechanism: MechanismChoice,
     /// Host device: LP worker processes ("compute units"). Default: cores - 1, at least 1.
     #[arg(long, value_parser = parse_positive)]
     pub workers: Option<u32>,
@@ -261,24 +190,92 @@ pub struct LauncherCostArgs {
     pub common: CommonArgs,
 }
 
-/// Cross-field checks clap cannot express. Returns the one-line reason.
-pub fn check_common(c: &CommonArgs) -> Result<(), String> {
-    if c.device == DeviceSpec::Host && c.mechanism != Mechanism::Auto {
-        return Err(format!(
-            "--mechanism {} needs an AMD GPU (--device hip:N); the host device's Lv3 is SIGSTOP/SIGCONT (use --mechanism auto)",
-            c.mechanism.name()
-        ));
-    }
-    if c.threshold < c.batch {
-        return Err(format!(
-            "--threshold ({}) must be >= --batch ({}): a batch larger than the threshold could never complete",
-            c.threshold, c.batch
-        ));
-    }
-    Ok(())
+/// Arguments of `preempt-lat doctor`.
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Output format: text for people; json (the whole report) or csv (one row per device,
+    /// level and mechanism) for machines.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Read sysfs/procfs/dev under this root instead of `/` (for testing doctor on fixtures).
+    #[arg(long, hide = true, default_value = "/")]
+    pub root: PathBuf,
 }
 
-/// Opens `--out` for writing now, so an unwritable path fails before a long run.
-pub fn open_out(p: &std::path::Path) -> Result<std::fs::File, String> {
-    std::fs::File::create(p).map_err(|e| format!("--out {}: cannot write: {e}", p.display()))
+/// Arguments of `preempt-lat validate`.
+#[derive(Debug, Clone, Args)]
+pub struct ValidateArgs {
+    /// Output: text for people, json or csv (one row per check) for CI systems (the exit status
+    /// gates either way).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Run the hardware checks on every HIP device, not only hip:0.
+    #[arg(long)]
+    pub all_gpus: bool,
+    /// T of the functional workload, in ms.
+    #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms)]
+    pub t_ms: f64,
+    /// Preempt/resume cycles per GPU and mechanism.
+    #[arg(long, default_value_t = 50, value_parser = parse_positive)]
+    pub cycles: u32,
+}
+
+impl From<CommonArgs> for Common {
+    fn from(a: CommonArgs) -> Self {
+        Common {
+            threshold: a.threshold,
+            batch: a.batch,
+            device: a.device,
+            seed: a.seed,
+            mechanism: a.mechanism,
+            workers: a.workers,
+            quiet: a.quiet,
+        }
+    }
+}
+
+impl Cli {
+    /// The typed command; `Err` is a usage error (one line, exit 2).
+    pub fn into_command(self) -> Result<Command, String> {
+        let common = |c: CommonArgs| -> Result<Common, String> {
+            let c = Common::from(c);
+            c.check()?;
+            Ok(c)
+        };
+        Ok(match self.cmd {
+            None => {
+                let r = self.run;
+                Command::Run(options::RunOptions {
+                    level: r.level,
+                    t_ms: r.t_ms,
+                    samples: r.samples,
+                    warmup: r.warmup,
+                    format: r.format,
+                    out: r.out,
+                    common: common(r.common)?,
+                })
+            }
+            Some(Cmd::Doctor(a)) => Command::Doctor(options::DoctorOptions { format: a.format, root: a.root }),
+            Some(Cmd::Validate(a)) => {
+                Command::Validate(options::ValidateOptions { format: a.format, all_gpus: a.all_gpus, t_ms: a.t_ms, cycles: a.cycles })
+            }
+            Some(Cmd::Sweep(SweepCmd::T(a))) => Command::SweepT(options::SweepTOptions {
+                levels: a.levels,
+                t_ms: a.t_ms,
+                samples: a.samples,
+                warmup: a.warmup,
+                out_dir: a.out_dir,
+                common: common(a.common)?,
+            }),
+            Some(Cmd::Sweep(SweepCmd::Threshold(a))) => Command::SweepThreshold(options::SweepThresholdOptions {
+                thresholds: a.thresholds,
+                t_ms: a.t_ms,
+                commands: a.commands,
+                out_dir: a.out_dir,
+                common: common(a.common)?,
+            }),
+            Some(Cmd::LauncherCost(a)) => Command::LauncherCost(options::LauncherCostOptions { commands: a.commands, common: common(a.common)? }),
+            Some(Cmd::HostWorker) => Command::HostWorker,
+        })
+    }
 }

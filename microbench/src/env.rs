@@ -17,6 +17,16 @@ pub struct Environment {
     pub tool_version: &'static str,
 }
 
+/// The git revision the binary was built from (set by the build, `unknown` otherwise).
+pub fn git_revision() -> &'static str {
+    option_env!("PREEMPT_LAT_GIT_REV").unwrap_or("unknown")
+}
+
+/// The running kernel's release (`uname -r`), empty if /proc is unreadable.
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
 pub fn cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
@@ -34,12 +44,12 @@ pub fn host(mechanism: &str) -> Environment {
     Environment {
         device: "host".into(),
         device_detail: format!("CPU worker processes on {} ({} cores); host figures, not GPU figures", cpu_model(), cores()),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default(),
+        kernel: kernel_release(),
         kfd_version: Kfd::open().and_then(|k| k.version()).ok().map(|v| v.to_string()),
         gfx_target: None,
         mechanism: mechanism.into(),
         cores: cores(),
-        git_revision: option_env!("PREEMPT_LAT_GIT_REV").unwrap_or("unknown"),
+        git_revision: git_revision(),
         tool_version: env!("CARGO_PKG_VERSION"),
     }
 }

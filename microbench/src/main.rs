@@ -7,11 +7,14 @@
 #![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_possible_wrap)]
 
 mod cli;
+mod device;
 mod doctor;
 mod env;
+mod exit;
 mod gpu;
 mod hip;
 mod measure;
+mod options;
 mod output;
 mod plot;
 mod stats;
@@ -19,13 +22,19 @@ mod sweep;
 mod validate;
 
 use clap::{CommandFactory, Parser, error::ErrorKind};
-use cli::{Cli, Cmd, CommonArgs, DeviceSpec, SweepCmd};
+use device::Device;
 use doctor::facts::{Fact, HipInfo};
+use exit::{Failure, Outcome, Verdict};
+use options::Command;
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if matches!(cli.cmd, Some(Cmd::HostWorker)) {
+    let command = match cli::Cli::parse().into_command() {
+        Ok(c) => c,
+        Err(msg) => usage_error(&msg),
+    };
+    if matches!(command, Command::HostWorker) {
         return match host_device::worker_main() {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -36,112 +45,73 @@ fn main() -> ExitCode {
     }
     // Before any thread exists: Ctrl-C/SIGTERM only raise a flag (see measure::control).
     measure::control::install_stop_on_signals();
-    let r = match &cli.cmd {
-        Some(Cmd::Doctor(a)) => doctor::run(a, hip_facts()).map(|()| true).map_err(|e| e.to_string()),
-        Some(Cmd::Sweep(SweepCmd::T(a))) => select_device(&a.common).and_then(|w| sweep::t(a, w)),
-        Some(Cmd::Sweep(SweepCmd::Threshold(a))) => select_device(&a.common).and_then(|w| sweep::threshold(a, w)),
-        Some(Cmd::Validate(a)) => validate::run(a, hip_facts()),
-        Some(Cmd::LauncherCost(a)) => select_device(&a.common).and_then(|w| launcher_cost(a, w)),
-        Some(Cmd::HostWorker) => unreachable!("handled above"),
-        None => run(&cli.run),
-    };
-    match r {
-        Ok(true) => ExitCode::SUCCESS,
-        // A correctness failure (measurements) or a failed check (validate).
-        Ok(false) => ExitCode::from(3),
-        Err(e) => {
+    // What the libraries report from drops and retries (they never print themselves).
+    kfd::events::set_handler(|e| eprintln!("preempt-lat: {e}"));
+    match dispatch(command) {
+        Ok(v) => exit::code(v),
+        Err(Failure::Usage(msg)) => usage_error(&msg),
+        Err(Failure::Error(e)) => {
             eprintln!("preempt-lat: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-/// Exit 2 with clap's formatting for input clap could not check by itself.
-fn usage_error(msg: String) -> ! {
-    Cli::command().error(ErrorKind::ValueValidation, msg).exit()
+/// Exit 2 with clap's formatting, for input clap could not check by itself.
+fn usage_error(msg: &str) -> ! {
+    cli::Cli::command().error(ErrorKind::ValueValidation, msg).exit()
 }
 
-/// The device a measurement runs on, once chosen.
-#[derive(Debug, Clone, Copy)]
-pub enum Device {
-    /// The host device with this many LP worker processes.
-    Host(u32),
-    /// HIP device N.
-    Hip(u32),
-}
-
-/// Checks the shared options and picks the device. `auto` takes hip:0 when doctor's GPU path
-/// and the HIP device are usable, else the host device with a note on stderr; an explicit
-/// `hip:N` that cannot run is an error with doctor's reason.
-fn select_device(c: &CommonArgs) -> Result<Device, String> {
-    if let Err(msg) = cli::check_common(c) {
-        usage_error(msg);
-    }
-    let host = Device::Host(c.workers.unwrap_or_else(measure::host::default_workers));
-    let index = match c.device {
-        DeviceSpec::Host => return Ok(host),
-        DeviceSpec::Auto => 0,
-        DeviceSpec::Hip(n) => n,
-    };
-    let facts = doctor::facts::gather(&kfd::sysfs::SysRoot::default(), hip_facts());
-    let why = doctor::verdict::gpu_path(&facts).and_then(|()| gpu::usable(index));
-    match (why, c.device) {
-        (Ok(()), _) => Ok(Device::Hip(index)),
-        (Err(why), DeviceSpec::Auto) => {
-            if c.mechanism != cli::Mechanism::Auto {
-                usage_error(format!("--mechanism {} needs a usable AMD GPU, and there is none: {why}", c.mechanism.name()));
-            }
-            eprintln!("preempt-lat: --device auto: using the host device ({why}); its figures are host figures, not GPU figures");
-            Ok(host)
+fn dispatch(command: Command) -> Outcome {
+    let stdout = || std::io::stdout().lock();
+    match command {
+        Command::Run(o) => run(&o),
+        Command::Doctor(o) => {
+            doctor::run(&o, hip_facts(), &mut stdout()).map_err(|e| format!("writing the report: {e}"))?;
+            Ok(Verdict::Pass)
         }
-        (Err(why), _) => Err(format!("--device {}: cannot run: {why} (see `preempt-lat doctor`)", c.device)),
+        Command::Validate(o) => validate::run(&o, hip_facts(), &mut stdout()),
+        Command::SweepT(o) => sweep::t(&o, device::select(&o.common, hip_facts)?),
+        Command::SweepThreshold(o) => sweep::threshold(&o, device::select(&o.common, hip_facts)?),
+        Command::LauncherCost(o) => launcher_cost(&o, device::select(&o.common, hip_facts)?),
+        Command::HostWorker => unreachable!("handled in main before any thread starts"),
     }
 }
 
-/// One measurement on the chosen device.
-pub fn measure(p: &measure::Params, dev: Device, mechanism: cli::Mechanism, quiet: bool) -> Result<measure::RunResult, String> {
-    match dev {
-        Device::Host(_) => measure::host::run(p, quiet),
-        Device::Hip(i) => gpu::run(p, i, mechanism.name(), quiet),
-    }
-}
-
-fn run(a: &cli::RunArgs) -> Result<bool, String> {
-    let dev = select_device(&a.common)?;
-    let workers = match dev {
-        Device::Host(w) => w,
-        Device::Hip(_) => 0,
-    };
-    let mut out: Box<dyn std::io::Write> = match &a.out {
-        Some(p) => Box::new(cli::open_out(p).unwrap_or_else(|m| usage_error(m))),
+fn run(o: &options::RunOptions) -> Outcome {
+    let dev = device::select(&o.common, hip_facts)?;
+    // --out is opened now, so an unwritable path fails before a long run.
+    let mut out: Box<dyn Write> = match &o.out {
+        Some(p) => Box::new(std::fs::File::create(p).map_err(|e| Failure::Usage(format!("--out {}: cannot write: {e}", p.display())))?),
         None => Box::new(std::io::stdout().lock()),
     };
-    let p = measure::Params::new(a.level, a.t_ms, a.samples, a.warmup, &a.common, workers);
-    let r = measure(&p, dev, a.common.mechanism, a.common.quiet)?;
-    output::write(&r, a.format, &mut out).map_err(|e| format!("writing the result: {e}"))?;
+    let p = measure::Params::new(o.level, o.t_ms, o.samples, o.warmup, &o.common, dev.workers());
+    let r = measure::run(&p, dev, o.common.mechanism, o.common.quiet)?;
+    output::run(&r, o.format, &mut out).map_err(|e| format!("writing the result: {e}"))?;
     if !r.correctness.ok {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
     }
-    Ok(r.correctness.ok)
+    Ok(Verdict::from_ok(r.correctness.ok))
 }
 
-fn launcher_cost(a: &cli::LauncherCostArgs, dev: Device) -> Result<bool, String> {
+fn launcher_cost(o: &options::LauncherCostOptions, dev: Device) -> Outcome {
     let Device::Host(workers) = dev else {
-        return Err("launcher-cost measures the host device only: use --device host".into());
+        return Err(Failure::Usage("launcher-cost measures the host device only: use --device host".into()));
     };
-    let null_dev = measure::host::launcher_cost_null_device(a.commands, a.common.threshold, a.common.batch)?;
-    let (direct, launcher) = measure::host::launcher_cost(a.commands, a.common.threshold, a.common.batch, workers)?;
+    let (threshold, batch) = (o.common.threshold, o.common.batch);
+    let null_dev = measure::host::launcher_cost_null_device(o.commands, threshold, batch)?;
+    let (direct, launcher) = measure::host::launcher_cost(o.commands, threshold, batch, workers)?;
     let v = serde_json::json!({
         "device": "host",
         "note": "host CPU ns per LP command of this process (launcher, completion and reader threads), T -> 0; null_device: the launcher alone over a queue that completes at launch; host figures, not GPU figures",
-        "commands": a.commands, "threshold": a.common.threshold, "batch": a.common.batch, "workers": workers,
+        "commands": o.commands, "threshold": threshold, "batch": batch, "workers": workers,
         "direct_cpu_ns_per_cmd": direct, "launcher_cpu_ns_per_cmd": launcher,
         "launcher_extra_cpu_ns_per_cmd": launcher - direct,
         "launcher_cpu_ns_per_cmd_null_device": null_dev,
-        "git_revision": option_env!("PREEMPT_LAT_GIT_REV").unwrap_or("unknown"),
+        "git_revision": env::git_revision(),
     });
-    println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?);
-    Ok(true)
+    output::json(&v, &mut std::io::stdout().lock()).map_err(|e| format!("writing the result: {e}"))?;
+    Ok(Verdict::Pass)
 }
 
 /// Asks the HIP runtime (loaded at run time) what doctor reports about it.

@@ -1,17 +1,21 @@
 //! `preempt-lat sweep t` and `sweep threshold`: many runs, one CSV, one JSON, one SVG each.
-use crate::cli::{SweepTArgs, SweepThresholdArgs};
-use crate::Device;
+use crate::device::Device;
+use crate::exit::{Failure, Outcome, Verdict};
 use crate::measure::{Params, RunResult, control::stop_requested, host};
+use crate::options::{SweepTOptions, SweepThresholdOptions};
 use crate::plot::{Series, lines};
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 
-fn write_file(path: &Path, body: &str) -> Result<(), String> {
-    std::fs::write(path, body).map_err(|e| format!("{}: cannot write: {e}", path.display()))
+/// Writes one output file through `write` (an exporter of [`crate::output`]).
+fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), String> {
+    let e = |e: std::io::Error| format!("{}: cannot write: {e}", path.display());
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(e)?);
+    write(&mut f).and_then(|()| f.flush()).map_err(e)
 }
 
-fn prepare(dir: &Path) -> Result<(), String> {
+fn prepare(dir: &Path) -> Result<(), Failure> {
     std::fs::create_dir_all(dir).map_err(|e| format!("--out-dir {}: cannot create: {e}", dir.display()))?;
     let probe = dir.join(".preempt-lat-write-test");
     std::fs::write(&probe, b"").map_err(|e| format!("--out-dir {}: cannot write: {e}", dir.display()))?;
@@ -20,7 +24,7 @@ fn prepare(dir: &Path) -> Result<(), String> {
 }
 
 /// Latency against T for each level.
-pub fn t(a: &SweepTArgs, dev: Device) -> Result<bool, String> {
+pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
     let workers = if let Device::Host(w) = dev { w } else { 0 };
     prepare(&a.out_dir)?;
     let mut runs: Vec<RunResult> = Vec::new();
@@ -31,27 +35,18 @@ pub fn t(a: &SweepTArgs, dev: Device) -> Result<bool, String> {
             }
             let p = Params::new(level, t_ms, a.samples, a.warmup, &a.common, workers);
             eprintln!("sweep t: Lv{} T={t_ms} ms ({} samples)", p.level, p.samples);
-            runs.push(crate::measure(&p, dev, a.common.mechanism, a.common.quiet)?);
+            runs.push(crate::measure::run(&p, dev, a.common.mechanism, a.common.quiet)?);
         }
     }
-    let mut csv = String::from(crate::output::CSV_HEADER);
-    csv.push('\n');
-    for r in &runs {
-        for row in crate::output::csv_rows(r) {
-            csv.push_str(&row);
-            csv.push('\n');
-        }
-    }
-    write_file(&a.out_dir.join("sweep-t.csv"), &csv)?;
-    let json = serde_json::to_string_pretty(&runs).map_err(|e| e.to_string())?;
-    write_file(&a.out_dir.join("sweep-t.json"), &json)?;
+    write_file(&a.out_dir.join("sweep-t.csv"), |w| crate::output::csv(runs.iter().flat_map(crate::output::run_rows), w))?;
+    write_file(&a.out_dir.join("sweep-t.json"), |w| crate::output::json(&runs, w))?;
     let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
     let mut series = Vec::new();
     for &level in &a.levels {
         for (metric, pick) in [("suspend", 0), ("HP start", 1)] {
             let pts: Vec<(f64, f64)> = runs
                 .iter()
-                .filter(|r| r.params.level == level.number())
+                .filter(|r| r.params.level == level)
                 .filter_map(|r| {
                     let s = if pick == 0 { &r.latency_ns.suspend } else { &r.latency_ns.hp_start };
                     s.map(|s| (r.params.t_ms, s.p99 as f64 / 1000.0))
@@ -66,7 +61,7 @@ pub fn t(a: &SweepTArgs, dev: Device) -> Result<bool, String> {
     lines(&a.out_dir.join("sweep-t.svg"), &title, "T (ms)", "P99 latency (us)", true, &series)?;
     let ok = runs.iter().all(|r| r.correctness.ok);
     println!("sweep t: {} runs -> {}/sweep-t.{{csv,json,svg}}; correctness {}", runs.len(), a.out_dir.display(), if ok { "OK" } else { "FAILED" });
-    Ok(ok)
+    Ok(Verdict::from_ok(ok))
 }
 
 #[derive(Debug, Serialize)]
@@ -84,7 +79,7 @@ struct OverheadPoint {
 }
 
 /// Lv1 overhead against the threshold, for each T.
-pub fn threshold(a: &SweepThresholdArgs, dev: Device) -> Result<bool, String> {
+pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
     let (workers, device) = match dev {
         Device::Host(w) => (w, "host".to_string()),
         Device::Hip(i) => (0, format!("hip:{i}")),
@@ -126,23 +121,14 @@ pub fn threshold(a: &SweepThresholdArgs, dev: Device) -> Result<bool, String> {
                 direct_s,
                 launcher_s,
                 overhead_percent,
-                git_revision: option_env!("PREEMPT_LAT_GIT_REV").unwrap_or("unknown"),
+                git_revision: crate::env::git_revision(),
             });
             pb.inc(1);
         }
     }
     pb.finish_and_clear();
-    let mut csv = Vec::new();
-    let _ = writeln!(csv, "device,t_ms,threshold,batch,commands,workers,direct_s,launcher_s,overhead_percent,git_revision");
-    for p in &pts {
-        let _ = writeln!(
-            csv,
-            "{},{},{},{},{},{},{:.6},{:.6},{:.3},{}",
-            p.device, p.t_ms, p.threshold, p.batch, p.commands, p.workers, p.direct_s, p.launcher_s, p.overhead_percent, p.git_revision
-        );
-    }
-    write_file(&a.out_dir.join("sweep-threshold.csv"), &String::from_utf8_lossy(&csv))?;
-    write_file(&a.out_dir.join("sweep-threshold.json"), &serde_json::to_string_pretty(&pts).map_err(|e| e.to_string())?)?;
+    write_file(&a.out_dir.join("sweep-threshold.csv"), |w| crate::output::csv(&pts, w))?;
+    write_file(&a.out_dir.join("sweep-threshold.json"), |w| crate::output::json(&pts, w))?;
     let series: Vec<Series> = a
         .t_ms
         .iter()
@@ -159,5 +145,5 @@ pub fn threshold(a: &SweepThresholdArgs, dev: Device) -> Result<bool, String> {
     };
     lines(&a.out_dir.join("sweep-threshold.svg"), &title, "threshold", "overhead (%)", false, &series)?;
     println!("sweep threshold: {} points -> {}/sweep-threshold.{{csv,json,svg}}", pts.len(), a.out_dir.display());
-    Ok(true)
+    Ok(Verdict::Pass)
 }

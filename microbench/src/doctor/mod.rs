@@ -6,27 +6,10 @@ pub mod verdict;
 #[cfg(test)]
 mod tests;
 
-use clap::Args;
+use crate::options::{DoctorOptions, Format};
 use facts::{Fact, Facts};
 use kfd::sysfs::SysRoot;
 use serde::Serialize;
-
-/// Arguments of `preempt-lat doctor`.
-#[derive(Debug, Args)]
-pub struct DoctorArgs {
-    /// Output format: `text` for people, `json` for machines.
-    #[arg(long, value_enum, default_value_t = DoctorFormat::Text)]
-    pub format: DoctorFormat,
-    /// Read sysfs/procfs/dev under this root instead of `/` (for testing doctor on fixtures).
-    #[arg(long, hide = true, default_value = "/")]
-    pub root: std::path::PathBuf,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum DoctorFormat {
-    Text,
-    Json,
-}
 
 /// The whole report (the JSON schema of `doctor --format json`).
 #[derive(Debug, Serialize)]
@@ -52,16 +35,13 @@ pub fn report(root: &SysRoot, hip: Fact<facts::HipInfo>) -> Report {
     }
 }
 
-/// Runs `doctor`; the exit status is 0 whether or not a GPU is present (it is a report).
-pub fn run(args: &DoctorArgs, hip: Fact<facts::HipInfo>) -> std::io::Result<()> {
-    let r = report(&SysRoot::new(&args.root), hip);
-    let mut out = std::io::stdout().lock();
-    match args.format {
-        DoctorFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &r)?;
-            use std::io::Write;
-            writeln!(out)
-        }
-        DoctorFormat::Text => render::text(&r, &mut out),
+/// Runs `doctor`: a report, so it succeeds whether or not a GPU is present. CSV is one row per
+/// (device, level, mechanism) with its availability and reason.
+pub fn run(o: &DoctorOptions, hip: Fact<facts::HipInfo>, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let r = report(&SysRoot::new(&o.root), hip);
+    match o.format {
+        Format::Json => crate::output::json(&r, w),
+        Format::Csv => crate::output::csv(&r.levels, w),
+        Format::Text => render::text(&r, w),
     }
 }

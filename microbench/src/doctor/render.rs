@@ -14,7 +14,7 @@ fn opt(v: Option<i32>) -> String {
     v.map_or_else(|| "absent".to_string(), |x| x.to_string())
 }
 
-pub fn text(r: &Report, w: &mut impl Write) -> Result<()> {
+pub fn text(r: &Report, w: &mut dyn Write) -> Result<()> {
     let f = &r.facts;
     writeln!(w, "preempt-lat doctor {}", r.version)?;
     writeln!(w, "kernel:          {}", show(&f.kernel, |k| k.release.clone()))?;

@@ -7,7 +7,7 @@ use crate::measure::Params;
 /// Err((true, why)): cannot run here (skip). Err((false, why)): ran and failed.
 pub fn functional(device: u32, mechanism: &str, t_ms: f64, cycles: u32) -> Result<String, (bool, String)> {
     usable(device).map_err(|why| (true, why))?;
-    let p = Params { level: 3, t_ms, samples: cycles.max(1), warmup: 2, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: Params::GAP_T };
+    let p = Params { level: crate::options::Level::Lv3, t_ms, samples: cycles.max(1), warmup: 2, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: Params::GAP_T };
     let r = run(&p, device, mechanism, true).map_err(|e| (false, e))?;
     let c = &r.correctness;
     if !c.ok {

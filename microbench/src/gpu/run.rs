@@ -26,7 +26,7 @@ use super::device::{DelayCmd, HipLpQueue, HpProbe};
 use super::discover;
 use super::setup::*;
 use super::verify::{self, Window};
-use crate::cli::Level;
+use crate::options::Level;
 use crate::hip::{self, Calibration, ClockMap, ClockPair, DelayKernel, Device, Hip, HipError, StreamPriority, calib, kernel};
 use crate::measure::control::{progress, stop_requested};
 use crate::measure::rng::SplitMix64;
@@ -112,7 +112,7 @@ struct Raw {
 /// applies to Lv3; Lv1 is progressive launching and ignores it.
 pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Result<RunResult, String> {
     let t_start = Instant::now();
-    let level = p.level();
+    let level = p.level;
     let choice = MechanismChoice::parse(mechanism)?;
     // A Ctrl-C while the LP queue is suspended must resume it. main's signal thread
     // (measure::control) raises the stop flag on the first signal: the loop stops at the next
@@ -434,7 +434,7 @@ mod tests {
     use super::*;
 
     fn params(t_ms: f64, samples: u32) -> Params {
-        Params { level: 3, t_ms, samples, warmup: 10, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: Params::GAP_T }
+        Params { level: Level::Lv3, t_ms, samples, warmup: 10, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: Params::GAP_T }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use super::control::{progress, stop_requested};
 use super::rng::SplitMix64;
 use super::{Correctness, Params, RunResult, Sample};
-use crate::cli::Level;
+use crate::options::Level;
 use lv1::clock::now_ns;
 use host_device::{HostCommand, HostDevice, HostError, WorkerExe};
 use lv1::{Config, HwQueue, SuspendMode, XQueue};
@@ -53,7 +53,7 @@ pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
         }
         let gap = rng.range((p.gap_t.0 * t_ns as f64) as u64, (p.gap_t.1 * t_ns as f64) as u64);
         std::thread::sleep(Duration::from_nanos(gap));
-        let s = preempt_once(p.level(), &dev, &xq, i)?;
+        let s = preempt_once(p.level, &dev, &xq, i)?;
         if i >= u64::from(p.warmup) {
             samples.push(s);
         }
@@ -71,7 +71,7 @@ pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
     Ok(RunResult {
         latency_ns: RunResult::summarize(&samples),
         params: p.clone(),
-        env: crate::env::host(if p.level == 1 { "progressive-launch" } else { "sigstop" }),
+        env: crate::env::host(if p.level == Level::Lv1 { "progressive-launch" } else { "sigstop" }),
         correctness,
         samples,
         interrupted,

@@ -4,14 +4,16 @@ pub mod control;
 pub mod host;
 pub mod rng;
 
-use crate::cli::Level;
+use crate::device::Device;
+use crate::options::{Common, Level};
+use lv3::MechanismChoice;
 use crate::stats::Summary;
 use serde::Serialize;
 
 /// Everything that defines a run (written into every output).
 #[derive(Debug, Clone, Serialize)]
 pub struct Params {
-    pub level: u8,
+    pub level: Level,
     pub t_ms: f64,
     pub samples: u32,
     pub warmup: u32,
@@ -29,9 +31,9 @@ impl Params {
 
     /// A run's parameters from the shared options; `workers` is the host device's LP workers
     /// (0 on a GPU).
-    pub fn new(level: Level, t_ms: f64, samples: u32, warmup: u32, c: &crate::cli::CommonArgs, workers: u32) -> Self {
+    pub fn new(level: Level, t_ms: f64, samples: u32, warmup: u32, c: &Common, workers: u32) -> Self {
         Params {
-            level: level.number(),
+            level,
             t_ms,
             samples,
             warmup,
@@ -42,9 +44,13 @@ impl Params {
             gap_t: Self::GAP_T,
         }
     }
+}
 
-    pub fn level(&self) -> Level {
-        if self.level == 1 { Level::Lv1 } else { Level::Lv3 }
+/// One measurement on the chosen device.
+pub fn run(p: &Params, dev: Device, mechanism: MechanismChoice, quiet: bool) -> Result<RunResult, String> {
+    match dev {
+        Device::Host(_) => host::run(p, quiet),
+        Device::Hip(i) => crate::gpu::run(p, i, &mechanism.to_string(), quiet),
     }
 }
 

@@ -1,6 +1,4 @@
-//! Writing a run's result: text for people, JSON and CSV for machines (every parameter and the
-//! environment in both).
-use crate::cli::Format;
+//! A run's result for people.
 use crate::measure::RunResult;
 use crate::stats::Summary;
 use std::io::{Result, Write};
@@ -9,18 +7,8 @@ fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1000.0)
 }
 
-pub fn write(r: &RunResult, format: Format, w: &mut dyn Write) -> Result<()> {
-    match format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut *w, r)?;
-            writeln!(w)
-        }
-        Format::Csv => csv(r, w),
-        Format::Text => text(r, w),
-    }
-}
-
-fn text(r: &RunResult, w: &mut dyn Write) -> Result<()> {
+/// The text report of one run.
+pub fn run(r: &RunResult, w: &mut dyn Write) -> Result<()> {
     let p = &r.params;
     let e = &r.env;
     writeln!(w, "preempt-lat: Lv{} on device {} ({}), mechanism {}", p.level, e.device, e.device_detail, e.mechanism)?;
@@ -62,35 +50,6 @@ fn text(r: &RunResult, w: &mut dyn Write) -> Result<()> {
     }
     if e.device == "host" {
         writeln!(w, "note: host device figures (CPU worker processes), not GPU figures")?;
-    }
-    Ok(())
-}
-
-/// The CSV header; one row per metric, every parameter and the environment on each row.
-pub const CSV_HEADER: &str = "device,mechanism,level,t_ms,threshold,batch,samples,warmup,seed,workers,kernel,kfd_version,git_revision,metric,count,min_ns,p50_ns,p90_ns,p95_ns,p99_ns,p99_9_ns,max_ns,mean_ns,correct,interrupted";
-
-pub fn csv_rows(r: &RunResult) -> Vec<String> {
-    let p = &r.params;
-    let e = &r.env;
-    let m = &r.latency_ns;
-    [("suspend", &m.suspend), ("hp_start", &m.hp_start), ("resume", &m.resume)]
-        .iter()
-        .filter_map(|(name, s)| s.as_ref().map(|s| (name, s)))
-        .map(|(name, s)| {
-            format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{},{}",
-                e.device, e.mechanism, p.level, p.t_ms, p.threshold, p.batch, p.samples, p.warmup, p.seed, p.workers,
-                e.kernel, e.kfd_version.as_deref().unwrap_or(""), e.git_revision, name, s.count, s.min, s.p50, s.p90,
-                s.p95, s.p99, s.p99_9, s.max, s.mean, r.correctness.ok, r.interrupted
-            )
-        })
-        .collect()
-}
-
-fn csv(r: &RunResult, w: &mut dyn Write) -> Result<()> {
-    writeln!(w, "{CSV_HEADER}")?;
-    for row in csv_rows(r) {
-        writeln!(w, "{row}")?;
     }
     Ok(())
 }

@@ -1,0 +1,59 @@
+//! Which device a measurement runs on: `--device auto|host|hip:N` resolved against what this
+//! machine has (doctor's facts), once, before anything starts.
+use crate::doctor::facts::{self, Fact, HipInfo};
+use crate::exit::Failure;
+use crate::options::{Common, DeviceSpec};
+use lv3::MechanismChoice;
+
+/// The device a measurement runs on, once chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Device {
+    /// The host device with this many LP worker processes.
+    Host(u32),
+    /// HIP device N.
+    Hip(u32),
+}
+
+impl Device {
+    /// LP worker processes (the host device's "compute units"; 0 on a GPU).
+    pub fn workers(self) -> u32 {
+        match self {
+            Device::Host(w) => w,
+            Device::Hip(_) => 0,
+        }
+    }
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Device::Host(_) => f.write_str("host"),
+            Device::Hip(i) => write!(f, "hip:{i}"),
+        }
+    }
+}
+
+/// Picks the device. `auto` takes hip:0 when doctor's GPU path and the HIP device are usable,
+/// else the host device with a note on stderr; an explicit `hip:N` that cannot run is an error
+/// with doctor's reason. `hip` is what the HIP runtime said (see `main`).
+pub fn select(c: &Common, hip: impl FnOnce() -> Fact<HipInfo>) -> Result<Device, Failure> {
+    let host = Device::Host(c.workers.unwrap_or_else(crate::measure::host::default_workers));
+    let index = match c.device {
+        DeviceSpec::Host => return Ok(host),
+        DeviceSpec::Auto => 0,
+        DeviceSpec::Hip(n) => n,
+    };
+    let facts = facts::gather(&kfd::sysfs::SysRoot::default(), hip());
+    let why = crate::doctor::verdict::gpu_path(&facts).and_then(|()| crate::gpu::usable(index));
+    match (why, c.device) {
+        (Ok(()), _) => Ok(Device::Hip(index)),
+        (Err(why), DeviceSpec::Auto) => {
+            if c.mechanism != MechanismChoice::Auto {
+                return Err(Failure::Usage(format!("--mechanism {} needs a usable AMD GPU, and there is none: {why}", c.mechanism)));
+            }
+            eprintln!("preempt-lat: --device auto: using the host device ({why}); its figures are host figures, not GPU figures");
+            Ok(host)
+        }
+        (Err(why), _) => Err(Failure::Error(format!("--device {}: cannot run: {why} (see `preempt-lat doctor`)", c.device))),
+    }
+}

@@ -1,0 +1,279 @@
+//! What a user asked for, typed and checked: the CLI (`cli.rs`) parses arguments into these
+//! once, and nothing below `main` sees clap. The parsers here are the single definition of
+//! what a valid T, device or format is; `cli.rs` hands them to clap.
+use lv3::MechanismChoice;
+use serde::Serialize;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// Preemption level: 1 = progressive launching, 3 = interrupt/restore (CWSR on a GPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Level {
+    Lv1,
+    Lv3,
+}
+
+impl Level {
+    pub const ALL: [Level; 2] = [Level::Lv1, Level::Lv3];
+
+    pub fn number(self) -> u8 {
+        match self {
+            Level::Lv1 => 1,
+            Level::Lv3 => 3,
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
+impl FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "1" => Ok(Level::Lv1),
+            "3" => Ok(Level::Lv3),
+            _ => Err(format!("invalid level {s:?}: 1 (progressive launching) or 3 (interrupt/restore)")),
+        }
+    }
+}
+
+/// Written as the number, as every output always has.
+impl Serialize for Level {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(self.number())
+    }
+}
+
+/// The output format of every subcommand: text for people, JSON and CSV for machines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+    Csv,
+}
+
+impl Format {
+    pub const ALL: [Format; 3] = [Format::Text, Format::Json, Format::Csv];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Csv => "csv",
+        }
+    }
+}
+
+/// Where to run: `auto` (an AMD GPU if usable, else the host device), `host`, or `hip:N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceSpec {
+    Auto,
+    Host,
+    Hip(u32),
+}
+
+impl fmt::Display for DeviceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceSpec::Auto => f.write_str("auto"),
+            DeviceSpec::Host => f.write_str("host"),
+            DeviceSpec::Hip(n) => write!(f, "hip:{n}"),
+        }
+    }
+}
+
+impl FromStr for DeviceSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(DeviceSpec::Auto),
+            "host" => Ok(DeviceSpec::Host),
+            _ => match s.strip_prefix("hip:").map(str::parse::<u32>) {
+                Some(Ok(n)) => Ok(DeviceSpec::Hip(n)),
+                _ => Err(format!("unknown device {s:?}: use auto, host, or hip:N (N = HIP device index, e.g. hip:0)")),
+            },
+        }
+    }
+}
+
+/// The largest T accepted: one command of 10 s is a stuck queue, not a measurement.
+pub const MAX_T_MS: f64 = 10_000.0;
+
+/// T in milliseconds: finite, > 0, at least 1 ns, at most [`MAX_T_MS`].
+pub fn parse_t_ms(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number of milliseconds (e.g. 0.5)"))?;
+    if !v.is_finite() {
+        return Err(format!("T must be a finite number of milliseconds, not {s}"));
+    }
+    if v <= 0.0 {
+        return Err(format!("T must be greater than 0 ms (got {v})"));
+    }
+    if v > MAX_T_MS {
+        return Err(format!("T = {v} ms is absurdly large: at most {MAX_T_MS} ms per command"));
+    }
+    if v * 1e6 < 1.0 {
+        return Err(format!("T = {v} ms is below 1 ns"));
+    }
+    Ok(v)
+}
+
+/// A whole number >= 1.
+pub fn parse_positive(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a positive whole number")),
+    }
+}
+
+/// Options shared by measurements and sweeps.
+#[derive(Debug, Clone)]
+pub struct Common {
+    /// Lv1: at most this many LP commands in flight.
+    pub threshold: u32,
+    /// Lv1: a sync point every this many commands.
+    pub batch: u32,
+    pub device: DeviceSpec,
+    /// Seed of the random gaps between HP requests.
+    pub seed: u64,
+    pub mechanism: MechanismChoice,
+    /// Host device: LP worker processes (`None`: cores - 1, at least 1).
+    pub workers: Option<u32>,
+    /// No progress bar.
+    pub quiet: bool,
+}
+
+impl Common {
+    /// Cross-field checks: the one-line reason a combination is refused (a usage error).
+    pub fn check(&self) -> Result<(), String> {
+        if self.device == DeviceSpec::Host && self.mechanism != MechanismChoice::Auto {
+            return Err(format!(
+                "--mechanism {} needs an AMD GPU (--device hip:N); the host device's Lv3 is SIGSTOP/SIGCONT (use --mechanism auto)",
+                self.mechanism
+            ));
+        }
+        if self.threshold < self.batch {
+            return Err(format!(
+                "--threshold ({}) must be >= --batch ({}): a batch larger than the threshold could never complete",
+                self.threshold, self.batch
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One measurement (the default command).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub level: Level,
+    pub t_ms: f64,
+    pub samples: u32,
+    pub warmup: u32,
+    pub format: Format,
+    /// Write here instead of stdout.
+    pub out: Option<PathBuf>,
+    pub common: Common,
+}
+
+/// `sweep t`: levels x T.
+#[derive(Debug, Clone)]
+pub struct SweepTOptions {
+    pub levels: Vec<Level>,
+    pub t_ms: Vec<f64>,
+    pub samples: u32,
+    pub warmup: u32,
+    pub out_dir: PathBuf,
+    pub common: Common,
+}
+
+/// `sweep threshold`: Lv1 overhead against the threshold for several T.
+#[derive(Debug, Clone)]
+pub struct SweepThresholdOptions {
+    pub thresholds: Vec<u32>,
+    pub t_ms: Vec<f64>,
+    pub commands: u32,
+    pub out_dir: PathBuf,
+    pub common: Common,
+}
+
+/// `launcher-cost`.
+#[derive(Debug, Clone)]
+pub struct LauncherCostOptions {
+    pub commands: u32,
+    pub common: Common,
+}
+
+/// `doctor`.
+#[derive(Debug, Clone)]
+pub struct DoctorOptions {
+    pub format: Format,
+    /// Read sysfs/procfs/dev under this root instead of `/` (fixtures).
+    pub root: PathBuf,
+}
+
+/// `validate`.
+#[derive(Debug, Clone)]
+pub struct ValidateOptions {
+    pub format: Format,
+    /// The hardware checks on every HIP device, not only hip:0.
+    pub all_gpus: bool,
+    pub t_ms: f64,
+    pub cycles: u32,
+}
+
+/// The command to run, as parsed.
+#[derive(Debug, Clone)]
+pub enum Command {
+    Run(RunOptions),
+    Doctor(DoctorOptions),
+    Validate(ValidateOptions),
+    SweepT(SweepTOptions),
+    SweepThreshold(SweepThresholdOptions),
+    LauncherCost(LauncherCostOptions),
+    /// Internal: be a host-device worker process.
+    HostWorker,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t_is_checked_with_a_reason() {
+        assert_eq!(parse_t_ms("0.5"), Ok(0.5));
+        for (s, want) in [("0", "greater than 0"), ("-1", "greater than 0"), ("NaN", "finite"), ("1e9", "absurdly large"), ("x", "not a number"), ("1e-7", "below 1 ns")] {
+            assert!(parse_t_ms(s).unwrap_err().contains(want), "{s}");
+        }
+    }
+
+    #[test]
+    fn devices_levels_and_formats_round_trip() {
+        for d in [DeviceSpec::Auto, DeviceSpec::Host, DeviceSpec::Hip(3)] {
+            assert_eq!(d.to_string().parse::<DeviceSpec>(), Ok(d));
+        }
+        assert!("gpu7".parse::<DeviceSpec>().unwrap_err().contains("unknown device"));
+        for l in Level::ALL {
+            assert_eq!(l.to_string().parse::<Level>(), Ok(l));
+        }
+        assert!("2".parse::<Level>().is_err());
+        assert_eq!(serde_json::to_string(&Level::Lv3).unwrap(), "3");
+        assert_eq!(serde_json::to_string(&Format::Csv).unwrap(), "\"csv\"");
+    }
+
+    #[test]
+    fn common_cross_checks() {
+        let ok = Common { threshold: 8, batch: 4, device: DeviceSpec::Auto, seed: 1, mechanism: MechanismChoice::Auto, workers: None, quiet: true };
+        assert!(ok.check().is_ok());
+        assert!(Common { threshold: 2, ..ok.clone() }.check().unwrap_err().contains("--threshold (2) must be >= --batch (4)"));
+        let host_dbg = Common { device: DeviceSpec::Host, mechanism: "dbg-trap".parse().unwrap(), ..ok };
+        assert!(host_dbg.check().unwrap_err().contains("needs an AMD GPU"));
+    }
+}
