@@ -1,13 +1,14 @@
 //! Measurements on the host device (CPU worker processes; Lv3 = SIGSTOP/SIGCONT). Host figures,
 //! never GPU figures.
-use super::control::{progress, stop_requested};
-use super::rng::SplitMix64;
-use super::{Correctness, Params, RunResult, Sample};
+use super::backend::{Backend, Finished, HpStart, RawSample, Suspended};
+use super::samples;
+use super::{Correctness, Params, RunResult};
 use crate::options::Level;
+use host_device::{HostCommand, HostDevice, HostError, HostQueue, HostSuspension, KernelRecord, WorkerExe};
 use lv1::clock::now_ns;
-use host_device::{HostCommand, HostDevice, HostError, WorkerExe};
-use lv1::{Config, HwQueue, SuspendMode, XQueue};
-use std::sync::Arc;
+use lv1::{Config, HwQueue, XQueue};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The worker executable: this binary, re-executed with its hidden worker subcommand.
@@ -25,84 +26,86 @@ fn err(what: &str) -> impl FnOnce(HostError) -> String + '_ {
     move |e| format!("host device: {what}: {e}")
 }
 
-/// Runs one measurement. `quiet` hides the progress bar.
-pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
-    let t0 = std::time::Instant::now();
-    let exe = worker_exe()?;
-    let dev = HostDevice::spawn(&exe, p.workers as usize).map_err(err("starting workers"))?;
-    let cfg = Config::new(p.threshold as usize, p.batch as usize).map_err(|e| e.to_string())?;
-    let xq = XQueue::new(Arc::clone(dev.lp()), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
-    let completions = xq.take_completions().ok_or("launcher completions already taken")?;
-    let t_ns = (p.t_ms * 1e6).round() as u64;
-    let mut rng = SplitMix64::new(p.seed);
-    let total = u64::from(p.warmup + p.samples);
-    let pb = progress(total, quiet, &format!("Lv{} host T={}ms", p.level, p.t_ms));
-    let mut samples = Vec::with_capacity(p.samples as usize);
-    // Keep the LP queue busy: always more submitted than the threshold lets in flight.
-    let keep_ahead = 2 * p.threshold as u64 + 2;
-    for i in 0..total {
-        if stop_requested() {
-            break;
-        }
-        while xq.stats().pending < keep_ahead as usize {
-            xq.submit(HostCommand::delay_ns(t_ns));
-        }
-        if i == 0 {
-            // The first preemption must find LP work running.
-            dev.lp().wait_started(1, Duration::from_secs(30)).map_err(err("waiting for the first LP command"))?;
-        }
-        let gap = rng.range((p.gap_t.0 * t_ns as f64) as u64, (p.gap_t.1 * t_ns as f64) as u64);
-        std::thread::sleep(Duration::from_nanos(gap));
-        let s = preempt_once(p.level, &dev, &xq, i)?;
-        if i >= u64::from(p.warmup) {
-            samples.push(s);
-        }
-        pb.inc(1);
-    }
-    pb.finish_and_clear();
-    let interrupted = (samples.len() as u32) < p.samples;
-    // Correctness: everything submitted must complete exactly once with the right result.
-    xq.wait_idle().map_err(|e| format!("draining the LP queue: {e}"))?;
-    let submitted = xq.stats().submitted;
-    let done: Vec<(u64, bool)> = completions.try_iter().map(|c| (c.id, c.outcome.is_ok())).collect();
-    let records: Vec<(u64, bool)> = dev.lp().take_records().iter().map(|r| (r.id, r.is_correct())).collect();
-    let correctness = Correctness::check(submitted, &done, &records, p.workers as usize);
-    drop(xq);
-    Ok(RunResult {
-        latency_ns: RunResult::summarize(&samples),
-        params: p.clone(),
-        env: crate::env::host(if p.level == Level::Lv1 { "progressive-launch" } else { "sigstop" }),
-        correctness,
-        samples,
-        interrupted,
-        wall_time_s: t0.elapsed().as_secs_f64(),
-    })
+/// The host device set up for one run (see [`Backend`]).
+struct HostBackend {
+    dev: HostDevice,
+    t_ns: u64,
+    level: Level,
+    workers: u32,
+    /// The HP probe records, by probe index: the host probe runs to completion at launch.
+    probes: Mutex<HashMap<u32, KernelRecord>>,
 }
 
-/// One HP request: suspend the LP queue, run the HP probe, resume. Lv3's suspension is a
-/// guard: an error or a panic between suspend and resume still resumes the workers.
-fn preempt_once(level: Level, dev: &HostDevice, xq: &XQueue<host_device::HostQueue>, probe_id: u64) -> Result<Sample, String> {
-    let t_req = now_ns();
-    match level {
-        Level::Lv3 => {
-            let guard = dev.lp().suspend().map_err(err("suspend (SIGSTOP)"))?;
-            let suspend_ns = now_ns() - t_req;
-            let rec = dev.probe_hp(probe_id).map_err(err("HP probe"))?;
-            let t_r = now_ns();
-            guard.resume().map_err(err("resume (SIGCONT)"))?;
-            Ok(Sample { suspend_ns, hp_start_ns: rec.start_ns.saturating_sub(t_req), resume_ns: now_ns() - t_r })
-        }
-        Level::Lv1 => {
-            xq.suspend(SuspendMode::Drain).map_err(err("Lv1 suspend (drain)"))?;
-            let suspend_ns = now_ns() - t_req;
-            let probe = dev.probe_hp(probe_id);
-            let t_r = now_ns();
-            xq.resume();
-            let resume_ns = now_ns() - t_r;
-            let rec = probe.map_err(err("HP probe"))?;
-            Ok(Sample { suspend_ns, hp_start_ns: rec.start_ns.saturating_sub(t_req), resume_ns })
-        }
+/// A host Lv3 suspension (SIGSTOP of every LP worker); resumes (SIGCONT) on drop too.
+struct HostSuspended<'a>(HostSuspension<'a>);
+
+impl Suspended for HostSuspended<'_> {
+    fn resume(self: Box<Self>) -> Result<(), String> {
+        self.0.resume().map_err(err("resume (SIGCONT)"))
     }
+}
+
+impl Backend for HostBackend {
+    type Queue = HostQueue;
+
+    fn now_ns(&self) -> u64 {
+        now_ns()
+    }
+    fn lp_queue(&self) -> Arc<HostQueue> {
+        Arc::clone(self.dev.lp())
+    }
+    fn command(&self) -> HostCommand {
+        HostCommand::delay_ns(self.t_ns)
+    }
+    #[allow(clippy::cast_precision_loss)] // T <= 10 s: exact in an f64
+    fn t_ns(&self) -> f64 {
+        self.t_ns as f64
+    }
+    fn budget(&self) -> Option<u64> {
+        None
+    }
+    fn wait_first_start(&self, _launched: &dyn Fn() -> u64) -> Result<(), String> {
+        self.dev.lp().wait_started(1, Duration::from_secs(30)).map(drop).map_err(err("waiting for the first LP command"))
+    }
+    fn suspend(&self) -> Result<Box<dyn Suspended + '_>, String> {
+        Ok(Box::new(HostSuspended(self.dev.lp().suspend().map_err(err("suspend (SIGSTOP)"))?)))
+    }
+    fn hp_launch(&self, index: u32) -> Result<(), String> {
+        let rec = self.dev.probe_hp(u64::from(index)).map_err(err("HP probe"))?;
+        self.probes.lock().unwrap_or_else(|p| p.into_inner()).insert(index, rec);
+        Ok(())
+    }
+    fn hp_wait(&self, index: u32) -> Result<HpStart, String> {
+        let rec = self.probes.lock().unwrap_or_else(|p| p.into_inner()).remove(&index);
+        rec.map(|r| HpStart::At(r.start_ns)).ok_or_else(|| format!("HP probe {index} was not run"))
+    }
+    fn finish(&mut self, raw: &[RawSample], submitted: u64, completions: &[(u64, bool)]) -> Result<Finished, String> {
+        let hp_start_ns = raw
+            .iter()
+            .map(|r| match r.hp {
+                HpStart::At(start) => Ok(start.saturating_sub(r.t_req)),
+                HpStart::Later => Err("the host HP probe's start is known at once".to_string()),
+            })
+            .collect::<Result<_, _>>()?;
+        // Every command runs on every LP worker: one record per worker.
+        let records: Vec<(u64, bool)> = self.dev.lp().take_records().iter().map(|r| (r.id, r.is_correct())).collect();
+        Ok(Finished {
+            hp_start_ns,
+            correctness: Correctness::check(submitted, completions, &records, self.workers as usize),
+            env: crate::env::host(if self.level == Level::Lv1 { "progressive-launch" } else { "sigstop" }),
+        })
+    }
+}
+
+/// Runs one measurement on the host device. `quiet` hides the progress bar.
+pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
+    let exe = worker_exe()?;
+    let dev = HostDevice::spawn(&exe, p.workers as usize).map_err(err("starting workers"))?;
+    // T <= 10 s (checked at parse time): the rounded ns fit a u64.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let t_ns = (p.t_ms * 1e6).round() as u64;
+    let b = HostBackend { dev, t_ns, level: p.level, workers: p.workers, probes: Mutex::default() };
+    samples::run(p, b, "host", quiet)
 }
 
 /// LP throughput cost of the Lv1 launcher: `commands` delay commands of T, once launched

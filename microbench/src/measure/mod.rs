@@ -1,8 +1,10 @@
 //! One preempt-lat measurement: LP delay commands of T, HP requests at random moments,
 //! suspend / HP probe / resume per sample, and the correctness check at the end.
+pub mod backend;
 pub mod control;
 pub mod host;
 pub mod rng;
+pub mod samples;
 
 use crate::device::Device;
 use crate::options::{Common, Level};

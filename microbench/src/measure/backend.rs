@@ -1,0 +1,75 @@
+//! The device interface the one measurement loop ([`super::samples`]) runs over. The host
+//! device and the GPU device each implement it (in `host.rs` and `gpu::run`); what is common
+//! (gaps, warm-up, keep-ahead, the suspend/probe/resume sequence per level, interrupt handling,
+//! draining) lives in the loop, written once.
+use super::Correctness;
+use crate::env::Environment;
+use lv1::HwQueue;
+use std::sync::Arc;
+
+/// Lv3 of the LP queue, suspended: resumes on [`Suspended::resume`], and on drop.
+pub trait Suspended {
+    fn resume(self: Box<Self>) -> Result<(), String>;
+}
+
+/// When an HP probe started, as far as the loop can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HpStart {
+    /// On the backend's clock ([`Backend::now_ns`]).
+    At(u64),
+    /// Known only after the run (the GPU maps its stamps to host time with a clock fit over the
+    /// whole run): [`Backend::finish`] fills it in.
+    Later,
+}
+
+/// One preemption as the loop measured it, before the backend's own post-processing.
+#[derive(Debug, Clone, Copy)]
+pub struct RawSample {
+    /// The HP probe's index (= the sample's index, warm-up included).
+    pub index: u32,
+    /// The HP request, on the backend's clock.
+    pub t_req: u64,
+    /// Suspend call until the LP queue runs nothing.
+    pub suspend_ns: u64,
+    /// Resume call until it returned.
+    pub resume_ns: u64,
+    /// The window in which the LP queue was suspended: (suspend returned, resume called).
+    pub window: (u64, u64),
+    pub hp: HpStart,
+}
+
+/// What the backend knows once the LP queue has drained.
+pub struct Finished {
+    /// HP start latency of each raw sample (same order), in ns.
+    pub hp_start_ns: Vec<u64>,
+    pub correctness: Correctness,
+    pub env: Environment,
+}
+
+/// A device set up for one run: an LP hardware queue fed by the Lv1 launcher, an HP probe, and
+/// (for Lv3) a way to suspend the LP queue where its work stands.
+pub trait Backend {
+    type Queue: HwQueue;
+
+    /// The device's clock for request/suspend/resume stamps, in ns.
+    fn now_ns(&self) -> u64;
+    /// The LP hardware queue (the launcher runs over it).
+    fn lp_queue(&self) -> Arc<Self::Queue>;
+    /// One LP command of T.
+    fn command(&self) -> <Self::Queue as HwQueue>::Command;
+    /// T as the device achieves it, in ns (the random gaps are multiples of it).
+    fn t_ns(&self) -> f64;
+    /// How many LP commands this run may submit in all (`None`: no limit).
+    fn budget(&self) -> Option<u64>;
+    /// Waits until the first LP command runs, so that the first preemption finds work.
+    fn wait_first_start(&self, launched: &dyn Fn() -> u64) -> Result<(), String>;
+    /// Lv3: suspends the LP queue. The returned guard resumes it on drop.
+    fn suspend(&self) -> Result<Box<dyn Suspended + '_>, String>;
+    /// Starts HP probe `index` (a device may run it to completion here).
+    fn hp_launch(&self, index: u32) -> Result<(), String>;
+    /// Waits for HP probe `index` to finish; when it started, if known now.
+    fn hp_wait(&self, index: u32) -> Result<HpStart, String>;
+    /// After the LP queue drained: HP start latencies, the correctness check, the environment.
+    /// `completions`: (command id, completed without error) from the launcher.
+    fn finish(&mut self, raw: &[RawSample], submitted: u64, completions: &[(u64, bool)]) -> Result<Finished, String>;
+}

@@ -1,0 +1,139 @@
+//! The measurement loop, once for every device: keep the LP queue busy through the Lv1
+//! launcher, and per sample wait a random gap, take an HP request, suspend the LP queue (Lv1:
+//! stop launching and drain; Lv3: the backend's suspension), run the HP probe, resume. Ctrl-C
+//! stops at the next sample boundary; an error stops the loop too, and in both cases the LP queue
+//! is resumed (guards) and drained before anything is returned, so nothing is left suspended.
+use super::backend::{Backend, HpStart, RawSample};
+use super::control::{progress, stop_requested};
+use super::rng::SplitMix64;
+use super::{Params, RunResult, Sample};
+use crate::options::Level;
+use lv1::{Config, SuspendMode, XQueue};
+use std::time::Duration;
+
+/// LP commands kept submitted beyond the threshold, so the launcher always has work.
+pub fn keep_ahead(p: &Params) -> u64 {
+    2 * u64::from(p.threshold) + 2
+}
+
+/// Runs `p.warmup + p.samples` preemptions on `b`. `label` names the run on the progress bar.
+pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result<RunResult, String> {
+    let t_start = std::time::Instant::now();
+    let cfg = Config::new(p.threshold as usize, p.batch as usize).map_err(|e| e.to_string())?;
+    let xq = XQueue::new(b.lp_queue(), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
+    let completions = xq.take_completions().ok_or("launcher completions already taken")?;
+    let keep_ahead = keep_ahead(p);
+    let t_ns = b.t_ns();
+    let total = p.warmup + p.samples;
+    let mut rng = SplitMix64::new(p.seed);
+    let pb = progress(u64::from(total), quiet, &format!("Lv{} {label} T={}ms", p.level, p.t_ms));
+    let mut raw: Vec<RawSample> = Vec::with_capacity(total as usize);
+    let mut loop_err = None;
+    for i in 0..total {
+        if stop_requested() {
+            break;
+        }
+        let budget_hit = loop {
+            let s = xq.stats();
+            if s.pending >= keep_ahead as usize {
+                break false;
+            }
+            if b.budget().is_some_and(|max| s.submitted + 1 > max) {
+                break true;
+            }
+            xq.submit(b.command());
+        };
+        if budget_hit {
+            eprintln!("preempt-lat: WARNING: the LP command budget is used up after {i} samples; stopping early");
+            break;
+        }
+        if i == 0
+            && let Err(e) = b.wait_first_start(&|| xq.stats().launched)
+        {
+            loop_err = Some(e);
+            break;
+        }
+        let gap = rng.range(gap_ns(p.gap_t.0, t_ns), gap_ns(p.gap_t.1, t_ns));
+        std::thread::sleep(Duration::from_nanos(gap));
+        let sample = match p.level {
+            Level::Lv3 => preempt_lv3(&b, i),
+            Level::Lv1 => preempt_lv1(&b, &xq, i),
+        };
+        match sample {
+            Ok(s) => raw.push(s),
+            Err(e) => {
+                loop_err = Some(format!("sample {i}: {e}"));
+                break;
+            }
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+
+    // Drain: everything submitted must complete (every guard is gone, so the queue runs).
+    let drain_limit = Duration::from_secs(60) + Duration::from_secs_f64(t_ns * 1e-9 * (keep_ahead as f64 + 8.0) * 4.0);
+    if let Err(e) = xq.wait_idle_for(drain_limit) {
+        let why = format!("draining the LP queue: {e} after {drain_limit:?}: the LP queue may have been left suspended");
+        // Dropping the launcher would wait for the stuck queue forever: report and leave.
+        std::mem::forget(xq);
+        return Err(loop_err.map_or(why.clone(), |le| format!("{le}; then {why}")));
+    }
+    let submitted = xq.stats().submitted;
+    drop(xq);
+    if let Some(e) = loop_err {
+        return Err(e);
+    }
+    let done: Vec<(u64, bool)> = completions.try_iter().map(|c| (c.id, c.outcome.is_ok())).collect();
+    let fin = b.finish(&raw, submitted, &done)?;
+    let samples: Vec<Sample> = raw
+        .iter()
+        .zip(&fin.hp_start_ns)
+        .skip(p.warmup as usize)
+        .map(|(r, &hp_start_ns)| Sample { suspend_ns: r.suspend_ns, hp_start_ns, resume_ns: r.resume_ns })
+        .collect();
+    Ok(RunResult {
+        latency_ns: RunResult::summarize(&samples),
+        params: p.clone(),
+        env: fin.env,
+        correctness: fin.correctness,
+        interrupted: samples.len() < p.samples as usize,
+        samples,
+        wall_time_s: t_start.elapsed().as_secs_f64(),
+    })
+}
+
+/// A gap of `multiple` x T in ns (T is at most 10 s, so this fits easily).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn gap_ns(multiple: f64, t_ns: f64) -> u64 {
+    (multiple * t_ns).max(0.0) as u64
+}
+
+/// Lv3: suspend through the backend's guard, HP probe, resume. An error between suspend and
+/// resume drops the guard, which resumes the queue.
+fn preempt_lv3<B: Backend>(b: &B, i: u32) -> Result<RawSample, String> {
+    let t_req = b.now_ns();
+    let guard = b.suspend().map_err(|e| format!("suspend: {e}"))?;
+    let t_s = b.now_ns();
+    b.hp_launch(i)?;
+    let hp = b.hp_wait(i)?;
+    let t_r = b.now_ns();
+    guard.resume().map_err(|e| format!("resume: {e}"))?;
+    let resume_ns = b.now_ns() - t_r;
+    Ok(RawSample { index: i, t_req, suspend_ns: t_s - t_req, resume_ns, window: (t_s, t_r), hp })
+}
+
+/// Lv1: stop launching and drain the in-flight commands, HP probe, resume. The launcher is
+/// resumed whatever happened; errors are returned after that.
+fn preempt_lv1<B: Backend>(b: &B, xq: &XQueue<B::Queue>, i: u32) -> Result<RawSample, String> {
+    let t_req = b.now_ns();
+    let drained = xq.suspend(SuspendMode::Drain);
+    let t_s = b.now_ns();
+    let launched = drained.is_ok().then(|| b.hp_launch(i));
+    let t_r = b.now_ns();
+    xq.resume();
+    let resume_ns = b.now_ns() - t_r;
+    drained.map_err(|e| format!("Lv1 suspend (drain): {e}"))?;
+    launched.unwrap_or(Ok(()))?;
+    let hp: HpStart = b.hp_wait(i)?;
+    Ok(RawSample { index: i, t_req, suspend_ns: t_s - t_req, resume_ns, window: (t_s, t_r), hp })
+}
