@@ -24,6 +24,19 @@
 //! which never reap, so they cannot steal an exit status from `Child`, and a worker's pid
 //! stays reserved (at worst as a zombie) for as long as it can be signalled.
 
+//!
+//! ```no_run
+//! use host_device::{HostCommand, HostDevice, WorkerExe};
+//! use std::time::Duration;
+//! // Two LP workers running this crate's `host-worker` binary.
+//! let dev = HostDevice::spawn(&WorkerExe::new("target/release/host-worker"), 2)?;
+//! dev.lp().run(0, HostCommand::delay(Duration::from_millis(5)))?; // one command, awaited
+//! let stopped = dev.lp().suspend()?; // SIGSTOP: the queue runs nothing from here on
+//! let probe = dev.probe_hp(1)?; // the HP probe runs while the LP workers are stopped
+//! stopped.resume()?;
+//! println!("HP probe started at {} ns", probe.start_ns);
+//! # Ok::<(), host_device::HostError>(())
+//! ```
 #![forbid(unsafe_code)]
 
 mod proto;

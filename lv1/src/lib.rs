@@ -18,6 +18,20 @@
 //!
 //! This crate has no `unsafe` code (a project rule: `unsafe` lives only in the KFD ioctl
 //! wrappers and the HIP FFI).
+//!
+//! ```
+//! use lv1::{Config, NullQueue, SuspendMode, XQueue};
+//! // At most 8 commands in flight, a sync point every 4 (XSched's defaults).
+//! let xq = XQueue::new(NullQueue::shared(), Config::new(8, 4).unwrap()).unwrap();
+//! for i in 0..100 {
+//!     xq.submit(i);
+//! }
+//! xq.suspend(SuspendMode::Drain).unwrap(); // stop launching; what was in flight completes
+//! // ... the high-priority work runs here ...
+//! xq.resume();
+//! xq.wait_idle().unwrap();
+//! assert_eq!(xq.stats().completed, 100);
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
