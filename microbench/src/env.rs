@@ -38,18 +38,27 @@ fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown CPU".into())
 }
 
+impl Environment {
+    /// The record of a run on `device` (`host` or `hip:N`); the kernel, KFD version, core count
+    /// and revisions are read here, once for every device.
+    pub fn new(device: String, device_detail: String, gfx_target: Option<String>, mechanism: &str) -> Self {
+        use kfd::{Kfd, KfdOps};
+        Environment {
+            device,
+            device_detail,
+            kernel: kernel_release(),
+            kfd_version: Kfd::open().and_then(|k| k.version()).ok().map(|v| v.to_string()),
+            gfx_target,
+            mechanism: mechanism.into(),
+            cores: cores(),
+            git_revision: git_revision(),
+            tool_version: env!("CARGO_PKG_VERSION"),
+        }
+    }
+}
+
 /// The environment of a host-device run.
 pub fn host(mechanism: &str) -> Environment {
-    use kfd::{Kfd, KfdOps};
-    Environment {
-        device: "host".into(),
-        device_detail: format!("CPU worker processes on {} ({} cores); host figures, not GPU figures", cpu_model(), cores()),
-        kernel: kernel_release(),
-        kfd_version: Kfd::open().and_then(|k| k.version()).ok().map(|v| v.to_string()),
-        gfx_target: None,
-        mechanism: mechanism.into(),
-        cores: cores(),
-        git_revision: git_revision(),
-        tool_version: env!("CARGO_PKG_VERSION"),
-    }
+    let detail = format!("CPU worker processes on {} ({} cores); host figures, not GPU figures", cpu_model(), cores());
+    Environment::new("host".into(), detail, None, mechanism)
 }
