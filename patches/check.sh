@@ -5,10 +5,12 @@
 #      with both versions;
 #   2. checkpatch.pl --strict --no-tree (the kernel's own) on every patch: 0 errors, 0 warnings,
 #      0 checks;
-#   3. builds the patched kernel (scripts/qemu/build-kernel.sh --patched: amdkfd objects + bzImage);
+#   3. builds the kernel after each patch (build-kernel.sh --patched-upto N: every patch builds on
+#      its own), then the whole series (scripts/qemu/build-kernel.sh --patched);
 #   4. builds kfd-sys/lv3 against the patched tree's kfd_ioctl.h, so that kfd-sys proves its
 #      hand-written copy of the uapi additions equal to the patch (cfg kfd_has_preempt);
-#   5. boots it in QEMU with the guest tests (scripts/qemu/run-guest-tests.sh --patched).
+#   5. boots it in QEMU with the guest tests (scripts/qemu/run-guest-tests.sh --patched), including
+#      the reproducer of the stock use-after-free that patch 0001 fixes, in a boot of its own.
 #
 #   bash patches/check.sh
 set -euo pipefail
@@ -74,7 +76,14 @@ done
 [ "$bad" = 0 ] || die "checkpatch --strict is not clean"
 log "2. checkpatch --strict: clean"
 
-# 3. The patched kernel.
+# 3. The patched kernel, after each patch of the series (bisectable: every prefix builds; each
+#    prefix has a build cache of its own, incremental from the stock objects).
+for ((n = 1; n < ${#PATCHES[@]}; n++)); do
+  s=$(date +%s)
+  "$REPO/scripts/qemu/build-kernel.sh" --patched-upto "$n" >/dev/null ||
+    die "the kernel does not build with only the first $n patch(es) (up to ${PATCHES[n-1]})"
+  log "3. builds with patches 1..$n ($(( $(date +%s) - s ))s)"
+done
 s=$(date +%s)
 BZ=$("$REPO/scripts/qemu/build-kernel.sh" --patched)
 BUILD=$(cd "$(dirname "$BZ")/../../.." && pwd)

@@ -3,6 +3,8 @@
 # amdgpu+amdkfd built in, optionally with the patch series from patches/ applied.
 #
 #   scripts/qemu/build-kernel.sh [--patched]        prints the path of the bzImage on stdout
+#   scripts/qemu/build-kernel.sh --patched-upto N   the same with only the first N patches of
+#                                                   patches/series (check.sh: every patch builds)
 #
 # Cache: ${KFD_QEMU_CACHE:-$HOME/.cache/preempt-kfd-qemu}, outside the repo, keyed by the exact
 # Debian version of linux-source-6.12, the config fragment and (with --patched) the patches.
@@ -13,8 +15,12 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 CACHE=${KFD_QEMU_CACHE:-$HOME/.cache/preempt-kfd-qemu}
-patched=0
-[ "${1:-}" = --patched ] && patched=1
+patched=0 upto=
+case "${1:-}" in
+  --patched) patched=1 ;;
+  --patched-upto) patched=1; upto=${2:?--patched-upto needs a number}
+    case "$upto" in ''|*[!0-9]*) echo "build-kernel: --patched-upto $upto: not a number" >&2; exit 1;; esac ;;
+esac
 
 log() { echo "build-kernel: $*" >&2; }
 step() { local name=$1; shift; local s; s=$(date +%s); "$@"; log "step $name took $(( $(date +%s) - s ))s"; }
@@ -71,6 +77,10 @@ fi
 SERIES=$REPO/patches/series
 [ -f "$SERIES" ] || { log "no $SERIES"; exit 1; }
 mapfile -t PATCHES < <(grep -v '^\s*\(#\|$\)' "$SERIES" | sed "s|^|$REPO/patches/|")
+if [ -n "$upto" ]; then
+  [ "$upto" -ge 1 ] && [ "$upto" -le "${#PATCHES[@]}" ] || { log "--patched-upto $upto: the series has ${#PATCHES[@]} patches"; exit 1; }
+  PATCHES=("${PATCHES[@]:0:$upto}")
+fi
 pkey=$(cat "$HERE/kernel.config" "${PATCHES[@]}" | { printf '%s\n' "$SRCVER"; cat; } | sha256sum | cut -c1-16)
 PSRC=$CACHE/src-patched-$pkey
 PBUILD=$CACHE/build-patched-$pkey

@@ -13,6 +13,22 @@ export PATH=/bin
 echo 1 > /proc/sys/kernel/printk
 set -a; . /tests/env; set +a
 echo "=== guest: uname $(uname -r) $(uname -v)"
+# A boot of its own for the C tests of patches/tests: the id checks of the patched ioctls, then the
+# stock use-after-free reproducer (kfd-exec-reopen.c), last: the stock kernel oopses on it, so it
+# must not share a boot with the other tests.
+if grep -q 'kfd_guest=exec-reopen' /proc/cmdline; then
+  echo "=== guest: running kfd-preempt-ids"
+  if [ "${LV3_EXPECT_PATCHED:-}" = 1 ]; then /tests/kfd-preempt-ids --patched; else /tests/kfd-preempt-ids --stock; fi
+  echo "=== guest: kfd-preempt-ids exit $?"
+  echo "=== guest: running kfd-exec-reopen"
+  /tests/kfd-exec-reopen 3
+  echo "=== guest: kfd-exec-reopen exit $?"
+  echo "=== guest: dmesg begin"
+  dmesg
+  echo "=== guest: dmesg end"
+  echo "=== guest: done"
+  reboot -f
+fi
 echo "=== guest: /dev/kfd $(ls -l /dev/kfd 2>&1)"
 for n in /sys/class/kfd/kfd/topology/nodes/*; do echo "=== guest: $n/properties"; cat "$n/properties"; done
 for t in /tests/bin/*; do

@@ -146,5 +146,56 @@ splats=$(sed -n '/^=== guest: dmesg begin/,/^=== guest: dmesg end/p' "$SER" |
 if [ -n "$splats" ]; then echo "FAIL guest kernel log has splats:"; echo "$splats" | head -20; fail=1
 elif ! grep -q 'Lock dependency validator' "$SER"; then echo "FAIL guest kernel log: lockdep is not on, so no splat check is worth anything"; fail=1
 else echo "PASS guest kernel log: lockdep on, no WARNING/BUG/lockdep splat"; fi
+
+# ---- BEGIN patches/tests (C): kfd-preempt-ids, kfd-exec-reopen (patches/0001) ----------------
+# A second boot, after every result above is in: kfd-preempt-ids (the patched ioctls' id handling;
+# ENOTTY on stock), then kfd-exec-reopen: exec() with a /dev/kfd fd open, then open /dev/kfd
+# again: stock 6.12.117 frees the new process's procfs kobject twice and oopses, so that a crash
+# cannot take the other results down. Stock: expected failure (XFAIL); patched: must pass. A stock
+# kernel that passes is reported (XPASS) and fails the run: the bug is then fixed in that kernel
+# and patch 0001 should go.
+t3=$(date +%s)
+REO=$OUT/kfd-exec-reopen
+if ! gcc -static -O2 -Wall -o "$REO" "$REPO/patches/tests/kfd-exec-reopen.c" ||
+   ! gcc -static -O2 -Wall -o "$OUT/kfd-preempt-ids" "$REPO/patches/tests/kfd-preempt-ids.c"; then
+  echo "FAIL guest patches/tests: cannot build patches/tests/*.c (gcc -static)"; fail=1
+else
+  R2=$OUT/initramfs-$flavor-reopen; rm -rf "$R2"; cp -a "$R" "$R2"; cp "$REO" "$R2/tests/kfd-exec-reopen"
+  cp "$OUT/kfd-preempt-ids" "$R2/tests/kfd-preempt-ids"
+  (cd "$R2" && find . | cpio -o -H newc --quiet | gzip -1) > "$R2.cpio.gz"
+  SER2=$OUT/serial-$flavor-reopen.log
+  timeout 300 qemu-system-x86_64 -m 1G -smp 1 -nographic -no-reboot -accel tcg \
+    -kernel "$BZ" -initrd "$R2.cpio.gz" \
+    -append "console=ttyS0 panic=-1 oops=panic loglevel=4 kfd_guest=exec-reopen" > "$SER2.raw" 2>&1 || true
+  tr -d '\r' < "$SER2.raw" > "$SER2"; rm -f "$SER2.raw"
+  iline=$(grep -a '^=== guest: kfd-preempt-ids exit ' "$SER2" || true)
+  iout=$(grep -a '^kfd-preempt-ids: \|^FAIL: ' "$SER2" || true)
+  if [ "$iline" = "=== guest: kfd-preempt-ids exit 0" ]; then echo "PASS guest $(printf '%s\n' "$iout" | tail -1 | sed 's/^kfd-preempt-ids: PASS /kfd-preempt-ids: /')"
+  else echo "FAIL guest kfd-preempt-ids (${iline:-no exit line})"; printf '%s\n' "$iout" | head -20 | sed 's/^/  /'; fail=1; fi
+  rline=$(grep -a '^=== guest: kfd-exec-reopen exit ' "$SER2" || true)
+  rout=$(grep -a '^kfd-exec-reopen: \|^kernel: \|^round ' "$SER2" | head -8 || true)
+  rsplat=$(grep -aE 'WARNING:|BUG:|Oops|refcount_t|possible circular locking|possible recursive locking|inconsistent lock state' "$SER2" || true)
+  if grep -aq '^=== guest: done' "$SER2" && [ "$rline" = "=== guest: kfd-exec-reopen exit 0" ] && [ -z "$rsplat" ]; then
+    if [ "$flavor" = patched ]; then
+      echo "PASS guest kfd-exec-reopen: exec with /dev/kfd open, then reopen: no use-after-free ($(( $(date +%s) - t3 ))s)"
+    else
+      echo "FAIL guest kfd-exec-reopen: XPASS, the stock kernel did not show the use-after-free in"
+      echo "  kfd_create_process() (fixed by patches/0001): is it fixed in this kernel? see $SER2"; fail=1
+    fi
+  else
+    what=${rline:-no exit line: the kernel crashed}
+    if [ "$flavor" = stock ]; then
+      echo "XFAIL guest kfd-exec-reopen (expected failure: stock amdkfd bug, a use-after-free of the"
+      echo "  procfs kobject in kfd_create_process()/kfd_process_wq_release(), fixed by"
+      echo "  patches/0001-drm-amdkfd-do-not-free-a-process-s-procfs-kobject-tw.patch): $what"
+    else
+      echo "FAIL guest kfd-exec-reopen: $what"; fail=1
+    fi
+    [ -z "$rout" ] || printf '%s\n' "$rout" | sed 's/^/  /'
+    [ -z "$rsplat" ] || printf '%s\n' "$rsplat" | head -5 | sed 's/^/  /'
+    echo "  serial log: $SER2"
+  fi
+fi
+# ---- END patches/tests -------------------------------------------------------------------------
 log "total $(( $(date +%s) - t0 ))s"
 exit $fail
