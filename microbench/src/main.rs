@@ -1,13 +1,12 @@
 //! preempt-lat: preemption latency of GPU compute queues on AMD GPUs, and of the host device.
 //!
-//! `unsafe` is allowed in the HIP loader's FFI (`hip::ffi`) alone.
+//! No `unsafe` here: the HIP binding (with its FFI) is the `hip-rt` crate, the GPU device `gpu-device`.
 #![deny(unsafe_code)]
 
 mod cli;
 mod doctor;
 mod env;
 mod gpu;
-mod hip;
 mod measure;
 mod output;
 mod plot;
@@ -143,7 +142,7 @@ fn launcher_cost(a: &cli::LauncherCostArgs, dev: Device) -> Result<bool, String>
 
 /// Asks the HIP runtime (loaded at run time) what doctor reports about it.
 fn hip_facts() -> Fact<HipInfo> {
-    let info = hip::Hip::load().and_then(|h| {
+    let info = hip_rt::Hip::load().and_then(|h| {
         Ok(HipInfo {
             library: h.library_path().to_string(),
             runtime_version: h.runtime_version()?,
