@@ -39,6 +39,14 @@ pub struct Param {
 
 /// A kernel of a code object, with its explicit parameters in order (the hidden ones that the
 /// runtime fills in itself are left out).
+///
+/// ```
+/// use hip_rt::code_object::{kernels, ParamKind};
+/// let k = kernels(include_bytes!("../tests/fixtures/args-gfx90a.co")).unwrap();
+/// let sizes: Vec<u64> = k[0].params.iter().map(|p| p.size).collect();
+/// assert_eq!(sizes, [8, 4, 8, 4]);
+/// assert!(k[0].params[1..].iter().all(|p| p.kind == ParamKind::ByValue));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelInfo {
     pub name: String,
@@ -54,10 +62,14 @@ fn bad(why: impl std::fmt::Display) -> HipError {
 }
 
 fn u16_at(b: &[u8], o: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(o..o.checked_add(2)?)?.try_into().ok()?))
+    Some(u16::from_le_bytes(
+        b.get(o..o.checked_add(2)?)?.try_into().ok()?,
+    ))
 }
 fn u32_at(b: &[u8], o: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(o..o.checked_add(4)?)?.try_into().ok()?))
+    Some(u32::from_le_bytes(
+        b.get(o..o.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 fn u64_at(b: &[u8], o: usize) -> Option<usize> {
     let v = u64::from_le_bytes(b.get(o..o.checked_add(8)?)?.try_into().ok()?);
@@ -111,8 +123,12 @@ fn metadata_notes(image: &[u8]) -> Result<Vec<&[u8]>, HipError> {
             let next = desc_at
                 .checked_add(descsz.next_multiple_of(4))
                 .ok_or_else(|| bad("bad note"))?;
-            let name = sec.get(name_at..name_at + namesz).ok_or_else(|| bad("bad note"))?;
-            let desc = sec.get(desc_at..desc_at + descsz).ok_or_else(|| bad("bad note"))?;
+            let name = sec
+                .get(name_at..name_at + namesz)
+                .ok_or_else(|| bad("bad note"))?;
+            let desc = sec
+                .get(desc_at..desc_at + descsz)
+                .ok_or_else(|| bad("bad note"))?;
             if ty == NT_AMDGPU_METADATA && name.split(|&b| b == 0).next() == Some(b"AMDGPU") {
                 notes.push(desc);
             }
@@ -226,6 +242,11 @@ mod tests {
         let notes_at = FIXTURE.windows(7).position(|w| w == b"AMDGPU\0").unwrap();
         let mut no_meta = FIXTURE.to_vec();
         no_meta[notes_at - 4] = 33;
-        assert!(kernels(&no_meta).unwrap_err().to_string().contains("0 AMDGPU metadata notes"));
+        assert!(
+            kernels(&no_meta)
+                .unwrap_err()
+                .to_string()
+                .contains("0 AMDGPU metadata notes")
+        );
     }
 }

@@ -17,6 +17,14 @@ pub mod attr {
 }
 
 /// What HIP says about a device.
+///
+/// ```no_run
+/// # fn main() -> Result<(), hip_rt::HipError> {
+/// let info = hip_rt::Hip::load()?.device(0)?.info;
+/// let ms_per_wall_tick = 1.0 / f64::from(info.wall_clock_khz);
+/// println!("{}: {} CUs of wave{}, {ms_per_wall_tick} ms per s_memrealtime tick", info.name, info.cu_count, info.wave_size);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct DeviceInfo {
     pub index: u32,
@@ -36,6 +44,13 @@ pub struct DeviceInfo {
 }
 
 /// Stream priorities, resolved against hipDeviceGetStreamPriorityRange.
+///
+/// ```no_run
+/// # fn main() -> Result<(), hip_rt::HipError> {
+/// let dev = hip_rt::Hip::load()?.device(0)?;
+/// let urgent = dev.stream(hip_rt::StreamPriority::High)?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamPriority {
     High,

@@ -89,9 +89,7 @@ impl Module {
     pub fn function(&self, name: &str) -> Result<Function, HipError> {
         let m = &self.inner;
         m.api.set_device(m.device_index as i32)?;
-        let raw = m
-            .api
-            .module_function(self.raw(), name)?;
+        let raw = m.api.module_function(self.raw(), name)?;
         Ok(Function {
             module: self.clone(),
             raw,
@@ -145,6 +143,12 @@ impl Function {
 }
 
 /// The launch shape: `grid` blocks (x, y, z) of `block` threads (x, y, z), and the dynamic LDS.
+/// Checked at launch: no zero dimension, at most 1024 threads per block.
+///
+/// ```
+/// let c = hip_rt::LaunchConfig { grid: [4, 4, 1], block: [16, 16, 1], shared_mem_bytes: 0 };
+/// assert_eq!(c.block.iter().product::<u32>(), 256);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchConfig {
     pub grid: [u32; 3],

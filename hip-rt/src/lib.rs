@@ -63,6 +63,15 @@ pub fn decode_version(v: i32) -> (i32, i32, i32) {
 pub const DEFAULT_WALL_CLOCK_KHZ: u32 = 100_000;
 
 /// A compiled code object and the compiler's log (see [`Hip::compile`]).
+///
+/// ```no_run
+/// # fn main() -> Result<(), hip_rt::HipError> {
+/// let hip = hip_rt::Hip::load()?;
+/// let src = r#"extern "C" __global__ void nop() {}"#;
+/// let code = hip.compile(src, "nop.hip", &["--offload-arch=gfx90a".to_string()])?;
+/// assert_eq!(hip_rt::code_object::kernels(&code.image)?[0].name, "nop");
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct CompiledCode {
     /// The ELF code object, for [`Device::load_module`].

@@ -68,7 +68,10 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
     fn uint(&mut self, n: usize) -> Result<u64, HipError> {
-        Ok(self.take(n)?.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b)))
+        Ok(self
+            .take(n)?
+            .iter()
+            .fold(0u64, |a, &b| (a << 8) | u64::from(b)))
     }
     fn len(&mut self, n: usize) -> Result<usize, HipError> {
         usize::try_from(self.uint(n)?).map_err(|_| bad("length too large"))
@@ -178,7 +181,10 @@ mod tests {
         assert_eq!(a[1], Value::Int(-1));
         assert_eq!(a[2].as_u64(), Some(300));
         assert_eq!(a[3].as_str(), Some("xy"));
-        assert_eq!((&a[4], &a[5], &a[6]), (&Value::Bool(true), &Value::Nil, &Value::Other));
+        assert_eq!(
+            (&a[4], &a[5], &a[6]),
+            (&Value::Bool(true), &Value::Nil, &Value::Other)
+        );
         assert_eq!(v.get("b"), Some(&Value::Map(vec![])));
         assert_eq!(v.get("c"), None);
         assert_eq!(decode(&[0xd1, 0xff, 0x00]).unwrap(), Value::Int(-256));

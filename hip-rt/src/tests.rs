@@ -114,14 +114,22 @@ fn real_hiprtc_compiles_a_kernel_if_it_can_without_gpu() {
     // runtime first. Only a produced code object is checked; a refusal is reported, not failed.
     let Some(hip) = real_hip() else { return };
     let src = include_str!("../tests/fixtures/args.hip");
-    match hip.compile(src, "args.hip", &["--offload-arch=gfx90a".to_string(), "-O3".to_string()]) {
+    match hip.compile(
+        src,
+        "args.hip",
+        &["--offload-arch=gfx90a".to_string(), "-O3".to_string()],
+    ) {
         Ok(code) => {
             assert_eq!(&code.image[..4], b"\x7fELF", "not an ELF code object");
             // hiprtc's output carries the metadata the launch check reads, as clang's does.
             let k = code_object::kernels(&code.image).expect("metadata of hiprtc's code object");
-            let fixture = code_object::kernels(include_bytes!("../tests/fixtures/args-gfx90a.co")).unwrap();
+            let fixture =
+                code_object::kernels(include_bytes!("../tests/fixtures/args-gfx90a.co")).unwrap();
             assert_eq!(k, fixture);
-            eprintln!("hiprtc compiled args.hip for gfx90a: {} bytes", code.image.len());
+            eprintln!(
+                "hiprtc compiled args.hip for gfx90a: {} bytes",
+                code.image.len()
+            );
         }
         Err(e) => eprintln!("NOTE: hiprtc did not compile here (no GPU?): {e}"),
     }
@@ -241,19 +249,26 @@ fn scan_finds_gcn_arch_name_in_any_layout() {
     assert_eq!(scan_gcn_arch_name(&props_with(&[(0, "xgfx942")])), None);
     assert_eq!(scan_gcn_arch_name(&props_with(&[(8, "gfxq")])), None);
     assert_eq!(scan_gcn_arch_name(&[]), None);
-    assert_eq!(scan_gcn_arch_name(&props_with(&[(8, "gfx942:xnack")])), None);
+    assert_eq!(
+        scan_gcn_arch_name(&props_with(&[(8, "gfx942:xnack")])),
+        None
+    );
     // Unterminated at the end of the buffer: ignored, no panic.
     let mut p = vec![0u8; 10];
     p[4..].copy_from_slice(b"gfx942");
     assert_eq!(scan_gcn_arch_name(&p), None);
 }
 
-
 #[test]
 fn launch_arguments_must_match_the_metadata() {
     use crate::code_object::{KernelInfo, Param, ParamKind};
     use crate::launch::{ArgShape, check_args};
-    let p = |kind, size| Param { kind, size, offset: 0, name: None };
+    let p = |kind, size| Param {
+        kind,
+        size,
+        offset: 0,
+        name: None,
+    };
     let k = KernelInfo {
         name: "fill".into(),
         params: vec![
@@ -274,9 +289,15 @@ fn launch_arguments_must_match_the_metadata() {
         &[],
     ] {
         let e = check(wrong).expect_err("must be refused");
-        assert!(matches!(e, HipError::Invalid(_)) && e.to_string().contains("launch of fill"), "{e}");
+        assert!(
+            matches!(e, HipError::Invalid(_)) && e.to_string().contains("launch of fill"),
+            "{e}"
+        );
     }
-    let other = KernelInfo { name: "img".into(), params: vec![p(ParamKind::Other("image".into()), 8)] };
+    let other = KernelInfo {
+        name: "img".into(),
+        params: vec![p(ParamKind::Other("image".into()), 8)],
+    };
     assert!(check_args(&other, [Pointer].into_iter()).is_err());
     assert!(check_args(&other, [Value(8)].into_iter()).is_err());
 }
@@ -284,13 +305,24 @@ fn launch_arguments_must_match_the_metadata() {
 #[test]
 fn kernel_args_carry_their_sizes() {
     use crate::launch::ArgShape::Value;
-    let a = KernelArgs::new().u8(1).i16(-2).u32(3).f32(0.5).u64(5).f64(1.0);
+    let a = KernelArgs::new()
+        .u8(1)
+        .i16(-2)
+        .u32(3)
+        .f32(0.5)
+        .u64(5)
+        .f64(1.0);
     assert_eq!(a.len(), 6);
     let k = code_object::KernelInfo {
         name: "k".into(),
         params: [1, 2, 4, 4, 8, 8]
             .iter()
-            .map(|&size| code_object::Param { kind: code_object::ParamKind::ByValue, size, offset: 0, name: None })
+            .map(|&size| code_object::Param {
+                kind: code_object::ParamKind::ByValue,
+                size,
+                offset: 0,
+                name: None,
+            })
             .collect(),
     };
     assert!(crate::launch::check_args(&k, [1, 2, 4, 4, 8, 8].into_iter().map(Value)).is_ok());
@@ -301,10 +333,22 @@ fn launch_shapes_are_checked() {
     assert!(LaunchConfig::linear(160, 1024).check().is_ok());
     assert!(LaunchConfig::linear(0, 64).check().is_err());
     assert!(LaunchConfig::linear(1, 1025).check().is_err());
-    let c = LaunchConfig { grid: [1, 1, 1], block: [32, 32, 1], shared_mem_bytes: 0 };
+    let c = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [32, 32, 1],
+        shared_mem_bytes: 0,
+    };
     assert!(c.check().is_ok());
-    let c = LaunchConfig { grid: [1, 1, 1], block: [32, 32, 2], shared_mem_bytes: 0 };
+    let c = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [32, 32, 2],
+        shared_mem_bytes: 0,
+    };
     assert!(c.check().is_err());
-    let c = LaunchConfig { grid: [1, 1, 1], block: [u32::MAX, 2, 1], shared_mem_bytes: 0 };
+    let c = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [u32::MAX, 2, 1],
+        shared_mem_bytes: 0,
+    };
     assert!(c.check().is_err());
 }

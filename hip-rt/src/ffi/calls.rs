@@ -116,10 +116,7 @@ impl Api {
     }
 
     /// A stream with its own hardware queue (hipExtStreamCreateWithCUMask).
-    pub(crate) fn stream_create_cu_mask(
-        &self,
-        mask: &[u32],
-    ) -> Result<RawStream, HipError> {
+    pub(crate) fn stream_create_cu_mask(&self, mask: &[u32]) -> Result<RawStream, HipError> {
         let f = self.cu_mask.ok_or_else(|| HipError::MissingSymbol {
             library: self.hip_path.clone(),
             symbol: "hipExtStreamCreateWithCUMask",

@@ -75,12 +75,7 @@ impl Api {
         })
     }
 
-    pub(crate) fn copy_in(
-        &self,
-        m: &RawMem,
-        offset: usize,
-        src: &[u8],
-    ) -> Result<(), HipError> {
+    pub(crate) fn copy_in(&self, m: &RawMem, offset: usize, src: &[u8]) -> Result<(), HipError> {
         Self::range(m, offset, src.len())?;
         // SAFETY: as in copy_out.
         self.check("hipMemcpy", unsafe {
@@ -156,7 +151,9 @@ impl Api {
     pub(crate) fn module_unload(&self, m: RawModule) -> Result<(), HipError> {
         // SAFETY: consumed here, unloaded once; every RawFunction of it is owned by a safe
         // `Function` that holds the module alive, so none is left to use.
-        self.check("hipModuleUnload", unsafe { (self.hip.module_unload)(m.ptr) })
+        self.check("hipModuleUnload", unsafe {
+            (self.hip.module_unload)(m.ptr)
+        })
     }
 
     /// hipModuleLaunchKernel of `f` on `s` with `args`, after checking `args` against the
@@ -180,7 +177,10 @@ impl Api {
                 Arg::Value(v) => u64::from_ne_bytes(v.bytes),
             })
             .collect();
-        let mut ptrs: Vec<Ptr> = cells.iter().map(|c| (c as *const u64).cast_mut().cast()).collect();
+        let mut ptrs: Vec<Ptr> = cells
+            .iter()
+            .map(|c| (c as *const u64).cast_mut().cast())
+            .collect();
         let ([gx, gy, gz], [bx, by, bz]) = (cfg.grid, cfg.block);
         // SAFETY: `ptrs` has exactly one entry per explicit kernel parameter of `f` (as HIP
         // reads them from the same code object's metadata), each pointing at a live 8-byte cell
