@@ -3,7 +3,7 @@
 #
 #   scripts/check-delay-kernel.sh            (from any directory)
 #
-# For each target (gfx942, gfx90a) it compiles microbench/kernels/delay.hip with Debian's
+# For each target (gfx942, gfx90a) it compiles gpu-device/kernels/delay.hip with Debian's
 # clang-19 exactly as the runtime's hiprtc would see it minus HIP's headers:
 #   clang-19 -x hip --offload-arch=<gfx> -nogpulib -nogpuinc --cuda-device-only --no-gpu-bundle-output -O3
 # When clang cannot link a code object (no `lld` installed; Debian ships it as lld-19), the same
@@ -18,7 +18,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-src=${KERNEL_SRC:-"$here/../microbench/kernels/delay.hip"}
+src=${KERNEL_SRC:-"$here/../gpu-device/kernels/delay.hip"}
 kernel=delay_kernel
 CLANG=${CLANG:-clang-19}
 OBJDUMP=${OBJDUMP:-llvm-objdump-19}

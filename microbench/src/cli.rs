@@ -1,4 +1,4 @@
-//! The command line of `preempt-lat`: clap's view of it, turned into [`options`](crate::options)
+//! The command line of `preempt-lat`: clap's view of it, turned into [`crate::options`]
 //! once, in [`Cli::into_command`]. Nothing else in the crate imports this module. Bad input gets
 //! one clear line and exit status 2 (clap's convention), before anything is started.
 use crate::options::{self, Command, Common, DeviceSpec, Format, Level, parse_positive, parse_t_ms};

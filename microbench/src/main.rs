@@ -1,6 +1,6 @@
 //! preempt-lat: preemption latency of GPU compute queues on AMD GPUs, and of the host device.
 //!
-//! `unsafe` is allowed in the HIP loader's FFI (`hip::ffi`) alone.
+//! No `unsafe` here: the HIP binding (with its FFI) is the `hip-rt` crate, the GPU device `gpu-device`.
 #![deny(unsafe_code)]
 // Transitional: the casts of the HIP and GPU modules are reviewed when they move to their own
 // crates (the structure issue); until then the workspace cast lints are relaxed here only.
@@ -12,7 +12,6 @@ mod doctor;
 mod env;
 mod exit;
 mod gpu;
-mod hip;
 mod measure;
 mod options;
 mod output;
@@ -116,7 +115,7 @@ fn launcher_cost(o: &options::LauncherCostOptions, dev: Device) -> Outcome {
 
 /// Asks the HIP runtime (loaded at run time) what doctor reports about it.
 fn hip_facts() -> Fact<HipInfo> {
-    let info = hip::Hip::load().and_then(|h| {
+    let info = hip_rt::Hip::load().and_then(|h| {
         Ok(HipInfo {
             library: h.library_path().to_string(),
             runtime_version: h.runtime_version()?,

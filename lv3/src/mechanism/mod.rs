@@ -2,7 +2,7 @@
 //!
 //! Three layers, each usable alone:
 //! - **Mechanisms** ([`UpdateQueue`], [`DbgTrap`]): the raw suspend/resume of one queue, generic
-//!   over [`KfdOps`](crate::kfd::KfdOps) so the same code runs on the real [`Kfd`](crate::kfd::Kfd)
+//!   over [`KfdOps`](kfd::KfdOps) so the same code runs on the real [`Kfd`](kfd::Kfd)
 //!   and on a recording fake. They keep no per-queue state: `resume` of a queue that is not
 //!   suspended is passed to the kernel, which treats it as a no-op (dbg-trap: `resume_single_queue`
 //!   returns 0 for a queue that is not suspended; update-queue: re-sends the queue's own

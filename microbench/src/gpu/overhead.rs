@@ -4,18 +4,19 @@ use std::time::Instant;
 
 use lv1::{Config, XQueue};
 
-use super::device::{DelayCmd, HipLpQueue};
-use super::run::{h, open};
+use gpu_device::{DelayCmd, DelayKernel, HipLpQueue, SlotStatus, kernel};
+use hip_rt::{Hip, StreamPriority};
+
+use super::run::h;
 use super::setup::{calibration_points, lp_blocks_per_cu, lp_grid};
-use crate::hip::{self, DelayKernel, Hip, StreamPriority, kernel};
 
 /// The GPU version of `measure::host::lv1_overhead`: `commands` LP commands of T launched
 /// directly on a dedicated stream, then the same through an XQueue with `threshold`/`batch`.
 /// Returns (direct s, launcher s, overhead %). Both phases must complete every command.
 pub fn lv1_overhead(device_index: u32, t_ms: f64, threshold: u32, batch: u32, commands: u32) -> Result<(f64, f64, f64), String> {
     let hip = Hip::load().map_err(|e| e.to_string())?;
-    let dev = Arc::new(open(&hip, device_index)?);
-    let arch = dev.info.arch.clone().map_err(|e| e.to_string())?;
+    let dev = Arc::new(gpu_device::open(&hip, device_index).map_err(|e| e.to_string())?);
+    let arch = gpu_device::gfx_target(&dev.info).map_err(|e| e.to_string())?;
     let code = kernel::compile(&hip, &arch).map_err(h("compiling delay.hip with hiprtc"))?;
     let grid = lp_grid(dev.info.cu_count, dev.info.wave_size, lp_blocks_per_cu()).map_err(|e| e.to_string())?;
     let k = Arc::new(DelayKernel::load(&dev, &code, grid).map_err(h("loading the delay kernel"))?);
@@ -29,7 +30,7 @@ pub fn lv1_overhead(device_index: u32, t_ms: f64, threshold: u32, batch: u32, co
     let cycles = cal.cycles_for(t_ms);
     let t0 = Instant::now();
     for id in 0..n as u32 {
-        k.launch(lpq.stream(), hip::Mem::Device(&direct_slots), id, cycles).map_err(h("direct launch"))?;
+        k.launch(lpq.stream(), hip_rt::Mem::Device(&direct_slots), id, cycles).map_err(h("direct launch"))?;
     }
     lpq.stream().synchronize().map_err(h("direct synchronize"))?;
     let direct = t0.elapsed().as_secs_f64();
@@ -44,7 +45,7 @@ pub fn lv1_overhead(device_index: u32, t_ms: f64, threshold: u32, batch: u32, co
     drop(xq);
     for (what, slots) in [("direct", kernel::read_slots(&direct_slots, n)), ("launcher", lpq.read_slots(n as u64))] {
         let slots = slots.map_err(h("reading slots"))?;
-        if let Some((i, s)) = slots.iter().enumerate().find(|(i, s)| s.status(*i as u32, lpq.nblocks()) != hip::SlotStatus::Complete) {
+        if let Some((i, s)) = slots.iter().enumerate().find(|(i, s)| s.status(*i as u32, lpq.nblocks()) != SlotStatus::Complete) {
             return Err(format!("lv1 overhead ({what}): LP command {i}: {:?}", s.status(i as u32, lpq.nblocks())));
         }
     }

@@ -1,7 +1,7 @@
 //! The GPU measurement: the same samples as the host device (suspend, HP probe, resume per HP
 //! request), on an AMD GPU through HIP, producing the same [`RunResult`].
 //!
-//! Set-up order matters for queue discovery (see [`super::discover`]):
+//! Set-up order matters for queue discovery (see [`gpu_device::discover`]):
 //! load HIP, open the device, compile and load the delay kernel, create the warm-up stream and the
 //! HP stream and run work on both (ROCr's utility queue, blit kernels, the HP queue all exist
 //! afterwards), calibrate T, fit the clock map, build the Lv3 mechanism (dbg-trap enables the
@@ -22,12 +22,12 @@ use kfd::{GracePeriod, Kfd, KfdOps};
 use lv3::mechanism::{self, MechanismKind, Preempt, Preemptor, ProbeFacts, QueueTarget};
 use kfd::sysfs::SysRoot;
 
-use super::device::{DelayCmd, HipLpQueue, HpProbe};
-use super::discover;
+use gpu_device::verify::{self, Window};
+use gpu_device::{Calibration, ClockMap, ClockPair, DelayCmd, DelayKernel, HipLpQueue, HpProbe, calib, discover, kernel};
+use hip_rt::{Hip, StreamPriority};
+
 use super::setup::*;
-use super::verify::{self, Window};
 use crate::options::Level;
-use crate::hip::{self, Calibration, ClockMap, ClockPair, DelayKernel, Device, Hip, HipError, StreamPriority, calib, kernel};
 use crate::measure::control::{progress, stop_requested};
 use crate::measure::rng::SplitMix64;
 use crate::measure::{Correctness, Params, RunResult, Sample};
@@ -44,7 +44,7 @@ pub(super) const FLOOR_PROBES: u32 = 16;
 /// `PREEMPT_LAT_LP_BLOCKS_PER_CU` overrides it (1..=8).
 pub(super) const LP_BLOCKS_PER_CU: u32 = 2;
 
-pub(super) fn h(what: &'static str) -> impl Fn(HipError) -> String {
+pub(super) fn h<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
     move |e| format!("hip: {what}: {e}")
 }
 
@@ -72,33 +72,10 @@ impl MechanismChoice {
     }
 }
 
-/// Opens device `index` and checks what a run needs, without compiling anything.
-pub(super) fn open(hip: &Hip, index: u32) -> Result<Device, String> {
-    let n = hip.device_count().map_err(|e| e.to_string())?;
-    if index >= n {
-        return Err(format!("hip:{index}: HIP sees {n} device(s) (check HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES)"));
-    }
-    let dev = hip.device(index).map_err(|e| e.to_string())?;
-    let arch = dev.info.arch.clone().map_err(|e| format!("hip:{index}: {e}"))?;
-    hip.hiprtc_status().map_err(|e| format!("hiprtc (to compile the delay kernel): {e}"))?;
-    let (major, minor, _) = hip::decode_version(hip.runtime_version().map_err(|e| e.to_string())?);
-    if let Some(min) = calib::min_hip_for_target(&arch.processor).filter(|&m| (major, minor) < m) {
-        return Err(format!("HIP {major}.{minor} cannot compile for {} (needs HIP >= {}.{})", arch.processor, min.0, min.1));
-    }
-    if !hip.has_own_queue_streams() {
-        return Err("this HIP lacks hipExtStreamCreateWithCUMask: the LP stream cannot get a KFD queue of its own".into());
-    }
-    if !std::path::Path::new(kfd::KFD_DEVICE).exists() {
-        return Err("no /dev/kfd".into());
-    }
-    Ok(dev)
-}
-
 /// Whether `hip:device_index` can run a measurement here; the reason if not (for main.rs, before
 /// it starts anything). Does not compile the kernel or touch KFD queues.
 pub fn usable(device_index: u32) -> Result<(), String> {
-    let hip = Hip::load().map_err(|e| e.to_string())?;
-    open(&hip, device_index).map(|_| ())
+    gpu_device::usable(device_index).map_err(|e| e.to_string())
 }
 
 struct Raw {
@@ -119,9 +96,9 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
     // sample boundary and the guards resume. On a second signal it resumes everything in lv3's
     // registry (the guards register there) and exits 130/143. Nothing stays suspended.
     let hip = Hip::load().map_err(|e| e.to_string())?;
-    let dev = Arc::new(open(&hip, device_index)?);
-    let arch = dev.info.arch.clone().map_err(|e| e.to_string())?;
-    let hip_version = hip::decode_version(hip.runtime_version().map_err(|e| e.to_string())?);
+    let dev = Arc::new(gpu_device::open(&hip, device_index).map_err(|e| e.to_string())?);
+    let arch = gpu_device::gfx_target(&dev.info).map_err(|e| e.to_string())?;
+    let hip_version = hip_rt::decode_version(hip.runtime_version().map_err(|e| e.to_string())?);
 
     // Kernel, warm-up and HP streams: every queue but the LP one exists after this block.
     let code = kernel::compile(&hip, &arch).map_err(h("compiling delay.hip with hiprtc"))?;
@@ -174,18 +151,18 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
     }
 
     // The LP stream and (Lv3) the queue behind it.
-    let first_use = |s: &hip::Stream| {
-        k.launch_probe(s, hip::Mem::Host(probe_stamps(&probe)), first_use_idx)?;
-        s.synchronize()
+    let first_use = |s: &hip_rt::Stream| -> Result<(), gpu_device::Error> {
+        k.launch_probe(s, hip_rt::Mem::Host(probe_stamps(&probe)), first_use_idx)?;
+        Ok(s.synchronize()?)
     };
-    let (lp_stream, target): (hip::Stream, Option<QueueTarget>) = match &preemptor {
+    let (lp_stream, target): (hip_rt::Stream, Option<QueueTarget>) = match &preemptor {
         None => {
             let s = dev.stream_own_queue().map_err(h("LP stream"))?;
             first_use(&s).map_err(h("first launch on the LP stream"))?;
             (s, None)
         }
         Some(pre) => {
-            let d = discover::lp_stream_with_queue(&dev, first_use, pre.kind() == MechanismKind::DbgTrap)?;
+            let d = discover::lp_stream_with_queue(&dev, first_use, pre.kind() == MechanismKind::DbgTrap).map_err(|e| e.to_string())?;
             let t = d.target;
             note(
                 quiet,
@@ -353,7 +330,7 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
     })
 }
 
-fn probe_stamps(p: &HpProbe) -> &hip::HostBuffer {
+fn probe_stamps(p: &HpProbe) -> &hip_rt::HostBuffer {
     p.stamps()
 }
 
@@ -447,32 +424,11 @@ mod tests {
     }
 
     #[test]
-    fn lp_grid_fills_every_wave_slot_of_a_gfx942_cu() {
-        let g = lp_grid(80, 64, 2).unwrap();
-        assert_eq!((g.blocks, g.threads), (160, 1024));
-        assert_eq!(g.threads / 64 * (g.blocks / 80), 32, "32 waves per CU = 8 per SIMD");
-        assert!(lp_grid(0, 64, 2).is_err());
-    }
-
-    #[test]
     fn budget_covers_samples_and_is_capped() {
         let b = command_budget(&params(0.5, 1000), 18);
         // 1010 samples x (3 + 8 + 2 + 4) x 2 + 72 + 1024
         assert_eq!(b, 2 * 1010 * 17 + 72 + 1024);
         assert_eq!(command_budget(&params(0.001, 100_000), 18), 1 << 22);
-    }
-
-    #[test]
-    fn calibration_points_bracket_t() {
-        assert_eq!(calibration_points(0.5), [0.25, 0.5, 1.0]);
-        assert_eq!(calibration_points(0.01), [0.02, 0.04, 0.08]);
-    }
-
-    #[test]
-    fn co_run_detection() {
-        assert!(probe_co_ran(1_000, 500_000, 100_000));
-        assert!(!probe_co_ran(450_000, 500_000, 100_000));
-        assert!(!probe_co_ran(600_000, 500_000, 100_000));
     }
 
     #[test]

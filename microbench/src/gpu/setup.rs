@@ -1,19 +1,15 @@
-//! What a GPU run checks and measures around the samples: the LP grid, the command budget,
-//! T's calibration points, the wall-clock <-> host-time pairs, the HP floor on an idle GPU, and
-//! the co-run check that the LP kernel really fills the GPU.
+//! What a GPU run does around the samples with this crate's parameters: the command budget for
+//! a [`Params`], the LP blocks per CU, the wall-clock <-> host-time pairs, the HP floor on an idle
+//! GPU, and the co-run check that the LP kernel really fills the GPU. The pure sizing rules are
+//! `gpu_device::setup`'s (re-exported here).
 use std::time::{Duration, Instant};
 
-use super::device::{HipLpQueue, HpProbe};
-use super::verify;
-use super::run::{FLOOR_PROBES, LP_BLOCKS_PER_CU, PROBE_TIMEOUT, h};
-use crate::hip::{self, Calibration, ClockMap, ClockPair, DelayKernel, Grid, HipError, calib, kernel};
-use crate::measure::Params;
+use gpu_device::verify;
+use gpu_device::{Calibration, ClockMap, ClockPair, DelayKernel, HipLpQueue, HpProbe, calib, kernel};
+pub use gpu_device::setup::{calibration_points, lp_grid, probe_co_ran};
 
-/// The LP launch shape: `blocks_per_cu` blocks of 1024 threads per CU.
-pub fn lp_grid(cu_count: u32, wave_size: u32, blocks_per_cu: u32) -> Result<Grid, HipError> {
-    let wave = wave_size.max(1);
-    calib::grid_for(cu_count, blocks_per_cu, (1024 / wave).max(1), wave)
-}
+use super::run::{FLOOR_PROBES, LP_BLOCKS_PER_CU, PROBE_TIMEOUT, h};
+use crate::measure::Params;
 
 pub(super) fn lp_blocks_per_cu() -> u32 {
     std::env::var("PREEMPT_LAT_LP_BLOCKS_PER_CU")
@@ -26,23 +22,7 @@ pub(super) fn lp_blocks_per_cu() -> u32 {
 /// Slots to allocate for LP commands: per sample, the gap (in T), a drained threshold, and 2 ms
 /// of host overhead in units of T; twice that, plus the keep-ahead, capped at 4 Mi commands.
 pub fn command_budget(p: &Params, keep_ahead: u64) -> u64 {
-    let total = u64::from(p.warmup + p.samples);
-    let per_sample = p.gap_t.1.ceil().max(1.0) as u64 + u64::from(p.threshold) + 2 + (2.0 / p.t_ms.max(1e-4)).ceil() as u64;
-    (2 * total * per_sample + 4 * keep_ahead + 1024).min(1 << 22)
-}
-
-/// Calibration durations around T (ms): T/2, T, 2T, with T taken as at least 40 us (shorter
-/// runs are dominated by launch overhead; the fit is linear, so it extrapolates down).
-pub fn calibration_points(t_ms: f64) -> [f64; 3] {
-    let t = t_ms.max(0.04);
-    [0.5 * t, t, 2.0 * t]
-}
-
-/// Did the HP probe start while an LP command was still running, with nothing suspended? Then the
-/// LP kernel does not fill the GPU and HP start latencies are not preemption latencies.
-/// `slack_ticks`: how much earlier than the LP end counts (the probe was launched well inside).
-pub fn probe_co_ran(probe_tick: u64, lp_end_tick: u64, slack_ticks: u64) -> bool {
-    probe_tick.saturating_add(slack_ticks) < lp_end_tick
+    gpu_device::setup::command_budget(p.warmup + p.samples, p.gap_t.1, p.threshold, p.t_ms, keep_ahead)
 }
 
 /// `n` GPU-wall-clock/host-time pairs: host time before the probe's launch, its start stamp,
@@ -84,13 +64,13 @@ pub(super) fn hp_floor(probe: &HpProbe, map: &ClockMap, first_idx: u32) -> Resul
 pub(super) fn co_run_check(
     lpq: &HipLpQueue,
     k: &DelayKernel,
-    slots: &hip::DeviceBuffer,
+    slots: &hip_rt::DeviceBuffer,
     probe: &HpProbe,
     cal: &Calibration,
     idx: u32,
     wall_khz: u32,
 ) -> Result<Option<String>, String> {
-    k.launch(lpq.stream(), hip::Mem::Device(slots), 0, cal.cycles_for(20.0)).map_err(h("co-run check"))?;
+    k.launch(lpq.stream(), hip_rt::Mem::Device(slots), 0, cal.cycles_for(20.0)).map_err(h("co-run check"))?;
     std::thread::sleep(Duration::from_millis(2));
     probe.launch(idx).map_err(h("co-run check"))?;
     let ok = probe.wait(Duration::from_secs(30)).map_err(h("co-run check"))?;

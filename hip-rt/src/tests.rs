@@ -109,21 +109,25 @@ fn real_hiprtc_is_located() {
 }
 
 #[test]
-fn real_hiprtc_compiles_delay_kernel_if_it_can_without_gpu() {
+fn real_hiprtc_compiles_a_kernel_if_it_can_without_gpu() {
     // hiprtc needs no GPU in principle (comgr compiles); some HIP builds still initialize the
     // runtime first. Only a produced code object is checked; a refusal is reported, not failed.
     let Some(hip) = real_hip() else { return };
-    let arch = GfxTarget::parse("gfx90a").expect("valid");
-    match kernel::compile(&hip, &arch) {
+    let src = include_str!("../tests/fixtures/args.hip");
+    match hip.compile(
+        src,
+        "args.hip",
+        &["--offload-arch=gfx90a".to_string(), "-O3".to_string()],
+    ) {
         Ok(code) => {
             assert_eq!(&code.image[..4], b"\x7fELF", "not an ELF code object");
-            let has = |s: &[u8]| code.image.windows(s.len()).any(|w| w == s);
-            assert!(
-                has(b"delay_kernel") && has(b"hp_probe"),
-                "kernels missing from the code object"
-            );
+            // hiprtc's output carries the metadata the launch check reads, as clang's does.
+            let k = code_object::kernels(&code.image).expect("metadata of hiprtc's code object");
+            let fixture =
+                code_object::kernels(include_bytes!("../tests/fixtures/args-gfx90a.co")).unwrap();
+            assert_eq!(k, fixture);
             eprintln!(
-                "hiprtc compiled delay.hip for gfx90a: {} bytes",
+                "hiprtc compiled args.hip for gfx90a: {} bytes",
                 code.image.len()
             );
         }
@@ -214,19 +218,137 @@ fn version_decoding() {
     assert_eq!(decode_version(70051831), (7, 0, 51831));
 }
 
-#[test]
-fn hiprtc_refuses_targets_newer_than_the_runtime() {
-    // HIP 5.2's hiprtc crashes the process on gfx942; compile must refuse it with an error.
-    let Some(hip) = real_hip() else { return };
-    let (major, _, _) = decode_version(hip.runtime_version().unwrap_or(0));
-    if major >= 6 {
-        eprintln!("SKIPPED: HIP {major}.x knows gfx942");
-        return;
+fn props_with(strings: &[(usize, &str)]) -> Vec<u8> {
+    let mut buf = vec![0u8; 4096];
+    for (off, s) in strings {
+        buf[*off..off + s.len()].copy_from_slice(s.as_bytes());
     }
-    let e = kernel::compile(&hip, &GfxTarget::parse("gfx942:sramecc+:xnack-").unwrap())
-        .expect_err("refused");
-    assert!(
-        matches!(e, HipError::Invalid(_)) && e.to_string().contains("gfx942"),
-        "{e}"
+    buf
+}
+
+#[test]
+fn scan_finds_gcn_arch_name_in_any_layout() {
+    // R0600-like: name at 0, gcnArchName much later.
+    let p = props_with(&[(0, "AMD Instinct MI300X"), (1160, "gfx942:sramecc+:xnack-")]);
+    assert_eq!(
+        scan_gcn_arch_name(&p).as_deref(),
+        Some("gfx942:sramecc+:xnack-")
     );
+    // A bare gfx name in `name` loses to the full one with features.
+    let p = props_with(&[(0, "gfx90a"), (396, "gfx90a:sramecc-:xnack+")]);
+    assert_eq!(
+        scan_gcn_arch_name(&p).as_deref(),
+        Some("gfx90a:sramecc-:xnack+")
+    );
+    // Only a bare one: taken.
+    assert_eq!(
+        scan_gcn_arch_name(&props_with(&[(300, "gfx942")])).as_deref(),
+        Some("gfx942")
+    );
+    // Not at a field start, or garbage: ignored.
+    assert_eq!(scan_gcn_arch_name(&props_with(&[(0, "xgfx942")])), None);
+    assert_eq!(scan_gcn_arch_name(&props_with(&[(8, "gfxq")])), None);
+    assert_eq!(scan_gcn_arch_name(&[]), None);
+    assert_eq!(
+        scan_gcn_arch_name(&props_with(&[(8, "gfx942:xnack")])),
+        None
+    );
+    // Unterminated at the end of the buffer: ignored, no panic.
+    let mut p = vec![0u8; 10];
+    p[4..].copy_from_slice(b"gfx942");
+    assert_eq!(scan_gcn_arch_name(&p), None);
+}
+
+#[test]
+fn launch_arguments_must_match_the_metadata() {
+    use crate::code_object::{KernelInfo, Param, ParamKind};
+    use crate::launch::{ArgShape, check_args};
+    let p = |kind, size| Param {
+        kind,
+        size,
+        offset: 0,
+        name: None,
+    };
+    let k = KernelInfo {
+        name: "fill".into(),
+        params: vec![
+            p(ParamKind::GlobalBuffer, 8),
+            p(ParamKind::ByValue, 4),
+            p(ParamKind::ByValue, 8),
+        ],
+    };
+    let check = |a: &[ArgShape]| check_args(&k, a.iter().copied());
+    use ArgShape::{Pointer, Value};
+    assert!(check(&[Pointer, Value(4), Value(8)]).is_ok());
+    for wrong in [
+        &[Pointer, Value(4)][..],
+        &[Pointer, Value(4), Value(8), Value(4)],
+        &[Value(8), Value(4), Value(8)],
+        &[Pointer, Value(8), Value(8)],
+        &[Pointer, Pointer, Value(8)],
+        &[],
+    ] {
+        let e = check(wrong).expect_err("must be refused");
+        assert!(
+            matches!(e, HipError::Invalid(_)) && e.to_string().contains("launch of fill"),
+            "{e}"
+        );
+    }
+    let other = KernelInfo {
+        name: "img".into(),
+        params: vec![p(ParamKind::Other("image".into()), 8)],
+    };
+    assert!(check_args(&other, [Pointer].into_iter()).is_err());
+    assert!(check_args(&other, [Value(8)].into_iter()).is_err());
+}
+
+#[test]
+fn kernel_args_carry_their_sizes() {
+    use crate::launch::ArgShape::Value;
+    let a = KernelArgs::new()
+        .u8(1)
+        .i16(-2)
+        .u32(3)
+        .f32(0.5)
+        .u64(5)
+        .f64(1.0);
+    assert_eq!(a.len(), 6);
+    let k = code_object::KernelInfo {
+        name: "k".into(),
+        params: [1, 2, 4, 4, 8, 8]
+            .iter()
+            .map(|&size| code_object::Param {
+                kind: code_object::ParamKind::ByValue,
+                size,
+                offset: 0,
+                name: None,
+            })
+            .collect(),
+    };
+    assert!(crate::launch::check_args(&k, [1, 2, 4, 4, 8, 8].into_iter().map(Value)).is_ok());
+}
+
+#[test]
+fn launch_shapes_are_checked() {
+    assert!(LaunchConfig::linear(160, 1024).check().is_ok());
+    assert!(LaunchConfig::linear(0, 64).check().is_err());
+    assert!(LaunchConfig::linear(1, 1025).check().is_err());
+    let c = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [32, 32, 1],
+        shared_mem_bytes: 0,
+    };
+    assert!(c.check().is_ok());
+    let c = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [32, 32, 2],
+        shared_mem_bytes: 0,
+    };
+    assert!(c.check().is_err());
+    let c = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [u32::MAX, 2, 1],
+        shared_mem_bytes: 0,
+    };
+    assert!(c.check().is_err());
 }

@@ -3,6 +3,13 @@
 use std::fmt;
 
 /// An error from loading HIP/hiprtc or from one of their calls.
+///
+/// ```
+/// let e = hip_rt::Hip::load_from(&["/nonexistent/libamdhip64.so".to_string()], &[]).err().unwrap();
+/// assert!(matches!(e, hip_rt::HipError::LibraryNotFound { .. }));
+/// assert_eq!(e.code(), None);
+/// assert!(e.to_string().contains("/nonexistent/libamdhip64.so"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HipError {
     /// No candidate file of a library could be loaded.

@@ -1,19 +1,22 @@
 //! The delay kernel (`kernels/delay.hip`): compiled by hiprtc for the device's gfx target,
-//! launched on streams, calibrated against the GPU wall clock and events.
+//! launched on streams, calibrated against the GPU wall clock and events. Its slot ABI
+//! ([`DelaySlot`], [`SLOT_BYTES`], [`DELAY_TAG_MAGIC`]) lives here, next to the source it must
+//! match, and every launch checks that the slot or stamp it books lies inside the buffer given.
 
 use std::time::Instant;
 
-use super::calib::{self, Achieved, CalSample, Calibration, ClockPair, GfxTarget, Grid};
-use super::ffi::{self, RawFunction, RawModule};
-use super::{Device, DeviceBuffer, Event, Hip, HipError, HostBuffer, Mem, Stream};
+use hip_rt::{Device, DeviceBuffer, Event, Function, Hip, HostBuffer, KernelArgs, LaunchConfig, Mem, Stream};
+
+use crate::Error;
+use crate::calib::{self, Achieved, CalSample, Calibration, ClockPair, GfxTarget, Grid};
 
 /// The kernel source, embedded at build time; the same file is checked offline by
 /// scripts/check-delay-kernel.sh.
-pub const DELAY_SOURCE: &str = include_str!("../../kernels/delay.hip");
+pub const DELAY_SOURCE: &str = include_str!("../kernels/delay.hip");
 /// `DELAY_TAG_MAGIC` of delay.hip: a completed slot holds `cmd_id ^ DELAY_TAG_MAGIC`.
 pub const DELAY_TAG_MAGIC: u64 = 0x5052_454d_5054_4c41;
 /// Bytes per command slot (`struct DelaySlot` of delay.hip).
-pub const SLOT_BYTES: usize = ffi::DELAY_SLOT_BYTES;
+pub const SLOT_BYTES: usize = 32;
 
 /// One command's record, as the kernel leaves it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -108,72 +111,48 @@ pub struct CodeObject {
 
 /// Compiles delay.hip with hiprtc for `arch` (no GPU needed for this step). Targets newer than
 /// the loaded HIP are refused with an error (an old hiprtc crashes on them).
-pub fn compile(hip: &Hip, arch: &GfxTarget) -> Result<CodeObject, HipError> {
-    let (major, minor, _) = super::decode_version(hip.runtime_version()?);
+pub fn compile(hip: &Hip, arch: &GfxTarget) -> Result<CodeObject, Error> {
+    let (major, minor, _) = hip_rt::decode_version(hip.runtime_version()?);
     if let Some(min) = calib::min_hip_for_target(&arch.processor).filter(|&m| (major, minor) < m) {
-        return Err(HipError::Invalid(format!(
-            "HIP {major}.{minor} cannot compile for {} (needs HIP >= {}.{}; its hiprtc would crash on an unknown target)",
-            arch.processor, min.0, min.1
-        )));
+        return Err(Error::HipTooOld {
+            have: (major, minor),
+            need: min,
+            processor: arch.processor.clone(),
+        });
     }
-    let (image, log) = hip
-        .api
-        .rtc_compile(DELAY_SOURCE, "delay.hip", &compile_options(arch))?;
+    let code = hip.compile(DELAY_SOURCE, "delay.hip", &compile_options(arch))?;
     Ok(CodeObject {
-        image,
-        log,
+        image: code.image,
+        log: code.log,
         arch: arch.clone(),
     })
 }
 
-/// The delay kernel and the HP probe, loaded on a device, with the grid that fills it.
+/// The delay kernel and the HP probe, loaded on a device (the module stays loaded while this
+/// lives), with the grid that fills it.
 pub struct DelayKernel {
-    delay: RawFunction,
-    probe: RawFunction,
-    module: Option<RawModule>,
+    delay: Function,
+    probe: Function,
     grid: Grid,
-    api: std::sync::Arc<ffi::Api>,
-    device_index: u32,
-}
-
-impl Drop for DelayKernel {
-    fn drop(&mut self) {
-        if let Some(m) = self.module.take() {
-            let _ = self.api.module_unload(m);
-        }
-    }
 }
 
 impl DelayKernel {
     /// Compiles for the device's gcnArchName and loads, with one 4-wave block per CU.
-    pub fn build(hip: &Hip, dev: &Device) -> Result<DelayKernel, HipError> {
-        let arch = dev.info.arch.clone()?;
+    pub fn build(hip: &Hip, dev: &Device) -> Result<DelayKernel, Error> {
+        let arch = crate::gfx_target(&dev.info)?;
         let code = compile(hip, &arch)?;
         let grid = calib::grid_for(dev.info.cu_count, 1, 4, dev.info.wave_size.max(1))?;
         DelayKernel::load(dev, &code, grid)
     }
 
     /// Loads a code object compiled from delay.hip (by [`compile`]) with the given grid.
-    pub fn load(dev: &Device, code: &CodeObject, grid: Grid) -> Result<DelayKernel, HipError> {
-        let api = dev.current()?;
-        let module = api.module_load_data(&code.image)?;
-        let funcs = api
-            .module_function(&module, "delay_kernel")
-            .and_then(|d| Ok((d, api.module_function(&module, "hp_probe")?)));
-        match funcs {
-            Ok((delay, probe)) => Ok(DelayKernel {
-                delay,
-                probe,
-                module: Some(module),
-                grid,
-                api: dev.api.clone(),
-                device_index: dev.info.index,
-            }),
-            Err(e) => {
-                let _ = api.module_unload(module);
-                Err(e)
-            }
-        }
+    pub fn load(dev: &Device, code: &CodeObject, grid: Grid) -> Result<DelayKernel, Error> {
+        let module = dev.load_module(&code.image)?;
+        Ok(DelayKernel {
+            delay: module.function("delay_kernel")?,
+            probe: module.function("hp_probe")?,
+            grid,
+        })
     }
 
     pub fn grid(&self) -> Grid {
@@ -181,42 +160,47 @@ impl DelayKernel {
     }
 
     /// Enqueues command `cmd_id`: spin `cycles` on every wave, then book slot `cmd_id` of `slots`
-    /// (which must be zeroed before the command's first launch).
-    pub fn launch(
-        &self,
-        stream: &Stream,
-        slots: Mem<'_>,
-        cmd_id: u32,
-        cycles: u64,
-    ) -> Result<(), HipError> {
-        self.api.set_device(self.device_index as i32)?;
-        self.api.launch_delay(
-            &self.delay,
-            stream.raw(),
-            slots.raw(),
-            cmd_id,
-            cycles,
-            (self.grid.blocks, self.grid.threads),
-        )
+    /// (which must be zeroed before the command's first launch). A slot past the end of `slots`
+    /// is refused.
+    pub fn launch(&self, stream: &Stream, slots: Mem<'_>, cmd_id: u32, cycles: u64) -> Result<(), Error> {
+        if (cmd_id as usize + 1) * SLOT_BYTES > slots.len() {
+            return Err(Error::Invalid(format!(
+                "delay launch: slot {cmd_id} of a {}-byte buffer",
+                slots.len()
+            )));
+        }
+        // delay_kernel(DelaySlot* slots, u32 cmd_id, u64 cycles, u32 nblocks), nblocks = grid.
+        let args = KernelArgs::new().mem(slots).u32(cmd_id).u64(cycles).u32(self.grid.blocks);
+        self.delay
+            .launch(stream, LaunchConfig::linear(self.grid.blocks, self.grid.threads), &args)?;
+        Ok(())
     }
 
-    /// Enqueues the HP probe, which stores its start wall clock into word `idx` of `stamps`.
-    pub fn launch_probe(&self, stream: &Stream, stamps: Mem<'_>, idx: u32) -> Result<(), HipError> {
-        self.api.set_device(self.device_index as i32)?;
-        self.api
-            .launch_probe(&self.probe, stream.raw(), stamps.raw(), idx)
+    /// Enqueues the HP probe (one wave), which stores its start wall clock into word `idx` of
+    /// `stamps`. A word past the end of `stamps` is refused.
+    pub fn launch_probe(&self, stream: &Stream, stamps: Mem<'_>, idx: u32) -> Result<(), Error> {
+        if (idx as usize + 1) * 8 > stamps.len() {
+            return Err(Error::Invalid(format!(
+                "probe launch: stamp {idx} of a {}-byte buffer",
+                stamps.len()
+            )));
+        }
+        // hp_probe(u64* stamps, u32 idx)
+        let args = KernelArgs::new().mem(stamps).u32(idx);
+        self.probe.launch(stream, LaunchConfig::linear(1, 64), &args)?;
+        Ok(())
     }
 }
 
 /// A zeroed slot buffer for `n` commands (device memory; read back with [`read_slots`]).
-pub fn slot_buffer(dev: &Device, stream: &Stream, n: usize) -> Result<DeviceBuffer, HipError> {
+pub fn slot_buffer(dev: &Device, stream: &Stream, n: usize) -> Result<DeviceBuffer, Error> {
     let buf = dev.alloc_device(n.max(1) * SLOT_BYTES)?;
     buf.zero_async(stream)?;
     stream.synchronize()?;
     Ok(buf)
 }
 
-pub fn read_slots(buf: &DeviceBuffer, n: usize) -> Result<Vec<DelaySlot>, HipError> {
+pub fn read_slots(buf: &DeviceBuffer, n: usize) -> Result<Vec<DelaySlot>, Error> {
     let mut bytes = vec![0u8; n * SLOT_BYTES];
     buf.copy_to_host(0, &mut bytes)?;
     Ok(DelaySlot::parse_all(&bytes))
@@ -238,7 +222,7 @@ pub fn calibrate(
     stream: &Stream,
     durations_ms: &[f64],
     reps: usize,
-) -> Result<CalibrationReport, HipError> {
+) -> Result<CalibrationReport, Error> {
     let nominal = dev.info.clock_khz.max(1) as f64; // kHz = cycles per ms at the peak clock
     let plan: Vec<u64> = durations_ms
         .iter()
@@ -265,7 +249,7 @@ pub fn calibrate(
     let mut samples = Vec::with_capacity(plan.len());
     for (i, (s, &cycles)) in got.iter().zip(&plan).enumerate() {
         if s.status(i as u32, k.grid.blocks) != SlotStatus::Complete {
-            return Err(HipError::Invalid(format!(
+            return Err(Error::Invalid(format!(
                 "calibration run {i}: {:?}",
                 s.status(i as u32, k.grid.blocks)
             )));
@@ -293,7 +277,7 @@ pub fn check_t(
     cal: &Calibration,
     t_ms: f64,
     reps: usize,
-) -> Result<Achieved, HipError> {
+) -> Result<Achieved, Error> {
     let reps = reps.max(1);
     let slots = slot_buffer(dev, stream, reps)?;
     for i in 0..reps {
@@ -314,7 +298,7 @@ pub fn sample_clock(
     dev: &Device,
     stream: &Stream,
     n: usize,
-) -> Result<Vec<ClockPair>, HipError> {
+) -> Result<Vec<ClockPair>, Error> {
     let stamps: HostBuffer = dev.alloc_host(n.max(1) * 8)?;
     let mut pairs = Vec::with_capacity(n);
     for i in 0..n {
@@ -333,12 +317,12 @@ pub fn sample_clock(
 }
 
 /// Times one empty event pair, a floor for event-measured durations.
-pub fn event_floor_ms(dev: &Device, stream: &Stream) -> Result<f32, HipError> {
+pub fn event_floor_ms(dev: &Device, stream: &Stream) -> Result<f32, Error> {
     let (a, b): (Event, Event) = (dev.event(true)?, dev.event(true)?);
     a.record(stream)?;
     b.record(stream)?;
     b.synchronize()?;
-    b.elapsed_ms_since(&a)
+    Ok(b.elapsed_ms_since(&a)?)
 }
 
 #[cfg(test)]

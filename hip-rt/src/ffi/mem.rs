@@ -1,13 +1,15 @@
-//! Memory, modules and the two typed kernel launches (see the invariants in ffi/mod.rs).
+//! Memory, modules and the checked kernel launch (see the invariants in ffi/mod.rs).
 
 use std::ffi::{CString, c_int};
 use std::sync::atomic::AtomicU64;
 
-use super::{Api, DELAY_SLOT_BYTES, HipError, Ptr, RawFunction, RawMem, RawModule, RawStream};
+use super::{Api, HipError, Ptr, RawFunction, RawMem, RawModule, RawStream};
+use crate::code_object;
+use crate::launch::{self, Arg, LaunchConfig};
 
 impl Api {
     /// Device memory, or pinned host memory (hipHostMallocMapped | hipHostMallocCoherent).
-    pub(in crate::hip) fn alloc(&self, bytes: usize, host: bool) -> Result<RawMem, HipError> {
+    pub(crate) fn alloc(&self, bytes: usize, host: bool) -> Result<RawMem, HipError> {
         if bytes == 0 {
             return Err(HipError::Invalid("zero-byte allocation".into()));
         }
@@ -34,7 +36,7 @@ impl Api {
     }
 
     /// Frees (HIP waits for the device to stop using it: hipFree synchronizes).
-    pub(in crate::hip) fn free(&self, m: RawMem) -> Result<(), HipError> {
+    pub(crate) fn free(&self, m: RawMem) -> Result<(), HipError> {
         if m.host {
             // SAFETY: consumed here, freed once, with the deallocator matching hipHostMalloc.
             self.check("hipHostFree", unsafe { (self.hip.host_free)(m.ptr) })
@@ -55,7 +57,7 @@ impl Api {
     }
 
     /// Copies m[offset..offset+dst.len()] to `dst` (hipMemcpyDefault: works for both kinds).
-    pub(in crate::hip) fn copy_out(
+    pub(crate) fn copy_out(
         &self,
         m: &RawMem,
         offset: usize,
@@ -73,12 +75,7 @@ impl Api {
         })
     }
 
-    pub(in crate::hip) fn copy_in(
-        &self,
-        m: &RawMem,
-        offset: usize,
-        src: &[u8],
-    ) -> Result<(), HipError> {
+    pub(crate) fn copy_in(&self, m: &RawMem, offset: usize, src: &[u8]) -> Result<(), HipError> {
         Self::range(m, offset, src.len())?;
         // SAFETY: as in copy_out.
         self.check("hipMemcpy", unsafe {
@@ -91,7 +88,7 @@ impl Api {
         })
     }
 
-    pub(in crate::hip) fn memset_async(
+    pub(crate) fn memset_async(
         &self,
         m: &RawMem,
         value: u8,
@@ -104,7 +101,7 @@ impl Api {
     }
 
     /// The host view of pinned memory, as 64-bit atomics (the GPU may write it at any time).
-    pub(in crate::hip) fn host_words<'a>(&self, m: &'a RawMem) -> Option<&'a [AtomicU64]> {
+    pub(crate) fn host_words<'a>(&self, m: &'a RawMem) -> Option<&'a [AtomicU64]> {
         m.host.then(|| {
             // SAFETY: pinned host memory, 8-aligned (checked at allocation), live while `m` is,
             // and only ever accessed atomically from the host.
@@ -112,113 +109,99 @@ impl Api {
         })
     }
 
-    pub(in crate::hip) fn module_load_data(&self, image: &[u8]) -> Result<RawModule, HipError> {
-        if image.len() < 4 || &image[..4] != b"\x7fELF" {
-            return Err(HipError::Invalid("code object is not an ELF image".into()));
-        }
+    /// Loads a code object, after reading its kernel metadata (which every launch is checked
+    /// against). Refuses anything that is not a 64-bit little-endian AMDGPU ELF with metadata.
+    pub(crate) fn module_load_data(&self, image: &[u8]) -> Result<RawModule, HipError> {
+        let kernels = code_object::kernels(image)?;
         let mut m = std::ptr::null_mut();
-        // SAFETY: `image` is a complete ELF code object that outlives the call (HIP copies it).
+        // SAFETY: `image` is a complete ELF code object (its header and notes were parsed above)
+        // that outlives the call (HIP copies it).
         self.check("hipModuleLoadData", unsafe {
             (self.hip.module_load_data)(&mut m, image.as_ptr().cast())
         })?;
-        Ok(RawModule(m))
+        Ok(RawModule { ptr: m, kernels })
     }
 
-    pub(in crate::hip) fn module_function(
+    /// The kernel `name` of a module; its metadata must be in the module's code object.
+    pub(crate) fn module_function(
         &self,
         m: &RawModule,
-        name: &'static str,
+        name: &str,
     ) -> Result<RawFunction, HipError> {
+        let info = m
+            .kernels
+            .iter()
+            .find(|k| k.name == name)
+            .cloned()
+            .ok_or_else(|| {
+                HipError::Invalid(format!(
+                    "no kernel named {name:?} in the code object's metadata"
+                ))
+            })?;
         let cname =
             CString::new(name).map_err(|_| HipError::Invalid("NUL in kernel name".into()))?;
         let mut f = std::ptr::null_mut();
         // SAFETY: live module, NUL-terminated name, one handle written.
         self.check("hipModuleGetFunction", unsafe {
-            (self.hip.module_get_function)(&mut f, m.0, cname.as_ptr())
+            (self.hip.module_get_function)(&mut f, m.ptr, cname.as_ptr())
         })?;
-        Ok(RawFunction(f, name))
+        Ok(RawFunction { ptr: f, info })
     }
 
-    pub(in crate::hip) fn module_unload(&self, m: RawModule) -> Result<(), HipError> {
-        // SAFETY: consumed here, unloaded once (its functions are dropped with it).
-        self.check("hipModuleUnload", unsafe { (self.hip.module_unload)(m.0) })
-    }
-
-    fn launch(
-        &self,
-        f: &RawFunction,
-        grid: u32,
-        block: u32,
-        s: &RawStream,
-        args: &mut [Ptr],
-    ) -> Result<(), HipError> {
-        if grid == 0 || block == 0 || block > 1024 {
-            return Err(HipError::Invalid(format!(
-                "bad launch shape {grid}x{block}"
-            )));
-        }
-        // SAFETY: `args` points at one live value per kernel parameter, in order, of the types
-        // of the kernel's C signature (the callers below); HIP copies them before returning.
-        self.check("hipModuleLaunchKernel", unsafe {
-            (self.hip.module_launch_kernel)(
-                f.0,
-                grid,
-                1,
-                1,
-                block,
-                1,
-                1,
-                0,
-                s.0,
-                args.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
+    pub(crate) fn module_unload(&self, m: RawModule) -> Result<(), HipError> {
+        // SAFETY: consumed here, unloaded once; every RawFunction of it is owned by a safe
+        // `Function` that holds the module alive, so none is left to use.
+        self.check("hipModuleUnload", unsafe {
+            (self.hip.module_unload)(m.ptr)
         })
     }
 
-    /// `delay_kernel(DelaySlot* slots, u32 cmd_id, u64 cycles, u32 nblocks)`, launched as `grid`
-    /// blocks of `block` threads, with nblocks = grid.
-    pub(in crate::hip) fn launch_delay(
+    /// hipModuleLaunchKernel of `f` on `s` with `args`, after checking `args` against the
+    /// kernel's metadata: the same number of explicit parameters, each pointer parameter a
+    /// crate-owned allocation, each value of exactly the declared size.
+    pub(crate) fn launch(
         &self,
         f: &RawFunction,
         s: &RawStream,
-        slots: &RawMem,
-        cmd_id: u32,
-        cycles: u64,
-        (grid, block): (u32, u32),
+        cfg: &LaunchConfig,
+        args: &[Arg<'_>],
     ) -> Result<(), HipError> {
-        if f.1 != "delay_kernel" || (cmd_id as usize + 1) * DELAY_SLOT_BYTES > slots.bytes {
-            return Err(HipError::Invalid(format!(
-                "delay launch: {} with slot {cmd_id} of a {}-byte buffer",
-                f.1, slots.bytes
-            )));
-        }
-        let (mut p, mut id, mut cy, mut n) = (slots.ptr, cmd_id, cycles, grid);
-        let mut args = [
-            (&raw mut p).cast(),
-            (&raw mut id).cast(),
-            (&raw mut cy).cast(),
-            (&raw mut n).cast(),
-        ];
-        self.launch(f, grid, block, s, &mut args)
-    }
-
-    /// `hp_probe(u64* stamps, u32 idx)`, one wave.
-    pub(in crate::hip) fn launch_probe(
-        &self,
-        f: &RawFunction,
-        s: &RawStream,
-        stamps: &RawMem,
-        idx: u32,
-    ) -> Result<(), HipError> {
-        if f.1 != "hp_probe" || (idx as usize + 1) * 8 > stamps.bytes {
-            return Err(HipError::Invalid(format!(
-                "probe launch: {} with stamp {idx} of a {}-byte buffer",
-                f.1, stamps.bytes
-            )));
-        }
-        let (mut p, mut i) = (stamps.ptr, idx);
-        let mut args = [(&raw mut p).cast(), (&raw mut i).cast()];
-        self.launch(f, 1, 64, s, &mut args)
+        cfg.check()?;
+        launch::check_args(&f.info, args.iter().map(Arg::shape))?;
+        // One 8-byte cell per argument, filled first; then one pointer per cell (the cells
+        // no longer move).
+        let cells: Vec<u64> = args
+            .iter()
+            .map(|a| match a {
+                Arg::Mem(m) => m.raw().ptr as u64,
+                Arg::Value(v) => u64::from_ne_bytes(v.bytes),
+            })
+            .collect();
+        let mut ptrs: Vec<Ptr> = cells
+            .iter()
+            .map(|c| (c as *const u64).cast_mut().cast())
+            .collect();
+        let ([gx, gy, gz], [bx, by, bz]) = (cfg.grid, cfg.block);
+        // SAFETY: `ptrs` has exactly one entry per explicit kernel parameter of `f` (as HIP
+        // reads them from the same code object's metadata), each pointing at a live 8-byte cell
+        // whose first `size` bytes (size <= 8, checked) hold the parameter's value in native
+        // byte order; HIP copies them into the kernarg segment before returning. Pointer values
+        // come from live allocations of this crate (borrowed by `args` for this call; freeing
+        // one later waits for the device: hipFree/hipHostFree synchronize). `f` and `s` are live.
+        self.check("hipModuleLaunchKernel", unsafe {
+            (self.hip.module_launch_kernel)(
+                f.ptr,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                cfg.shared_mem_bytes,
+                s.0,
+                ptrs.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        })
     }
 }

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use super::HipError;
-use super::ffi::{Api, RawEvent, RawMem, RawStream};
+use crate::HipError;
+use crate::ffi::{Api, RawEvent, RawMem, RawStream};
 
 macro_rules! owned {
     ($t:ident, $field:ident : $raw:ty, $destroy:ident) => {
@@ -15,37 +15,64 @@ macro_rules! owned {
             }
         }
         impl $t {
-            pub(super) fn raw(&self) -> &$raw {
+            pub(crate) fn raw(&self) -> &$raw {
                 self.$field.as_ref().expect("present until drop")
             }
         }
     };
 }
 
-/// A HIP stream (destroyed on drop).
+/// A HIP stream (destroyed on drop). Work on one stream runs in order; see
+/// [`crate::Device::stream`] and [`crate::Device::stream_own_queue`].
+///
+/// ```no_run
+/// # fn main() -> Result<(), hip_rt::HipError> {
+/// let dev = hip_rt::Hip::load()?.device(0)?;
+/// let stream = dev.stream(hip_rt::StreamPriority::High)?;
+/// let buf = dev.alloc_device(4096)?;
+/// buf.zero_async(&stream)?;
+/// stream.synchronize()?;
+/// # Ok(()) }
+/// ```
 pub struct Stream {
-    pub(super) api: Arc<Api>,
-    pub(super) raw: Option<RawStream>,
+    pub(crate) api: Arc<Api>,
+    pub(crate) raw: Option<RawStream>,
 }
 owned!(Stream, raw: RawStream, stream_destroy);
 
 impl Stream {
+    /// Waits until all work enqueued on the stream has completed (hipStreamSynchronize).
     pub fn synchronize(&self) -> Result<(), HipError> {
         self.api.stream_synchronize(self.raw())
     }
 }
 
-/// A HIP event (destroyed on drop).
+/// A HIP event (destroyed on drop): a point in a stream to wait for or time against.
+///
+/// ```no_run
+/// # fn main() -> Result<(), hip_rt::HipError> {
+/// let dev = hip_rt::Hip::load()?.device(0)?;
+/// let stream = dev.stream(hip_rt::StreamPriority::Normal)?;
+/// let (start, stop) = (dev.event(true)?, dev.event(true)?);
+/// start.record(&stream)?;
+/// stop.record(&stream)?;
+/// if stop.wait_timeout(std::time::Duration::from_secs(1))? {
+///     println!("{} ms", stop.elapsed_ms_since(&start)?);
+/// }
+/// # Ok(()) }
+/// ```
 pub struct Event {
-    pub(super) api: Arc<Api>,
-    pub(super) raw: Option<RawEvent>,
+    pub(crate) api: Arc<Api>,
+    pub(crate) raw: Option<RawEvent>,
 }
 owned!(Event, raw: RawEvent, event_destroy);
 
 impl Event {
+    /// Records the event at the current end of `stream` (hipEventRecord).
     pub fn record(&self, stream: &Stream) -> Result<(), HipError> {
         self.api.event_record(self.raw(), stream.raw())
     }
+    /// Blocks until the event has completed (hipEventSynchronize).
     pub fn synchronize(&self) -> Result<(), HipError> {
         self.api.event_synchronize(self.raw())
     }
@@ -80,22 +107,37 @@ impl Event {
 }
 
 /// Device memory (hipMalloc; hipFree on drop, which waits for the device).
+///
+/// ```no_run
+/// # fn main() -> Result<(), hip_rt::HipError> {
+/// let dev = hip_rt::Hip::load()?.device(0)?;
+/// let buf = dev.alloc_device(16)?;
+/// buf.copy_from_host(0, &[1, 2, 3, 4])?;
+/// let mut back = [0u8; 4];
+/// buf.copy_to_host(0, &mut back)?;
+/// assert_eq!(back, [1, 2, 3, 4]);
+/// assert!(buf.copy_to_host(14, &mut back).is_err()); // out of range: refused
+/// # Ok(()) }
+/// ```
 pub struct DeviceBuffer {
-    pub(super) api: Arc<Api>,
-    pub(super) mem: Option<RawMem>,
+    pub(crate) api: Arc<Api>,
+    pub(crate) mem: Option<RawMem>,
 }
 owned!(DeviceBuffer, mem: RawMem, free);
 
 impl DeviceBuffer {
+    /// Size in bytes.
     pub fn len(&self) -> usize {
         self.raw().len()
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Copies `dst.len()` bytes from `offset` into `dst` (hipMemcpy; waits).
     pub fn copy_to_host(&self, offset: usize, dst: &mut [u8]) -> Result<(), HipError> {
         self.api.copy_out(self.raw(), offset, dst)
     }
+    /// Copies `src` to `offset` (hipMemcpy; waits).
     pub fn copy_from_host(&self, offset: usize, src: &[u8]) -> Result<(), HipError> {
         self.api.copy_in(self.raw(), offset, src)
     }
@@ -105,10 +147,21 @@ impl DeviceBuffer {
     }
 }
 
-/// Pinned, coherent host memory the GPU can write (hipHostFree on drop).
+/// Pinned, coherent host memory the GPU can write (hipHostFree on drop, which waits for the
+/// device). The host sees it only as 64-bit atomics.
+///
+/// ```no_run
+/// # fn main() -> Result<(), hip_rt::HipError> {
+/// use std::sync::atomic::Ordering;
+/// let dev = hip_rt::Hip::load()?.device(0)?;
+/// let stamps = dev.alloc_host(64 * 8)?;
+/// stamps.words()[0].store(0, Ordering::Release);
+/// assert_eq!(stamps.words().len(), 64);
+/// # Ok(()) }
+/// ```
 pub struct HostBuffer {
-    pub(super) api: Arc<Api>,
-    pub(super) mem: Option<RawMem>,
+    pub(crate) api: Arc<Api>,
+    pub(crate) mem: Option<RawMem>,
 }
 owned!(HostBuffer, mem: RawMem, free);
 
@@ -119,15 +172,45 @@ impl HostBuffer {
     }
 }
 
-/// Memory a kernel can be given.
+/// Memory a kernel can be given: a borrow of a buffer of this crate (see [`crate::KernelArgs::mem`]).
+///
+/// ```no_run
+/// # fn main() -> Result<(), hip_rt::HipError> {
+/// let dev = hip_rt::Hip::load()?.device(0)?;
+/// let (d, h) = (dev.alloc_device(8)?, dev.alloc_host(8)?);
+/// let args = hip_rt::KernelArgs::new().mem(&d).mem(hip_rt::Mem::Host(&h));
+/// assert_eq!(args.len(), 2);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy)]
 pub enum Mem<'a> {
     Device(&'a DeviceBuffer),
     Host(&'a HostBuffer),
 }
 
+impl<'a> From<&'a DeviceBuffer> for Mem<'a> {
+    fn from(b: &'a DeviceBuffer) -> Self {
+        Mem::Device(b)
+    }
+}
+
+impl<'a> From<&'a HostBuffer> for Mem<'a> {
+    fn from(b: &'a HostBuffer) -> Self {
+        Mem::Host(b)
+    }
+}
+
 impl Mem<'_> {
-    pub(super) fn raw(&self) -> &RawMem {
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.raw().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(crate) fn raw(&self) -> &RawMem {
         match self {
             Mem::Device(b) => b.raw(),
             Mem::Host(b) => b.raw(),

@@ -1,20 +1,23 @@
-//! The only place in `hip` with `unsafe` (this file and its three children, calls/mem/rtc.rs):
+//! The only place in hip-rt with `unsafe` (this file and its three children, calls/mem/rtc.rs):
 //! libamdhip64 and hiprtc opened with libloading, a typed table of the C functions used, and one
 //! small safe method per call.
 //!
-//! Invariants the safe methods rely on (upheld by the rest of `hip`, which is the only user):
+//! Invariants the safe methods rely on (upheld by the rest of the crate, the only user):
 //! * the libraries are never unloaded ([`ManuallyDrop`]), so the table's pointers stay valid;
-//! * raw handles are created here and destroyed here exactly once (the wrappers own them);
-//! * code objects loaded with [`Api::module_load_data`] come from `kernels/delay.hip`, so a
-//!   function named `delay_kernel`/`hp_probe` has the argument list the launchers pass.
-#![allow(unsafe_code)]
+//! * raw handles are created here and destroyed here exactly once (the wrappers own them, and a
+//!   destroying method takes the raw handle by value);
+//! * a kernel launch passes exactly the explicit parameters that the code object's own metadata
+//!   declares for that kernel, each as a pointer to a value of exactly the declared size (checked
+//!   in [`Api::launch`] against the metadata read by [`Api::module_load_data`] from the same
+//!   image that HIP loads); pointer parameters can only be allocations owned by this crate.
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::mem::ManuallyDrop;
 
 use libloading::Library;
 
-use super::error::{self, HipError};
+use crate::code_object::KernelInfo;
+use crate::error::{self, HipError};
 
 mod calls;
 mod mem;
@@ -27,8 +30,6 @@ type StrFn = unsafe extern "C" fn(c_int) -> *const c_char;
 /// Size of the zeroed buffer handed to hipGetDeviceProperties*: hipDeviceProp_t is under 2 KiB
 /// in every HIP ABI (R0000 of 5.x, R0600 of 6.x/7.x); 64 KiB leaves room for any future growth.
 pub(super) const PROPS_BUF_BYTES: usize = 64 * 1024;
-/// The slot size of `DelaySlot` in kernels/delay.hip.
-pub(super) const DELAY_SLOT_BYTES: usize = 32;
 
 /// Finds `name` in `lib` as a value of type `T`.
 ///
@@ -126,19 +127,43 @@ macro_rules! raw_handle {
         // SAFETY: HIP handles are process-wide runtime objects; the HIP runtime API is thread-safe
         // and lets any host thread use them (the wrappers destroy each handle once).
         unsafe impl Send for $name {}
-        // SAFETY: as for Send; every use goes through HIP's own locking. This is what the GPU
-        // device (src/gpu/device.rs) relies on when lv1's launcher launches on a stream while its
-        // completion thread waits on that stream's events and another thread synchronizes it:
-        // clr serialises submissions to one stream under that stream's lock, and waits
+        // SAFETY: as for Send; every use goes through HIP's own locking. A user may launch on a
+        // stream from one thread while another waits on that stream's events and a third
+        // synchronizes it: clr serialises submissions to one stream under that stream's lock, and waits
         // (hipEventSynchronize, hipStreamSynchronize, hipEventQuery) only read completion
         // signals. Destruction needs the owning wrapper by value (Drop), so no call can race it.
         unsafe impl Sync for $name {}
     )*};
 }
-raw_handle!(RawStream, RawEvent, RawModule);
+raw_handle!(RawStream, RawEvent);
 
-/// A kernel function of a loaded module, with the name it was looked up by.
-pub(super) struct RawFunction(Ptr, &'static str);
+/// A loaded module, with the kernel metadata of the image it was loaded from.
+pub(crate) struct RawModule {
+    ptr: Ptr,
+    kernels: Vec<KernelInfo>,
+}
+// SAFETY: as for the other handles: a hipModule_t is usable from any thread.
+unsafe impl Send for RawModule {}
+// SAFETY: as for Send.
+unsafe impl Sync for RawModule {}
+
+impl RawModule {
+    pub(crate) fn kernels(&self) -> &[KernelInfo] {
+        &self.kernels
+    }
+}
+
+/// A kernel function of a loaded module, with its metadata (name and explicit parameters).
+/// It must not outlive its module (the safe [`crate::Function`] holds the module).
+pub(crate) struct RawFunction {
+    ptr: Ptr,
+    info: KernelInfo,
+}
+impl RawFunction {
+    pub(crate) fn info(&self) -> &KernelInfo {
+        &self.info
+    }
+}
 // SAFETY: as for the other handles: a hipFunction_t is usable from any thread.
 unsafe impl Send for RawFunction {}
 // SAFETY: as for Send.
@@ -266,7 +291,7 @@ impl Api {
     }
 
     /// HIP's own one-line description of an error code.
-    pub(in crate::hip) fn error_string(&self, code: i32) -> Option<String> {
+    pub(crate) fn error_string(&self, code: i32) -> Option<String> {
         // SAFETY: as in `check`.
         c_string(unsafe { (self.err_string)(code) })
     }

@@ -6,7 +6,7 @@ use super::{Api, HipError, Ptr, Status, c_string, error};
 
 impl Api {
     /// Compiles `source` with hiprtc; returns (code object, compiler log).
-    pub(in crate::hip) fn rtc_compile(
+    pub(crate) fn rtc_compile(
         &self,
         source: &str,
         name: &str,
@@ -86,7 +86,7 @@ impl Api {
         result
     }
 
-    pub(in crate::hip) fn rtc_status(&self) -> Result<(), HipError> {
+    pub(crate) fn rtc_status(&self) -> Result<(), HipError> {
         self.rtc.as_ref().map(|_| ()).map_err(Clone::clone)
     }
 }

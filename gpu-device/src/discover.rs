@@ -17,7 +17,9 @@ use kfd::{GracePeriod, Kfd, KfdOps, QueueSnapshot};
 use lv3::mechanism::{DbgTrap, Preempt, QueueTarget};
 use kfd::sysfs::{self, ProcQueue, SysRoot};
 
-use crate::hip::{Device, HipError, Stream};
+use hip_rt::{Device, HipError, Stream};
+
+use crate::Error;
 
 /// KFD priority of the LP queue: a CU-mask stream is a normal-priority stream, and ROCr maps HSA
 /// NORMAL to KFD 7 (LOW 0, HIGH 11). UPDATE_QUEUE's restore must send it back unchanged.
@@ -31,8 +33,16 @@ pub struct Discovered {
     pub notes: Vec<String>,
 }
 
-fn hip(what: &'static str) -> impl Fn(HipError) -> String {
-    move |e| format!("queue discovery: {what}: {e}")
+fn hip<E: Into<Error>>(what: &'static str) -> impl Fn(E) -> Error {
+    move |e| {
+        let e = e.into();
+        Error::discovery(format!("queue discovery: {what}: {e}"), e)
+    }
+}
+
+/// "queue discovery: {e}", with `e` as the source.
+fn qd<E: std::error::Error + Send + Sync + 'static>(e: E) -> Error {
+    Error::discovery(format!("queue discovery: {e}"), e)
 }
 
 /// The gpu id of the HIP device in the KFD topology, when exactly one node has its PCI address.
@@ -48,23 +58,23 @@ pub fn expected_gpu_id(root: &SysRoot, pci_bus_id: &str) -> Option<u32> {
     }
 }
 
-fn sets(root: &SysRoot, kfd: &Kfd) -> Result<(Vec<ProcQueue>, Vec<QueueSnapshot>), String> {
-    let sys = sysfs::proc_queues(root, std::process::id()).map_err(|e| format!("queue discovery: {e}"))?;
+fn sets(root: &SysRoot, kfd: &Kfd) -> Result<(Vec<ProcQueue>, Vec<QueueSnapshot>), Error> {
+    let sys = sysfs::proc_queues(root, std::process::id()).map_err(qd)?;
     // Clear mask 0: discovery must not clear EC_QUEUE_NEW (dbg-trap's suspend does that itself,
     // and a debugger owning the session expects to see it).
-    let snap = kfd.queue_snapshot(0).map_err(|e| format!("queue discovery: {e}"))?;
+    let snap = kfd.queue_snapshot(0).map_err(qd)?;
     Ok((sys, snap))
 }
 
 /// Creates the LP stream and proves which KFD queue it got. `first_use` runs one small launch on
 /// the new stream and waits for it. `debug_is_ours`: the dbg-trap mechanism is set up already.
-pub fn lp_stream_with_queue(
+pub fn lp_stream_with_queue<E: Into<Error>>(
     dev: &Device,
-    first_use: impl Fn(&Stream) -> Result<(), HipError>,
+    first_use: impl Fn(&Stream) -> Result<(), E>,
     debug_is_ours: bool,
-) -> Result<Discovered, String> {
+) -> Result<Discovered, Error> {
     let root = SysRoot::default();
-    let kfd = Kfd::open().map_err(|e| format!("queue discovery: {e}"))?;
+    let kfd = Kfd::open().map_err(qd)?;
     let mut notes = Vec::new();
     let temporary = if kfd.queue_snapshot(0).is_ok() {
         if !debug_is_ours {
@@ -72,11 +82,12 @@ pub fn lp_stream_with_queue(
         }
         None
     } else {
-        let s = DbgTrap::setup(Kfd::open().map_err(|e| format!("queue discovery: {e}"))?, GracePeriod::Default).map_err(|e| {
-            format!(
+        let s = DbgTrap::setup(Kfd::open().map_err(qd)?, GracePeriod::Default).map_err(|e| {
+            let message = format!(
                 "update-queue needs the LP queue's ring address and size to restore it; on a stock kernel only \
                  GET_QUEUE_SNAPSHOT gives them, and it needs DBG_TRAP ENABLE on this process, which failed: {e}"
-            )
+            );
+            Error::discovery(message, e)
         })?;
         notes.push("ring address read through a temporary self-debug session (closed after discovery)".into());
         Some(s)
@@ -86,19 +97,19 @@ pub fn lp_stream_with_queue(
         notes.push(format!("no unique KFD node at PCI {}: the queue's GPU is not cross-checked", dev.info.pci_bus_id));
     }
     let (sys0, snap0) = sets(&root, &kfd)?;
-    let stream = dev.stream_own_queue().map_err(hip("creating the LP stream (hipExtStreamCreateWithCUMask)"))?;
+    let stream = dev.stream_own_queue().map_err(hip::<HipError>("creating the LP stream (hipExtStreamCreateWithCUMask)"))?;
     first_use(&stream).map_err(hip("first launch on the LP stream"))?;
     let after = sets(&root, &kfd);
     if let Some(s) = temporary
         && let Err(e) = s.teardown()
     {
-        return Err(format!("queue discovery: closing the temporary debug session failed: {e}"));
+        return Err(Error::discovery(format!("queue discovery: closing the temporary debug session failed: {e}"), e));
     }
     let (sys1, snap1) = after?;
-    let found = discovery::find_new_queue(&sys0, &sys1, &snap0, &snap1, gpu).map_err(|r| format!("queue discovery refused: {r}"))?;
+    let found = discovery::find_new_queue(&sys0, &sys1, &snap0, &snap1, gpu).map_err(|r| Error::discovery(format!("queue discovery refused: {r}"), r))?;
     notes.extend(found.ignored.iter().cloned());
     let target = QueueTarget::from_snapshot(&found.snapshot, KFD_PRIORITY_NORMAL);
-    target.validate().map_err(|e| format!("queue discovery: {e}"))?;
+    target.validate().map_err(qd)?;
     Ok(Discovered { stream, target, notes })
 }
 

@@ -4,7 +4,7 @@
 //! Sharing: lv1's launcher launches and records from one thread, its completion thread waits on
 //! events, and a suspending thread synchronizes the stream, all at once through `&self`. That is
 //! sound because every field is an owned HIP object (or an `Arc` of one) whose raw handle is
-//! `Send + Sync` by the reasoning written next to its `unsafe impl` in `hip/ffi/mod.rs`: the HIP
+//! `Send + Sync` by the reasoning written next to its `unsafe impl` in hip-rt's `ffi` module: the HIP
 //! runtime API is thread-safe (clr serialises each stream's submissions under the stream's own
 //! lock), handles are process-wide, and each is destroyed exactly once, by its owner's `Drop`,
 //! which cannot run while a `&self` borrow exists. Nothing here adds an `unsafe impl`: the
@@ -13,8 +13,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::hip::{DelayKernel, DelaySlot, Device, DeviceBuffer, Event, HipError, HostBuffer, Mem, Stream, kernel};
+use hip_rt::{Device, DeviceBuffer, Event, HostBuffer, Mem, Stream};
 use lv1::{CommandId, HwQueue};
+
+use crate::Error;
+use crate::kernel::{self, DelayKernel, DelaySlot};
 
 /// One LP command: every wave of the LP grid spins this many shader-clock cycles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +53,7 @@ impl HipLpQueue {
     }
 
     /// The slots of commands `0..n` (hipMemcpy; call when the queue is idle).
-    pub fn read_slots(&self, n: u64) -> Result<Vec<DelaySlot>, HipError> {
+    pub fn read_slots(&self, n: u64) -> Result<Vec<DelaySlot>, Error> {
         kernel::read_slots(&self.slots, n.min(self.capacity) as usize)
     }
 }
@@ -58,12 +61,12 @@ impl HipLpQueue {
 impl HwQueue for HipLpQueue {
     type Command = DelayCmd;
     type SyncPoint = Event;
-    type Error = HipError;
+    type Error = Error;
 
     /// hipModuleLaunchKernel of the delay kernel into slot `id`: enqueues, does not wait.
-    fn launch(&self, id: CommandId, cmd: DelayCmd) -> Result<(), HipError> {
+    fn launch(&self, id: CommandId, cmd: DelayCmd) -> Result<(), Error> {
         if id >= self.capacity {
-            return Err(HipError::Invalid(format!(
+            return Err(Error::Invalid(format!(
                 "LP command {id}: past the slot buffer's {} commands (the run's command budget)",
                 self.capacity
             )));
@@ -72,18 +75,18 @@ impl HwQueue for HipLpQueue {
     }
 
     /// A timing-disabled event recorded on the LP stream (completes after every launch so far).
-    fn record(&self) -> Result<Event, HipError> {
+    fn record(&self) -> Result<Event, Error> {
         let e = self.dev.event(false)?;
         e.record(&self.stream)?;
         Ok(e)
     }
 
-    fn wait(&self, sp: &Event) -> Result<(), HipError> {
-        sp.synchronize()
+    fn wait(&self, sp: &Event) -> Result<(), Error> {
+        Ok(sp.synchronize()?)
     }
 
-    fn synchronize(&self) -> Result<(), HipError> {
-        self.stream.synchronize()
+    fn synchronize(&self) -> Result<(), Error> {
+        Ok(self.stream.synchronize()?)
     }
 }
 
@@ -100,7 +103,7 @@ pub struct HpProbe {
 
 impl HpProbe {
     /// Room for `n` probes.
-    pub fn new(dev: Arc<Device>, kernel: Arc<DelayKernel>, stream: Stream, n: usize) -> Result<Self, HipError> {
+    pub fn new(dev: Arc<Device>, kernel: Arc<DelayKernel>, stream: Stream, n: usize) -> Result<Self, Error> {
         let stamps = dev.alloc_host(n.max(1) * 8)?;
         let done = dev.event(false)?;
         Ok(HpProbe { _dev: dev, kernel, stream, stamps, done })
@@ -120,19 +123,19 @@ impl HpProbe {
     }
 
     /// Clears stamp `idx`, launches the probe and records the completion event behind it.
-    pub fn launch(&self, idx: u32) -> Result<(), HipError> {
+    pub fn launch(&self, idx: u32) -> Result<(), Error> {
         self.launch_unrecorded(idx)?;
-        self.done.record(&self.stream)
+        Ok(self.done.record(&self.stream)?)
     }
 
     /// Clears stamp `idx` and launches the probe, without the completion event (for clock
     /// pairs, where the host polls the stamp itself: see [`HpProbe::poll_stamp`]).
-    pub fn launch_unrecorded(&self, idx: u32) -> Result<(), HipError> {
+    pub fn launch_unrecorded(&self, idx: u32) -> Result<(), Error> {
         let w = self
             .stamps
             .words()
             .get(idx as usize)
-            .ok_or_else(|| HipError::Invalid(format!("HP probe {idx}: past {} stamps", self.capacity())))?;
+            .ok_or_else(|| Error::Invalid(format!("HP probe {idx}: past {} stamps", self.capacity())))?;
         w.store(0, Ordering::Release);
         self.kernel.launch_probe(&self.stream, Mem::Host(&self.stamps), idx)
     }
@@ -154,8 +157,8 @@ impl HpProbe {
     }
 
     /// Waits for the last launched probe; Ok(false) on timeout.
-    pub fn wait(&self, timeout: Duration) -> Result<bool, HipError> {
-        self.done.wait_timeout(timeout)
+    pub fn wait(&self, timeout: Duration) -> Result<bool, Error> {
+        Ok(self.done.wait_timeout(timeout)?)
     }
 
     /// The start stamp of probe `idx` (GPU wall-clock ticks), `None` if it has not run.

@@ -9,7 +9,7 @@
 // Clocks (gfx9): __builtin_readcyclecounter()      = s_memtime     = clock64(), shader cycles (DVFS!)
 //                __builtin_amdgcn_s_memrealtime() = s_memrealtime = wall_clock64(), constant 100 MHz
 //
-// Slot layout, one per command id, 32 bytes; must match DelaySlot in microbench/src/hip/kernel.rs:
+// Slot layout, one per command id, 32 bytes; must match DelaySlot in gpu-device/src/kernel.rs:
 //   0  u64 start   wall clock of the first block to start (set once, by compare-and-swap from 0)
 //   8  u64 end     wall clock of the last block to finish (atomic max)
 //   16 u32 blocks  blocks that finished (atomic add); == grid size when the command completed

@@ -1,10 +1,10 @@
-//! Pure logic of the HIP device, testable without a GPU: gfx target names, grid sizing, delay
+//! Pure logic of the GPU device, testable without a GPU: gfx target names, grid sizing, delay
 //! calibration from measured pairs, and mapping the GPU wall clock to host time.
 
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use super::error::HipError;
+use crate::Error;
 
 /// A gfx target as HIP reports it (gcnArchName), e.g. `gfx942:sramecc+:xnack-`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,8 +17,8 @@ pub struct GfxTarget {
 
 impl GfxTarget {
     /// Parses `gfxNNN[:feature(+|-)]*`; anything else is an error naming the input.
-    pub fn parse(s: &str) -> Result<GfxTarget, HipError> {
-        let bad = || HipError::Invalid(format!("not a gfx target: {s:?}"));
+    pub fn parse(s: &str) -> Result<GfxTarget, Error> {
+        let bad = || Error::Invalid(format!("not a gfx target: {s:?}"));
         let mut parts = s.trim().split(':');
         let processor = parts.next().ok_or_else(bad)?;
         let digits = processor.strip_prefix("gfx").ok_or_else(bad)?;
@@ -81,34 +81,6 @@ pub fn min_hip_for_target(processor: &str) -> Option<(i32, i32)> {
     })
 }
 
-/// Finds gcnArchName in the raw bytes of a hipDeviceProp_t of unknown ABI: the NUL-terminated
-/// strings that start at a field boundary (after a NUL) and parse as a gfx target. One with
-/// features is preferred (older HIPs may also put a bare `gfxNNN` in `name`).
-pub fn scan_gcn_arch_name(props: &[u8]) -> Option<GfxTarget> {
-    let mut best: Option<GfxTarget> = None;
-    for i in 0..props.len().saturating_sub(3) {
-        if &props[i..i + 3] != b"gfx" || (i > 0 && props[i - 1] != 0) {
-            continue;
-        }
-        let end = props[i..]
-            .iter()
-            .take(256)
-            .position(|&b| b == 0)
-            .map(|n| i + n);
-        let Some(t) = end
-            .and_then(|e| std::str::from_utf8(&props[i..e]).ok())
-            .and_then(|s| GfxTarget::parse(s).ok())
-        else {
-            continue;
-        };
-        if !t.features.is_empty() {
-            return Some(t);
-        }
-        best.get_or_insert(t);
-    }
-    best
-}
-
 /// The launch shape of a delay kernel: `blocks` workgroups of `threads` work-items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grid {
@@ -123,14 +95,14 @@ pub fn grid_for(
     blocks_per_cu: u32,
     waves_per_block: u32,
     wave_size: u32,
-) -> Result<Grid, HipError> {
+) -> Result<Grid, Error> {
     let threads = waves_per_block
         .checked_mul(wave_size)
         .filter(|&t| (1..=1024).contains(&t));
     let blocks = cu_count.checked_mul(blocks_per_cu).filter(|&b| b > 0);
     match (blocks, threads) {
         (Some(blocks), Some(threads)) => Ok(Grid { blocks, threads }),
-        _ => Err(HipError::Invalid(format!(
+        _ => Err(Error::Invalid(format!(
             "no grid for {cu_count} CUs x {blocks_per_cu} blocks of {waves_per_block} waves x {wave_size} lanes (need > 0 blocks, 1..=1024 threads)"
         ))),
     }
@@ -193,7 +165,7 @@ pub struct Calibration {
 
 impl Calibration {
     /// Fits both lines (duration against cycles); needs runs at two or more cycle counts.
-    pub fn fit(samples: &[CalSample]) -> Result<Calibration, HipError> {
+    pub fn fit(samples: &[CalSample]) -> Result<Calibration, Error> {
         let pts = |f: fn(&CalSample) -> f64| {
             samples
                 .iter()
@@ -201,7 +173,7 @@ impl Calibration {
                 .collect::<Vec<_>>()
         };
         let bad = |what: &str| {
-            HipError::Invalid(format!(
+            Error::Invalid(format!(
                 "calibration failed: {what} ({} samples)",
                 samples.len()
             ))
@@ -290,13 +262,13 @@ impl ClockMap {
     /// Fits the rate from the pairs (least squares over bracket midpoints) when they span time,
     /// else uses `nominal_khz`; the offset comes from the pair with the narrowest host window
     /// (the launch latency inside the window biases the midpoint, so the narrowest is best).
-    pub fn fit(pairs: &[ClockPair], nominal_khz: u32) -> Result<ClockMap, HipError> {
+    pub fn fit(pairs: &[ClockPair], nominal_khz: u32) -> Result<ClockMap, Error> {
         let anchor = *pairs
             .iter()
             .min_by_key(|p| p.window())
-            .ok_or_else(|| HipError::Invalid("no clock pairs".into()))?;
+            .ok_or_else(|| Error::Invalid("no clock pairs".into()))?;
         if pairs.iter().any(|p| p.host_after_ns < p.host_before_ns) || nominal_khz == 0 {
-            return Err(HipError::Invalid(
+            return Err(Error::Invalid(
                 "clock pairs with after < before, or a zero rate".into(),
             ));
         }

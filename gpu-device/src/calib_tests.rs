@@ -28,45 +28,6 @@ fn gfx_target_parse_and_round_trip() {
     }
 }
 
-fn props_with(strings: &[(usize, &str)]) -> Vec<u8> {
-    let mut buf = vec![0u8; 4096];
-    for (off, s) in strings {
-        buf[*off..off + s.len()].copy_from_slice(s.as_bytes());
-    }
-    buf
-}
-
-#[test]
-fn scan_finds_gcn_arch_name_in_any_layout() {
-    // R0600-like: name at 0, gcnArchName much later.
-    let p = props_with(&[(0, "AMD Instinct MI300X"), (1160, "gfx942:sramecc+:xnack-")]);
-    assert_eq!(
-        scan_gcn_arch_name(&p).unwrap().offload_arch(),
-        "gfx942:sramecc+:xnack-"
-    );
-    // A bare gfx name in `name` loses to the full one with features.
-    let p = props_with(&[(0, "gfx90a"), (396, "gfx90a:sramecc-:xnack+")]);
-    assert_eq!(
-        scan_gcn_arch_name(&p).unwrap().offload_arch(),
-        "gfx90a:sramecc-:xnack+"
-    );
-    // Only a bare one: taken.
-    assert_eq!(
-        scan_gcn_arch_name(&props_with(&[(300, "gfx942")]))
-            .unwrap()
-            .processor,
-        "gfx942"
-    );
-    // Not at a field start, or garbage: ignored.
-    assert_eq!(scan_gcn_arch_name(&props_with(&[(0, "xgfx942")])), None);
-    assert_eq!(scan_gcn_arch_name(&props_with(&[(8, "gfxq")])), None);
-    assert_eq!(scan_gcn_arch_name(&[]), None);
-    // Unterminated at the end of the buffer: ignored, no panic.
-    let mut p = vec![0u8; 10];
-    p[4..].copy_from_slice(b"gfx942");
-    assert_eq!(scan_gcn_arch_name(&p), None);
-}
-
 #[test]
 fn grid_occupies_every_cu() {
     // MI300X: 304 CUs, one 4-wave block per CU.

@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_int};
 use super::{Api, HipError, PROPS_BUF_BYTES, RawEvent, RawStream, Status};
 
 impl Api {
-    pub(in crate::hip) fn runtime_version(&self) -> Result<i32, HipError> {
+    pub(crate) fn runtime_version(&self) -> Result<i32, HipError> {
         let mut v = 0;
         // SAFETY: writes one int through a valid pointer.
         self.check("hipRuntimeGetVersion", unsafe {
@@ -14,7 +14,7 @@ impl Api {
         Ok(v)
     }
 
-    pub(in crate::hip) fn driver_version(&self) -> Result<i32, HipError> {
+    pub(crate) fn driver_version(&self) -> Result<i32, HipError> {
         let mut v = 0;
         // SAFETY: writes one int through a valid pointer.
         self.check("hipDriverGetVersion", unsafe {
@@ -23,7 +23,7 @@ impl Api {
         Ok(v)
     }
 
-    pub(in crate::hip) fn device_count(&self) -> Result<i32, HipError> {
+    pub(crate) fn device_count(&self) -> Result<i32, HipError> {
         let mut n = 0;
         // SAFETY: writes one int through a valid pointer.
         self.check("hipGetDeviceCount", unsafe {
@@ -32,19 +32,19 @@ impl Api {
         Ok(n)
     }
 
-    pub(in crate::hip) fn set_device(&self, dev: i32) -> Result<(), HipError> {
+    pub(crate) fn set_device(&self, dev: i32) -> Result<(), HipError> {
         // SAFETY: plain value argument; HIP validates the index.
         self.check("hipSetDevice", unsafe { (self.hip.set_device)(dev) })
     }
 
-    pub(in crate::hip) fn device_synchronize(&self) -> Result<(), HipError> {
+    pub(crate) fn device_synchronize(&self) -> Result<(), HipError> {
         // SAFETY: no arguments.
         self.check("hipDeviceSynchronize", unsafe {
             (self.hip.device_synchronize)()
         })
     }
 
-    pub(in crate::hip) fn attribute(&self, attr: i32, dev: i32) -> Result<i32, HipError> {
+    pub(crate) fn attribute(&self, attr: i32, dev: i32) -> Result<i32, HipError> {
         let mut v = 0;
         // SAFETY: writes one int; HIP validates attr and dev.
         self.check("hipDeviceGetAttribute", unsafe {
@@ -72,16 +72,16 @@ impl Api {
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    pub(in crate::hip) fn device_name(&self, dev: i32) -> Result<String, HipError> {
+    pub(crate) fn device_name(&self, dev: i32) -> Result<String, HipError> {
         self.string_query("hipDeviceGetName", self.hip.device_get_name, dev)
     }
 
-    pub(in crate::hip) fn pci_bus_id(&self, dev: i32) -> Result<String, HipError> {
+    pub(crate) fn pci_bus_id(&self, dev: i32) -> Result<String, HipError> {
         self.string_query("hipDeviceGetPCIBusId", self.hip.device_get_pci_bus_id, dev)
     }
 
     /// The raw bytes of hipDeviceProp_t (layout depends on the HIP ABI; scan, don't index).
-    pub(in crate::hip) fn device_properties_bytes(&self, dev: i32) -> Result<Vec<u8>, HipError> {
+    pub(crate) fn device_properties_bytes(&self, dev: i32) -> Result<Vec<u8>, HipError> {
         let (f, name) = self.props.ok_or_else(|| HipError::MissingSymbol {
             library: self.hip_path.clone(),
             symbol: "hipGetDeviceProperties",
@@ -92,11 +92,11 @@ impl Api {
         Ok(buf.iter().flat_map(|w| w.to_ne_bytes()).collect())
     }
 
-    pub(in crate::hip) fn has_cu_mask(&self) -> bool {
+    pub(crate) fn has_cu_mask(&self) -> bool {
         self.cu_mask.is_some()
     }
 
-    pub(in crate::hip) fn stream_priority_range(&self) -> Result<(i32, i32), HipError> {
+    pub(crate) fn stream_priority_range(&self) -> Result<(i32, i32), HipError> {
         let (mut least, mut greatest) = (0, 0);
         // SAFETY: writes two ints through valid pointers.
         self.check("hipDeviceGetStreamPriorityRange", unsafe {
@@ -106,7 +106,7 @@ impl Api {
     }
 
     /// A non-blocking stream (flag hipStreamNonBlocking = 1) of the given priority.
-    pub(in crate::hip) fn stream_create(&self, priority: i32) -> Result<RawStream, HipError> {
+    pub(crate) fn stream_create(&self, priority: i32) -> Result<RawStream, HipError> {
         let mut s = std::ptr::null_mut();
         // SAFETY: writes one handle through a valid pointer.
         self.check("hipStreamCreateWithPriority", unsafe {
@@ -116,10 +116,7 @@ impl Api {
     }
 
     /// A stream with its own hardware queue (hipExtStreamCreateWithCUMask).
-    pub(in crate::hip) fn stream_create_cu_mask(
-        &self,
-        mask: &[u32],
-    ) -> Result<RawStream, HipError> {
+    pub(crate) fn stream_create_cu_mask(&self, mask: &[u32]) -> Result<RawStream, HipError> {
         let f = self.cu_mask.ok_or_else(|| HipError::MissingSymbol {
             library: self.hip_path.clone(),
             symbol: "hipExtStreamCreateWithCUMask",
@@ -132,21 +129,21 @@ impl Api {
         Ok(RawStream(s))
     }
 
-    pub(in crate::hip) fn stream_destroy(&self, s: RawStream) -> Result<(), HipError> {
+    pub(crate) fn stream_destroy(&self, s: RawStream) -> Result<(), HipError> {
         // SAFETY: the handle came from stream_create* and is consumed here (destroyed once).
         self.check("hipStreamDestroy", unsafe {
             (self.hip.stream_destroy)(s.0)
         })
     }
 
-    pub(in crate::hip) fn stream_synchronize(&self, s: &RawStream) -> Result<(), HipError> {
+    pub(crate) fn stream_synchronize(&self, s: &RawStream) -> Result<(), HipError> {
         // SAFETY: a live stream handle.
         self.check("hipStreamSynchronize", unsafe {
             (self.hip.stream_synchronize)(s.0)
         })
     }
 
-    pub(in crate::hip) fn event_create(&self, flags: u32) -> Result<RawEvent, HipError> {
+    pub(crate) fn event_create(&self, flags: u32) -> Result<RawEvent, HipError> {
         let mut e = std::ptr::null_mut();
         // SAFETY: writes one handle through a valid pointer.
         self.check("hipEventCreateWithFlags", unsafe {
@@ -155,14 +152,14 @@ impl Api {
         Ok(RawEvent(e))
     }
 
-    pub(in crate::hip) fn event_record(&self, e: &RawEvent, s: &RawStream) -> Result<(), HipError> {
+    pub(crate) fn event_record(&self, e: &RawEvent, s: &RawStream) -> Result<(), HipError> {
         // SAFETY: live handles.
         self.check("hipEventRecord", unsafe {
             (self.hip.event_record)(e.0, s.0)
         })
     }
 
-    pub(in crate::hip) fn event_synchronize(&self, e: &RawEvent) -> Result<(), HipError> {
+    pub(crate) fn event_synchronize(&self, e: &RawEvent) -> Result<(), HipError> {
         // SAFETY: a live event handle.
         self.check("hipEventSynchronize", unsafe {
             (self.hip.event_synchronize)(e.0)
@@ -170,7 +167,7 @@ impl Api {
     }
 
     /// Ok(true) when the event completed, Ok(false) on hipErrorNotReady.
-    pub(in crate::hip) fn event_query(&self, e: &RawEvent) -> Result<bool, HipError> {
+    pub(crate) fn event_query(&self, e: &RawEvent) -> Result<bool, HipError> {
         // SAFETY: a live event handle.
         match unsafe { (self.hip.event_query)(e.0) } {
             600 => Ok(false),
@@ -178,7 +175,7 @@ impl Api {
         }
     }
 
-    pub(in crate::hip) fn event_elapsed_ms(
+    pub(crate) fn event_elapsed_ms(
         &self,
         start: &RawEvent,
         stop: &RawEvent,
@@ -191,7 +188,7 @@ impl Api {
         Ok(ms)
     }
 
-    pub(in crate::hip) fn event_destroy(&self, e: RawEvent) -> Result<(), HipError> {
+    pub(crate) fn event_destroy(&self, e: RawEvent) -> Result<(), HipError> {
         // SAFETY: consumed here, destroyed once.
         self.check("hipEventDestroy", unsafe { (self.hip.event_destroy)(e.0) })
     }

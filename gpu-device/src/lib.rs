@@ -1,0 +1,31 @@
+//! The GPU device of the benchmark, on top of the [`hip_rt`] binding: the delay kernel
+//! (`kernels/delay.hip`, its slot ABI, compile/load/launch and calibration: [`kernel`]), the pure
+//! calibration and clock-mapping logic ([`calib`]), the LP queue as lv1's hardware queue and the
+//! HP probe ([`device`]), the discovery of the LP stream's KFD queue over lv3 ([`discover`]), the
+//! correctness check of a run from the slots ([`verify`]), the sizing rules of a run ([`setup`])
+//! and whether a run can happen here at all ([`open()`], [`usable`]).
+//!
+//! No `unsafe` here. Nothing here prints or exits: failures are [`Error`]s, and what a caller
+//! may want to report is returned as notes (e.g. [`discover::Discovered::notes`]).
+#![deny(unsafe_code)]
+// Transitional: this crate's casts (moved from preempt-lat) are not yet reviewed against the
+// workspace cast lints; they are relaxed here until they are.
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_possible_wrap)]
+
+pub mod calib;
+pub mod device;
+pub mod discover;
+mod error;
+pub mod kernel;
+mod open;
+pub mod setup;
+pub mod verify;
+
+pub use calib::{Achieved, CalSample, Calibration, ClockMap, ClockPair, GfxTarget, Grid};
+pub use device::{DelayCmd, HipLpQueue, HpProbe};
+pub use error::{BoxError, Error};
+pub use kernel::{DelayKernel, DelaySlot, SlotStatus};
+pub use open::{gfx_target, open, usable};
+
+#[cfg(test)]
+mod tests;

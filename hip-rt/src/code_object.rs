@@ -1,0 +1,252 @@
+//! What an AMDGPU code object says about its kernels: the metadata note (`NT_AMDGPU_METADATA`,
+//! MessagePack, code object v3 and later) read from the ELF image. Pure, safe Rust; the launch
+//! check ([`crate::Function::launch`]) relies on it, as HIP itself reads the same note to lay
+//! out the kernel arguments.
+//!
+//! ```
+//! let image = include_bytes!("../tests/fixtures/args-gfx90a.co");
+//! let kernels = hip_rt::code_object::kernels(image).unwrap();
+//! let fill = kernels.iter().find(|k| k.name == "fill").unwrap();
+//! assert_eq!(fill.params.len(), 4); // (u64* out, u32 n, u64 value, float scale)
+//! assert_eq!(fill.params[0].kind, hip_rt::code_object::ParamKind::GlobalBuffer);
+//! ```
+
+use crate::HipError;
+use crate::msgpack::{self, Value};
+
+/// The kind of an explicit kernel parameter (`.value_kind` of the metadata).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A pointer to global memory (`global_buffer`).
+    GlobalBuffer,
+    /// A value copied into the kernarg segment (`by_value`).
+    ByValue,
+    /// Any other kind (images, samplers, pipes, dynamic LDS pointers...): not launchable here.
+    Other(String),
+}
+
+/// One explicit parameter of a kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    pub kind: ParamKind,
+    /// Bytes in the kernarg segment.
+    pub size: u64,
+    /// Offset in the kernarg segment.
+    pub offset: u64,
+    /// The source name, when the compiler kept it.
+    pub name: Option<String>,
+}
+
+/// A kernel of a code object, with its explicit parameters in order (the hidden ones that the
+/// runtime fills in itself are left out).
+///
+/// ```
+/// use hip_rt::code_object::{kernels, ParamKind};
+/// let k = kernels(include_bytes!("../tests/fixtures/args-gfx90a.co")).unwrap();
+/// let sizes: Vec<u64> = k[0].params.iter().map(|p| p.size).collect();
+/// assert_eq!(sizes, [8, 4, 8, 4]);
+/// assert!(k[0].params[1..].iter().all(|p| p.kind == ParamKind::ByValue));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelInfo {
+    pub name: String,
+    pub params: Vec<Param>,
+}
+
+const EM_AMDGPU: u16 = 224;
+const SHT_NOTE: u32 = 7;
+const NT_AMDGPU_METADATA: u32 = 32;
+
+fn bad(why: impl std::fmt::Display) -> HipError {
+    HipError::Invalid(format!("code object: {why}"))
+}
+
+fn u16_at(b: &[u8], o: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(
+        b.get(o..o.checked_add(2)?)?.try_into().ok()?,
+    ))
+}
+fn u32_at(b: &[u8], o: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(
+        b.get(o..o.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+fn u64_at(b: &[u8], o: usize) -> Option<usize> {
+    let v = u64::from_le_bytes(b.get(o..o.checked_add(8)?)?.try_into().ok()?);
+    usize::try_from(v).ok()
+}
+
+/// The descriptors of every `AMDGPU` note of type `NT_AMDGPU_METADATA` in the image's SHT_NOTE
+/// sections.
+fn metadata_notes(image: &[u8]) -> Result<Vec<&[u8]>, HipError> {
+    if image.len() < 64 || &image[..4] != b"\x7fELF" {
+        return Err(bad("not an ELF image"));
+    }
+    if image[4] != 2 || image[5] != 1 || u16_at(image, 0x12) != Some(EM_AMDGPU) {
+        return Err(bad("not a 64-bit little-endian AMDGPU ELF"));
+    }
+    let truncated = || bad("truncated ELF section table");
+    let shoff = u64_at(image, 0x28).ok_or_else(truncated)?;
+    let shentsize = usize::from(u16_at(image, 0x3a).ok_or_else(truncated)?);
+    let shnum = usize::from(u16_at(image, 0x3c).ok_or_else(truncated)?);
+    if shnum > 0 && shentsize < 0x28 {
+        return Err(truncated());
+    }
+    let mut notes = Vec::new();
+    for i in 0..shnum {
+        let sh = i
+            .checked_mul(shentsize)
+            .and_then(|o| o.checked_add(shoff))
+            .ok_or_else(truncated)?;
+        if u32_at(image, sh + 4).ok_or_else(truncated)? != SHT_NOTE {
+            continue;
+        }
+        let (off, size) = (
+            u64_at(image, sh + 0x18).ok_or_else(truncated)?,
+            u64_at(image, sh + 0x20).ok_or_else(truncated)?,
+        );
+        let sec = off
+            .checked_add(size)
+            .and_then(|end| image.get(off..end))
+            .ok_or_else(|| bad("note section past the end of the image"))?;
+        let mut p = 0usize;
+        while p + 12 <= sec.len() {
+            let (namesz, descsz, ty) = (
+                u32_at(sec, p).unwrap_or(0) as usize,
+                u32_at(sec, p + 4).unwrap_or(0) as usize,
+                u32_at(sec, p + 8).unwrap_or(0),
+            );
+            let name_at = p + 12;
+            let desc_at = name_at
+                .checked_add(namesz.next_multiple_of(4))
+                .ok_or_else(|| bad("bad note"))?;
+            let next = desc_at
+                .checked_add(descsz.next_multiple_of(4))
+                .ok_or_else(|| bad("bad note"))?;
+            let name = sec
+                .get(name_at..name_at + namesz)
+                .ok_or_else(|| bad("bad note"))?;
+            let desc = sec
+                .get(desc_at..desc_at + descsz)
+                .ok_or_else(|| bad("bad note"))?;
+            if ty == NT_AMDGPU_METADATA && name.split(|&b| b == 0).next() == Some(b"AMDGPU") {
+                notes.push(desc);
+            }
+            p = next;
+        }
+    }
+    Ok(notes)
+}
+
+fn param(v: &Value) -> Result<Option<Param>, HipError> {
+    let kind = v
+        .get(".value_kind")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("a kernel argument without .value_kind"))?;
+    if kind.starts_with("hidden_") {
+        return Ok(None);
+    }
+    let num = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_u64)
+            .ok_or_else(|| bad(format!("a kernel argument without {k}")))
+    };
+    Ok(Some(Param {
+        kind: match kind {
+            "global_buffer" => ParamKind::GlobalBuffer,
+            "by_value" => ParamKind::ByValue,
+            other => ParamKind::Other(other.to_string()),
+        },
+        size: num(".size")?,
+        offset: num(".offset")?,
+        name: v.get(".name").and_then(Value::as_str).map(str::to_string),
+    }))
+}
+
+/// The kernels of a code object, from its (single) AMDGPU metadata note.
+pub fn kernels(image: &[u8]) -> Result<Vec<KernelInfo>, HipError> {
+    let notes = metadata_notes(image)?;
+    let [note] = notes.as_slice() else {
+        return Err(bad(format!(
+            "{} AMDGPU metadata notes (expected exactly one; code object v2 is not supported)",
+            notes.len()
+        )));
+    };
+    let root = msgpack::decode(note)?;
+    let list = root
+        .get("amdhsa.kernels")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("metadata without amdhsa.kernels"))?;
+    list.iter()
+        .map(|k| {
+            let name = k
+                .get(".name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| bad("a kernel without .name"))?;
+            let args = match k.get(".args") {
+                None => &[][..],
+                Some(a) => a.as_array().ok_or_else(|| bad(".args is not an array"))?,
+            };
+            let params = args
+                .iter()
+                .map(param)
+                .filter_map(Result::transpose)
+                .collect::<Result<_, _>>()?;
+            Ok(KernelInfo {
+                name: name.to_string(),
+                params,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &[u8] = include_bytes!("../tests/fixtures/args-gfx90a.co");
+
+    #[test]
+    fn reads_the_explicit_parameters_of_every_kernel() {
+        let k = kernels(FIXTURE).unwrap();
+        let names: Vec<&str> = k.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["fill", "noargs"]);
+        let shape: Vec<(ParamKind, u64, u64)> = k[0]
+            .params
+            .iter()
+            .map(|p| (p.kind.clone(), p.size, p.offset))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (ParamKind::GlobalBuffer, 8, 0),
+                (ParamKind::ByValue, 4, 8),
+                (ParamKind::ByValue, 8, 16),
+                (ParamKind::ByValue, 4, 24),
+            ]
+        );
+        assert!(k[1].params.is_empty());
+    }
+
+    #[test]
+    fn refuses_what_is_not_an_amdgpu_code_object() {
+        assert!(kernels(b"not an elf").is_err());
+        let mut x86 = FIXTURE.to_vec();
+        x86[0x12] = 62; // EM_X86_64
+        assert!(kernels(&x86).unwrap_err().to_string().contains("AMDGPU"));
+        // Every truncation is an error (or, while the note is intact, the same answer): no panic.
+        for n in (0..FIXTURE.len()).step_by(61) {
+            let _ = kernels(&FIXTURE[..n]);
+        }
+        // The note's type changed: no metadata.
+        let notes_at = FIXTURE.windows(7).position(|w| w == b"AMDGPU\0").unwrap();
+        let mut no_meta = FIXTURE.to_vec();
+        no_meta[notes_at - 4] = 33;
+        assert!(
+            kernels(&no_meta)
+                .unwrap_err()
+                .to_string()
+                .contains("0 AMDGPU metadata notes")
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! Modules, their kernels and the checked launch.
+//!
+//! # Why [`Function::launch`] is safe
+//! hipModuleLaunchKernel reads, for each explicit parameter of the kernel (as the code object's
+//! metadata declares it), `size` bytes through the matching entry of the `kernelParams` array. A
+//! wrong count or size makes HIP read host memory it was not given. So the binding reads the same
+//! metadata itself when a module is loaded ([`crate::code_object`]) and refuses a launch whose
+//! [`KernelArgs`] do not match it one to one: a pointer where the kernel takes a global buffer, a
+//! value of exactly the declared size where it takes a value (other parameter kinds, such as
+//! images or samplers, cannot be passed and such kernels cannot be launched). The check is done
+//! in the FFI module right before the call, so no safe caller can get past it.
+//!
+//! A pointer parameter can only be given as a [`Mem`]: a borrow of a [`DeviceBuffer`] or
+//! [`HostBuffer`] that this crate allocated. The borrow lasts for the call, so the allocation is
+//! live when HIP reads the address; the kernel may still run after the call returns, and that
+//! is covered by the buffers' drop: hipFree and hipHostFree wait for the device first.
+//!
+//! What the binding cannot check is what the kernel's own code does with what it is given (an
+//! index past the end of a buffer, say): device code is outside Rust's reach, as in every GPU
+//! binding. With the default (non-XNACK) memory model a GPU access outside the process's GPU
+//! mappings faults on the device and comes back as an error of a later call
+//! (hipErrorIllegalAddress). Bounds that a kernel relies on (the length of a buffer it indexes)
+//! are the caller's contract with its own kernel: check them before the launch.
+//!
+//! [`DeviceBuffer`]: crate::DeviceBuffer
+//! [`HostBuffer`]: crate::HostBuffer
+
+use std::sync::Arc;
+
+use crate::code_object::{KernelInfo, ParamKind};
+use crate::ffi::{Api, RawFunction, RawModule};
+use crate::{Device, HipError, Mem, Stream};
+
+/// A loaded code object (hipModuleLoadData; unloaded when it and every [`Function`] taken from it
+/// are dropped).
+///
+/// ```no_run
+/// # fn main() -> Result<(), hip_rt::HipError> {
+/// let hip = hip_rt::Hip::load()?;
+/// let dev = hip.device(0)?;
+/// let image = std::fs::read("kernels.co").expect("a code object");
+/// let module = dev.load_module(&image)?;
+/// for k in module.kernels() {
+///     println!("{}: {} parameters", k.name, k.params.len());
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Module {
+    inner: Arc<ModuleInner>,
+}
+
+struct ModuleInner {
+    api: Arc<Api>,
+    raw: Option<RawModule>,
+    device_index: u32,
+}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        if let Some(m) = self.raw.take() {
+            let _ = self.api.module_unload(m); // nothing useful to do with an error in drop
+        }
+    }
+}
+
+impl Module {
+    pub(crate) fn load(dev: &Device, image: &[u8]) -> Result<Module, HipError> {
+        let raw = dev.current()?.module_load_data(image)?;
+        Ok(Module {
+            inner: Arc::new(ModuleInner {
+                api: dev.api.clone(),
+                raw: Some(raw),
+                device_index: dev.info.index,
+            }),
+        })
+    }
+
+    /// The kernels of the code object and their explicit parameters, from its metadata.
+    pub fn kernels(&self) -> &[KernelInfo] {
+        self.raw().kernels()
+    }
+
+    fn raw(&self) -> &RawModule {
+        self.inner.raw.as_ref().expect("present until drop")
+    }
+
+    /// The kernel `name` (hipModuleGetFunction); it keeps the module loaded.
+    pub fn function(&self, name: &str) -> Result<Function, HipError> {
+        let m = &self.inner;
+        m.api.set_device(m.device_index as i32)?;
+        let raw = m.api.module_function(self.raw(), name)?;
+        Ok(Function {
+            module: self.clone(),
+            raw,
+        })
+    }
+}
+
+/// A kernel of a loaded [`Module`], launched with a [`KernelArgs`] list that must match its
+/// parameters (see [the `launch` module](crate::launch) for why that makes the launch safe).
+///
+/// ```no_run
+/// # fn main() -> Result<(), hip_rt::HipError> {
+/// use hip_rt::{Hip, KernelArgs, LaunchConfig, Mem, StreamPriority};
+/// let hip = Hip::load()?;
+/// let dev = hip.device(0)?;
+/// // extern "C" __global__ void fill(unsigned long long* out, unsigned n, unsigned long long v, float s)
+/// let module = dev.load_module(&std::fs::read("fill.co").expect("a code object"))?;
+/// let fill = module.function("fill")?;
+/// let out = dev.alloc_device(64 * 8)?;
+/// let stream = dev.stream(StreamPriority::Normal)?;
+/// let args = KernelArgs::new().mem(Mem::Device(&out)).u32(64).u64(7).f32(1.0);
+/// fill.launch(&stream, LaunchConfig::linear(1, 64), &args)?;
+/// stream.synchronize()?;
+/// // A list that does not match the kernel is refused before HIP is called:
+/// assert!(fill.launch(&stream, LaunchConfig::linear(1, 64), &KernelArgs::new().u32(64)).is_err());
+/// # Ok(()) }
+/// ```
+pub struct Function {
+    module: Module,
+    raw: RawFunction,
+}
+
+impl Function {
+    /// The kernel's name and explicit parameters.
+    pub fn info(&self) -> &KernelInfo {
+        self.raw.info()
+    }
+
+    /// Enqueues the kernel on `stream` (does not wait). `args` must match the kernel's
+    /// parameters one to one, else `HipError::Invalid` and nothing is launched.
+    pub fn launch(
+        &self,
+        stream: &Stream,
+        cfg: LaunchConfig,
+        args: &KernelArgs<'_>,
+    ) -> Result<(), HipError> {
+        let m = &self.module.inner;
+        m.api.set_device(m.device_index as i32)?;
+        m.api.launch(&self.raw, stream.raw(), &cfg, &args.args)
+    }
+}
+
+/// The launch shape: `grid` blocks (x, y, z) of `block` threads (x, y, z), and the dynamic LDS.
+/// Checked at launch: no zero dimension, at most 1024 threads per block.
+///
+/// ```
+/// let c = hip_rt::LaunchConfig { grid: [4, 4, 1], block: [16, 16, 1], shared_mem_bytes: 0 };
+/// assert_eq!(c.block.iter().product::<u32>(), 256);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// `blocks` blocks of `threads` threads, in x only, no dynamic LDS.
+    ///
+    /// ```
+    /// let c = hip_rt::LaunchConfig::linear(160, 1024);
+    /// assert_eq!((c.grid, c.block), ([160, 1, 1], [1024, 1, 1]));
+    /// ```
+    pub fn linear(blocks: u32, threads: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: [blocks, 1, 1],
+            block: [threads, 1, 1],
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// Every dimension at least 1, at most 1024 threads per block.
+    pub(crate) fn check(&self) -> Result<(), HipError> {
+        let threads = self.block.iter().try_fold(1u32, |a, &b| a.checked_mul(b));
+        if self.grid.contains(&0) || self.block.contains(&0) || threads.is_none_or(|t| t > 1024) {
+            return Err(HipError::Invalid(format!(
+                "bad launch shape: grid {:?} x block {:?}",
+                self.grid, self.block
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A value argument: up to 8 bytes in native byte order.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ArgValue {
+    pub(crate) bytes: [u8; 8],
+    len: usize,
+}
+
+/// One kernel argument.
+#[derive(Clone, Copy)]
+pub(crate) enum Arg<'a> {
+    Mem(Mem<'a>),
+    Value(ArgValue),
+}
+
+/// What the metadata check sees of an argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ArgShape {
+    Pointer,
+    Value(usize),
+}
+
+impl Arg<'_> {
+    pub(crate) fn shape(&self) -> ArgShape {
+        match self {
+            Arg::Mem(_) => ArgShape::Pointer,
+            Arg::Value(v) => ArgShape::Value(v.len),
+        }
+    }
+}
+
+/// The arguments of one launch, in the kernel's parameter order. Pointer parameters take a
+/// [`Mem`] (a buffer of this crate, borrowed for `'a`); value parameters take a number of the
+/// parameter's C size (`u32` for `unsigned int`, `u64` for `unsigned long long`, ...).
+///
+/// ```
+/// use hip_rt::KernelArgs;
+/// let args = KernelArgs::new().u32(3).u64(1 << 40).f32(0.5);
+/// assert_eq!(args.len(), 3);
+/// ```
+#[derive(Clone, Default)]
+pub struct KernelArgs<'a> {
+    args: Vec<Arg<'a>>,
+}
+
+macro_rules! value_args {
+    ($($name:ident: $t:ty),*) => {$(
+        #[doc = concat!("Appends a `", stringify!($t), "` value parameter.")]
+        pub fn $name(self, v: $t) -> Self {
+            self.value(&v.to_ne_bytes())
+        }
+    )*};
+}
+
+impl<'a> KernelArgs<'a> {
+    pub fn new() -> Self {
+        KernelArgs { args: Vec::new() }
+    }
+
+    /// Appends a pointer parameter: the address of `mem`.
+    pub fn mem(mut self, mem: impl Into<Mem<'a>>) -> Self {
+        self.args.push(Arg::Mem(mem.into()));
+        self
+    }
+
+    fn value(mut self, b: &[u8]) -> Self {
+        let mut bytes = [0u8; 8];
+        bytes[..b.len()].copy_from_slice(b);
+        self.args.push(Arg::Value(ArgValue {
+            bytes,
+            len: b.len(),
+        }));
+        self
+    }
+
+    value_args!(u8: u8, i8: i8, u16: u16, i16: i16, u32: u32, i32: i32, u64: u64, i64: i64, f32: f32, f64: f64);
+
+    pub fn len(&self) -> usize {
+        self.args.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.args.is_empty()
+    }
+}
+
+/// The launch check: `args` must match `kernel`'s explicit parameters one to one.
+pub(crate) fn check_args(
+    kernel: &KernelInfo,
+    args: impl ExactSizeIterator<Item = ArgShape>,
+) -> Result<(), HipError> {
+    let bad = |why: String| HipError::Invalid(format!("launch of {}: {why}", kernel.name));
+    if args.len() != kernel.params.len() {
+        return Err(bad(format!(
+            "{} arguments given, the kernel has {} parameters",
+            args.len(),
+            kernel.params.len()
+        )));
+    }
+    for (i, (a, p)) in args.zip(&kernel.params).enumerate() {
+        let ok = match (&p.kind, a) {
+            (ParamKind::GlobalBuffer, ArgShape::Pointer) => p.size == 8,
+            (ParamKind::ByValue, ArgShape::Value(n)) => p.size == n as u64 && n <= 8,
+            _ => false,
+        };
+        if !ok {
+            return Err(bad(format!(
+                "argument {i} is {a:?}, parameter {i} is {:?} of {} bytes",
+                p.kind, p.size
+            )));
+        }
+    }
+    Ok(())
+}
