@@ -25,7 +25,7 @@ check! {
     AMDKFD_IOC_DBG_TRAP = request_code_readwrite(0x26, kfd_ioctl_dbg_trap_args);
 }
 
-// The values KFD-FACTS.md recorded from the 6.12 header: any header of the 1.13+ era must agree.
+// The values docs/kfd-facts.md#header-and-bindings records from the 6.12 header: any header of the 1.13+ era must agree.
 const _: () = assert!(AMDKFD_IOC_GET_VERSION == 0x8008_4b01);
 const _: () = assert!(AMDKFD_IOC_UPDATE_QUEUE == 0x4018_4b07);
 const _: () = assert!(AMDKFD_IOC_RUNTIME_ENABLE == 0xc010_4b25);

@@ -4,7 +4,7 @@
 //! Two users need it: the `dbg-trap` preemption mechanism (SUSPEND_QUEUES / RESUME_QUEUES) and
 //! queue discovery (GET_QUEUE_SNAPSHOT is the only stock source of a queue's ring address, and it
 //! needs debugging on). [`DebugSession::open`] does the setup in the only order that does not
-//! hang (docs/kfd-facts.md#the-debugger-route-dbg_trap):
+//! hang (docs/kfd-facts.md#dbg_trap-suspend-and-resume):
 //! 0. GET_QUEUE_SNAPSHOT with an empty clear mask: it succeeds only if debugging is already on
 //!    (rocgdb, ROCr's core dump), and then we stop before a RUNTIME_ENABLE that could block. On
 //!    the usual path it fails with EINVAL and the kernel logs one harmless

@@ -1,7 +1,7 @@
 //! Which KFD queue is behind a HIP stream: pure logic over the queue sets taken just before and
 //! just after the stream's creation, from two independent sources.
 //!
-//! There is no public API from a stream to its KFD queue (KFD-FACTS.md, "Stream -> KFD queue
+//! There is no public API from a stream to its KFD queue (docs/kfd-facts.md#stream-to-kfd-queue-id, "Stream -> KFD queue
 //! id"). The stock way is a diff: take `/sys/class/kfd/kfd/proc/<pid>/queues` (ids, type, size,
 //! gpu id; world-readable) and GET_QUEUE_SNAPSHOT (the same plus the ring address, which only the
 //! snapshot gives; needs the debug trap on) before and after creating a stream that gets a queue

@@ -1,5 +1,5 @@
 //! The Lv3 mechanisms against a recording fake of amdkfd that models the kernel's answers as
-//! read from Linux 6.12 (KFD-FACTS.md; kfd_chardev.c, kfd_debug.c, kfd_device_queue_manager.c).
+//! read from Linux 6.12 (docs/kfd-facts.md#preemption-routes; kfd_chardev.c, kfd_debug.c, kfd_device_queue_manager.c).
 //! What the fake cannot show (the CWSR save, the runlist, timing) needs hardware.
 use kfd::*;
 use lv3::mechanism::*;

@@ -3,7 +3,7 @@
 //! Preferred over update-queue because SUSPEND sets the queue's `is_suspended`, which nothing
 //! else (ROCr's scratch reclaim toggling UPDATE_QUEUE) can undo. The price is a process-wide
 //! self-debug session ([`kfd::DebugSession`]: runtime enable, then DBG_TRAP ENABLE, in the only
-//! order that does not hang; see docs/kfd-facts.md#the-debugger-route-dbg_trap), opened by
+//! order that does not hang; see docs/kfd-facts.md#dbg_trap-suspend-and-resume), opened by
 //! [`DbgTrap::setup`] and closed by teardown or drop (DISABLE resumes every suspended queue).
 use super::{MechError, MechanismKind, Preempt, QueueTarget, SuspendReport};
 use kfd::events::{self, Severity};
