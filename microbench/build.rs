@@ -8,7 +8,7 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown".into());
-    println!("cargo:rustc-env=PREEMPT_LAT_GIT_REV={rev}");
+    println!("cargo:rustc-env=PREEMPT_GIT_REV={rev}");
     println!("cargo:rerun-if-changed=../.git/HEAD");
     println!("cargo:rerun-if-changed=../.git/index");
 }

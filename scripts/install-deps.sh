@@ -3,9 +3,11 @@
 #
 #   scripts/install-deps.sh [build|kernel|all]   (default: all)
 #
-# build : what `cargo build` needs: libclang for bindgen, and linux-libc-dev 6.12
+# build : what kfd-sys's `bindgen` feature needs (a plain `cargo build` needs neither: the
+#         bindings are committed): libclang, and the pinned header, linux-libc-dev 6.12
 #         (KFD ioctl 1.17) from bookworm-backports; bookworm's own 6.1 header is KFD 1.11,
-#         older than the 1.13 minimum (the debugger API).
+#         older than the 1.13 minimum (the debugger API). The tests use both: the
+#         regeneration check, the old-header refusal and the patched-header build.
 # kernel: what the QEMU real-kernel harness needs: linux-source-6.12 (bookworm-backports),
 #         (bookworm-security carries the 6.12 series), the kernel build tools, busybox-static,
 #         and qemu-system-x86 from bookworm-backports (to match the machine's qemu-utils).

@@ -4,9 +4,11 @@
 #   scripts/test-all.sh            everything (cold: ~15-20 min, the kernel build; cached: ~2-3 min)
 #   SKIP_QEMU=1 scripts/test-all.sh   everything but the real-kernel guest (for quick iterations)
 #
-# Steps: system packages -> clippy (-D warnings) -> cargo test (workspace) -> cargo doc ->
-# the old-header refusal of kfd-sys -> the unsafe-code fence -> the offline delay-kernel compile check -> the QEMU guest tests on the
-# stock kernel -> the patch series (apply, checkpatch, build, QEMU guest tests on the patched kernel).
+# Steps: system packages -> rustfmt check -> clippy (-D warnings) -> cargo test (workspace) ->
+# cargo doc -> kfd-sys: committed bindings equal a fresh generation, the old-header refusal, a
+# workspace build with libclang and the header hidden -> the unsafe-code fence -> the offline
+# delay-kernel compile check -> the QEMU guest tests on the stock kernel -> the patch series
+# (apply, checkpatch, build after each patch, QEMU guest tests on the patched kernel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -14,6 +16,9 @@ t0=$(date +%s)
 
 step "system packages (scripts/install-deps.sh all)"
 if [ "$(id -u)" = 0 ]; then bash scripts/install-deps.sh all; else sudo bash scripts/install-deps.sh all; fi
+
+step "rustfmt (rustfmt.toml), no diff allowed"
+cargo fmt --all --check
 
 step "clippy, warnings denied"
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -28,8 +33,14 @@ passed=$(awk '/^test result:/ {p += $4} END {print p+0}' "$log")
 step "cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
 
-step "kfd-sys refuses a pre-1.13 header with a helpful message"
+step "kfd-sys: the committed bindings equal bindgen's output for the pinned 6.12 header"
+bash scripts/check-kfd-sys-bindings.sh
+
+step "kfd-sys: the bindgen feature refuses a pre-1.13 header with a helpful message"
 bash scripts/check-kfd-sys-header.sh
+
+step "cargo build of the workspace with libclang and the KFD headers hidden"
+bash scripts/check-build-without-headers.sh
 
 step "unsafe only in the ioctl wrappers and the HIP FFI"
 bash scripts/check-unsafe.sh

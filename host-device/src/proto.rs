@@ -16,7 +16,7 @@ use lv1::CommandId;
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Environment variable carrying the parent's pid to the worker (see `worker_main`).
-pub(crate) const PARENT_ENV: &str = "LV1_HOST_WORKER_PARENT";
+pub(crate) const PARENT_ENV: &str = "PREEMPT_HOST_WORKER_PARENT";
 
 /// A message to a worker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

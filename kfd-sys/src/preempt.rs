@@ -6,8 +6,8 @@
 //! `patches/0002-drm-amdkfd-add-AMDKFD_IOC_PREEMPT_QUEUES-and-AMDKFD_.patch`. This is a
 //! hand-written `#[repr(C)]` copy, so that the crate builds against stock headers (where the
 //! ioctls are absent and a stock kernel answers ENOTTY). When the header bindgen bound defines
-//! `AMDKFD_IOC_PREEMPT_QUEUES` (a patched tree, e.g. `KFD_IOCTL_H=<patched
-//! tree>/include/uapi/linux/kfd_ioctl.h`), `build.rs` sets `cfg(kfd_has_preempt)` and the
+//! `AMDKFD_IOC_PREEMPT_QUEUES` (the `bindgen` feature with a patched tree, e.g. `KFD_IOCTL_H=<patched
+//! tree>/include/uapi/linux/kfd_ioctl.h`), `build/generate.rs` sets `cfg(kfd_has_preempt)` and the
 //! assertions at the bottom prove, at compile time, that this copy equals the header: size,
 //! every field's offset and size, every constant and both request numbers.
 //!

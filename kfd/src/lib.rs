@@ -40,5 +40,5 @@ pub use types::*;
 /// preempt ioctls this build speaks (for reports).
 pub mod header {
     pub use kfd_sys::preempt::{HEADER_HAS_PREEMPT, KFD_PREEMPT_QUEUES_VERSION};
-    pub use kfd_sys::{KFD_HEADER_MAJOR, KFD_HEADER_MINOR, KFD_HEADER_PATH};
+    pub use kfd_sys::{KFD_HEADER_MAJOR, KFD_HEADER_MINOR, KFD_HEADER_SOURCE};
 }

@@ -1,7 +1,7 @@
 //! The kfd crate against a real amdkfd. These run wherever `/dev/kfd` opens: in the project's
 //! QEMU guest (Linux 6.12, amdgpu+amdkfd built in, no GPU), where the harness sets
-//! `LV3_REQUIRE_KFD=1` so that a missing /dev/kfd fails instead of skipping, and
-//! `LV3_EXPECT_KFD_VERSION` to the version of the booted kernel's own header.
+//! `PREEMPT_REQUIRE_KFD=1` so that a missing /dev/kfd fails instead of skipping, and
+//! `PREEMPT_EXPECT_KFD_VERSION` to the version of the booted kernel's own header.
 //!
 //! KFD state is per process and these tests change it (runtime enable, debug trap), so the
 //! stateful sequence is one test, and the harness runs the binary with --test-threads=1.
@@ -17,7 +17,7 @@ fn version_is_the_booted_kernels() {
     let Some(kfd) = kfd_or_skip("version_is_the_booted_kernels") else { return };
     let v = kfd.version().unwrap();
     assert!(v.has_debugger_api(), "KFD {v} predates the debugger API");
-    if let Ok(want) = std::env::var("LV3_EXPECT_KFD_VERSION") {
+    if let Ok(want) = std::env::var("PREEMPT_EXPECT_KFD_VERSION") {
         assert_eq!(v.to_string(), want);
     }
     eprintln!("observed: GET_VERSION -> {v}");
@@ -28,7 +28,7 @@ fn topology_is_cpu_only_without_a_gpu() {
     let Some(_kfd) = kfd_or_skip("topology_is_cpu_only_without_a_gpu") else { return };
     let nodes = sysfs::topology_nodes(&SysRoot::default()).unwrap();
     assert!(!nodes.is_empty());
-    if std::env::var_os("LV3_REQUIRE_KFD").is_some() {
+    if std::env::var_os("PREEMPT_REQUIRE_KFD").is_some() {
         // The QEMU guest has no GPU: amdkfd publishes a virtual CRAT with CPU nodes only.
         assert!(nodes.iter().all(|n| !n.is_gpu()), "{nodes:?}");
     }

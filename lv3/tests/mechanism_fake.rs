@@ -529,9 +529,9 @@ impl Preempt for MarkerMech {
     }
 }
 
-const CHILD_ENV: &str = "LV3_SIGNALS_CHILD";
+const CHILD_ENV: &str = "PREEMPT_TEST_SIGNALS_CHILD";
 
-/// The child half of the signal test (a no-op unless the parent set `LV3_SIGNALS_CHILD`).
+/// The child half of the signal test (a no-op unless the parent set `PREEMPT_TEST_SIGNALS_CHILD`).
 #[test]
 fn signal_child_mode() {
     if std::env::var_os(CHILD_ENV).is_none() {

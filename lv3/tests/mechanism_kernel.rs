@@ -1,5 +1,5 @@
 //! The Lv3 mechanisms against a real amdkfd: the project's QEMU guest (Linux 6.12, no GPU), where
-//! the harness sets `LV3_REQUIRE_KFD=1` so that a missing /dev/kfd fails instead of skipping.
+//! the harness sets `PREEMPT_REQUIRE_KFD=1` so that a missing /dev/kfd fails instead of skipping.
 //!
 //! Without a GPU no queue exists, so each mechanism must fail on a made-up queue with the
 //! kernel's own answer, and leave the process's debug and runtime state as it found it. KFD state

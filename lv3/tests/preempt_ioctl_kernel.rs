@@ -1,8 +1,8 @@
 //! The patched-kernel preempt ioctls (AMDKFD_IOC_PREEMPT_QUEUES / RESUME_QUEUES, nr 0x40/0x41,
 //! `patches/`) against a real amdkfd, through lv3's API. Runs in both QEMU guest flavours:
-//! - patched (`LV3_EXPECT_PATCHED=1`): the probe finds the ioctls, and every argument check,
+//! - patched (`PREEMPT_EXPECT_PATCHED=1`): the probe finds the ioctls, and every argument check,
 //!   the per-queue statuses, concurrency and the fd's owner check answer as the patch says;
-//! - stock (`LV3_REQUIRE_KFD=1`, no `LV3_EXPECT_PATCHED`): every entry point answers ENOTTY
+//! - stock (`PREEMPT_REQUIRE_KFD=1`, no `PREEMPT_EXPECT_PATCHED`): every entry point answers ENOTTY
 //!   and the `ioctl` mechanism is absent.
 //!
 //! Elsewhere (a dev machine with /dev/kfd and neither variable) the probe decides which half
@@ -20,9 +20,9 @@ use common::kfd_or_skip;
 /// Whether this kernel has the ioctls, checked against what the harness expects.
 fn patched(kfd: &Kfd) -> bool {
     let has = kfd.has_preempt_ioctl().expect("the probe must answer (ENOTTY or a version)");
-    if std::env::var_os("LV3_EXPECT_PATCHED").is_some() {
-        assert!(has, "LV3_EXPECT_PATCHED is set but the kernel answers ENOTTY to AMDKFD_IOC_PREEMPT_QUEUES");
-    } else if std::env::var_os("LV3_REQUIRE_KFD").is_some() {
+    if std::env::var_os("PREEMPT_EXPECT_PATCHED").is_some() {
+        assert!(has, "PREEMPT_EXPECT_PATCHED is set but the kernel answers ENOTTY to AMDKFD_IOC_PREEMPT_QUEUES");
+    } else if std::env::var_os("PREEMPT_REQUIRE_KFD").is_some() {
         assert!(!has, "the stock guest kernel must answer ENOTTY to AMDKFD_IOC_PREEMPT_QUEUES");
     }
     has
@@ -54,7 +54,7 @@ fn probe_finds_the_ioctl_only_on_the_patched_kernel() {
         assert_eq!(kfd.preempt_abi_version().unwrap(), None);
         eprintln!("observed: PREEMPT_QUEUES probe -> ENOTTY ({})", avail.detail);
     }
-    eprintln!("observed: header_has_preempt = {} (built against {})", avail.header_has_preempt, kfd::header::KFD_HEADER_PATH);
+    eprintln!("observed: header_has_preempt = {} (built against {})", avail.header_has_preempt, kfd::header::KFD_HEADER_SOURCE);
 }
 
 #[test]

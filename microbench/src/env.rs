@@ -19,7 +19,7 @@ pub struct Environment {
 
 /// The git revision the binary was built from (set by the build, `unknown` otherwise).
 pub fn git_revision() -> &'static str {
-    option_env!("PREEMPT_LAT_GIT_REV").unwrap_or("unknown")
+    option_env!("PREEMPT_GIT_REV").unwrap_or("unknown")
 }
 
 /// The running kernel's release (`uname -r`), empty if /proc is unreadable.

@@ -6,7 +6,7 @@
 #   scripts/qemu/build-kernel.sh --patched-upto N   the same with only the first N patches of
 #                                                   patches/series (check.sh: every patch builds)
 #
-# Cache: ${KFD_QEMU_CACHE:-$HOME/.cache/preempt-kfd-qemu}, outside the repo, keyed by the exact
+# Cache: ${PREEMPT_QEMU_CACHE:-$HOME/.cache/preempt-kfd-qemu}, outside the repo, keyed by the exact
 # Debian version of linux-source-6.12, the config fragment and (with --patched) the patches.
 # A hit costs nothing; a patched build starts from a copy of the stock build's objects, so only
 # the files the patches touch are recompiled (seconds). Cold: ~12-15 min on 2 cores.
@@ -14,7 +14,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-CACHE=${KFD_QEMU_CACHE:-$HOME/.cache/preempt-kfd-qemu}
+CACHE=${PREEMPT_QEMU_CACHE:-$HOME/.cache/preempt-kfd-qemu}
 patched=0 upto=
 case "${1:-}" in
   --patched) patched=1 ;;

@@ -18,7 +18,7 @@ echo "=== guest: uname $(uname -r) $(uname -v)"
 # must not share a boot with the other tests.
 if grep -q 'kfd_guest=exec-reopen' /proc/cmdline; then
   echo "=== guest: running kfd-preempt-ids"
-  if [ "${LV3_EXPECT_PATCHED:-}" = 1 ]; then /tests/kfd-preempt-ids --patched; else /tests/kfd-preempt-ids --stock; fi
+  if [ "${PREEMPT_EXPECT_PATCHED:-}" = 1 ]; then /tests/kfd-preempt-ids --patched; else /tests/kfd-preempt-ids --stock; fi
   echo "=== guest: kfd-preempt-ids exit $?"
   echo "=== guest: running kfd-exec-reopen"
   /tests/kfd-exec-reopen 3

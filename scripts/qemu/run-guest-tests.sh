@@ -34,13 +34,15 @@ log "kernel $(cat "$BUILD/DEBIAN_SOURCE_VERSION" 2>/dev/null) ($BZ), its header 
 t1=$(date +%s)
 TARGET=x86_64-unknown-linux-gnu
 export RUSTFLAGS="-C target-feature=+crt-static"
-# The patched flavour builds against the patched kernel's own header (one source of truth).
-if [ "$flavor" = patched ]; then export KFD_IOCTL_H=$KHDR; fi
+# The patched flavour generates kfd-sys's bindings from the patched kernel's own header (one
+# source of truth); the stock flavour uses the committed bindings.
+feats=()
+if [ "$flavor" = patched ]; then export KFD_IOCTL_H=$KHDR; feats=(--features kfd-sys/bindgen); fi
 cd "$REPO"
-tests_json=$(cargo test --release -q -p kfd -p lv3 --target "$TARGET" --target-dir "$OUT/cargo" \
+tests_json=$(cargo test --release -q -p kfd -p lv3 "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo" \
   --test kfd_kernel --test mechanism_kernel --test preempt_ioctl_kernel --test conformance_kernel \
   --no-run --message-format=json 2>/dev/null)
-cargo build --release -q -p microbench --bin preempt-lat --target "$TARGET" --target-dir "$OUT/cargo"
+cargo build --release -q -p microbench --bin preempt-lat "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo"
 mapfile -t test_bins < <(printf '%s\n' "$tests_json" | python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -61,8 +63,8 @@ cp /bin/busybox "$R/bin/busybox"
 install -m755 "$HERE/guest-init.sh" "$R/init"
 for b in "${test_bins[@]}"; do cp "$b" "$R/tests/bin/$(basename "$b" | sed 's/-[0-9a-f]\{16\}$//')"; done
 cp "$PL" "$R/bin/preempt-lat"
-printf 'LV3_REQUIRE_KFD=1\nLV3_EXPECT_KFD_VERSION=%s\nRUST_BACKTRACE=1\n' "$kver" > "$R/tests/env"
-if [ "$flavor" = patched ]; then printf 'LV3_EXPECT_PATCHED=1\n' >> "$R/tests/env"; fi
+printf 'PREEMPT_REQUIRE_KFD=1\nPREEMPT_EXPECT_KFD_VERSION=%s\nRUST_BACKTRACE=1\n' "$kver" > "$R/tests/env"
+if [ "$flavor" = patched ]; then printf 'PREEMPT_EXPECT_PATCHED=1\n' >> "$R/tests/env"; fi
 (cd "$R" && find . | cpio -o -H newc --quiet | gzip -1) > "$OUT/initramfs-$flavor.cpio.gz"
 
 # boot

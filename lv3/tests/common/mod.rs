@@ -2,14 +2,14 @@
 use kfd::Kfd;
 
 /// Opens /dev/kfd, or explains on stderr why the test does not run here. In the QEMU guest the
-/// harness sets `LV3_REQUIRE_KFD=1`, and then a missing /dev/kfd fails the test.
+/// harness sets `PREEMPT_REQUIRE_KFD=1`, and then a missing /dev/kfd fails the test.
 pub fn kfd_or_skip(test: &str) -> Option<Kfd> {
     match Kfd::open() {
         Ok(k) => Some(k),
         Err(e) => {
             assert!(
-                std::env::var_os("LV3_REQUIRE_KFD").is_none(),
-                "{test}: LV3_REQUIRE_KFD is set but /dev/kfd does not open: {e}"
+                std::env::var_os("PREEMPT_REQUIRE_KFD").is_none(),
+                "{test}: PREEMPT_REQUIRE_KFD is set but /dev/kfd does not open: {e}"
             );
             // Written straight to stderr: the test harness captures eprintln! of passing tests,
             // and a skip must be visible.

@@ -42,7 +42,8 @@ pub struct KernelInfo {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct HeaderInfo {
-    pub path: &'static str,
+    /// What kfd-sys's bindings were generated from (no path: the committed bindings by default).
+    pub source: &'static str,
     pub kfd_version: String,
 }
 
@@ -134,7 +135,7 @@ pub fn gather(root: &SysRoot, hip: Fact<HipInfo>) -> Facts {
         kfd_minor: opened.as_ref().ok().map(|v| v.minor),
         kfd_version: Fact::from_result(opened.map(|v| v.to_string())),
         header: HeaderInfo {
-            path: kfd::header::KFD_HEADER_PATH,
+            source: kfd::header::KFD_HEADER_SOURCE,
             kfd_version: format!("{}.{}", kfd::header::KFD_HEADER_MAJOR, kfd::header::KFD_HEADER_MINOR),
         },
         preempt_ioctl: preempt.clone(),

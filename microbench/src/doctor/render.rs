@@ -20,7 +20,7 @@ pub fn text(r: &Report, w: &mut dyn Write) -> Result<()> {
     writeln!(w, "kernel:          {}", show(&f.kernel, |k| k.release.clone()))?;
     writeln!(w, "/dev/kfd:        {}", if f.kfd_device_present { "present" } else { "absent" })?;
     writeln!(w, "KFD ioctl:       {}", show(&f.kfd_version, |v| format!("{v} (opened)")))?;
-    writeln!(w, "built against:   {} (KFD {})", f.header.path, f.header.kfd_version)?;
+    writeln!(w, "built against:   {} (KFD {})", f.header.source, f.header.kfd_version)?;
     if let Some(p) = &f.preempt_ioctl {
         writeln!(w, "preempt ioctl:   {}", p.detail)?;
     }

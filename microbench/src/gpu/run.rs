@@ -41,7 +41,7 @@ const CLOCK_PAIRS: usize = 32;
 pub(super) const FLOOR_PROBES: u32 = 16;
 /// LP blocks per CU (of 1024 threads = 16 waves each): 2 fill the 32 wave slots of a gfx90a/
 /// gfx942 CU (8 per SIMD), so the HP probe cannot slip in beside a running LP command.
-/// `PREEMPT_LAT_LP_BLOCKS_PER_CU` overrides it (1..=8).
+/// `PREEMPT_LP_BLOCKS_PER_CU` overrides it (1..=8).
 pub(super) const LP_BLOCKS_PER_CU: u32 = 2;
 
 pub(super) fn h<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
@@ -344,7 +344,7 @@ fn environment(index: u32, detail: String, gfx: &str, mechanism: &str) -> crate:
         gfx_target: Some(gfx.to_string()),
         mechanism: mechanism.into(),
         cores: crate::env::cores(),
-        git_revision: option_env!("PREEMPT_LAT_GIT_REV").unwrap_or("unknown"),
+        git_revision: option_env!("PREEMPT_GIT_REV").unwrap_or("unknown"),
         tool_version: env!("CARGO_PKG_VERSION"),
     }
 }

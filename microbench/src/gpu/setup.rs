@@ -12,7 +12,7 @@ use super::run::{FLOOR_PROBES, LP_BLOCKS_PER_CU, PROBE_TIMEOUT, h};
 use crate::measure::Params;
 
 pub(super) fn lp_blocks_per_cu() -> u32 {
-    std::env::var("PREEMPT_LAT_LP_BLOCKS_PER_CU")
+    std::env::var("PREEMPT_LP_BLOCKS_PER_CU")
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .filter(|n| (1..=8).contains(n))
@@ -81,7 +81,7 @@ pub(super) fn co_run_check(
     Ok(probe_co_ran(tick, slot.end, slack).then(|| {
         format!(
             "the HP probe started {:.2} ms before a running LP command ended: the LP kernel does not fill the GPU, \
-             so HP start latencies are not preemption latencies (raise PREEMPT_LAT_LP_BLOCKS_PER_CU)",
+             so HP start latencies are not preemption latencies (raise PREEMPT_LP_BLOCKS_PER_CU)",
             calib::ticks_to_ms(slot.end - tick, wall_khz)
         )
     }))
