@@ -22,10 +22,7 @@ impl GfxTarget {
         let mut parts = s.trim().split(':');
         let processor = parts.next().ok_or_else(bad)?;
         let digits = processor.strip_prefix("gfx").ok_or_else(bad)?;
-        if !(3..=5).contains(&digits.len())
-            || !digits
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        if !(3..=5).contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         {
             return Err(bad());
         }
@@ -90,12 +87,7 @@ pub struct Grid {
 
 /// Occupies every CU: `blocks_per_cu` workgroups per CU, each of `waves_per_block` waves of
 /// `wave_size` lanes (default use: 1 block of 4 waves per CU = one wave on each of a CU's 4 SIMDs).
-pub fn grid_for(
-    cu_count: u32,
-    blocks_per_cu: u32,
-    waves_per_block: u32,
-    wave_size: u32,
-) -> Result<Grid, Error> {
+pub fn grid_for(cu_count: u32, blocks_per_cu: u32, waves_per_block: u32, wave_size: u32) -> Result<Grid, Error> {
     let threads = waves_per_block
         .checked_mul(wave_size)
         .filter(|&t| (1..=1024).contains(&t));
@@ -121,9 +113,7 @@ pub fn fit_line(points: &[(f64, f64)]) -> Option<Line> {
     if points.len() < 2 {
         return None;
     }
-    let (mx, my) = points
-        .iter()
-        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
+    let (mx, my) = points.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
     let sxx: f64 = points.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
     let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
     if sxx <= f64::EPSILON * mx.abs().max(1.0) {
@@ -166,22 +156,10 @@ pub struct Calibration {
 impl Calibration {
     /// Fits both lines (duration against cycles); needs runs at two or more cycle counts.
     pub fn fit(samples: &[CalSample]) -> Result<Calibration, Error> {
-        let pts = |f: fn(&CalSample) -> f64| {
-            samples
-                .iter()
-                .map(|s| (s.cycles as f64, f(s)))
-                .collect::<Vec<_>>()
-        };
-        let bad = |what: &str| {
-            Error::Invalid(format!(
-                "calibration failed: {what} ({} samples)",
-                samples.len()
-            ))
-        };
-        let wall = fit_line(&pts(|s| s.wall_ms))
-            .ok_or_else(|| bad("need runs at two or more cycle counts"))?;
-        let event = fit_line(&pts(|s| s.event_ms))
-            .ok_or_else(|| bad("need runs at two or more cycle counts"))?;
+        let pts = |f: fn(&CalSample) -> f64| samples.iter().map(|s| (s.cycles as f64, f(s))).collect::<Vec<_>>();
+        let bad = |what: &str| Error::Invalid(format!("calibration failed: {what} ({} samples)", samples.len()));
+        let wall = fit_line(&pts(|s| s.wall_ms)).ok_or_else(|| bad("need runs at two or more cycle counts"))?;
+        let event = fit_line(&pts(|s| s.event_ms)).ok_or_else(|| bad("need runs at two or more cycle counts"))?;
         if !(wall.slope > 0.0 && event.slope > 0.0) {
             return Err(bad("duration does not grow with the cycle count"));
         }
@@ -268,9 +246,7 @@ impl ClockMap {
             .min_by_key(|p| p.window())
             .ok_or_else(|| Error::Invalid("no clock pairs".into()))?;
         if pairs.iter().any(|p| p.host_after_ns < p.host_before_ns) || nominal_khz == 0 {
-            return Err(Error::Invalid(
-                "clock pairs with after < before, or a zero rate".into(),
-            ));
+            return Err(Error::Invalid("clock pairs with after < before, or a zero rate".into()));
         }
         let nominal = 1e6 / nominal_khz as f64;
         let rel: Vec<(f64, f64)> = pairs
@@ -296,8 +272,7 @@ impl ClockMap {
     }
 
     pub fn to_host_ns(self, gpu_ticks: u64) -> f64 {
-        self.anchor_host_ns
-            + (gpu_ticks as i128 - self.anchor_ticks as i128) as f64 * self.ns_per_tick
+        self.anchor_host_ns + (gpu_ticks as i128 - self.anchor_ticks as i128) as f64 * self.ns_per_tick
     }
 }
 

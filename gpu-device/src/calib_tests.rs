@@ -137,10 +137,7 @@ fn clock_map_offset_from_narrowest_window_and_nominal_rate() {
     assert_eq!(m.uncertainty_ns, 100.0);
     assert!((m.ns_per_tick - 10.0).abs() < 0.1, "{m:?}");
     for t in [1_000_000u64, 1_000_500, 1_001_000, 2_000_000] {
-        assert!(
-            (m.to_host_ns(t) - truth(t)).abs() <= m.uncertainty_ns,
-            "t={t}"
-        );
+        assert!((m.to_host_ns(t) - truth(t)).abs() <= m.uncertainty_ns, "t={t}");
     }
 }
 

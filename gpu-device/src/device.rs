@@ -40,7 +40,13 @@ impl HipLpQueue {
     /// command id `i` books slot `i`. A launch past the capacity fails (the run then reports it).
     pub fn new(dev: Arc<Device>, kernel: Arc<DelayKernel>, stream: Stream, slots: DeviceBuffer) -> Self {
         let capacity = (slots.len() / kernel::SLOT_BYTES) as u64;
-        HipLpQueue { dev, kernel, stream, slots, capacity }
+        HipLpQueue {
+            dev,
+            kernel,
+            stream,
+            slots,
+            capacity,
+        }
     }
 
     pub fn stream(&self) -> &Stream {
@@ -71,7 +77,8 @@ impl HwQueue for HipLpQueue {
                 self.capacity
             )));
         }
-        self.kernel.launch(&self.stream, Mem::Device(&self.slots), id as u32, cmd.cycles)
+        self.kernel
+            .launch(&self.stream, Mem::Device(&self.slots), id as u32, cmd.cycles)
     }
 
     /// A timing-disabled event recorded on the LP stream (completes after every launch so far).
@@ -106,7 +113,13 @@ impl HpProbe {
     pub fn new(dev: Arc<Device>, kernel: Arc<DelayKernel>, stream: Stream, n: usize) -> Result<Self, Error> {
         let stamps = dev.alloc_host(n.max(1) * 8)?;
         let done = dev.event(false)?;
-        Ok(HpProbe { _dev: dev, kernel, stream, stamps, done })
+        Ok(HpProbe {
+            _dev: dev,
+            kernel,
+            stream,
+            stamps,
+            done,
+        })
     }
 
     pub fn stream(&self) -> &Stream {
@@ -163,7 +176,11 @@ impl HpProbe {
 
     /// The start stamp of probe `idx` (GPU wall-clock ticks), `None` if it has not run.
     pub fn stamp(&self, idx: u32) -> Option<u64> {
-        self.stamps.words().get(idx as usize).map(|w| w.load(Ordering::Acquire)).filter(|&t| t != 0)
+        self.stamps
+            .words()
+            .get(idx as usize)
+            .map(|w| w.load(Ordering::Acquire))
+            .filter(|&t| t != 0)
     }
 }
 

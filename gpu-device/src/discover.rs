@@ -12,10 +12,10 @@
 //! 2. Take sysfs and snapshot sets, create the LP stream with `hipExtStreamCreateWithCUMask` (a
 //!    dedicated queue), run one tiny launch on it (in case this HIP creates queues lazily), take
 //!    both sets again, and require exactly one new compute queue, the same in both.
-use lv3::discovery;
-use kfd::{GracePeriod, Kfd, KfdOps, QueueSnapshot};
-use lv3::mechanism::{DbgTrap, Preempt, QueueTarget};
 use kfd::sysfs::{self, ProcQueue, SysRoot};
+use kfd::{GracePeriod, Kfd, KfdOps, QueueSnapshot};
+use lv3::discovery;
+use lv3::mechanism::{DbgTrap, Preempt, QueueTarget};
 
 use hip_rt::{Device, HipError, Stream};
 
@@ -50,7 +50,13 @@ pub fn expected_gpu_id(root: &SysRoot, pci_bus_id: &str) -> Option<u32> {
     let nodes = sysfs::topology_nodes(root).ok()?;
     let triples: Vec<(u32, Option<u64>, Option<u64>)> = nodes
         .iter()
-        .map(|n| (n.gpu_id, n.properties.get("domain").copied(), n.properties.get("location_id").copied()))
+        .map(|n| {
+            (
+                n.gpu_id,
+                n.properties.get("domain").copied(),
+                n.properties.get("location_id").copied(),
+            )
+        })
         .collect();
     match discovery::gpu_ids_at(&triples, pci_bus_id).as_slice() {
         [one] => Some(*one),
@@ -78,7 +84,9 @@ pub fn lp_stream_with_queue<E: Into<Error>>(
     let mut notes = Vec::new();
     let temporary = if kfd.queue_snapshot(0).is_ok() {
         if !debug_is_ours {
-            notes.push("debugging was already on for this process (rocgdb?): snapshots read without clearing anything".into());
+            notes.push(
+                "debugging was already on for this process (rocgdb?): snapshots read without clearing anything".into(),
+            );
         }
         None
     } else {
@@ -94,19 +102,28 @@ pub fn lp_stream_with_queue<E: Into<Error>>(
     };
     let gpu = expected_gpu_id(&root, &dev.info.pci_bus_id);
     if gpu.is_none() {
-        notes.push(format!("no unique KFD node at PCI {}: the queue's GPU is not cross-checked", dev.info.pci_bus_id));
+        notes.push(format!(
+            "no unique KFD node at PCI {}: the queue's GPU is not cross-checked",
+            dev.info.pci_bus_id
+        ));
     }
     let (sys0, snap0) = sets(&root, &kfd)?;
-    let stream = dev.stream_own_queue().map_err(hip::<HipError>("creating the LP stream (hipExtStreamCreateWithCUMask)"))?;
+    let stream = dev
+        .stream_own_queue()
+        .map_err(hip::<HipError>("creating the LP stream (hipExtStreamCreateWithCUMask)"))?;
     first_use(&stream).map_err(hip("first launch on the LP stream"))?;
     let after = sets(&root, &kfd);
     if let Some(s) = temporary
         && let Err(e) = s.teardown()
     {
-        return Err(Error::discovery(format!("queue discovery: closing the temporary debug session failed: {e}"), e));
+        return Err(Error::discovery(
+            format!("queue discovery: closing the temporary debug session failed: {e}"),
+            e,
+        ));
     }
     let (sys1, snap1) = after?;
-    let found = discovery::find_new_queue(&sys0, &sys1, &snap0, &snap1, gpu).map_err(|r| Error::discovery(format!("queue discovery refused: {r}"), r))?;
+    let found = discovery::find_new_queue(&sys0, &sys1, &snap0, &snap1, gpu)
+        .map_err(|r| Error::discovery(format!("queue discovery refused: {r}"), r))?;
     notes.extend(found.ignored.iter().cloned());
     let target = QueueTarget::from_snapshot(&found.snapshot, KFD_PRIORITY_NORMAL);
     target.validate().map_err(qd)?;

@@ -33,10 +33,7 @@ pub enum Error {
     /// No /dev/kfd.
     NoKfd,
     /// Finding the LP stream's KFD queue failed; `message` says what and why.
-    Discovery {
-        message: String,
-        source: Option<BoxError>,
-    },
+    Discovery { message: String, source: Option<BoxError> },
 }
 
 impl Error {
@@ -59,11 +56,7 @@ impl fmt::Display for Error {
         match self {
             Error::Hip(e) => e.fmt(f),
             Error::Invalid(m) => f.write_str(m),
-            Error::HipTooOld {
-                have,
-                need,
-                processor,
-            } => write!(
+            Error::HipTooOld { have, need, processor } => write!(
                 f,
                 "HIP {}.{} cannot compile for {processor} (needs HIP >= {}.{}; its hiprtc would crash on an unknown target)",
                 have.0, have.1, need.0, need.1
@@ -88,9 +81,7 @@ impl std::error::Error for Error {
         match self {
             Error::Hip(e) | Error::NoHiprtc(e) => Some(e),
             Error::Arch { source, .. } => Some(source.as_ref()),
-            Error::Discovery {
-                source: Some(s), ..
-            } => Some(s.as_ref()),
+            Error::Discovery { source: Some(s), .. } => Some(s.as_ref()),
             _ => None,
         }
     }

@@ -95,10 +95,7 @@ impl DelaySlot {
 
 /// hiprtc options for `arch`: the full target id, so sramecc/xnack match the device.
 pub fn compile_options(arch: &GfxTarget) -> Vec<String> {
-    vec![
-        format!("--offload-arch={}", arch.offload_arch()),
-        "-O3".to_string(),
-    ]
+    vec![format!("--offload-arch={}", arch.offload_arch()), "-O3".to_string()]
 }
 
 /// A compiled code object of delay.hip.
@@ -170,7 +167,11 @@ impl DelayKernel {
             )));
         }
         // delay_kernel(DelaySlot* slots, u32 cmd_id, u64 cycles, u32 nblocks), nblocks = grid.
-        let args = KernelArgs::new().mem(slots).u32(cmd_id).u64(cycles).u32(self.grid.blocks);
+        let args = KernelArgs::new()
+            .mem(slots)
+            .u32(cmd_id)
+            .u64(cycles)
+            .u32(self.grid.blocks);
         self.delay
             .launch(stream, LaunchConfig::linear(self.grid.blocks, self.grid.threads), &args)?;
         Ok(())
@@ -293,12 +294,7 @@ pub fn check_t(
 }
 
 /// `n` GPU-wall-clock/host-time pairs from the HP probe, for [`calib::ClockMap::fit`].
-pub fn sample_clock(
-    k: &DelayKernel,
-    dev: &Device,
-    stream: &Stream,
-    n: usize,
-) -> Result<Vec<ClockPair>, Error> {
+pub fn sample_clock(k: &DelayKernel, dev: &Device, stream: &Stream, n: usize) -> Result<Vec<ClockPair>, Error> {
     let stamps: HostBuffer = dev.alloc_host(n.max(1) * 8)?;
     let mut pairs = Vec::with_capacity(n);
     for i in 0..n {
@@ -362,23 +358,14 @@ mod tests {
         assert_eq!(s[1].status(1, 304), SlotStatus::Complete);
         assert_eq!(s[1].wall_ticks(), 100);
         assert_eq!(s[1].status(2, 304), SlotStatus::WrongTag);
-        assert_eq!(
-            slot(100, 0, 0).status(0, 304),
-            SlotStatus::Partial { blocks: 100 }
-        );
+        assert_eq!(slot(100, 0, 0).status(0, 304), SlotStatus::Partial { blocks: 100 });
         assert_eq!(
             slot(304, 2, 0).status(0, 304),
-            SlotStatus::Duplicated {
-                done: 2,
-                blocks: 304
-            }
+            SlotStatus::Duplicated { done: 2, blocks: 304 }
         );
         assert_eq!(
             slot(305, 1, 0).status(0, 304),
-            SlotStatus::Duplicated {
-                done: 1,
-                blocks: 305
-            }
+            SlotStatus::Duplicated { done: 1, blocks: 305 }
         );
         assert_eq!(DelaySlot::from_bytes(&[0u8; 31]), None);
     }
@@ -386,9 +373,6 @@ mod tests {
     #[test]
     fn options_carry_full_target_id() {
         let t = GfxTarget::parse("gfx942:sramecc+:xnack-").unwrap();
-        assert_eq!(
-            compile_options(&t)[0],
-            "--offload-arch=gfx942:sramecc+:xnack-"
-        );
+        assert_eq!(compile_options(&t)[0], "--offload-arch=gfx942:sramecc+:xnack-");
     }
 }

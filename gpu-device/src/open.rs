@@ -31,7 +31,11 @@ pub fn open(hip: &Hip, index: u32) -> Result<Device, Error> {
     hip.hiprtc_status().map_err(Error::NoHiprtc)?;
     let (major, minor, _) = hip_rt::decode_version(hip.runtime_version()?);
     if let Some(need) = calib::min_hip_for_target(&arch.processor).filter(|&m| (major, minor) < m) {
-        return Err(Error::HipTooOld { have: (major, minor), need, processor: arch.processor });
+        return Err(Error::HipTooOld {
+            have: (major, minor),
+            need,
+            processor: arch.processor,
+        });
     }
     if !hip.has_own_queue_streams() {
         return Err(Error::NoOwnQueueStreams);

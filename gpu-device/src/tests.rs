@@ -34,11 +34,17 @@ fn real_hiprtc_compiles_delay_kernel_if_it_can_without_gpu() {
             // The parameters the launchers pass, as the code object's metadata declares them.
             let k = hip_rt::code_object::kernels(&code.image).expect("metadata");
             let sizes = |name: &str| -> Vec<(hip_rt::code_object::ParamKind, u64)> {
-                let k = k.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{name} missing"));
+                let k = k
+                    .iter()
+                    .find(|k| k.name == name)
+                    .unwrap_or_else(|| panic!("{name} missing"));
                 k.params.iter().map(|p| (p.kind.clone(), p.size)).collect()
             };
             use hip_rt::code_object::ParamKind::{ByValue, GlobalBuffer};
-            assert_eq!(sizes("delay_kernel"), [(GlobalBuffer, 8), (ByValue, 4), (ByValue, 8), (ByValue, 4)]);
+            assert_eq!(
+                sizes("delay_kernel"),
+                [(GlobalBuffer, 8), (ByValue, 4), (ByValue, 8), (ByValue, 4)]
+            );
             assert_eq!(sizes("hp_probe"), [(GlobalBuffer, 8), (ByValue, 4)]);
             eprintln!("hiprtc compiled delay.hip for gfx90a: {} bytes", code.image.len());
         }
@@ -56,7 +62,10 @@ fn hiprtc_refuses_targets_newer_than_the_runtime() {
         return;
     }
     let e = kernel::compile(&hip, &GfxTarget::parse("gfx942:sramecc+:xnack-").unwrap()).expect_err("refused");
-    assert!(matches!(e, Error::HipTooOld { .. }) && e.to_string().contains("gfx942"), "{e}");
+    assert!(
+        matches!(e, Error::HipTooOld { .. }) && e.to_string().contains("gfx942"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -92,6 +101,9 @@ fn arch_errors_name_the_device() {
     let e = gfx_target(&info).unwrap_err();
     assert_eq!(e.to_string(), "hip:3: not a gfx target: \"sm_90\"");
     assert!(std::error::Error::source(&e).is_some());
-    let ok = hip_rt::DeviceInfo { gcn_arch_name: Ok("gfx942:sramecc+:xnack-".into()), ..info };
+    let ok = hip_rt::DeviceInfo {
+        gcn_arch_name: Ok("gfx942:sramecc+:xnack-".into()),
+        ..info
+    };
     assert_eq!(gfx_target(&ok).unwrap().offload_arch(), "gfx942:sramecc+:xnack-");
 }

@@ -32,11 +32,17 @@ pub enum Problem {
     /// `start >= end`: the stamps are not those of one execution.
     StartNotBeforeEnd,
     /// Ended while the queue was suspended (should have ended after the resume).
-    EndedWhileSuspended { sample: usize },
+    EndedWhileSuspended {
+        sample: usize,
+    },
     /// Started while the queue was suspended.
-    StartedWhileSuspended { sample: usize },
+    StartedWhileSuspended {
+        sample: usize,
+    },
     /// Lv1: ran through a window although the drain said the queue was idle.
-    RanThroughDrain { sample: usize },
+    RanThroughDrain {
+        sample: usize,
+    },
 }
 
 /// The verdict on all slots.
@@ -55,7 +61,12 @@ pub struct SlotCheck {
 impl SlotCheck {
     /// One line per problem (at most `max`), for stderr.
     pub fn describe(&self, max: usize) -> Vec<String> {
-        let mut v: Vec<String> = self.problems.iter().take(max).map(|(id, p)| format!("LP command {id}: {p:?}")).collect();
+        let mut v: Vec<String> = self
+            .problems
+            .iter()
+            .take(max)
+            .map(|(id, p)| format!("LP command {id}: {p:?}"))
+            .collect();
         if self.problems.len() > max {
             v.push(format!("... and {} more", self.problems.len() - max));
         }
@@ -65,7 +76,14 @@ impl SlotCheck {
 
 /// Checks `slots` (index = command id) of commands launched with `nblocks` blocks against the
 /// suspension `windows` (sorted, disjoint). `drained`: Lv1, where nothing runs during a window.
-pub fn check_slots(slots: &[DelaySlot], nblocks: u32, windows: &[Window], map: &ClockMap, margin_ns: f64, drained: bool) -> SlotCheck {
+pub fn check_slots(
+    slots: &[DelaySlot],
+    nblocks: u32,
+    windows: &[Window],
+    map: &ClockMap,
+    margin_ns: f64,
+    drained: bool,
+) -> SlotCheck {
     let mut records = Vec::with_capacity(slots.len());
     let mut problems = Vec::new();
     let shrunk: Vec<(usize, f64, f64)> = windows
@@ -121,7 +139,12 @@ pub fn check_slots(slots: &[DelaySlot], nblocks: u32, windows: &[Window], map: &
             problems.push((id, p));
         }
     }
-    SlotCheck { records, problems, unchecked_windows, margin_ns }
+    SlotCheck {
+        records,
+        problems,
+        unchecked_windows,
+        margin_ns,
+    }
 }
 
 /// HP start latency of one sample: the probe's start (GPU ticks, mapped to host ns) minus the
@@ -139,16 +162,31 @@ mod tests {
     use crate::kernel::DELAY_TAG_MAGIC;
 
     /// 1 tick = 10 ns (100 MHz), tick 0 = host 0.
-    const MAP: ClockMap = ClockMap { anchor_ticks: 0, anchor_host_ns: 0.0, ns_per_tick: 10.0, uncertainty_ns: 0.0 };
+    const MAP: ClockMap = ClockMap {
+        anchor_ticks: 0,
+        anchor_host_ns: 0.0,
+        ns_per_tick: 10.0,
+        uncertainty_ns: 0.0,
+    };
     const NB: u32 = 4;
 
     /// A complete slot for command `id` running from host ns `s` to `e`.
     fn ok(id: u64, s: u64, e: u64) -> DelaySlot {
-        DelaySlot { start: s / 10, end: e / 10, blocks: NB, done: 1, tag: id ^ DELAY_TAG_MAGIC }
+        DelaySlot {
+            start: s / 10,
+            end: e / 10,
+            blocks: NB,
+            done: 1,
+            tag: id ^ DELAY_TAG_MAGIC,
+        }
     }
 
     fn win(sample: usize, a: u64, b: u64) -> Window {
-        Window { sample, from_ns: a, to_ns: b }
+        Window {
+            sample,
+            from_ns: a,
+            to_ns: b,
+        }
     }
 
     #[test]
@@ -166,14 +204,24 @@ mod tests {
         // Command 1 was running at the suspend and ended before the resume: not preempted.
         let slots = [ok(0, 0, 1000), ok(1, 1000, 1700), ok(2, 1750, 2500)];
         let c = check_slots(&slots, NB, &[win(0, 1500, 1800)], &MAP, 10.0, false);
-        assert_eq!(c.problems, vec![(1, Problem::EndedWhileSuspended { sample: 0 }), (2, Problem::StartedWhileSuspended { sample: 0 })]);
+        assert_eq!(
+            c.problems,
+            vec![
+                (1, Problem::EndedWhileSuspended { sample: 0 }),
+                (2, Problem::StartedWhileSuspended { sample: 0 })
+            ]
+        );
         assert_eq!(c.records, vec![(0, true), (1, false), (2, false)]);
     }
 
     #[test]
     fn lv1_drain_forbids_running_through_a_window() {
         let slots = [ok(0, 1000, 2500)];
-        assert!(check_slots(&slots, NB, &[win(3, 1500, 1800)], &MAP, 10.0, false).problems.is_empty());
+        assert!(
+            check_slots(&slots, NB, &[win(3, 1500, 1800)], &MAP, 10.0, false)
+                .problems
+                .is_empty()
+        );
         let c = check_slots(&slots, NB, &[win(3, 1500, 1800)], &MAP, 10.0, true);
         assert_eq!(c.problems, vec![(0, Problem::RanThroughDrain { sample: 3 })]);
     }
@@ -195,7 +243,11 @@ mod tests {
         wrong.tag = 7;
         let mut partial = ok(3, 0, 100);
         partial.blocks = 2;
-        let backwards = DelaySlot { start: 50, end: 50, ..ok(4, 0, 0) };
+        let backwards = DelaySlot {
+            start: 50,
+            end: 50,
+            ..ok(4, 0, 0)
+        };
         let slots = [DelaySlot::default(), dup, wrong, partial, backwards, ok(5, 0, 100)];
         let c = check_slots(&slots, NB, &[], &MAP, 0.0, false);
         let kinds: Vec<u64> = c.problems.iter().map(|p| p.0).collect();
@@ -208,7 +260,12 @@ mod tests {
 
     #[test]
     fn hp_start_uses_the_clock_map() {
-        let map = ClockMap { anchor_ticks: 1_000, anchor_host_ns: 50_000.0, ns_per_tick: 10.0, uncertainty_ns: 0.0 };
+        let map = ClockMap {
+            anchor_ticks: 1_000,
+            anchor_host_ns: 50_000.0,
+            ns_per_tick: 10.0,
+            uncertainty_ns: 0.0,
+        };
         // Probe at tick 1_300 = host 53_000 ns; request at host 51_000 ns: 2 us.
         assert_eq!(hp_start_ns(&map, 1_300, 51_000), Ok(2_000));
         assert_eq!(hp_start_ns(&map, 1_300, 54_000), Err(-1_000.0));

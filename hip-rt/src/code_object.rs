@@ -62,14 +62,10 @@ fn bad(why: impl std::fmt::Display) -> HipError {
 }
 
 fn u16_at(b: &[u8], o: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(
-        b.get(o..o.checked_add(2)?)?.try_into().ok()?,
-    ))
+    Some(u16::from_le_bytes(b.get(o..o.checked_add(2)?)?.try_into().ok()?))
 }
 fn u32_at(b: &[u8], o: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        b.get(o..o.checked_add(4)?)?.try_into().ok()?,
-    ))
+    Some(u32::from_le_bytes(b.get(o..o.checked_add(4)?)?.try_into().ok()?))
 }
 fn u64_at(b: &[u8], o: usize) -> Option<usize> {
     let v = u64::from_le_bytes(b.get(o..o.checked_add(8)?)?.try_into().ok()?);
@@ -123,12 +119,8 @@ fn metadata_notes(image: &[u8]) -> Result<Vec<&[u8]>, HipError> {
             let next = desc_at
                 .checked_add(descsz.next_multiple_of(4))
                 .ok_or_else(|| bad("bad note"))?;
-            let name = sec
-                .get(name_at..name_at + namesz)
-                .ok_or_else(|| bad("bad note"))?;
-            let desc = sec
-                .get(desc_at..desc_at + descsz)
-                .ok_or_else(|| bad("bad note"))?;
+            let name = sec.get(name_at..name_at + namesz).ok_or_else(|| bad("bad note"))?;
+            let desc = sec.get(desc_at..desc_at + descsz).ok_or_else(|| bad("bad note"))?;
             if ty == NT_AMDGPU_METADATA && name.split(|&b| b == 0).next() == Some(b"AMDGPU") {
                 notes.push(desc);
             }
@@ -211,11 +203,8 @@ mod tests {
         let k = kernels(FIXTURE).unwrap();
         let names: Vec<&str> = k.iter().map(|k| k.name.as_str()).collect();
         assert_eq!(names, ["fill", "noargs"]);
-        let shape: Vec<(ParamKind, u64, u64)> = k[0]
-            .params
-            .iter()
-            .map(|p| (p.kind.clone(), p.size, p.offset))
-            .collect();
+        let shape: Vec<(ParamKind, u64, u64)> =
+            k[0].params.iter().map(|p| (p.kind.clone(), p.size, p.offset)).collect();
         assert_eq!(
             shape,
             [

@@ -79,18 +79,14 @@ impl Device {
     pub(crate) fn open(api: &Arc<Api>, index: u32) -> Result<Device, HipError> {
         let i = index as i32;
         api.set_device(i)?;
-        let wall = api
-            .attribute(attr::WALL_CLOCK_RATE_KHZ, i)
-            .ok()
-            .filter(|&k| k > 0);
+        let wall = api.attribute(attr::WALL_CLOCK_RATE_KHZ, i).ok().filter(|&k| k > 0);
         let info = DeviceInfo {
             index,
             name: api.device_name(i)?,
             pci_bus_id: api.pci_bus_id(i)?,
             gcn_arch_name: api.device_properties_bytes(i).and_then(|b| {
-                scan_gcn_arch_name(&b).ok_or_else(|| {
-                    HipError::Invalid("no gcnArchName (gfx...) in hipDeviceProp_t".into())
-                })
+                scan_gcn_arch_name(&b)
+                    .ok_or_else(|| HipError::Invalid("no gcnArchName (gfx...) in hipDeviceProp_t".into()))
             }),
             cu_count: api.attribute(attr::MULTIPROCESSOR_COUNT, i)?.max(0) as u32,
             wave_size: api.attribute(attr::WARP_SIZE, i)?.max(0) as u32,
@@ -99,10 +95,7 @@ impl Device {
             wall_clock_khz: wall.map_or(DEFAULT_WALL_CLOCK_KHZ, |k| k as u32),
             wall_clock_reported: wall.is_some(),
         };
-        Ok(Device {
-            api: api.clone(),
-            info,
-        })
+        Ok(Device { api: api.clone(), info })
     }
 
     pub(crate) fn current(&self) -> Result<&Api, HipError> {
@@ -140,10 +133,7 @@ impl Device {
     pub fn stream_own_queue(&self) -> Result<Stream, HipError> {
         let words = (self.info.cu_count.max(1) as usize).div_ceil(32);
         let mut mask = vec![u32::MAX; words];
-        if let Some(last) = mask
-            .last_mut()
-            .filter(|_| !self.info.cu_count.is_multiple_of(32))
-        {
+        if let Some(last) = mask.last_mut().filter(|_| !self.info.cu_count.is_multiple_of(32)) {
             *last = (1u32 << (self.info.cu_count % 32)) - 1;
         }
         Ok(Stream {
@@ -196,9 +186,7 @@ fn is_target_id(s: &str) -> bool {
         return false;
     };
     (3..=5).contains(&digits.len())
-        && digits
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && digits.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         && parts.all(|f| {
             let name = f.strip_suffix('+').or_else(|| f.strip_suffix('-'));
             name.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric()))
@@ -221,11 +209,7 @@ pub fn scan_gcn_arch_name(props: &[u8]) -> Option<String> {
         if &props[i..i + 3] != b"gfx" || (i > 0 && props[i - 1] != 0) {
             continue;
         }
-        let end = props[i..]
-            .iter()
-            .take(256)
-            .position(|&b| b == 0)
-            .map(|n| i + n);
+        let end = props[i..].iter().take(256).position(|&b| b == 0).map(|n| i + n);
         let Some(t) = end
             .and_then(|e| std::str::from_utf8(&props[i..e]).ok())
             .filter(|s| is_target_id(s))

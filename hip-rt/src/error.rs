@@ -20,10 +20,7 @@ pub enum HipError {
         tried: Vec<(String, String)>,
     },
     /// The library loaded but lacks a function we need (wrong library or too old a HIP).
-    MissingSymbol {
-        library: String,
-        symbol: &'static str,
-    },
+    MissingSymbol { library: String, symbol: &'static str },
     /// A HIP runtime call returned an error code.
     Hip {
         func: &'static str,
@@ -61,10 +58,7 @@ impl fmt::Display for HipError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             HipError::LibraryNotFound { library, tried } => {
-                write!(
-                    f,
-                    "{library} not found (is ROCm/HIP installed? set ROCM_PATH); tried:"
-                )?;
+                write!(f, "{library} not found (is ROCm/HIP installed? set ROCM_PATH); tried:")?;
                 for (path, why) in tried {
                     write!(f, "\n  {path}: {why}")?;
                 }
@@ -86,12 +80,7 @@ impl fmt::Display for HipError {
                 }
                 Ok(())
             }
-            HipError::Rtc {
-                func,
-                code,
-                name,
-                log,
-            } => {
+            HipError::Rtc { func, code, name, log } => {
                 write!(f, "{func} failed: {name} ({code})")?;
                 if !log.trim().is_empty() {
                     write!(f, "\ncompiler log:\n{}", log.trim_end())?;
@@ -148,17 +137,11 @@ pub fn hip_error_explanation(code: i32) -> Option<&'static str> {
     Some(match code {
         1 => "an argument was rejected (e.g. an attribute this HIP version does not know)",
         2 => "out of device or pinned host memory",
-        3 => {
-            "the HIP runtime could not initialize (ROCr/HSA failed to start; check dmesg and /dev/kfd)"
-        }
+        3 => "the HIP runtime could not initialize (ROCr/HSA failed to start; check dmesg and /dev/kfd)",
         35 => "the amdgpu kernel driver is older than this HIP runtime needs",
-        100 => {
-            "no AMD GPU visible to HIP (is /dev/kfd present and are you in the render/video group?)"
-        }
+        100 => "no AMD GPU visible to HIP (is /dev/kfd present and are you in the render/video group?)",
         101 => "no such device index (see HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES)",
-        200 | 209 | 218 => {
-            "the code object does not match this GPU (wrong --offload-arch / gfx target features?)"
-        }
+        200 | 209 | 218 => "the code object does not match this GPU (wrong --offload-arch / gfx target features?)",
         400 => "an invalid stream/event/module handle was passed",
         500 => "the kernel name was not found in the module",
         600 => "the work is still running (not an error for queries)",

@@ -130,12 +130,7 @@ impl Function {
 
     /// Enqueues the kernel on `stream` (does not wait). `args` must match the kernel's
     /// parameters one to one, else `HipError::Invalid` and nothing is launched.
-    pub fn launch(
-        &self,
-        stream: &Stream,
-        cfg: LaunchConfig,
-        args: &KernelArgs<'_>,
-    ) -> Result<(), HipError> {
+    pub fn launch(&self, stream: &Stream, cfg: LaunchConfig, args: &KernelArgs<'_>) -> Result<(), HipError> {
         let m = &self.module.inner;
         m.api.set_device(m.device_index as i32)?;
         m.api.launch(&self.raw, stream.raw(), &cfg, &args.args)
@@ -251,10 +246,7 @@ impl<'a> KernelArgs<'a> {
     fn value(mut self, b: &[u8]) -> Self {
         let mut bytes = [0u8; 8];
         bytes[..b.len()].copy_from_slice(b);
-        self.args.push(Arg::Value(ArgValue {
-            bytes,
-            len: b.len(),
-        }));
+        self.args.push(Arg::Value(ArgValue { bytes, len: b.len() }));
         self
     }
 
@@ -270,10 +262,7 @@ impl<'a> KernelArgs<'a> {
 }
 
 /// The launch check: `args` must match `kernel`'s explicit parameters one to one.
-pub(crate) fn check_args(
-    kernel: &KernelInfo,
-    args: impl ExactSizeIterator<Item = ArgShape>,
-) -> Result<(), HipError> {
+pub(crate) fn check_args(kernel: &KernelInfo, args: impl ExactSizeIterator<Item = ArgShape>) -> Result<(), HipError> {
     let bad = |why: String| HipError::Invalid(format!("launch of {}: {why}", kernel.name));
     if args.len() != kernel.params.len() {
         return Err(bad(format!(

@@ -161,12 +161,7 @@ impl Hip {
     /// Compiles `source` (named `name` in diagnostics) with hiprtc and `options` (e.g.
     /// `--offload-arch=gfx942:sramecc+:xnack-`, `-O3`). Needs no GPU in principle. Note that an
     /// old hiprtc may crash the process on a target it does not know: check the target first.
-    pub fn compile(
-        &self,
-        source: &str,
-        name: &str,
-        options: &[String],
-    ) -> Result<CompiledCode, HipError> {
+    pub fn compile(&self, source: &str, name: &str, options: &[String]) -> Result<CompiledCode, HipError> {
         let (image, log) = self.api.rtc_compile(source, name, options)?;
         Ok(CompiledCode { image, log })
     }

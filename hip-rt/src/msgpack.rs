@@ -68,10 +68,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
     fn uint(&mut self, n: usize) -> Result<u64, HipError> {
-        Ok(self
-            .take(n)?
-            .iter()
-            .fold(0u64, |a, &b| (a << 8) | u64::from(b)))
+        Ok(self.take(n)?.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b)))
     }
     fn len(&mut self, n: usize) -> Result<usize, HipError> {
         usize::try_from(self.uint(n)?).map_err(|_| bad("length too large"))
@@ -172,8 +169,8 @@ mod tests {
     fn decodes_the_formats_the_metadata_uses() {
         // {"a": [1, -1, 300, "xy", true, nil, 1.5f32], "b": {}}
         let b = [
-            0x82, 0xa1, b'a', 0x97, 0x01, 0xff, 0xcd, 0x01, 0x2c, 0xa2, b'x', b'y', 0xc3, 0xc0,
-            0xca, 0x3f, 0xc0, 0x00, 0x00, 0xa1, b'b', 0x80,
+            0x82, 0xa1, b'a', 0x97, 0x01, 0xff, 0xcd, 0x01, 0x2c, 0xa2, b'x', b'y', 0xc3, 0xc0, 0xca, 0x3f, 0xc0, 0x00,
+            0x00, 0xa1, b'b', 0x80,
         ];
         let v = decode(&b).unwrap();
         let a = v.get("a").and_then(Value::as_array).unwrap();
@@ -181,10 +178,7 @@ mod tests {
         assert_eq!(a[1], Value::Int(-1));
         assert_eq!(a[2].as_u64(), Some(300));
         assert_eq!(a[3].as_str(), Some("xy"));
-        assert_eq!(
-            (&a[4], &a[5], &a[6]),
-            (&Value::Bool(true), &Value::Nil, &Value::Other)
-        );
+        assert_eq!((&a[4], &a[5], &a[6]), (&Value::Bool(true), &Value::Nil, &Value::Other));
         assert_eq!(v.get("b"), Some(&Value::Map(vec![])));
         assert_eq!(v.get("c"), None);
         assert_eq!(decode(&[0xd1, 0xff, 0x00]).unwrap(), Value::Int(-256));

@@ -12,9 +12,7 @@ fn real_hip() -> Option<Hip> {
     match Hip::load() {
         Ok(h) => Some(h),
         Err(e @ HipError::LibraryNotFound { .. }) if !require_hip() => {
-            eprintln!(
-                "SKIPPED: HIP is not installed here (set PREEMPT_REQUIRE_HIP=1 to fail instead): {e}"
-            );
+            eprintln!("SKIPPED: HIP is not installed here (set PREEMPT_REQUIRE_HIP=1 to fail instead): {e}");
             None
         }
         Err(e) => panic!("HIP failed to load: {e}"),
@@ -24,22 +22,17 @@ fn real_hip() -> Option<Hip> {
 #[test]
 fn hip_is_found_when_required() {
     if !require_hip() {
-        eprintln!(
-            "SKIPPED: PREEMPT_REQUIRE_HIP is not 1 (CI sets it after scripts/install-deps.sh)"
-        );
+        eprintln!("SKIPPED: PREEMPT_REQUIRE_HIP is not 1 (CI sets it after scripts/install-deps.sh)");
         return;
     }
-    let hip =
-        Hip::load().unwrap_or_else(|e| panic!("PREEMPT_REQUIRE_HIP=1 but HIP did not load: {e}"));
+    let hip = Hip::load().unwrap_or_else(|e| panic!("PREEMPT_REQUIRE_HIP=1 but HIP did not load: {e}"));
     eprintln!("HIP loaded from {}", hip.library_path());
 }
 
 #[test]
 fn real_runtime_version_is_a_hip_encoding() {
     let Some(hip) = real_hip() else { return };
-    let v = hip
-        .runtime_version()
-        .expect("hipRuntimeGetVersion works without a GPU");
+    let v = hip.runtime_version().expect("hipRuntimeGetVersion works without a GPU");
     let (major, minor, patch) = decode_version(v);
     eprintln!(
         "{}: hipRuntimeGetVersion = {v} ({major}.{minor}.{patch})",
@@ -54,10 +47,7 @@ fn real_device_count_without_gpu_is_no_device() {
     let Some(hip) = real_hip() else { return };
     match hip.device_count() {
         Ok(n) => {
-            assert!(
-                std::path::Path::new("/dev/kfd").exists(),
-                "{n} GPUs but no /dev/kfd?"
-            );
+            assert!(std::path::Path::new("/dev/kfd").exists(), "{n} GPUs but no /dev/kfd?");
             eprintln!("this machine has {n} AMD GPU(s) visible to HIP");
         }
         Err(e) => {
@@ -74,17 +64,12 @@ fn real_device_count_without_gpu_is_no_device() {
                         (*func, *code, name.as_str()),
                         ("hipGetDeviceCount", 100, "hipErrorNoDevice")
                     );
-                    assert!(
-                        explanation.is_some_and(|x| x.contains("/dev/kfd") && x.contains("render"))
-                    );
+                    assert!(explanation.is_some_and(|x| x.contains("/dev/kfd") && x.contains("render")));
                 }
                 other => panic!("wrong variant {other:?}"),
             }
             let text = e.to_string();
-            assert!(
-                text.contains("hipGetDeviceCount") && text.contains("100"),
-                "{text}"
-            );
+            assert!(text.contains("hipGetDeviceCount") && text.contains("100"), "{text}");
         }
     }
 }
@@ -93,11 +78,7 @@ fn real_device_count_without_gpu_is_no_device() {
 fn real_hiprtc_is_located() {
     let Some(hip) = real_hip() else { return };
     let v = hip.runtime_version().unwrap_or(0);
-    eprintln!(
-        "hiprtc: {:?} / {:?}",
-        hip.hiprtc_path(),
-        hip.hiprtc_status().err()
-    );
+    eprintln!("hiprtc: {:?} / {:?}", hip.hiprtc_path(), hip.hiprtc_status().err());
     if decode_version(v).0 == 5 && decode_version(v).1 <= 2 {
         // HIP 5.2 has no libhiprtc: its hiprtc symbols are inside libamdhip64.
         assert!(hip.hiprtc_status().is_ok());
@@ -123,13 +104,9 @@ fn real_hiprtc_compiles_a_kernel_if_it_can_without_gpu() {
             assert_eq!(&code.image[..4], b"\x7fELF", "not an ELF code object");
             // hiprtc's output carries the metadata the launch check reads, as clang's does.
             let k = code_object::kernels(&code.image).expect("metadata of hiprtc's code object");
-            let fixture =
-                code_object::kernels(include_bytes!("../tests/fixtures/args-gfx90a.co")).unwrap();
+            let fixture = code_object::kernels(include_bytes!("../tests/fixtures/args-gfx90a.co")).unwrap();
             assert_eq!(k, fixture);
-            eprintln!(
-                "hiprtc compiled args.hip for gfx90a: {} bytes",
-                code.image.len()
-            );
+            eprintln!("hiprtc compiled args.hip for gfx90a: {} bytes", code.image.len());
         }
         Err(e) => eprintln!("NOTE: hiprtc did not compile here (no GPU?): {e}"),
     }
@@ -199,16 +176,9 @@ fn candidates_order_rocm_path_then_loader_then_opt_rocm() {
     let r = hiprtc_candidates_for("/opt/rocm-6.4.1/lib/libamdhip64.so.6", None);
     assert_eq!(
         &r[..3],
-        [
-            "/opt/rocm-6.4.1/lib/libhiprtc.so.6",
-            "libhiprtc.so.6",
-            "libhiprtc.so.7"
-        ]
+        ["/opt/rocm-6.4.1/lib/libhiprtc.so.6", "libhiprtc.so.6", "libhiprtc.so.7"]
     );
-    assert_eq!(
-        hiprtc_candidates_for("libamdhip64.so", None)[0],
-        "libhiprtc.so.7"
-    );
+    assert_eq!(hiprtc_candidates_for("libamdhip64.so", None)[0], "libhiprtc.so.7");
 }
 
 #[test]
@@ -230,16 +200,10 @@ fn props_with(strings: &[(usize, &str)]) -> Vec<u8> {
 fn scan_finds_gcn_arch_name_in_any_layout() {
     // R0600-like: name at 0, gcnArchName much later.
     let p = props_with(&[(0, "AMD Instinct MI300X"), (1160, "gfx942:sramecc+:xnack-")]);
-    assert_eq!(
-        scan_gcn_arch_name(&p).as_deref(),
-        Some("gfx942:sramecc+:xnack-")
-    );
+    assert_eq!(scan_gcn_arch_name(&p).as_deref(), Some("gfx942:sramecc+:xnack-"));
     // A bare gfx name in `name` loses to the full one with features.
     let p = props_with(&[(0, "gfx90a"), (396, "gfx90a:sramecc-:xnack+")]);
-    assert_eq!(
-        scan_gcn_arch_name(&p).as_deref(),
-        Some("gfx90a:sramecc-:xnack+")
-    );
+    assert_eq!(scan_gcn_arch_name(&p).as_deref(), Some("gfx90a:sramecc-:xnack+"));
     // Only a bare one: taken.
     assert_eq!(
         scan_gcn_arch_name(&props_with(&[(300, "gfx942")])).as_deref(),
@@ -249,10 +213,7 @@ fn scan_finds_gcn_arch_name_in_any_layout() {
     assert_eq!(scan_gcn_arch_name(&props_with(&[(0, "xgfx942")])), None);
     assert_eq!(scan_gcn_arch_name(&props_with(&[(8, "gfxq")])), None);
     assert_eq!(scan_gcn_arch_name(&[]), None);
-    assert_eq!(
-        scan_gcn_arch_name(&props_with(&[(8, "gfx942:xnack")])),
-        None
-    );
+    assert_eq!(scan_gcn_arch_name(&props_with(&[(8, "gfx942:xnack")])), None);
     // Unterminated at the end of the buffer: ignored, no panic.
     let mut p = vec![0u8; 10];
     p[4..].copy_from_slice(b"gfx942");
@@ -305,13 +266,7 @@ fn launch_arguments_must_match_the_metadata() {
 #[test]
 fn kernel_args_carry_their_sizes() {
     use crate::launch::ArgShape::Value;
-    let a = KernelArgs::new()
-        .u8(1)
-        .i16(-2)
-        .u32(3)
-        .f32(0.5)
-        .u64(5)
-        .f64(1.0);
+    let a = KernelArgs::new().u8(1).i16(-2).u32(3).f32(0.5).u64(5).f64(1.0);
     assert_eq!(a.len(), 6);
     let k = code_object::KernelInfo {
         name: "k".into(),

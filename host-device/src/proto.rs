@@ -128,10 +128,7 @@ mod tests {
                 version: PROTOCOL_VERSION,
                 pid: 42,
             },
-            FromWorker::Start {
-                id: 3,
-                start_ns: 99,
-            },
+            FromWorker::Start { id: 3, start_ns: 99 },
             FromWorker::Done {
                 id: 3,
                 start_ns: 99,

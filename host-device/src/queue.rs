@@ -112,8 +112,7 @@ impl HostQueue {
         });
         {
             let mut p = lock(&inner.progress);
-            (p.ready, p.started, p.done, p.dead) =
-                (vec![false; n], vec![0; n], vec![0; n], vec![false; n]);
+            (p.ready, p.started, p.done, p.dead) = (vec![false; n], vec![0; n], vec![0; n], vec![false; n]);
         }
         // From here on, `q`'s Drop cleans up whatever was started if a later step fails.
         let mut q = Self {
@@ -146,9 +145,7 @@ impl HostQueue {
                 .map_err(HostError::Spawn)?;
             q.readers.push(reader);
         }
-        q.wait_progress("worker ready", READY_TIMEOUT, |p| {
-            p.ready.iter().all(|&r| r)
-        })?;
+        q.wait_progress("worker ready", READY_TIMEOUT, |p| p.ready.iter().all(|&r| r))?;
         Ok(q)
     }
 
@@ -181,9 +178,7 @@ impl HostQueue {
     /// Take the records of command `id` (one per worker once it has completed).
     pub fn take_records_for(&self, id: CommandId) -> Vec<KernelRecord> {
         let mut p = lock(&self.inner.progress);
-        let (mine, rest) = std::mem::take(&mut p.records)
-            .into_iter()
-            .partition(|r| r.id == id);
+        let (mine, rest) = std::mem::take(&mut p.records).into_iter().partition(|r| r.id == id);
         p.records = rest;
         mine
     }
@@ -297,9 +292,7 @@ impl HwQueue for HostQueue {
 
     fn wait(&self, sp: &HostSync) -> Result<(), HostError> {
         // No time limit: a sync point legitimately waits out a suspension of any length.
-        self.wait_progress("sync point", NO_LIMIT, |p| {
-            p.done.iter().all(|&d| d >= sp.0)
-        })
+        self.wait_progress("sync point", NO_LIMIT, |p| p.done.iter().all(|&d| d >= sp.0))
     }
 
     fn synchronize(&self) -> Result<(), HostError> {

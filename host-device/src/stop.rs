@@ -20,12 +20,7 @@ pub fn proc_state(pid: i32) -> std::io::Result<char> {
     // after the last ')'.
     stat.rfind(')')
         .and_then(|i| stat[i + 1..].trim_start().chars().next())
-        .ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("bad stat: {stat:?}"),
-            )
-        })
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("bad stat: {stat:?}")))
 }
 
 /// Wait until the kernel reports a stop (`WSTOPPED`) or continue (`WCONTINUED`) event of
@@ -65,10 +60,7 @@ impl HostQueue {
     /// while a guard is alive fails with [`HostError::AlreadySuspended`]. If waiting for
     /// the stop fails, the workers are continued before the error is returned.
     pub fn suspend(&self) -> Result<HostSuspension<'_>, HostError> {
-        let mut suspended = self
-            .suspended
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut suspended = self.suspended.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if *suspended {
             return Err(HostError::AlreadySuspended);
         }

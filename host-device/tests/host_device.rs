@@ -2,9 +2,9 @@
 //! process cleanup. Assertions are about behaviour; durations only appear as lower bounds
 //! that follow from the work a command must do.
 
+use host_device::{HostCommand, HostDevice, HostError, HostQueue, WorkerExe, proc_state};
 use lv1::HwQueue;
 use lv1::clock::now_ns;
-use host_device::{HostCommand, HostDevice, HostError, HostQueue, WorkerExe, proc_state};
 use std::time::{Duration, Instant};
 
 const MS: u64 = 1_000_000;
@@ -32,8 +32,7 @@ fn wait_not_stopped(pid: i32) {
 fn delay_commands_run_in_order_for_at_least_t() {
     let q = HostQueue::spawn(&exe(), 1).unwrap();
     for id in 0..5 {
-        q.launch(id, HostCommand::delay(Duration::from_millis(3)))
-            .unwrap();
+        q.launch(id, HostCommand::delay(Duration::from_millis(3))).unwrap();
     }
     q.synchronize().unwrap();
     let recs = q.take_records();
@@ -43,10 +42,7 @@ fn delay_commands_run_in_order_for_at_least_t() {
     );
     for r in &recs {
         assert!(r.end_ns - r.start_ns >= 3 * MS, "{r:?} ran less than T");
-        assert!(
-            r.is_correct() && r.worker == 0 && r.work_ns == 3 * MS,
-            "{r:?}"
-        );
+        assert!(r.is_correct() && r.worker == 0 && r.work_ns == 3 * MS, "{r:?}");
     }
     assert!(
         recs.windows(2).all(|w| w[1].start_ns >= w[0].end_ns),
@@ -63,10 +59,7 @@ fn every_worker_runs_every_command() {
         recs.iter().map(|r| (r.id, r.worker)).collect::<Vec<_>>(),
         vec![(7, 0), (7, 1)]
     );
-    assert!(
-        recs.iter()
-            .all(|r| r.is_correct() && r.end_ns - r.start_ns >= 2 * MS)
-    );
+    assert!(recs.iter().all(|r| r.is_correct() && r.end_ns - r.start_ns >= 2 * MS));
 }
 
 #[test]
@@ -79,27 +72,17 @@ fn a_stopped_command_continues_where_it_stopped() {
     std::thread::sleep(Duration::from_millis(20));
     let guard = q.suspend().unwrap();
     let stopped_from = now_ns();
-    assert_eq!(
-        state(pid),
-        'T',
-        "suspend returned but the worker is not stopped"
-    );
+    assert_eq!(state(pid), 'T', "suspend returned but the worker is not stopped");
     // Far longer than the rest of the command: a wall-clock spin would finish meanwhile.
     std::thread::sleep(Duration::from_millis(250));
     assert_eq!(state(pid), 'T');
-    assert!(
-        q.take_records().is_empty(),
-        "the command finished while stopped"
-    );
+    assert!(q.take_records().is_empty(), "the command finished while stopped");
     let stopped_for = now_ns() - stopped_from;
     guard.resume().unwrap();
     wait_not_stopped(pid);
     q.synchronize().unwrap();
     let r = q.take_records_for(0)[0];
-    assert!(
-        r.start_ns < stopped_from,
-        "the command had started before the stop"
-    );
+    assert!(r.start_ns < stopped_from, "the command had started before the stop");
     assert!(
         r.end_ns - r.start_ns >= t + stopped_for,
         "{r:?}: lost work across the stop"
@@ -181,9 +164,7 @@ fn a_worker_killed_from_outside_is_an_error_not_a_hang() {
     let q = HostQueue::spawn(&exe(), 1).unwrap();
     let pid = nix::unistd::Pid::from_raw(q.pids()[0]);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
-    let r = q
-        .launch(0, HostCommand::delay_ns(MS))
-        .and_then(|()| q.synchronize());
+    let r = q.launch(0, HostCommand::delay_ns(MS)).and_then(|()| q.synchronize());
     assert!(
         matches!(
             r,
@@ -200,10 +181,7 @@ fn spawning_something_that_is_not_a_worker_fails() {
         Err(HostError::Spawn(_))
     ));
     let echo = WorkerExe::new("/bin/echo").arg("hello");
-    assert!(matches!(
-        HostQueue::spawn(&echo, 1),
-        Err(HostError::Protocol(_))
-    ));
+    assert!(matches!(HostQueue::spawn(&echo, 1), Err(HostError::Protocol(_))));
     assert!(matches!(
         HostQueue::spawn(&WorkerExe::new("/bin/true"), 1),
         Err(HostError::WorkerDied { .. })

@@ -32,10 +32,7 @@ fn every_command_runs_once_and_stamps_bracket_the_run() {
     }
     xq.wait_idle_for(LONG).unwrap();
     let recs = by_id(dev.lp().take_records());
-    assert_eq!(
-        recs.keys().copied().collect::<Vec<_>>(),
-        (0..30).collect::<Vec<_>>()
-    );
+    assert_eq!(recs.keys().copied().collect::<Vec<_>>(), (0..30).collect::<Vec<_>>());
     let done: Vec<_> = rx.try_iter().collect();
     assert_eq!(
         done.iter().map(|c| c.id).collect::<Vec<_>>(),
@@ -90,11 +87,7 @@ fn lv1_and_lv3_cycles_under_concurrent_submission_lose_nothing() {
             let st = xq.stats();
             assert_eq!(st.in_flight, 0);
             recs.extend(dev.lp().take_records());
-            assert_eq!(
-                recs.len() as u64,
-                st.launched,
-                "drained, yet the device is not done"
-            );
+            assert_eq!(recs.len() as u64, st.launched, "drained, yet the device is not done");
             xq.resume();
             std::thread::sleep(Duration::from_millis(15));
             // Lv3: the worker is stopped under the launcher's feet, then continued.
@@ -110,15 +103,9 @@ fn lv1_and_lv3_cycles_under_concurrent_submission_lose_nothing() {
         (0..60).collect::<Vec<_>>()
     );
     let s = xq.stats();
-    assert_eq!(
-        (s.submitted, s.completed, s.errors, s.dropped),
-        (60, 60, 0, 0)
-    );
+    assert_eq!((s.submitted, s.completed, s.errors, s.dropped), (60, 60, 0, 0));
     recs.extend(dev.lp().take_records());
-    assert_eq!(
-        by_id(recs).into_keys().collect::<Vec<_>>(),
-        (0..60).collect::<Vec<_>>()
-    );
+    assert_eq!(by_id(recs).into_keys().collect::<Vec<_>>(), (0..60).collect::<Vec<_>>());
 }
 
 #[test]
@@ -146,8 +133,5 @@ fn drained_and_dropped_commands_partition_the_submissions() {
     assert_eq!(ran, completed, "what ran is exactly what completed");
     assert_eq!(dropped, (2..40).collect::<Vec<_>>());
     let s = xq.stats();
-    assert_eq!(
-        (s.submitted, s.completed, s.dropped, s.launched),
-        (40, 2, 38, 2)
-    );
+    assert_eq!((s.submitted, s.completed, s.dropped, s.launched), (40, 2, 38, 2));
 }

@@ -101,7 +101,10 @@ pub fn run() {
     // The project's patched header (patches/) defines the preempt ioctls: src/preempt.rs then
     // proves its hand-written copy equal to the header's definitions.
     let has_preempt = fs::read_to_string(&best.path)
-        .map(|t| t.lines().any(|l| l.trim_start().starts_with("#define AMDKFD_IOC_PREEMPT_QUEUES")))
+        .map(|t| {
+            t.lines()
+                .any(|l| l.trim_start().starts_with("#define AMDKFD_IOC_PREEMPT_QUEUES"))
+        })
         .unwrap_or(false);
     if has_preempt {
         println!("cargo:rustc-cfg=kfd_has_preempt");
@@ -128,15 +131,18 @@ pub fn run() {
         .wrap_unsafe_ops(true);
     // kfd_sysfs.h (the topology's HSA_CAP_* bits): beside kfd_ioctl.h in uapi trees, else the
     // system's copy (ROCm's hsakmt directory may carry kfd_ioctl.h alone).
-    let sysfs_h = [best.path.with_file_name("kfd_sysfs.h"), PathBuf::from("/usr/include/linux/kfd_sysfs.h")]
-        .into_iter()
-        .find(|p| p.exists())
-        .unwrap_or_else(|| {
-            panic!(
-                "kfd-sys: no kfd_sysfs.h beside {} nor in /usr/include/linux (linux-libc-dev >= 5.x has it)",
-                best.path.display()
-            )
-        });
+    let sysfs_h = [
+        best.path.with_file_name("kfd_sysfs.h"),
+        PathBuf::from("/usr/include/linux/kfd_sysfs.h"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .unwrap_or_else(|| {
+        panic!(
+            "kfd-sys: no kfd_sysfs.h beside {} nor in /usr/include/linux (linux-libc-dev >= 5.x has it)",
+            best.path.display()
+        )
+    });
     println!("cargo:rerun-if-changed={}", sysfs_h.display());
     builder = builder.header(sysfs_h.to_string_lossy());
     // A raw kernel-source uapi tree (…/include/uapi, e.g. the patched kernel's own header) is
@@ -146,14 +152,18 @@ pub fn run() {
     if let Some(root) = inc_root.as_ref().filter(|r| !raw_uapi && r.join("drm/drm.h").exists()) {
         builder = builder.clang_arg(format!("-I{}", root.display()));
     }
-    let bindings = builder.generate().unwrap_or_else(|e| {
-        panic!("kfd-sys: bindgen failed on {}: {e}", best.path.display())
-    });
+    let bindings = builder
+        .generate()
+        .unwrap_or_else(|e| panic!("kfd-sys: bindgen failed on {}: {e}", best.path.display()));
     let source = format!(
         "a kfd_ioctl.h with KFD ioctl {}.{}{}",
         best.major,
         best.minor,
-        if has_preempt { " and the patched preempt ioctls" } else { "" }
+        if has_preempt {
+            " and the patched preempt ioctls"
+        } else {
+            ""
+        }
     );
     // The first lines name what was generated from what, without a path (nothing of the build
     // machine ends up in the crate): the committed src/bindings.rs starts with the same lines.

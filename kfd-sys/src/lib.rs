@@ -23,7 +23,8 @@ include!(concat!(env!("OUT_DIR"), "/kfd_ioctl.rs"));
 
 /// What the bindings were generated from.
 #[cfg(not(feature = "bindgen"))]
-pub const KFD_HEADER_SOURCE: &str = "committed bindings (src/bindings.rs) of the Linux 6.12 uapi header, KFD ioctl 1.17";
+pub const KFD_HEADER_SOURCE: &str =
+    "committed bindings (src/bindings.rs) of the Linux 6.12 uapi header, KFD ioctl 1.17";
 #[cfg(feature = "bindgen")]
 include!(concat!(env!("OUT_DIR"), "/header_meta.rs"));
 

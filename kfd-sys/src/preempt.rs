@@ -95,7 +95,10 @@ const _: () = {
     use core::mem::{offset_of, size_of};
     type Mine = kfd_ioctl_preempt_queues_args;
     type Theirs = crate::kfd_ioctl_preempt_queues_args;
-    assert!(size_of::<Mine>() == size_of::<Theirs>(), "struct size differs from the patched header");
+    assert!(
+        size_of::<Mine>() == size_of::<Theirs>(),
+        "struct size differs from the patched header"
+    );
     assert!(core::mem::align_of::<Mine>() == core::mem::align_of::<Theirs>());
     macro_rules! same_field {
         ($($f:ident),*) => {$(
@@ -120,7 +123,16 @@ const _: () = {
         num_done: 0,
         pad: 0,
     };
-    same_field!(queue_array_ptr, num_queues, flags, grace_period, version, kernel_ns, num_done, pad);
+    same_field!(
+        queue_array_ptr,
+        num_queues,
+        flags,
+        grace_period,
+        version,
+        kernel_ns,
+        num_done,
+        pad
+    );
     // `as u64` on both sides: bindgen picks the integer type of each macro.
     macro_rules! same_const {
         ($($c:ident),*) => {$(
@@ -141,6 +153,14 @@ const _: () = {
 
 impl kfd_ioctl_preempt_queues_args {
     /// All fields zero (a `const` `Default`).
-    pub const ZERO: Self =
-        Self { queue_array_ptr: 0, num_queues: 0, flags: 0, grace_period: 0, version: 0, kernel_ns: 0, num_done: 0, pad: 0 };
+    pub const ZERO: Self = Self {
+        queue_array_ptr: 0,
+        num_queues: 0,
+        flags: 0,
+        grace_period: 0,
+        version: 0,
+        kernel_ns: 0,
+        num_done: 0,
+        pad: 0,
+    };
 }

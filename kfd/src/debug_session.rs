@@ -104,7 +104,11 @@ impl<K: KfdOps> DebugSession<K> {
             return Err(SessionError::NoDebuggerApi(v));
         }
         if kfd.queue_snapshot(0).is_ok() {
-            return Err(SessionError::DebuggerPresent(KfdError::new(Op::DbgTrap(DbgOp::Enable), None, Errno::EALREADY)));
+            return Err(SessionError::DebuggerPresent(KfdError::new(
+                Op::DbgTrap(DbgOp::Enable),
+                None,
+                Errno::EALREADY,
+            )));
         }
         let mut st = State::default();
         match kfd.runtime_enable(0) {
@@ -112,12 +116,22 @@ impl<K: KfdOps> DebugSession<K> {
             Err(e) if e.errno == Errno::EBUSY => {} // ROCr (or someone) enabled it: not ours.
             Err(e) => return Err(kfd_err(e)),
         }
-        let undo = |kfd: &K, st: &State| if st.enabled_runtime { kfd.runtime_disable().err() } else { None };
+        let undo = |kfd: &K, st: &State| {
+            if st.enabled_runtime {
+                kfd.runtime_disable().err()
+            } else {
+                None
+            }
+        };
         let pipe = match nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK) {
             Ok(p) => p,
             Err(e) => {
                 if let Some(u) = undo(&kfd, &st) {
-                    events::emit(Severity::Warning, "debug session", format!("the runtime enable could not be undone: {u}"));
+                    events::emit(
+                        Severity::Warning,
+                        "debug session",
+                        format!("the runtime enable could not be undone: {u}"),
+                    );
                 }
                 return Err(SessionError::Pipe(e));
             }
@@ -131,7 +145,10 @@ impl<K: KfdOps> DebugSession<K> {
             });
         }
         st.pipe = Some(pipe);
-        Ok(DebugSession { kfd, state: Mutex::new(st) })
+        Ok(DebugSession {
+            kfd,
+            state: Mutex::new(st),
+        })
     }
 
     /// The KFD handle the session runs on.
@@ -174,7 +191,11 @@ impl<K: KfdOps> Drop for DebugSession<K> {
     /// Closes the session; a failure is reported as an event (see [`crate::events`]).
     fn drop(&mut self) {
         if let Err(e) = self.close() {
-            events::emit(Severity::Warning, "debug session", format!("closing failed, debug mode may stay on: {e}"));
+            events::emit(
+                Severity::Warning,
+                "debug session",
+                format!("closing failed, debug mode may stay on: {e}"),
+            );
         }
     }
 }

@@ -75,7 +75,12 @@ pub struct KfdError {
 
 impl KfdError {
     pub fn new(op: Op, queue: Option<u32>, errno: Errno) -> Self {
-        KfdError { op, queue, errno, meaning: meaning(op, errno) }
+        KfdError {
+            op,
+            queue,
+            errno,
+            meaning: meaning(op, errno),
+        }
     }
 }
 
@@ -183,9 +188,16 @@ mod tests {
     #[test]
     fn update_queue_errnos_say_what_they_mean_for_that_call() {
         let e = KfdError::new(Op::UpdateQueue, Some(0xdead), Errno::EFAULT);
-        assert!(e.to_string().starts_with("AMDKFD_IOC_UPDATE_QUEUE on queue 57005: EFAULT"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("AMDKFD_IOC_UPDATE_QUEUE on queue 57005: EFAULT"),
+            "{e}"
+        );
         assert!(e.to_string().contains("unknown queue id"), "{e}");
         assert!(meaning(Op::UpdateQueue, Errno::EINVAL).contains("percentage above 100"));
-        assert_eq!(std::error::Error::source(&e).map(|s| s.to_string()), Some(Errno::EFAULT.to_string()));
+        assert_eq!(
+            std::error::Error::source(&e).map(|s| s.to_string()),
+            Some(Errno::EFAULT.to_string())
+        );
     }
 }

@@ -62,7 +62,11 @@ pub fn set_handler(handler: impl Fn(&Event) + Send + Sync + 'static) -> bool {
 
 /// Reports an event to the handler, or keeps it.
 pub fn emit(severity: Severity, origin: &'static str, message: impl Into<String>) {
-    let e = Event { severity, origin, message: message.into() };
+    let e = Event {
+        severity,
+        origin,
+        message: message.into(),
+    };
     match HANDLER.get() {
         Some(h) => h(&e),
         None => {

@@ -71,7 +71,10 @@ impl Kfd {
             let errno = e.raw_os_error().map(Errno::from_raw).unwrap_or(Errno::EIO);
             KfdError::new(Op::Open, None, errno)
         })?;
-        Ok(Kfd { file, pid: std::process::id() })
+        Ok(Kfd {
+            file,
+            pid: std::process::id(),
+        })
     }
 
     fn fd(&self) -> BorrowedFd<'_> {
@@ -133,7 +136,10 @@ impl KfdOps for Kfd {
     fn version(&self) -> Result<KfdVersion> {
         let mut a = sys::kfd_ioctl_get_version_args::default();
         ioctl::get_version_checked(self.fd(), &mut a).map_err(|e| KfdError::new(Op::GetVersion, None, e))?;
-        Ok(KfdVersion { major: a.major_version, minor: a.minor_version })
+        Ok(KfdVersion {
+            major: a.major_version,
+            minor: a.minor_version,
+        })
     }
 
     fn update_queue(&self, queue: QueueId, update: &QueueUpdate) -> Result<()> {
@@ -163,12 +169,18 @@ impl KfdOps for Kfd {
 
     fn dbg_enable(&self, exception_mask: u64, dbg_fd: BorrowedFd<'_>) -> Result<RuntimeInfo> {
         let mut rinfo = sys::kfd_runtime_info::default();
-        ioctl::dbg_enable(self.fd(), self.pid, exception_mask, &mut rinfo, dbg_fd).map_err(Self::dbg_err(DbgOp::Enable, None))?;
-        Ok(RuntimeInfo { r_debug: rinfo.r_debug, runtime_state: rinfo.runtime_state, ttmp_setup: rinfo.ttmp_setup != 0 })
+        ioctl::dbg_enable(self.fd(), self.pid, exception_mask, &mut rinfo, dbg_fd)
+            .map_err(Self::dbg_err(DbgOp::Enable, None))?;
+        Ok(RuntimeInfo {
+            r_debug: rinfo.r_debug,
+            runtime_state: rinfo.runtime_state,
+            ttmp_setup: rinfo.ttmp_setup != 0,
+        })
     }
 
     fn dbg_disable(&self) -> Result<()> {
-        ioctl::dbg_plain(self.fd(), self.pid, sys::KFD_IOC_DBG_TRAP_DISABLE, |_| {}).map_err(Self::dbg_err(DbgOp::Disable, None))?;
+        ioctl::dbg_plain(self.fd(), self.pid, sys::KFD_IOC_DBG_TRAP_DISABLE, |_| {})
+            .map_err(Self::dbg_err(DbgOp::Disable, None))?;
         Ok(())
     }
 
@@ -200,11 +212,19 @@ impl KfdOps for Kfd {
 
     fn query_debug_event(&self, mask: u64) -> Result<DebugEvent> {
         let a = ioctl::dbg_plain(self.fd(), self.pid, sys::KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT, |u| {
-            u.query_debug_event = sys::kfd_ioctl_dbg_trap_query_debug_event_args { exception_mask: mask, gpu_id: 0, queue_id: 0 };
+            u.query_debug_event = sys::kfd_ioctl_dbg_trap_query_debug_event_args {
+                exception_mask: mask,
+                gpu_id: 0,
+                queue_id: 0,
+            };
         })
         .map_err(Self::dbg_err(DbgOp::QueryDebugEvent, None))?;
         let q = ioctl::query_debug_event_out(&a);
-        Ok(DebugEvent { exception_mask: q.exception_mask, gpu_id: q.gpu_id, queue_id: q.queue_id })
+        Ok(DebugEvent {
+            exception_mask: q.exception_mask,
+            gpu_id: q.gpu_id,
+            queue_id: q.queue_id,
+        })
     }
 
     fn preempt_queues(&self, ids: &[QueueId], grace: GracePeriod, flags: u32) -> Result<PreemptOutcome> {
@@ -221,9 +241,16 @@ impl KfdOps for Kfd {
 
     fn send_runtime_event(&self, mask: u64, gpu_id: u32, queue_id: QueueId) -> Result<()> {
         ioctl::dbg_plain(self.fd(), self.pid, sys::KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT, |u| {
-            u.send_runtime_event = sys::kfd_ioctl_dbg_trap_send_runtime_event_args { exception_mask: mask, gpu_id, queue_id };
+            u.send_runtime_event = sys::kfd_ioctl_dbg_trap_send_runtime_event_args {
+                exception_mask: mask,
+                gpu_id,
+                queue_id,
+            };
         })
-        .map_err(Self::dbg_err(DbgOp::SendRuntimeEvent, Some(queue_id).filter(|&q| q != 0)))?;
+        .map_err(Self::dbg_err(
+            DbgOp::SendRuntimeEvent,
+            Some(queue_id).filter(|&q| q != 0),
+        ))?;
         Ok(())
     }
 }
@@ -273,7 +300,13 @@ impl Kfd {
 
     /// PREEMPT_QUEUES (`resume` false) or RESUME_QUEUES with raw flags and grace period, for
     /// tests of the kernel's argument checks.
-    pub fn preempt_op_raw(&self, resume: bool, ids: &[QueueId], flags: u32, grace_period: u32) -> Result<PreemptOutcome> {
+    pub fn preempt_op_raw(
+        &self,
+        resume: bool,
+        ids: &[QueueId],
+        flags: u32,
+        grace_period: u32,
+    ) -> Result<PreemptOutcome> {
         self.preempt_op(resume, ids, flags, grace_period)
     }
 
@@ -288,7 +321,11 @@ impl Kfd {
         let a = ioctl::preempt_queue_ids(self.fd(), resume, &mut arr, flags, grace_period)
             .map_err(|e| KfdError::new(op, ids.first().copied().filter(|_| ids.len() == 1), e))?;
         Ok(PreemptOutcome {
-            statuses: ids.iter().zip(&arr).map(|(&id, &raw)| QueueStatus::decode(id, raw)).collect(),
+            statuses: ids
+                .iter()
+                .zip(&arr)
+                .map(|(&id, &raw)| QueueStatus::decode(id, raw))
+                .collect(),
             kernel_ns: a.kernel_ns,
             num_done: a.num_done,
             abi_version: a.version,
@@ -302,10 +339,18 @@ impl Kfd {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let op = if suspend { DbgOp::SuspendQueues } else { DbgOp::ResumeQueues };
+        let op = if suspend {
+            DbgOp::SuspendQueues
+        } else {
+            DbgOp::ResumeQueues
+        };
         let mut arr = ids.to_vec();
         ioctl::dbg_queue_ids(self.fd(), self.pid, suspend, &mut arr, grace, clear_mask)
             .map_err(Self::dbg_err(op, ids.first().copied().filter(|_| ids.len() == 1)))?;
-        Ok(ids.iter().zip(&arr).map(|(&id, &raw)| QueueStatus::decode(id, raw)).collect())
+        Ok(ids
+            .iter()
+            .zip(&arr)
+            .map(|(&id, &raw)| QueueStatus::decode(id, raw))
+            .collect())
     }
 }

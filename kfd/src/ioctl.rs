@@ -102,7 +102,11 @@ unsafe fn dbg_trap(fd: BorrowedFd<'_>, args: *mut sys::kfd_ioctl_dbg_trap_args) 
 /// `queue_array_ptr` must be readable and writable for `num_queues` u32s for the duration of the
 /// call (or be 0: the kernel refuses a NULL array with a count before touching it).
 unsafe fn preempt_queues(fd: BorrowedFd<'_>, resume: bool, args: *mut P::kfd_ioctl_preempt_queues_args) -> IoctlResult {
-    let req = if resume { P::AMDKFD_IOC_RESUME_QUEUES } else { P::AMDKFD_IOC_PREEMPT_QUEUES };
+    let req = if resume {
+        P::AMDKFD_IOC_RESUME_QUEUES
+    } else {
+        P::AMDKFD_IOC_PREEMPT_QUEUES
+    };
     // SAFETY: the struct size matches the request's size (asserted in kfd-sys::preempt).
     unsafe { raw(fd, req, args.cast()) }
 }
@@ -135,7 +139,10 @@ pub(crate) fn preempt_queue_ids(
 /// Rust object lives at address 0 (and `vm.mmap_min_addr` keeps it unmapped), so even a kernel
 /// that wrongly wrote there could not touch this process's memory.
 pub(crate) fn preempt_null_array(fd: BorrowedFd<'_>, resume: bool, num_queues: u32) -> IoctlResult {
-    let mut a = P::kfd_ioctl_preempt_queues_args { num_queues, ..P::kfd_ioctl_preempt_queues_args::ZERO };
+    let mut a = P::kfd_ioctl_preempt_queues_args {
+        num_queues,
+        ..P::kfd_ioctl_preempt_queues_args::ZERO
+    };
     // SAFETY: the struct is ours and of the request's size; the array pointer is NULL (see above).
     unsafe { preempt_queues(fd, resume, &mut a) }
 }
@@ -224,7 +231,11 @@ pub(crate) fn runtime_enable_checked(fd: BorrowedFd<'_>, args: &mut sys::kfd_ioc
 }
 
 fn dbg_args(pid: u32, op: sys::kfd_dbg_trap_operations) -> sys::kfd_ioctl_dbg_trap_args {
-    sys::kfd_ioctl_dbg_trap_args { pid, op, ..Default::default() }
+    sys::kfd_ioctl_dbg_trap_args {
+        pid,
+        op,
+        ..Default::default()
+    }
 }
 
 /// DBG_TRAP ops without pointers in their arguments (DISABLE, SEND_RUNTIME_EVENT,
@@ -236,7 +247,12 @@ pub(crate) fn dbg_plain(
     fill: impl FnOnce(&mut sys::kfd_ioctl_dbg_trap_args__bindgen_ty_1),
 ) -> Result<sys::kfd_ioctl_dbg_trap_args, Errno> {
     assert!(
-        matches!(op, sys::KFD_IOC_DBG_TRAP_DISABLE | sys::KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT | sys::KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT),
+        matches!(
+            op,
+            sys::KFD_IOC_DBG_TRAP_DISABLE
+                | sys::KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT
+                | sys::KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT
+        ),
         "dbg_plain is only for pointer-free ops"
     );
     let mut a = dbg_args(pid, op);
@@ -269,7 +285,14 @@ pub(crate) fn dbg_enable(
 
 /// DBG_TRAP SUSPEND_QUEUES (`suspend` true) or RESUME_QUEUES over `ids`, which the kernel
 /// rewrites in place with status bits. Returns the ioctl's value (the number of queues done).
-pub(crate) fn dbg_queue_ids(fd: BorrowedFd<'_>, pid: u32, suspend: bool, ids: &mut [u32], grace: u32, clear_mask: u64) -> IoctlResult {
+pub(crate) fn dbg_queue_ids(
+    fd: BorrowedFd<'_>,
+    pid: u32,
+    suspend: bool,
+    ids: &mut [u32],
+    grace: u32,
+    clear_mask: u64,
+) -> IoctlResult {
     let ptr = ids.as_mut_ptr() as u64;
     let n = u32::try_from(ids.len()).map_err(|_| Errno::EINVAL)?;
     let mut a;
@@ -283,7 +306,11 @@ pub(crate) fn dbg_queue_ids(fd: BorrowedFd<'_>, pid: u32, suspend: bool, ids: &m
         };
     } else {
         a = dbg_args(pid, sys::KFD_IOC_DBG_TRAP_RESUME_QUEUES);
-        a.__bindgen_anon_1.resume_queues = sys::kfd_ioctl_dbg_trap_resume_queues_args { queue_array_ptr: ptr, num_queues: n, pad: 0 };
+        a.__bindgen_anon_1.resume_queues = sys::kfd_ioctl_dbg_trap_resume_queues_args {
+            queue_array_ptr: ptr,
+            num_queues: n,
+            pad: 0,
+        };
     }
     // SAFETY: `ids` is readable and writable for `num_queues` u32s for the whole call.
     unsafe { dbg_trap(fd, &mut a) }
@@ -291,7 +318,12 @@ pub(crate) fn dbg_queue_ids(fd: BorrowedFd<'_>, pid: u32, suspend: bool, ids: &m
 
 /// DBG_TRAP GET_QUEUE_SNAPSHOT into `buf` (may be empty: then only the count is returned).
 /// Returns the total number of queues, which may exceed `buf.len()`.
-pub(crate) fn dbg_queue_snapshot(fd: BorrowedFd<'_>, pid: u32, clear_mask: u64, buf: &mut [sys::kfd_queue_snapshot_entry]) -> Result<u32, Errno> {
+pub(crate) fn dbg_queue_snapshot(
+    fd: BorrowedFd<'_>,
+    pid: u32,
+    clear_mask: u64,
+    buf: &mut [sys::kfd_queue_snapshot_entry],
+) -> Result<u32, Errno> {
     let mut a = dbg_args(pid, sys::KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT);
     a.__bindgen_anon_1.queue_snapshot = sys::kfd_ioctl_dbg_trap_queue_snapshot_args {
         exception_mask: clear_mask,
@@ -306,7 +338,9 @@ pub(crate) fn dbg_queue_snapshot(fd: BorrowedFd<'_>, pid: u32, clear_mask: u64, 
 }
 
 /// The QUERY_DEBUG_EVENT member of an answered DBG_TRAP.
-pub(crate) fn query_debug_event_out(a: &sys::kfd_ioctl_dbg_trap_args) -> sys::kfd_ioctl_dbg_trap_query_debug_event_args {
+pub(crate) fn query_debug_event_out(
+    a: &sys::kfd_ioctl_dbg_trap_args,
+) -> sys::kfd_ioctl_dbg_trap_query_debug_event_args {
     // SAFETY: every union member is plain integers, so any bit pattern is a valid value.
     unsafe { a.__bindgen_anon_1.query_debug_event }
 }

@@ -120,7 +120,13 @@ pub struct QueueUpdate {
 impl QueueUpdate {
     /// "Update with NULL ring address is used to disable the queue" (kfd_chardev.c).
     pub fn disable() -> Self {
-        QueueUpdate { ring_base_address: 0, ring_size: 0, percentage: 0, pm4_target_xcc: 0, priority: 0 }
+        QueueUpdate {
+            ring_base_address: 0,
+            ring_size: 0,
+            percentage: 0,
+            pm4_target_xcc: 0,
+            priority: 0,
+        }
     }
 
     pub(crate) fn to_raw(self, queue_id: QueueId) -> sys::kfd_ioctl_update_queue_args {
@@ -235,9 +241,18 @@ mod tests {
     fn grace_and_update_encode_as_the_kernel_reads_them() {
         assert_eq!(GracePeriod::Default.raw(), 0xffff_ffff);
         assert_eq!(GracePeriod::Clocks1k(3).raw(), 3);
-        let u = QueueUpdate { ring_base_address: 0x7000_0000, ring_size: 1 << 20, percentage: 100, pm4_target_xcc: 2, priority: 7 };
+        let u = QueueUpdate {
+            ring_base_address: 0x7000_0000,
+            ring_size: 1 << 20,
+            percentage: 100,
+            pm4_target_xcc: 2,
+            priority: 7,
+        };
         let raw = u.to_raw(9);
-        assert_eq!((raw.queue_id, raw.queue_percentage, raw.queue_priority), (9, 100 | (2 << 8), 7));
+        assert_eq!(
+            (raw.queue_id, raw.queue_percentage, raw.queue_priority),
+            (9, 100 | (2 << 8), 7)
+        );
         assert_eq!(QueueUpdate::disable().to_raw(1).ring_base_address, 0);
     }
 

@@ -5,8 +5,8 @@
 //!
 //! KFD state is per process and these tests change it (runtime enable, debug trap), so the
 //! stateful sequence is one test, and the harness runs the binary with --test-threads=1.
-use kfd::{DbgOp, EC_QUEUE_NEW_MASK, GracePeriod, KfdOps, Op, QueueState};
 use kfd::sysfs::{self, SysRoot};
+use kfd::{DbgOp, EC_QUEUE_NEW_MASK, GracePeriod, KfdOps, Op, QueueState};
 use nix::errno::Errno;
 
 mod common;
@@ -14,7 +14,9 @@ use common::kfd_or_skip;
 
 #[test]
 fn version_is_the_booted_kernels() {
-    let Some(kfd) = kfd_or_skip("version_is_the_booted_kernels") else { return };
+    let Some(kfd) = kfd_or_skip("version_is_the_booted_kernels") else {
+        return;
+    };
     let v = kfd.version().unwrap();
     assert!(v.has_debugger_api(), "KFD {v} predates the debugger API");
     if let Ok(want) = std::env::var("PREEMPT_EXPECT_KFD_VERSION") {
@@ -25,32 +27,52 @@ fn version_is_the_booted_kernels() {
 
 #[test]
 fn topology_is_cpu_only_without_a_gpu() {
-    let Some(_kfd) = kfd_or_skip("topology_is_cpu_only_without_a_gpu") else { return };
+    let Some(_kfd) = kfd_or_skip("topology_is_cpu_only_without_a_gpu") else {
+        return;
+    };
     let nodes = sysfs::topology_nodes(&SysRoot::default()).unwrap();
     assert!(!nodes.is_empty());
     if std::env::var_os("PREEMPT_REQUIRE_KFD").is_some() {
         // The QEMU guest has no GPU: amdkfd publishes a virtual CRAT with CPU nodes only.
         assert!(nodes.iter().all(|n| !n.is_gpu()), "{nodes:?}");
     }
-    eprintln!("observed: {} topology node(s), {} GPU(s)", nodes.len(), nodes.iter().filter(|n| n.is_gpu()).count());
+    eprintln!(
+        "observed: {} topology node(s), {} GPU(s)",
+        nodes.len(),
+        nodes.iter().filter(|n| n.is_gpu()).count()
+    );
 }
 
 /// nr 0x7f (ENOTTY), the forked child (EBADF) and UPDATE_QUEUE's argument checks are kernel
 /// facts in lv3's conformance probes (lv3/tests/conformance_kernel.rs); here: the probe API.
 #[test]
 fn probe_api_refuses_real_ioctl_numbers() {
-    let Some(kfd) = kfd_or_skip("probe_api_refuses_real_ioctl_numbers") else { return };
-    assert_eq!(kfd.probe_nr_errno(0).unwrap(), Some(Errno::ENOTTY), "nr 0 is below AMDKFD_COMMAND_START");
+    let Some(kfd) = kfd_or_skip("probe_api_refuses_real_ioctl_numbers") else {
+        return;
+    };
+    assert_eq!(
+        kfd.probe_nr_errno(0).unwrap(),
+        Some(Errno::ENOTTY),
+        "nr 0 is below AMDKFD_COMMAND_START"
+    );
     assert!(!kfd.probe_nr(0x7f).unwrap(), "nr 0x7f must probe as absent");
     let e = kfd.probe_nr(0x07).unwrap_err();
-    assert!(e.to_string().contains("refused"), "a real ioctl must never be probed with zeroes: {e}");
-    assert!(kfd.probe_nr_errno(0x26).is_err(), "DBG_TRAP (0x26) is this header's own: refused, not sent");
+    assert!(
+        e.to_string().contains("refused"),
+        "a real ioctl must never be probed with zeroes: {e}"
+    );
+    assert!(
+        kfd.probe_nr_errno(0x26).is_err(),
+        "DBG_TRAP (0x26) is this header's own: refused, not sent"
+    );
     eprintln!("observed: nr 0x00 -> ENOTTY; real numbers refused without a call");
 }
 
 #[test]
 fn debugger_api_sequence_on_self() {
-    let Some(kfd) = kfd_or_skip("debugger_api_sequence_on_self") else { return };
+    let Some(kfd) = kfd_or_skip("debugger_api_sequence_on_self") else {
+        return;
+    };
     let (_rd, wr) = nix::unistd::pipe().unwrap();
 
     // Any op before ENABLE: EINVAL.
@@ -66,7 +88,10 @@ fn debugger_api_sequence_on_self() {
     eprintln!("observed: RUNTIME_ENABLE again -> {}", e.errno);
 
     let info = kfd.dbg_enable(!0, std::os::fd::AsFd::as_fd(&wr)).unwrap();
-    assert_eq!(info.runtime_state, 1, "DEBUG_RUNTIME_STATE_ENABLED after RUNTIME_ENABLE: {info:?}");
+    assert_eq!(
+        info.runtime_state, 1,
+        "DEBUG_RUNTIME_STATE_ENABLED after RUNTIME_ENABLE: {info:?}"
+    );
     eprintln!("observed: DBG_TRAP ENABLE (self) -> ok, {info:?}");
 
     let e = kfd.dbg_enable(!0, std::os::fd::AsFd::as_fd(&wr)).unwrap_err();
@@ -78,8 +103,13 @@ fn debugger_api_sequence_on_self() {
     assert!(snap.is_empty(), "no GPU, no queues: {snap:?}");
     eprintln!("observed: GET_QUEUE_SNAPSHOT -> {} queues", snap.len());
 
-    let st = kfd.suspend_queues(&[0xdead, 7], GracePeriod::Clocks1k(1), EC_QUEUE_NEW_MASK).unwrap();
-    assert_eq!(st.iter().map(|s| (s.id, s.state)).collect::<Vec<_>>(), vec![(0xdead, QueueState::Invalid), (7, QueueState::Invalid)]);
+    let st = kfd
+        .suspend_queues(&[0xdead, 7], GracePeriod::Clocks1k(1), EC_QUEUE_NEW_MASK)
+        .unwrap();
+    assert_eq!(
+        st.iter().map(|s| (s.id, s.state)).collect::<Vec<_>>(),
+        vec![(0xdead, QueueState::Invalid), (7, QueueState::Invalid)]
+    );
     eprintln!("observed: SUSPEND_QUEUES bogus ids -> ok, all INVALID");
     let st = kfd.resume_queues(&[0xdead]).unwrap();
     assert_eq!(st[0].state, QueueState::Invalid);

@@ -3,7 +3,11 @@ use kfd::sysfs::{self, AmdgpuParams, SysRoot, SysfsErrorKind};
 use std::path::PathBuf;
 
 fn root(name: &str) -> SysRoot {
-    SysRoot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name))
+    SysRoot::new(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name),
+    )
 }
 
 #[test]
@@ -55,8 +59,16 @@ fn cpu_only_tree_like_the_qemu_guest() {
     assert_eq!(nodes[0].gfx_target, None);
     assert_eq!(nodes[0].cu_count(), 0);
     let p = AmdgpuParams::read(&root("cpu-only")).unwrap();
-    assert_eq!((p.sched_policy, p.cwsr_enable, p.hws_max_conc_proc, p.mes, p.queue_preemption_timeout_ms),
-               (Some(0), Some(1), Some(-1), Some(0), Some(9000)));
+    assert_eq!(
+        (
+            p.sched_policy,
+            p.cwsr_enable,
+            p.hws_max_conc_proc,
+            p.mes,
+            p.queue_preemption_timeout_ms
+        ),
+        (Some(0), Some(1), Some(-1), Some(0), Some(9000))
+    );
 }
 
 #[test]
@@ -73,9 +85,15 @@ fn module_parameters_and_absent_module() {
 fn proc_queues_without_trailing_newlines() {
     let q = sysfs::proc_queues(&root("gfx942"), 4242).unwrap();
     assert_eq!(q.len(), 2);
-    assert_eq!((q[0].queue_id, q[0].size, q[0].queue_type, q[0].gpu_id), (3, 1 << 20, 2, 48063));
+    assert_eq!(
+        (q[0].queue_id, q[0].size, q[0].queue_type, q[0].gpu_id),
+        (3, 1 << 20, 2, 48063)
+    );
     assert_eq!((q[1].queue_id, q[1].size), (5, 1024));
-    assert!(sysfs::proc_queues(&root("gfx942"), 1).unwrap().is_empty(), "no KFD context = no queues");
+    assert!(
+        sysfs::proc_queues(&root("gfx942"), 1).unwrap().is_empty(),
+        "no KFD context = no queues"
+    );
 }
 
 #[test]
@@ -97,10 +115,16 @@ fn malformed_files_give_clear_errors() {
     assert!(e.to_string().contains("has no 'num_xcc' line (truncated file?)"), "{e}");
 
     let e = sysfs::topology_nodes(&root("non-numeric-value")).unwrap_err();
-    assert!(e.to_string().contains("'simd_count' has a non-integer value \"many\""), "{e}");
+    assert!(
+        e.to_string().contains("'simd_count' has a non-integer value \"many\""),
+        "{e}"
+    );
 
     let e = sysfs::topology_nodes(&root("bad-values")).unwrap_err();
-    assert!(e.path.ends_with("gpu_id") && e.to_string().contains("expected an integer, found \"zero\""), "{e}");
+    assert!(
+        e.path.ends_with("gpu_id") && e.to_string().contains("expected an integer, found \"zero\""),
+        "{e}"
+    );
 
     let e = AmdgpuParams::read(&root("bad-values")).unwrap_err();
     assert!(e.path.ends_with("sched_policy"), "{e}");

@@ -75,11 +75,7 @@ impl FakeQueue {
             if left.is_zero() {
                 return false;
             }
-            st = self
-                .cv
-                .wait_timeout(st, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            st = self.cv.wait_timeout(st, left).unwrap_or_else(PoisonError::into_inner).0;
         }
         true
     }

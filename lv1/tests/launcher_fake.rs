@@ -10,14 +10,8 @@ mod common;
 use common::{LONG, QUIET, cfg, wait_for};
 
 /// Exactly `n` completions, ids in launch (= id) order from `first`.
-fn expect_completions<E: std::fmt::Debug>(
-    rx: &Receiver<Completion<E>>,
-    first: u64,
-    n: u64,
-) -> Vec<Completion<E>> {
-    let got: Vec<_> = (0..n)
-        .map(|_| rx.recv_timeout(LONG).expect("a completion"))
-        .collect();
+fn expect_completions<E: std::fmt::Debug>(rx: &Receiver<Completion<E>>, first: u64, n: u64) -> Vec<Completion<E>> {
+    let got: Vec<_> = (0..n).map(|_| rx.recv_timeout(LONG).expect("a completion")).collect();
     let ids: Vec<u64> = got.iter().map(|c| c.id).collect();
     assert_eq!(ids, (first..first + n).collect::<Vec<_>>());
     for c in &got {
@@ -46,22 +40,16 @@ fn config_is_validated() {
     assert_eq!(Config::new(4, 0), Err(ConfigError::ZeroBatch));
     assert_eq!(
         Config::new(2, 4),
-        Err(ConfigError::ThresholdBelowBatch {
-            threshold: 2,
-            batch: 4
-        })
+        Err(ConfigError::ThresholdBelowBatch { threshold: 2, batch: 4 })
     );
     let c = Config::new(4, 4).unwrap();
     assert_eq!((c.threshold(), c.batch()), (4, 4));
     let d = Config::default();
     assert_eq!((d.threshold(), d.batch()), (8, 4));
     assert!(
-        ConfigError::ThresholdBelowBatch {
-            threshold: 2,
-            batch: 4
-        }
-        .to_string()
-        .contains("2")
+        ConfigError::ThresholdBelowBatch { threshold: 2, batch: 4 }
+            .to_string()
+            .contains("2")
     );
 }
 
@@ -101,10 +89,7 @@ fn order_and_exactly_once_across_configs() {
         expect_completions(&rx, 0, 300);
         assert!(rx.try_recv().is_err(), "a command completed twice");
         let launched = fake.launched();
-        assert_eq!(
-            launched,
-            (0..300).map(|i| (i, 1000 + i)).collect::<Vec<_>>()
-        );
+        assert_eq!(launched, (0..300).map(|i| (i, 1000 + i)).collect::<Vec<_>>());
         assert!(
             fake.max_unobserved() <= t,
             "({t},{b}): {} in flight",
@@ -137,10 +122,7 @@ fn many_threads_submit_in_order() {
             let xq = &xq;
             s.spawn(move || {
                 let ids: Vec<u64> = (0..PER).map(|i| xq.submit(t << 32 | i)).collect();
-                assert!(
-                    ids.windows(2).all(|w| w[0] < w[1]),
-                    "ids of one thread not increasing"
-                );
+                assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids of one thread not increasing");
             });
         }
     });
@@ -152,10 +134,7 @@ fn many_threads_submit_in_order() {
     for (k, (id, payload)) in launched.iter().enumerate() {
         assert_eq!(*id, k as u64, "launch order is not id order");
         let (t, i) = ((payload >> 32) as usize, payload & 0xffff_ffff);
-        assert_eq!(
-            i, next[t],
-            "thread {t}'s commands out of order or duplicated"
-        );
+        assert_eq!(i, next[t], "thread {t}'s commands out of order or duplicated");
         next[t] += 1;
     }
     assert!(next.iter().all(|&n| n == PER));
@@ -213,14 +192,9 @@ fn suspend_drain_waits_for_in_flight_then_pending_can_be_dropped() {
         "Drain returned with 1 command in flight"
     );
     fake.complete(1);
-    done.recv_timeout(LONG)
-        .expect("Drain returns once drained")
-        .unwrap();
+    done.recv_timeout(LONG).expect("Drain returns once drained").unwrap();
     let s = xq.stats();
-    assert_eq!(
-        (s.in_flight, s.completed, s.pending, s.launched),
-        (0, 4, 6, 4)
-    );
+    assert_eq!((s.in_flight, s.completed, s.pending, s.launched), (0, 4, 6, 4));
     expect_completions(&rx, 0, 4);
     let dropped = xq.resume_dropping_pending();
     let got: Vec<(u64, u64)> = dropped.iter().map(|d| (d.id, d.cmd)).collect();
@@ -229,10 +203,7 @@ fn suspend_drain_waits_for_in_flight_then_pending_can_be_dropped() {
     std::thread::sleep(QUIET);
     assert_eq!(fake.launched_count(), 4, "a dropped command was launched");
     let s = xq.stats();
-    assert_eq!(
-        (s.submitted, s.completed + s.dropped, s.pending),
-        (10, 10, 0)
-    );
+    assert_eq!((s.submitted, s.completed + s.dropped, s.pending), (10, 10, 0));
     xq.wait_idle_for(LONG).unwrap();
     assert!(rx.try_recv().is_err());
 }

@@ -125,14 +125,7 @@ fn a_failed_launch_completes_once_with_its_error() {
     got.sort();
     assert_eq!(
         got,
-        vec![
-            (0, true),
-            (1, true),
-            (2, true),
-            (3, false),
-            (4, true),
-            (5, true)
-        ]
+        vec![(0, true), (1, true), (2, true), (3, false), (4, true), (5, true)]
     );
     let s = xq.stats();
     assert_eq!((s.launched, s.completed, s.errors), (5, 6, 1));
@@ -147,10 +140,7 @@ fn completions_after_the_receiver_is_dropped_are_still_counted() {
     let fake = FakeQueue::auto();
     let xq = XQueue::new(fake, cfg(2, 1)).unwrap();
     drop(xq.take_completions());
-    assert!(
-        xq.take_completions().is_none(),
-        "the receiver is handed out once"
-    );
+    assert!(xq.take_completions().is_none(), "the receiver is handed out once");
     for i in 0..10 {
         xq.submit(i);
     }

@@ -56,7 +56,12 @@ pub struct Check {
 
 impl Check {
     pub fn new(category: Category, name: impl Into<String>, status: Status, detail: impl Into<String>) -> Self {
-        Check { category, name: name.into(), status, detail: detail.into() }
+        Check {
+            category,
+            name: name.into(),
+            status,
+            detail: detail.into(),
+        }
     }
 
     /// Pass with the observation, or fail with what was wrong.
@@ -92,7 +97,11 @@ pub fn run() -> Vec<Check> {
             Category::Capability,
             "KFD ioctl version (debugger API >= 1.13)",
             kfd.version().map_err(|e| e.to_string()).and_then(|v| {
-                if v.has_debugger_api() { Ok(format!("KFD {v}")) } else { Err(format!("KFD {v} has no debugger API")) }
+                if v.has_debugger_api() {
+                    Ok(format!("KFD {v}"))
+                } else {
+                    Err(format!("KFD {v} has no debugger API"))
+                }
             }),
         ),
         Check::from(
@@ -116,7 +125,10 @@ pub fn run() -> Vec<Check> {
     c.push(Check::from(
         Category::ErrorPath,
         "update-queue on an unknown queue is EFAULT",
-        expect_errno(Preemptor::new(UpdateQueue::new(kfd)).suspend(&GHOST).map(drop), Errno::EFAULT),
+        expect_errno(
+            Preemptor::new(UpdateQueue::new(kfd)).suspend(&GHOST).map(drop),
+            Errno::EFAULT,
+        ),
     ));
     c.push(dbg_trap_ghost());
     c.extend(preempt_ioctl());
@@ -133,10 +145,22 @@ fn expect_errno(r: Result<(), MechError>, want: Errno) -> Result<String, String>
 
 /// UPDATE_QUEUE's argument checks, which run before the queue lookup.
 fn update_queue_limits(kfd: &Kfd) -> Vec<Check> {
-    let ok = QueueUpdate { ring_base_address: GHOST.ring_base_address, ring_size: 4096, percentage: 100, pm4_target_xcc: 0, priority: 7 };
+    let ok = QueueUpdate {
+        ring_base_address: GHOST.ring_base_address,
+        ring_size: 4096,
+        percentage: 100,
+        pm4_target_xcc: 0,
+        priority: 7,
+    };
     let cases = [
-        ("UPDATE_QUEUE percentage 101 is EINVAL", QueueUpdate { percentage: 101, ..ok }),
-        ("UPDATE_QUEUE ring size 3000 (not a power of two) is EINVAL", QueueUpdate { ring_size: 3000, ..ok }),
+        (
+            "UPDATE_QUEUE percentage 101 is EINVAL",
+            QueueUpdate { percentage: 101, ..ok },
+        ),
+        (
+            "UPDATE_QUEUE ring size 3000 (not a power of two) is EINVAL",
+            QueueUpdate { ring_size: 3000, ..ok },
+        ),
         ("UPDATE_QUEUE priority 16 is EINVAL", QueueUpdate { priority: 16, ..ok }),
     ];
     cases
@@ -167,7 +191,10 @@ fn dbg_trap_ghost() -> Check {
         let got = p.suspend(&GHOST).map(drop);
         p.teardown().map_err(|e| format!("teardown: {e}"))?;
         match got {
-            Err(MechError::QueueRefused { state: QueueState::Invalid, .. }) => {}
+            Err(MechError::QueueRefused {
+                state: QueueState::Invalid,
+                ..
+            }) => {}
             other => return Err(format!("expected INVALID, got {other:?}")),
         }
         // Debug mode must be off again: a fresh session of ours opens and closes.
@@ -177,9 +204,12 @@ fn dbg_trap_ghost() -> Check {
         Ok("INVALID; debug mode off after teardown".into())
     })();
     match r {
-        Err(e) if e.starts_with("EALREADY") => {
-            Check::new(Category::ErrorPath, name, Status::Skip, format!("skipped: another debugger owns this process: {e}"))
-        }
+        Err(e) if e.starts_with("EALREADY") => Check::new(
+            Category::ErrorPath,
+            name,
+            Status::Skip,
+            format!("skipped: another debugger owns this process: {e}"),
+        ),
         r => Check::from(Category::ErrorPath, name, r),
     }
 }
@@ -189,20 +219,43 @@ fn dbg_trap_ghost() -> Check {
 fn preempt_ioctl() -> Vec<Check> {
     let kfd = match Kfd::open() {
         Ok(k) => k,
-        Err(e) => return vec![Check::new(Category::ErrorPath, PATCHED_IOCTL, Status::Fail, e.to_string())],
+        Err(e) => {
+            return vec![Check::new(
+                Category::ErrorPath,
+                PATCHED_IOCTL,
+                Status::Fail,
+                e.to_string(),
+            )];
+        }
     };
     let v = match kfd.preempt_abi_version() {
         Ok(None) => {
-            return vec![Check::new(Category::Capability, PATCHED_IOCTL, Status::Skip, "skipped: ENOTTY, not the project's patched kernel")];
+            return vec![Check::new(
+                Category::Capability,
+                PATCHED_IOCTL,
+                Status::Skip,
+                "skipped: ENOTTY, not the project's patched kernel",
+            )];
         }
-        Err(e) => return vec![Check::new(Category::Capability, PATCHED_IOCTL, Status::Fail, e.to_string())],
+        Err(e) => {
+            return vec![Check::new(
+                Category::Capability,
+                PATCHED_IOCTL,
+                Status::Fail,
+                e.to_string(),
+            )];
+        }
         Ok(Some(v)) => v,
     };
     let built = kfd::header::KFD_PREEMPT_QUEUES_VERSION;
     let abi = Check::from(
         Category::Capability,
         PATCHED_IOCTL,
-        if v == built { Ok(format!("ABI version {v}")) } else { Err(format!("kernel speaks ABI version {v}, this build {built}")) },
+        if v == built {
+            Ok(format!("ABI version {v}"))
+        } else {
+            Err(format!("kernel speaks ABI version {v}, this build {built}"))
+        },
     );
     let ghost = |r: kfd::Result<PreemptOutcome>| match r {
         Ok(o) if o.statuses.iter().all(|s| s.state == QueueState::Invalid) && o.num_done == 0 => {
@@ -218,10 +271,26 @@ fn preempt_ioctl() -> Vec<Check> {
     let e = Category::ErrorPath;
     vec![
         abi,
-        Check::from(e, "preempt ioctl: unknown queue ids are INVALID", ghost(kfd.preempt_queues(&[0xdead, 7], GracePeriod::Default, 0))),
-        Check::from(e, "preempt ioctl: resume of unknown ids is INVALID", ghost(kfd.resume_queues_patched(&[0xdead]))),
-        Check::from(e, "preempt ioctl: 1025 ids is EINVAL", einval(kfd.preempt_queues(&too_many, GracePeriod::Default, 0))),
-        Check::from(e, "preempt ioctl: unknown flags are EINVAL", einval(kfd.preempt_queues(&[1], GracePeriod::Default, 1 << 31))),
+        Check::from(
+            e,
+            "preempt ioctl: unknown queue ids are INVALID",
+            ghost(kfd.preempt_queues(&[0xdead, 7], GracePeriod::Default, 0)),
+        ),
+        Check::from(
+            e,
+            "preempt ioctl: resume of unknown ids is INVALID",
+            ghost(kfd.resume_queues_patched(&[0xdead])),
+        ),
+        Check::from(
+            e,
+            "preempt ioctl: 1025 ids is EINVAL",
+            einval(kfd.preempt_queues(&too_many, GracePeriod::Default, 0)),
+        ),
+        Check::from(
+            e,
+            "preempt ioctl: unknown flags are EINVAL",
+            einval(kfd.preempt_queues(&[1], GracePeriod::Default, 1 << 31)),
+        ),
         Check::from(
             e,
             "preempt ioctl: NULL id array is EINVAL",

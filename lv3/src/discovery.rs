@@ -12,8 +12,8 @@
 //! The caller must make everything else that creates queues happen before the "before" sets:
 //! ROCr's utility queue (created with the first user queue of an agent), the HP stream's queue,
 //! and any blit/copy queue the warm-up work needs.
-use kfd::{QueueId, QueueSnapshot, QueueType};
 use kfd::sysfs::ProcQueue;
+use kfd::{QueueId, QueueSnapshot, QueueType};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -82,7 +82,11 @@ pub enum Refusal {
     /// More than one new compute queue in `source`.
     SeveralNew { source: Source, keys: Vec<QueueKey> },
     /// The sources tell different stories.
-    Disagree { sysfs: Vec<QueueKey>, snapshot: Vec<QueueKey>, why: String },
+    Disagree {
+        sysfs: Vec<QueueKey>,
+        snapshot: Vec<QueueKey>,
+        why: String,
+    },
     /// Queues vanished (or an id was reused for a different ring) between the two sets.
     Changed { source: Source, keys: Vec<QueueKey> },
     /// The new queue is on another GPU than the HIP device.
@@ -153,7 +157,8 @@ fn changed_snapshot(before: &[QueueSnapshot], after: &[QueueSnapshot]) -> Vec<Qu
     before
         .iter()
         .filter(|b| {
-            now.get(&snap_key(b)).is_none_or(|a| a.ring_base_address != b.ring_base_address || a.queue_type != b.queue_type)
+            now.get(&snap_key(b))
+                .is_none_or(|a| a.ring_base_address != b.ring_base_address || a.queue_type != b.queue_type)
         })
         .map(snap_key)
         .collect()
@@ -174,11 +179,17 @@ pub fn find_new_queue(
 ) -> Result<Found, Refusal> {
     let gone = changed_sysfs(sysfs_before, sysfs_after);
     if !gone.is_empty() {
-        return Err(Refusal::Changed { source: Source::Sysfs, keys: gone });
+        return Err(Refusal::Changed {
+            source: Source::Sysfs,
+            keys: gone,
+        });
     }
     let gone = changed_snapshot(snap_before, snap_after);
     if !gone.is_empty() {
-        return Err(Refusal::Changed { source: Source::Snapshot, keys: gone });
+        return Err(Refusal::Changed {
+            source: Source::Snapshot,
+            keys: gone,
+        });
     }
     let old_sys: Vec<QueueKey> = sysfs_before.iter().map(sysfs_key).collect();
     let old_snap: Vec<QueueKey> = snap_before.iter().map(snap_key).collect();
@@ -188,7 +199,10 @@ pub fn find_new_queue(
         if sysfs_is_compute(q) {
             new_sys.push(q);
         } else {
-            ignored.push(format!("sysfs: new non-compute queue {} (type {}) on gpu 0x{:x} ignored", q.queue_id, q.queue_type, q.gpu_id));
+            ignored.push(format!(
+                "sysfs: new non-compute queue {} (type {}) on gpu 0x{:x} ignored",
+                q.queue_id, q.queue_type, q.gpu_id
+            ));
         }
     }
     let mut new_snap: Vec<&QueueSnapshot> = Vec::new();
@@ -196,17 +210,34 @@ pub fn find_new_queue(
         if snapshot_is_compute(s) {
             new_snap.push(s);
         } else {
-            ignored.push(format!("snapshot: new non-compute queue {} ({:?}) on gpu 0x{:x} ignored", s.queue_id, s.queue_type, s.gpu_id));
+            ignored.push(format!(
+                "snapshot: new non-compute queue {} ({:?}) on gpu 0x{:x} ignored",
+                s.queue_id, s.queue_type, s.gpu_id
+            ));
         }
     }
     let ks: Vec<QueueKey> = new_sys.iter().map(|q| sysfs_key(q)).collect();
     let kn: Vec<QueueKey> = new_snap.iter().map(|s| snap_key(s)).collect();
-    let disagree = |why: String| Refusal::Disagree { sysfs: ks.clone(), snapshot: kn.clone(), why };
+    let disagree = |why: String| Refusal::Disagree {
+        sysfs: ks.clone(),
+        snapshot: kn.clone(),
+        why,
+    };
     match (new_sys.len(), new_snap.len()) {
         (0, 0) => return Err(Refusal::NoNewQueue),
         (0, _) | (_, 0) => return Err(disagree("only one source saw a new compute queue".into())),
-        (n, _) if n > 1 => return Err(Refusal::SeveralNew { source: Source::Sysfs, keys: ks }),
-        (_, n) if n > 1 => return Err(Refusal::SeveralNew { source: Source::Snapshot, keys: kn }),
+        (n, _) if n > 1 => {
+            return Err(Refusal::SeveralNew {
+                source: Source::Sysfs,
+                keys: ks,
+            });
+        }
+        (_, n) if n > 1 => {
+            return Err(Refusal::SeveralNew {
+                source: Source::Snapshot,
+                keys: kn,
+            });
+        }
         _ => {}
     }
     let (q, s) = (new_sys[0], new_snap[0]);
@@ -214,16 +245,28 @@ pub fn find_new_queue(
         return Err(disagree("different queue ids or GPUs".into()));
     }
     if q.size != u64::from(s.ring_size) {
-        return Err(disagree(format!("ring size {} in sysfs, {} in the snapshot", q.size, s.ring_size)));
+        return Err(disagree(format!(
+            "ring size {} in sysfs, {} in the snapshot",
+            q.size, s.ring_size
+        )));
     }
     if let Some(expected) = expected_gpu.filter(|&g| g != s.gpu_id) {
-        return Err(Refusal::WrongGpu { found: s.gpu_id, expected });
+        return Err(Refusal::WrongGpu {
+            found: s.gpu_id,
+            expected,
+        });
     }
     if s.ring_base_address == 0 {
-        return Err(Refusal::BadRing { queue: s.queue_id, why: "the snapshot reports a NULL ring (queue disabled?)" });
+        return Err(Refusal::BadRing {
+            queue: s.queue_id,
+            why: "the snapshot reports a NULL ring (queue disabled?)",
+        });
     }
     if !s.ring_size.is_power_of_two() {
-        return Err(Refusal::BadRing { queue: s.queue_id, why: "ring size is not a power of two" });
+        return Err(Refusal::BadRing {
+            queue: s.queue_id,
+            why: "ring size is not a power of two",
+        });
     }
     Ok(Found {
         queue_id: s.queue_id,
@@ -256,7 +299,9 @@ pub fn pci_location(bus_id: &str) -> Option<(u64, u64)> {
 /// node. On gfx 9.4.3 (MI300) partitions OR their node index into `location_id`, so only the
 /// first partition matches exactly; callers should constrain discovery only on exactly one match.
 pub fn gpu_ids_at(nodes: &[(u32, Option<u64>, Option<u64>)], bus_id: &str) -> Vec<u32> {
-    let Some((dom, loc)) = pci_location(bus_id) else { return Vec::new() };
+    let Some((dom, loc)) = pci_location(bus_id) else {
+        return Vec::new();
+    };
     nodes
         .iter()
         .filter(|(g, d, l)| *g != 0 && d.unwrap_or(0) == dom && *l == Some(loc))
@@ -277,7 +322,12 @@ mod tests {
     const GPU: u32 = 0xbeef;
 
     fn sq(id: u32, ty: u32) -> ProcQueue {
-        ProcQueue { queue_id: id, size: 1 << 20, queue_type: ty, gpu_id: GPU }
+        ProcQueue {
+            queue_id: id,
+            size: 1 << 20,
+            queue_type: ty,
+            gpu_id: GPU,
+        }
     }
 
     fn snap(id: u32, ty: QueueType) -> QueueSnapshot {
@@ -299,7 +349,12 @@ mod tests {
     fn base() -> (Vec<ProcQueue>, Vec<QueueSnapshot>) {
         (
             vec![sq(0, 0), sq(1, 0), sq(2, 0), sq(3, 1)],
-            vec![snap(0, QueueType::ComputeAql), snap(1, QueueType::ComputeAql), snap(2, QueueType::ComputeAql), snap(3, QueueType::Sdma)],
+            vec![
+                snap(0, QueueType::ComputeAql),
+                snap(1, QueueType::ComputeAql),
+                snap(2, QueueType::ComputeAql),
+                snap(3, QueueType::Sdma),
+            ],
         )
     }
 
@@ -323,7 +378,10 @@ mod tests {
         let e = find_new_queue(&sb, &sb, &nb, &nb, Some(GPU)).unwrap_err();
         assert_eq!(e, Refusal::NoNewQueue);
         let s = e.to_string();
-        assert!(s.contains("GPU_MAX_HW_QUEUES") && s.contains("hipExtStreamCreateWithCUMask"), "{s}");
+        assert!(
+            s.contains("GPU_MAX_HW_QUEUES") && s.contains("hipExtStreamCreateWithCUMask"),
+            "{s}"
+        );
     }
 
     #[test]
@@ -333,13 +391,25 @@ mod tests {
         sa.extend([sq(4, 0), sq(5, 0)]);
         na.extend([snap(4, QueueType::ComputeAql), snap(5, QueueType::ComputeAql)]);
         let e = find_new_queue(&sb, &sa, &nb, &na, Some(GPU)).unwrap_err();
-        assert!(matches!(&e, Refusal::SeveralNew { source: Source::Sysfs, keys } if keys.len() == 2), "{e:?}");
+        assert!(
+            matches!(&e, Refusal::SeveralNew { source: Source::Sysfs, keys } if keys.len() == 2),
+            "{e:?}"
+        );
         let s = e.to_string();
         assert!(s.contains("utility/blit") && s.contains("warm-up"), "{s}");
         // Only the snapshot sees two.
         sa.pop();
         let e = find_new_queue(&sb, &sa, &nb, &na, Some(GPU)).unwrap_err();
-        assert!(matches!(e, Refusal::SeveralNew { source: Source::Snapshot, .. }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                Refusal::SeveralNew {
+                    source: Source::Snapshot,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -349,18 +419,27 @@ mod tests {
         sa.push(sq(4, 0));
         na.push(snap(5, QueueType::ComputeAql));
         let e = find_new_queue(&sb, &sa, &nb, &na, Some(GPU)).unwrap_err();
-        assert!(matches!(&e, Refusal::Disagree { why, .. } if why.contains("different")), "{e:?}");
+        assert!(
+            matches!(&e, Refusal::Disagree { why, .. } if why.contains("different")),
+            "{e:?}"
+        );
         assert!(e.to_string().contains("disagree"));
         // Only one source saw it.
         let e = find_new_queue(&sb, &sa, &nb, &nb, Some(GPU)).unwrap_err();
-        assert!(matches!(&e, Refusal::Disagree { why, .. } if why.contains("only one source")), "{e:?}");
+        assert!(
+            matches!(&e, Refusal::Disagree { why, .. } if why.contains("only one source")),
+            "{e:?}"
+        );
         // Same id, different sizes.
         let mut n4 = snap(4, QueueType::ComputeAql);
         n4.ring_size = 1 << 19;
         let (_, mut na) = base();
         na.push(n4);
         let e = find_new_queue(&sb, &sa, &nb, &na, Some(GPU)).unwrap_err();
-        assert!(matches!(&e, Refusal::Disagree { why, .. } if why.contains("ring size")), "{e:?}");
+        assert!(
+            matches!(&e, Refusal::Disagree { why, .. } if why.contains("ring size")),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -368,7 +447,11 @@ mod tests {
         let (sb, nb) = base();
         let (mut sa, mut na) = base();
         sa.extend([sq(4, 1), sq(5, 0), sq(6, 4)]);
-        na.extend([snap(4, QueueType::Sdma), snap(5, QueueType::ComputeAql), snap(6, QueueType::SdmaXgmi)]);
+        na.extend([
+            snap(4, QueueType::Sdma),
+            snap(5, QueueType::ComputeAql),
+            snap(6, QueueType::SdmaXgmi),
+        ]);
         let f = find_new_queue(&sb, &sa, &nb, &na, Some(GPU)).unwrap();
         assert_eq!(f.queue_id, 5);
         assert_eq!(f.ignored.len(), 4, "{:?}", f.ignored);
@@ -376,7 +459,10 @@ mod tests {
         let (mut sa, mut na) = base();
         sa.push(sq(4, 1));
         na.push(snap(4, QueueType::Sdma));
-        assert_eq!(find_new_queue(&sb, &sa, &nb, &na, Some(GPU)).unwrap_err(), Refusal::NoNewQueue);
+        assert_eq!(
+            find_new_queue(&sb, &sa, &nb, &na, Some(GPU)).unwrap_err(),
+            Refusal::NoNewQueue
+        );
     }
 
     #[test]
@@ -387,12 +473,27 @@ mod tests {
         let (sa, mut na) = base();
         na[2].ring_base_address = 0x1234_0000;
         let e = find_new_queue(&sb, &sa, &nb, &na, Some(GPU)).unwrap_err();
-        assert_eq!(e, Refusal::Changed { source: Source::Snapshot, keys: vec![(GPU, 2)] });
+        assert_eq!(
+            e,
+            Refusal::Changed {
+                source: Source::Snapshot,
+                keys: vec![(GPU, 2)]
+            }
+        );
         let (mut sa, _) = base();
         sa.remove(1);
         sa.push(sq(4, 0));
         let e = find_new_queue(&sb, &sa, &nb, &nb, Some(GPU)).unwrap_err();
-        assert!(matches!(e, Refusal::Changed { source: Source::Sysfs, .. }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                Refusal::Changed {
+                    source: Source::Sysfs,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -401,14 +502,26 @@ mod tests {
         let (mut sa, mut na) = base();
         sa.push(sq(4, 0));
         na.push(snap(4, QueueType::ComputeAql));
-        assert_eq!(find_new_queue(&sb, &sa, &nb, &na, Some(7)).unwrap_err(), Refusal::WrongGpu { found: GPU, expected: 7 });
+        assert_eq!(
+            find_new_queue(&sb, &sa, &nb, &na, Some(7)).unwrap_err(),
+            Refusal::WrongGpu {
+                found: GPU,
+                expected: 7
+            }
+        );
         na[4].ring_base_address = 0;
-        assert!(matches!(find_new_queue(&sb, &sa, &nb, &na, None).unwrap_err(), Refusal::BadRing { queue: 4, .. }));
+        assert!(matches!(
+            find_new_queue(&sb, &sa, &nb, &na, None).unwrap_err(),
+            Refusal::BadRing { queue: 4, .. }
+        ));
         let (_, mut na) = base();
         na.push(snap(4, QueueType::ComputeAql));
         na[4].ring_size = 3 << 18;
         sa[4].size = 3 << 18;
-        assert!(matches!(find_new_queue(&sb, &sa, &nb, &na, None).unwrap_err(), Refusal::BadRing { queue: 4, .. }));
+        assert!(matches!(
+            find_new_queue(&sb, &sa, &nb, &na, None).unwrap_err(),
+            Refusal::BadRing { queue: 4, .. }
+        ));
     }
 
     #[test]
@@ -417,7 +530,12 @@ mod tests {
         assert_eq!(pci_location("0001:05:1f.7"), Some((1, 0x05ff)));
         assert_eq!(pci_location("garbage"), None);
         assert_eq!(pci_location("0000:c1:20.0"), None);
-        let nodes = [(0, Some(0), Some(0)), (0x1111, Some(0), Some(0xc100)), (0x2222, Some(0), Some(0xc101)), (0x3333, None, Some(0x0500))];
+        let nodes = [
+            (0, Some(0), Some(0)),
+            (0x1111, Some(0), Some(0xc100)),
+            (0x2222, Some(0), Some(0xc101)),
+            (0x3333, None, Some(0x0500)),
+        ];
         assert_eq!(gpu_ids_at(&nodes, "0000:c1:00.0"), vec![0x1111]);
         assert_eq!(gpu_ids_at(&nodes, "0000:05:00.0"), vec![0x3333]);
         assert!(gpu_ids_at(&nodes, "0000:07:00.0").is_empty());

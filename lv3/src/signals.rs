@@ -39,7 +39,11 @@ struct Registry {
 /// signals, so it must not be reported as a thread that fails to block them.
 static WAITER_TID: OnceLock<u32> = OnceLock::new();
 
-static REGISTRY: Mutex<Registry> = Mutex::new(Registry { next_id: 0, closing: false, entries: Vec::new() });
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    next_id: 0,
+    closing: false,
+    entries: Vec::new(),
+});
 
 fn registry() -> MutexGuard<'static, Registry> {
     // A panic while holding the lock must not stop the exit path from resuming.
@@ -73,7 +77,11 @@ pub enum Refused<E> {
 /// Runs `act` (the suspend) with the registry locked and registers `resume` if it succeeds.
 /// Holding the lock across the kernel call closes the race with a signal: the signal thread
 /// either runs before (and `act` is refused) or after (and sees the entry).
-pub fn register_around<T, E>(label: String, resume: ResumeFn, act: impl FnOnce() -> Result<T, E>) -> Result<(T, Registration), Refused<E>> {
+pub fn register_around<T, E>(
+    label: String,
+    resume: ResumeFn,
+    act: impl FnOnce() -> Result<T, E>,
+) -> Result<(T, Registration), Refused<E>> {
     let mut r = registry();
     if r.closing {
         return Err(Refused::ShuttingDown);
@@ -87,7 +95,9 @@ pub fn register_around<T, E>(label: String, resume: ResumeFn, act: impl FnOnce()
 
 /// Registers `resume` under `label`; `None` if the process is already exiting on a signal.
 pub fn register(label: String, resume: ResumeFn) -> Option<Registration> {
-    register_around(label, resume, || Ok::<(), ()>(())).ok().map(|((), reg)| reg)
+    register_around(label, resume, || Ok::<(), ()>(()))
+        .ok()
+        .map(|((), reg)| reg)
 }
 
 /// The labels of what is registered now (for reports and tests).
@@ -149,12 +159,18 @@ pub fn install_resume_on_signals(then: impl FnOnce(Resumed) + Send + 'static) ->
             // Only an invalid set makes sigwait fail; then the signals stay blocked and the
             // thread ends (reported through `then` never being called).
             if let Ok(signal) = set.wait() {
-                then(Resumed { signal, results: resume_all_and_close() });
+                then(Resumed {
+                    signal,
+                    results: resume_all_and_close(),
+                });
             }
         })?;
         started_thread = true;
     }
-    Ok(Installed { started_thread, unblocked_threads: threads_not_blocking() })
+    Ok(Installed {
+        started_thread,
+        unblocked_threads: threads_not_blocking(),
+    })
 }
 
 /// The shell's convention for death by a signal: 128 + signo (SIGINT 130, SIGTERM 143).
@@ -167,7 +183,9 @@ pub fn exit_code(sig: Signal) -> i32 {
 /// Empty if /proc is unreadable.
 pub fn threads_not_blocking() -> Vec<u32> {
     let want = (1u64 << (Signal::SIGINT as u32 - 1)) | (1u64 << (Signal::SIGTERM as u32 - 1));
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
     let mut out: Vec<u32> = dir
         .flatten()
         .filter_map(|t| {

@@ -9,20 +9,38 @@ use common::kfd_or_skip;
 
 #[test]
 fn every_conformance_probe_passes() {
-    let Some(_kfd) = kfd_or_skip("every_conformance_probe_passes") else { return };
+    let Some(_kfd) = kfd_or_skip("every_conformance_probe_passes") else {
+        return;
+    };
     let checks = conformance::run();
     for c in &checks {
         eprintln!("observed: {:?} {} {}: {}", c.status, c.category, c.name, c.detail);
     }
     let failed: Vec<_> = checks.iter().filter(|c| c.status == Status::Fail).collect();
     assert!(failed.is_empty(), "failed: {failed:#?}");
-    let error_paths = checks.iter().filter(|c| c.category == Category::ErrorPath && c.status == Status::Pass).count();
+    let error_paths = checks
+        .iter()
+        .filter(|c| c.category == Category::ErrorPath && c.status == Status::Pass)
+        .count();
     assert!(error_paths >= 6, "too few error paths ran: {checks:#?}");
-    let patched = checks.iter().find(|c| c.name == conformance::PATCHED_IOCTL).expect("the patched-ioctl capability check");
+    let patched = checks
+        .iter()
+        .find(|c| c.name == conformance::PATCHED_IOCTL)
+        .expect("the patched-ioctl capability check");
     if std::env::var_os("PREEMPT_EXPECT_PATCHED").is_some() {
         assert_eq!(patched.status, Status::Pass, "{patched:?}");
-        assert!(checks.iter().filter(|c| c.name.starts_with("preempt ioctl:") && c.status == Status::Pass).count() >= 6, "{checks:#?}");
+        assert!(
+            checks
+                .iter()
+                .filter(|c| c.name.starts_with("preempt ioctl:") && c.status == Status::Pass)
+                .count()
+                >= 6,
+            "{checks:#?}"
+        );
     } else if std::env::var_os("PREEMPT_REQUIRE_KFD").is_some() {
-        assert!(patched.status == Status::Skip && patched.detail.contains("ENOTTY"), "{patched:?}");
+        assert!(
+            patched.status == Status::Skip && patched.detail.contains("ENOTTY"),
+            "{patched:?}"
+        );
     }
 }

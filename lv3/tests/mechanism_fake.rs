@@ -58,8 +58,24 @@ impl Fake {
     fn create_queue(&self, id: QueueId, ring: u64, size: u32) -> QueueTarget {
         let mut s = self.st();
         let new = s.debug;
-        s.queues.insert(id, FakeQueue { ring, size, active: true, suspended: false, new });
-        QueueTarget { queue_id: id, gpu_id: GPU, ring_base_address: ring, ring_size: size, priority: 7, percentage: 100 }
+        s.queues.insert(
+            id,
+            FakeQueue {
+                ring,
+                size,
+                active: true,
+                suspended: false,
+                new,
+            },
+        );
+        QueueTarget {
+            queue_id: id,
+            gpu_id: GPU,
+            ring_base_address: ring,
+            ring_size: size,
+            priority: 7,
+            percentage: 100,
+        }
     }
     fn log(&self) -> Vec<Call> {
         self.st().log.clone()
@@ -91,7 +107,9 @@ impl KfdOps for Fake {
         if u.percentage > 100 || u.priority > 15 || (u.ring_size != 0 && !u.ring_size.is_power_of_two()) {
             return e(Errno::EINVAL);
         }
-        let Some(q) = s.queues.get(&id).copied() else { return e(Errno::EFAULT) };
+        let Some(q) = s.queues.get(&id).copied() else {
+            return e(Errno::EFAULT);
+        };
         if u.ring_base_address != 0 {
             if (u.ring_base_address, u.ring_size) != (q.ring, q.size) {
                 return e(Errno::EFAULT);
@@ -137,7 +155,11 @@ impl KfdOps for Fake {
             return Err(err(Op::DbgTrap(DbgOp::Enable), None, Errno::EALREADY));
         }
         s.debug = true;
-        Ok(RuntimeInfo { r_debug: 0, runtime_state: u32::from(s.runtime), ttmp_setup: false })
+        Ok(RuntimeInfo {
+            r_debug: 0,
+            runtime_state: u32::from(s.runtime),
+            ttmp_setup: false,
+        })
     }
 
     /// DISABLE resumes every suspended queue of the process.
@@ -177,7 +199,8 @@ impl KfdOps for Fake {
             out.push(QueueStatus { id, state });
         }
         if clear & EC_QUEUE_NEW_MASK != 0 && out.iter().any(|o| o.state == QueueState::Ok) {
-            ids.iter().for_each(|id| _ = s.queues.get_mut(id).map(|q| q.new = false));
+            ids.iter()
+                .for_each(|id| _ = s.queues.get_mut(id).map(|q| q.new = false));
         }
         Ok(out)
     }
@@ -201,9 +224,15 @@ impl KfdOps for Fake {
             .map(|&id| match s.queues.get_mut(&id) {
                 Some(q) => {
                     q.suspended = false; // not suspended: a no-op that still counts as Ok
-                    QueueStatus { id, state: QueueState::Ok }
+                    QueueStatus {
+                        id,
+                        state: QueueState::Ok,
+                    }
                 }
-                None => QueueStatus { id, state: QueueState::Invalid },
+                None => QueueStatus {
+                    id,
+                    state: QueueState::Invalid,
+                },
             })
             .collect();
         Ok(out)
@@ -249,11 +278,20 @@ impl KfdOps for Fake {
 const RING: u64 = 0x7f00_0010_0000;
 const MIB: u32 = 1 << 20;
 fn quick() -> RetryPolicy {
-    RetryPolicy { tries: 3, first_backoff: Duration::from_micros(10) }
+    RetryPolicy {
+        tries: 3,
+        first_backoff: Duration::from_micros(10),
+    }
 }
 
 fn restore(q: &QueueTarget) -> QueueUpdate {
-    QueueUpdate { ring_base_address: q.ring_base_address, ring_size: q.ring_size, percentage: 100, pm4_target_xcc: 0, priority: q.priority }
+    QueueUpdate {
+        ring_base_address: q.ring_base_address,
+        ring_size: q.ring_size,
+        percentage: 100,
+        pm4_target_xcc: 0,
+        priority: q.priority,
+    }
 }
 
 fn count(f: &Fake, pred: impl Fn(&Call) -> bool) -> usize {
@@ -269,10 +307,16 @@ fn update_queue_restores_the_original_ring_size_percentage_and_priority() {
     let p = Preemptor::new(UpdateQueue::new(f.clone())).with_retry(quick());
     let g = p.suspend(&q).unwrap();
     assert!(!f.running(1));
-    assert_eq!((g.report().mechanism, g.report().queue_id), (MechanismKind::UpdateQueue, 1));
+    assert_eq!(
+        (g.report().mechanism, g.report().queue_id),
+        (MechanismKind::UpdateQueue, 1)
+    );
     g.resume().unwrap();
     assert!(f.running(1));
-    assert_eq!(f.log(), vec![Call::Update(1, QueueUpdate::disable()), Call::Update(1, restore(&q))]);
+    assert_eq!(
+        f.log(),
+        vec![Call::Update(1, QueueUpdate::disable()), Call::Update(1, restore(&q))]
+    );
 }
 
 #[test]
@@ -283,21 +327,55 @@ fn update_queue_reports_the_kernels_errnos() {
     let ghost = QueueTarget { queue_id: 0xdead, ..q };
     let e = p.suspend(&ghost).unwrap_err();
     assert_eq!(e.errno(), Some(Errno::EFAULT));
-    assert!(e.to_string().contains("queue 57005") && e.to_string().contains("unknown queue id"), "{e}");
+    assert!(
+        e.to_string().contains("queue 57005") && e.to_string().contains("unknown queue id"),
+        "{e}"
+    );
     assert!(!p.is_suspended(&ghost), "a failed suspend leaves no guard behind");
 
     let m = UpdateQueue::new(f.clone());
-    for wrong in [QueueTarget { ring_base_address: RING + 4096, ..q }, QueueTarget { ring_size: MIB / 2, ..q }] {
-        assert_eq!(m.resume(&wrong).unwrap_err().errno(), Some(Errno::EFAULT), "restore with another ring: {wrong:?}");
+    for wrong in [
+        QueueTarget {
+            ring_base_address: RING + 4096,
+            ..q
+        },
+        QueueTarget {
+            ring_size: MIB / 2,
+            ..q
+        },
+    ] {
+        assert_eq!(
+            m.resume(&wrong).unwrap_err().errno(),
+            Some(Errno::EFAULT),
+            "restore with another ring: {wrong:?}"
+        );
     }
     // Targets that could not be restored are refused before the kernel sees anything.
     let n = f.log().len();
-    for bad in [QueueTarget { percentage: 101, ..q }, QueueTarget { percentage: 0, ..q }, QueueTarget { ring_size: 3000, ..q }] {
-        assert!(matches!(p.suspend(&bad), Err(MechError::BadTarget { queue: 2, .. })), "{bad:?}");
+    for bad in [
+        QueueTarget { percentage: 101, ..q },
+        QueueTarget { percentage: 0, ..q },
+        QueueTarget { ring_size: 3000, ..q },
+    ] {
+        assert!(
+            matches!(p.suspend(&bad), Err(MechError::BadTarget { queue: 2, .. })),
+            "{bad:?}"
+        );
     }
     assert_eq!(f.log().len(), n);
     // The fake itself answers EINVAL as the kernel does.
-    assert_eq!(f.update_queue(2, &QueueUpdate { percentage: 101, ..restore(&q) }).unwrap_err().errno, Errno::EINVAL);
+    assert_eq!(
+        f.update_queue(
+            2,
+            &QueueUpdate {
+                percentage: 101,
+                ..restore(&q)
+            }
+        )
+        .unwrap_err()
+        .errno,
+        Errno::EINVAL
+    );
 }
 
 #[test]
@@ -305,7 +383,10 @@ fn dbg_trap_enables_the_runtime_first_and_teardown_restores_what_it_found() {
     let f = Fake::default();
     let m = DbgTrap::setup(f.clone(), GracePeriod::Clocks1k(2)).unwrap();
     assert!(m.enabled_runtime() && m.enabled_debug());
-    assert_eq!(f.log(), vec![Call::Snapshot(0), Call::RuntimeEnable, Call::DbgEnable(0)]);
+    assert_eq!(
+        f.log(),
+        vec![Call::Snapshot(0), Call::RuntimeEnable, Call::DbgEnable(0)]
+    );
     drop(m);
     assert_eq!(f.log()[3..], [Call::DbgDisable, Call::RuntimeDisable]);
     let s = f.st();
@@ -336,7 +417,11 @@ fn dbg_trap_refuses_a_process_someone_else_debugs_and_touches_nothing() {
         let e = DbgTrap::setup(f.clone(), GracePeriod::Default).unwrap_err();
         assert!(matches!(e, MechError::Session(SessionError::DebuggerPresent(_))), "{e}");
         assert!(e.to_string().contains("another debugger"), "{e}");
-        assert_eq!(f.log(), vec![Call::Snapshot(0)], "no RUNTIME_ENABLE (it would block), no DISABLE");
+        assert_eq!(
+            f.log(),
+            vec![Call::Snapshot(0)],
+            "no RUNTIME_ENABLE (it would block), no DISABLE"
+        );
         let s = f.st();
         assert!(s.debug && s.runtime == runtime_on && s.blocked.is_none());
     }
@@ -346,7 +431,15 @@ fn dbg_trap_refuses_a_process_someone_else_debugs_and_touches_nothing() {
     f.st().enable_race = true;
     let e = DbgTrap::setup(f.clone(), GracePeriod::Default).unwrap_err();
     assert!(matches!(e, MechError::Session(SessionError::DebuggerPresent(_))), "{e}");
-    assert_eq!(f.log(), vec![Call::Snapshot(0), Call::RuntimeEnable, Call::DbgEnable(0), Call::RuntimeDisable]);
+    assert_eq!(
+        f.log(),
+        vec![
+            Call::Snapshot(0),
+            Call::RuntimeEnable,
+            Call::DbgEnable(0),
+            Call::RuntimeDisable
+        ]
+    );
     assert!(!f.st().runtime);
 }
 
@@ -359,7 +452,13 @@ fn dbg_trap_clears_queue_new_before_suspending() {
     let n = f.log().len();
     let g = p.suspend(&q).unwrap();
     assert!(g.report().cleared_queue_new);
-    assert_eq!(f.log()[n..], [Call::Snapshot(EC_QUEUE_NEW_MASK), Call::Suspend(vec![5], EC_QUEUE_NEW_MASK)]);
+    assert_eq!(
+        f.log()[n..],
+        [
+            Call::Snapshot(EC_QUEUE_NEW_MASK),
+            Call::Suspend(vec![5], EC_QUEUE_NEW_MASK)
+        ]
+    );
     assert!(f.q(5).suspended && !f.q(5).new);
     g.resume().unwrap();
     assert_eq!(f.log().last(), Some(&Call::Resume(vec![5])));
@@ -378,9 +477,23 @@ fn dbg_trap_clears_queue_new_before_suspending() {
 fn dbg_trap_names_the_queue_the_kernel_refused() {
     let f = Fake::default();
     let p = Preemptor::new(DbgTrap::setup(f.clone(), GracePeriod::Default).unwrap());
-    let ghost = QueueTarget { queue_id: 99, gpu_id: GPU, ring_base_address: RING, ring_size: MIB, priority: 0, percentage: 100 };
+    let ghost = QueueTarget {
+        queue_id: 99,
+        gpu_id: GPU,
+        ring_base_address: RING,
+        ring_size: MIB,
+        priority: 0,
+        percentage: 100,
+    };
     let e = p.suspend(&ghost).unwrap_err();
-    assert_eq!(e, MechError::QueueRefused { op: DbgOp::SuspendQueues, queue: 99, state: QueueState::Invalid });
+    assert_eq!(
+        e,
+        MechError::QueueRefused {
+            op: DbgOp::SuspendQueues,
+            queue: 99,
+            state: QueueState::Invalid
+        }
+    );
     assert!(e.to_string().contains("refused queue 99: INVALID"), "{e}");
     assert!(!p.is_suspended(&ghost));
 }
@@ -405,8 +518,14 @@ fn a_failed_resume_is_retried_then_reported_never_swallowed() {
     assert_eq!(restores(&f), 6);
     assert!(!f.running(7));
     let label = q.label(MechanismKind::UpdateQueue);
-    assert!(lv3::signals::registered().contains(&label), "left for the signal handler's last try");
-    assert!(!p.is_suspended(&q), "the guard is gone; a raw resume or a new guard may retry");
+    assert!(
+        lv3::signals::registered().contains(&label),
+        "left for the signal handler's last try"
+    );
+    assert!(
+        !p.is_suspended(&q),
+        "the guard is gone; a raw resume or a new guard may retry"
+    );
 
     // The drop path tries as hard (and reports the failure as a kfd::events warning).
     f.st().fail_resumes = 10;
@@ -428,7 +547,10 @@ fn guards_resume_on_drop_and_while_a_panic_unwinds() {
         assert!(lv3::signals::registered().contains(&q.label(MechanismKind::DbgTrap)));
     }
     assert!(f.running(8) && !p.is_suspended(&q));
-    assert!(!lv3::signals::registered().contains(&q.label(MechanismKind::DbgTrap)), "deregistered by the resume");
+    assert!(
+        !lv3::signals::registered().contains(&q.label(MechanismKind::DbgTrap)),
+        "deregistered by the resume"
+    );
 
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _g = p.suspend(&q).unwrap();
@@ -447,7 +569,10 @@ fn double_suspend_is_refused_without_a_kernel_call() {
     let p = Preemptor::new(UpdateQueue::new(f.clone()));
     let g = p.suspend(&q).unwrap();
     let n = f.log().len();
-    assert_eq!(p.suspend(&q).unwrap_err(), MechError::AlreadySuspended { queue: 9, gpu_id: GPU });
+    assert_eq!(
+        p.suspend(&q).unwrap_err(),
+        MechError::AlreadySuspended { queue: 9, gpu_id: GPU }
+    );
     assert_eq!(f.log().len(), n);
     g.resume().unwrap();
     p.suspend(&q).unwrap().resume().unwrap();
@@ -478,7 +603,10 @@ fn disable_resumes_every_queue_and_teardown_waits_for_guards() {
     dbg.suspend(&b).unwrap();
     dbg.teardown().unwrap();
     assert!(f.running(11) && f.running(12));
-    assert!(matches!(dbg.suspend(&a), Err(MechError::Unavailable { .. })), "no suspends after teardown");
+    assert!(
+        matches!(dbg.suspend(&a), Err(MechError::Unavailable { .. })),
+        "no suspends after teardown"
+    );
 
     let p = Preemptor::new(DbgTrap::setup(f.clone(), GracePeriod::Default).unwrap());
     let g = p.suspend(&a).unwrap();
@@ -507,7 +635,10 @@ fn auto_falls_back_when_dbg_trap_setup_fails_at_run_time() {
     assert_eq!(m.kind(), MechanismKind::UpdateQueue);
     assert_eq!(skipped.len(), 2, "{skipped:?}");
     assert!(skipped[0].starts_with("ioctl: not usable"), "{skipped:?}");
-    assert!(skipped[1].starts_with("dbg-trap: setup failed") && skipped[1].contains("another debugger"), "{skipped:?}");
+    assert!(
+        skipped[1].starts_with("dbg-trap: setup failed") && skipped[1].contains("another debugger"),
+        "{skipped:?}"
+    );
 }
 
 /// A mechanism whose resume writes a marker to stdout: what the signal child registers.
@@ -518,7 +649,14 @@ impl Preempt for MarkerMech {
         MechanismKind::UpdateQueue
     }
     fn suspend(&self, q: &QueueTarget) -> std::result::Result<SuspendReport, MechError> {
-        Ok(SuspendReport { mechanism: MechanismKind::UpdateQueue, queue_id: q.queue_id, total: Duration::ZERO, preempt_call: Duration::ZERO, cleared_queue_new: false, kernel: None })
+        Ok(SuspendReport {
+            mechanism: MechanismKind::UpdateQueue,
+            queue_id: q.queue_id,
+            total: Duration::ZERO,
+            preempt_call: Duration::ZERO,
+            cleared_queue_new: false,
+            kernel: None,
+        })
     }
     fn resume(&self, q: &QueueTarget) -> std::result::Result<(), MechError> {
         use std::io::Write;
@@ -546,7 +684,14 @@ fn signal_child_mode() {
         std::process::exit(lv3::signals::exit_code(r.signal));
     })
     .unwrap();
-    let q = QueueTarget { queue_id: 77, gpu_id: GPU, ring_base_address: RING, ring_size: MIB, priority: 7, percentage: 100 };
+    let q = QueueTarget {
+        queue_id: 77,
+        gpu_id: GPU,
+        ring_base_address: RING,
+        ring_size: MIB,
+        priority: 7,
+        percentage: 100,
+    };
     let _guard = Preemptor::new(MarkerMech).suspend(&q).unwrap();
     println!("READY unblocked={:?}", installed.unblocked_threads);
     std::thread::sleep(Duration::from_secs(20));
@@ -584,21 +729,39 @@ fn sigterm_resumes_registered_queues_and_exits_143() {
         if out.read_line(&mut line).unwrap() == 0 {
             let mut err = String::new();
             let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-            panic!("child ended before READY: {:?}\nstdout: {seen}\nstderr: {err}", child.wait());
+            panic!(
+                "child ended before READY: {:?}\nstdout: {seen}\nstderr: {err}",
+                child.wait()
+            );
         }
         seen.push_str(&line);
         // libtest prints "test signal_child_mode ... " without a newline before our line.
         if let Some(i) = line.find("READY") {
-            assert_eq!(line[i..].trim(), "READY unblocked=[]", "every thread of the child must block SIGINT/SIGTERM");
+            assert_eq!(
+                line[i..].trim(),
+                "READY unblocked=[]",
+                "every thread of the child must block SIGINT/SIGTERM"
+            );
             break;
         }
     }
-    kill(nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()), Signal::SIGTERM).unwrap();
+    kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        Signal::SIGTERM,
+    )
+    .unwrap();
     out.read_to_string(&mut seen).unwrap();
     let mut err = String::new();
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     let status = child.wait().unwrap();
-    assert!(seen.contains("MARKER resumed queue 77"), "stdout: {seen}\nstderr: {err}");
+    assert!(
+        seen.contains("MARKER resumed queue 77"),
+        "stdout: {seen}\nstderr: {err}"
+    );
     assert_eq!(status.code(), Some(143), "stdout: {seen}\nstderr: {err}");
-    assert!(err.contains("SIGTERM received: resuming 1 suspended queue(s)") && err.contains("update-queue gpu 0x1234 queue 77: Ok(())"), "{err}");
+    assert!(
+        err.contains("SIGTERM received: resuming 1 suspended queue(s)")
+            && err.contains("update-queue gpu 0x1234 queue 77: Ok(())"),
+        "{err}"
+    );
 }

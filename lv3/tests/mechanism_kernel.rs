@@ -50,16 +50,30 @@ fn assert_state_restored(k: &Kfd, runtime_was_on: bool) {
             assert!(runtime_was_on, "the mechanism left its own runtime enable on");
         }
     }
-    eprintln!("observed: debug off, runtime {} after teardown", if runtime_was_on { "still on" } else { "off" });
+    eprintln!(
+        "observed: debug off, runtime {} after teardown",
+        if runtime_was_on { "still on" } else { "off" }
+    );
 }
 
 #[test]
 fn update_queue_refuses_an_unknown_queue_with_efault() {
-    let Some(kfd) = kfd_or_skip("update_queue_refuses_an_unknown_queue_with_efault") else { return };
+    let Some(kfd) = kfd_or_skip("update_queue_refuses_an_unknown_queue_with_efault") else {
+        return;
+    };
     let p = Preemptor::new(UpdateQueue::new(kfd));
     let e = p.suspend(&GHOST).unwrap_err();
-    let MechError::Kfd { mechanism: MechanismKind::UpdateQueue, source } = &e else { panic!("{e}") };
-    assert_eq!((source.op, source.queue, source.errno), (Op::UpdateQueue, Some(0xdead), Errno::EFAULT));
+    let MechError::Kfd {
+        mechanism: MechanismKind::UpdateQueue,
+        source,
+    } = &e
+    else {
+        panic!("{e}")
+    };
+    assert_eq!(
+        (source.op, source.queue, source.errno),
+        (Op::UpdateQueue, Some(0xdead), Errno::EFAULT)
+    );
     assert!(e.to_string().contains("unknown queue id"), "{e}");
     assert!(!p.is_suspended(&GHOST));
     assert!(!lv3::signals::registered().contains(&GHOST.label(MechanismKind::UpdateQueue)));
@@ -72,31 +86,64 @@ fn update_queue_refuses_an_unknown_queue_with_efault() {
 
 #[test]
 fn dbg_trap_in_a_fresh_process_enables_both_and_disables_both() {
-    let Some(kfd) = kfd_or_skip("dbg_trap_in_a_fresh_process_enables_both_and_disables_both") else { return };
+    let Some(kfd) = kfd_or_skip("dbg_trap_in_a_fresh_process_enables_both_and_disables_both") else {
+        return;
+    };
     let probe = Restore(Kfd::open().unwrap());
     let mech = DbgTrap::setup(kfd, GracePeriod::Clocks1k(1)).unwrap();
-    assert!(mech.enabled_runtime() && mech.enabled_debug(), "nothing was enabled before");
+    assert!(
+        mech.enabled_runtime() && mech.enabled_debug(),
+        "nothing was enabled before"
+    );
     let p = Preemptor::new(mech);
     let e = p.suspend(&GHOST).unwrap_err();
-    assert_eq!(e, MechError::QueueRefused { op: DbgOp::SuspendQueues, queue: 0xdead, state: QueueState::Invalid });
+    assert_eq!(
+        e,
+        MechError::QueueRefused {
+            op: DbgOp::SuspendQueues,
+            queue: 0xdead,
+            state: QueueState::Invalid
+        }
+    );
     assert!(e.to_string().contains("queue 57005"), "{e}");
     assert!(!p.is_suspended(&GHOST));
     eprintln!("observed: dbg-trap suspend of queue 0xdead -> {e}");
     let e = p.mechanism().resume(&GHOST).unwrap_err();
-    assert!(matches!(e, MechError::QueueRefused { op: DbgOp::ResumeQueues, state: QueueState::Invalid, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            MechError::QueueRefused {
+                op: DbgOp::ResumeQueues,
+                state: QueueState::Invalid,
+                ..
+            }
+        ),
+        "{e}"
+    );
     drop(p); // teardown: DISABLE, then runtime disable
     assert_state_restored(&probe.0, false);
 }
 
 #[test]
 fn dbg_trap_in_a_runtime_enabled_process_leaves_the_runtime_on() {
-    let Some(kfd) = kfd_or_skip("dbg_trap_in_a_runtime_enabled_process_leaves_the_runtime_on") else { return };
+    let Some(kfd) = kfd_or_skip("dbg_trap_in_a_runtime_enabled_process_leaves_the_runtime_on") else {
+        return;
+    };
     let probe = Restore(Kfd::open().unwrap());
     probe.0.runtime_enable(0).unwrap(); // what ROCr does at load
     let mech = DbgTrap::setup(kfd, GracePeriod::Default).unwrap();
     assert!(!mech.enabled_runtime() && mech.enabled_debug());
     let e = mech.suspend(&GHOST).unwrap_err();
-    assert!(matches!(e, MechError::QueueRefused { state: QueueState::Invalid, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            MechError::QueueRefused {
+                state: QueueState::Invalid,
+                ..
+            }
+        ),
+        "{e}"
+    );
     mech.teardown().unwrap();
     drop(mech);
     assert_state_restored(&probe.0, true);
@@ -105,7 +152,9 @@ fn dbg_trap_in_a_runtime_enabled_process_leaves_the_runtime_on() {
 
 #[test]
 fn dbg_trap_refuses_a_process_that_is_already_debugged() {
-    let Some(kfd) = kfd_or_skip("dbg_trap_refuses_a_process_that_is_already_debugged") else { return };
+    let Some(kfd) = kfd_or_skip("dbg_trap_refuses_a_process_that_is_already_debugged") else {
+        return;
+    };
     let probe = Restore(Kfd::open().unwrap());
     // Someone else's session, with and without the runtime on. Without it, a RUNTIME_ENABLE by
     // the mechanism would block this test forever: setup must detect the session first.

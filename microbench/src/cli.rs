@@ -68,7 +68,9 @@ impl ValueEnum for Level {
     }
     fn to_possible_value(&self) -> Option<PossibleValue> {
         Some(match self {
-            Level::Lv1 => PossibleValue::new("1").help("progressive launching (at most --threshold commands in flight)"),
+            Level::Lv1 => {
+                PossibleValue::new("1").help("progressive launching (at most --threshold commands in flight)")
+            }
             Level::Lv3 => PossibleValue::new("3").help("interrupt/restore: CWSR on a GPU, SIGSTOP on the host device"),
         })
     }
@@ -86,7 +88,11 @@ impl ValueEnum for Format {
 /// `--mechanism`: auto or one of lv3's mechanisms, listed from lv3's own identity.
 fn mechanism_parser() -> impl TypedValueParser<Value = MechanismChoice> {
     let names = std::iter::once(PossibleValue::new("auto").help("the first usable of ioctl, dbg-trap, update-queue"))
-        .chain(MechanismKind::AUTO_ORDER.into_iter().map(|k| PossibleValue::new(k.name())));
+        .chain(
+            MechanismKind::AUTO_ORDER
+                .into_iter()
+                .map(|k| PossibleValue::new(k.name())),
+        );
     PossibleValuesParser::new(names).try_map(|s| s.parse::<MechanismChoice>())
 }
 
@@ -255,10 +261,16 @@ impl Cli {
                     common: common(r.common)?,
                 })
             }
-            Some(Cmd::Doctor(a)) => Command::Doctor(options::DoctorOptions { format: a.format, root: a.root }),
-            Some(Cmd::Validate(a)) => {
-                Command::Validate(options::ValidateOptions { format: a.format, all_gpus: a.all_gpus, t_ms: a.t_ms, cycles: a.cycles })
-            }
+            Some(Cmd::Doctor(a)) => Command::Doctor(options::DoctorOptions {
+                format: a.format,
+                root: a.root,
+            }),
+            Some(Cmd::Validate(a)) => Command::Validate(options::ValidateOptions {
+                format: a.format,
+                all_gpus: a.all_gpus,
+                t_ms: a.t_ms,
+                cycles: a.cycles,
+            }),
             Some(Cmd::Sweep(SweepCmd::T(a))) => Command::SweepT(options::SweepTOptions {
                 levels: a.levels,
                 t_ms: a.t_ms,
@@ -274,7 +286,10 @@ impl Cli {
                 out_dir: a.out_dir,
                 common: common(a.common)?,
             }),
-            Some(Cmd::LauncherCost(a)) => Command::LauncherCost(options::LauncherCostOptions { commands: a.commands, common: common(a.common)? }),
+            Some(Cmd::LauncherCost(a)) => Command::LauncherCost(options::LauncherCostOptions {
+                commands: a.commands,
+                common: common(a.common)?,
+            }),
             Some(Cmd::HostWorker) => Command::HostWorker,
         })
     }

@@ -49,11 +49,19 @@ pub fn select(c: &Common, hip: impl FnOnce() -> Fact<HipInfo>) -> Result<Device,
         (Ok(()), _) => Ok(Device::Hip(index)),
         (Err(why), DeviceSpec::Auto) => {
             if c.mechanism != MechanismChoice::Auto {
-                return Err(Failure::Usage(format!("--mechanism {} needs a usable AMD GPU, and there is none: {why}", c.mechanism)));
+                return Err(Failure::Usage(format!(
+                    "--mechanism {} needs a usable AMD GPU, and there is none: {why}",
+                    c.mechanism
+                )));
             }
-            eprintln!("preempt-lat: --device auto: using the host device ({why}); its figures are host figures, not GPU figures");
+            eprintln!(
+                "preempt-lat: --device auto: using the host device ({why}); its figures are host figures, not GPU figures"
+            );
             Ok(host)
         }
-        (Err(why), _) => Err(Failure::Error(format!("--device {}: cannot run: {why} (see `preempt-lat doctor`)", c.device))),
+        (Err(why), _) => Err(Failure::Error(format!(
+            "--device {}: cannot run: {why} (see `preempt-lat doctor`)",
+            c.device
+        ))),
     }
 }

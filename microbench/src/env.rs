@@ -24,7 +24,9 @@ pub fn git_revision() -> &'static str {
 
 /// The running kernel's release (`uname -r`), empty if /proc is unreadable.
 pub fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default()
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 pub fn cores() -> usize {
@@ -34,7 +36,12 @@ pub fn cores() -> usize {
 fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|m| m.trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into())
 }
 
@@ -59,6 +66,10 @@ impl Environment {
 
 /// The environment of a host-device run.
 pub fn host(mechanism: &str) -> Environment {
-    let detail = format!("CPU worker processes on {} ({} cores); host figures, not GPU figures", cpu_model(), cores());
+    let detail = format!(
+        "CPU worker processes on {} ({} cores); host figures, not GPU figures",
+        cpu_model(),
+        cores()
+    );
     Environment::new("host".into(), detail, None, mechanism)
 }

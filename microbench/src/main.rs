@@ -81,7 +81,10 @@ fn run(o: &options::RunOptions) -> Outcome {
     let dev = device::select(&o.common, hip_facts)?;
     // --out is opened now, so an unwritable path fails before a long run.
     let mut out: Box<dyn Write> = match &o.out {
-        Some(p) => Box::new(std::fs::File::create(p).map_err(|e| Failure::Usage(format!("--out {}: cannot write: {e}", p.display())))?),
+        Some(p) => Box::new(
+            std::fs::File::create(p)
+                .map_err(|e| Failure::Usage(format!("--out {}: cannot write: {e}", p.display())))?,
+        ),
         None => Box::new(std::io::stdout().lock()),
     };
     let p = measure::Params::new(o.level, o.t_ms, o.samples, o.warmup, &o.common, dev.workers());
@@ -95,7 +98,9 @@ fn run(o: &options::RunOptions) -> Outcome {
 
 fn launcher_cost(o: &options::LauncherCostOptions, dev: Device) -> Outcome {
     let Device::Host(workers) = dev else {
-        return Err(Failure::Usage("launcher-cost measures the host device only: use --device host".into()));
+        return Err(Failure::Usage(
+            "launcher-cost measures the host device only: use --device host".into(),
+        ));
     };
     let (threshold, batch) = (o.common.threshold, o.common.batch);
     let null_dev = measure::host::launcher_cost_null_device(o.commands, threshold, batch)?;

@@ -37,7 +37,9 @@ impl FromStr for Level {
         match s {
             "1" => Ok(Level::Lv1),
             "3" => Ok(Level::Lv3),
-            _ => Err(format!("invalid level {s:?}: 1 (progressive launching) or 3 (interrupt/restore)")),
+            _ => Err(format!(
+                "invalid level {s:?}: 1 (progressive launching) or 3 (interrupt/restore)"
+            )),
         }
     }
 }
@@ -98,7 +100,9 @@ impl FromStr for DeviceSpec {
             "host" => Ok(DeviceSpec::Host),
             _ => match s.strip_prefix("hip:").map(str::parse::<u32>) {
                 Some(Ok(n)) => Ok(DeviceSpec::Hip(n)),
-                _ => Err(format!("unknown device {s:?}: use auto, host, or hip:N (N = HIP device index, e.g. hip:0)")),
+                _ => Err(format!(
+                    "unknown device {s:?}: use auto, host, or hip:N (N = HIP device index, e.g. hip:0)"
+                )),
             },
         }
     }
@@ -109,7 +113,10 @@ pub const MAX_T_MS: f64 = 10_000.0;
 
 /// T in milliseconds: finite, > 0, at least 1 ns, at most [`MAX_T_MS`].
 pub fn parse_t_ms(s: &str) -> Result<f64, String> {
-    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number of milliseconds (e.g. 0.5)"))?;
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of milliseconds (e.g. 0.5)"))?;
     if !v.is_finite() {
         return Err(format!("T must be a finite number of milliseconds, not {s}"));
     }
@@ -117,7 +124,9 @@ pub fn parse_t_ms(s: &str) -> Result<f64, String> {
         return Err(format!("T must be greater than 0 ms (got {v})"));
     }
     if v > MAX_T_MS {
-        return Err(format!("T = {v} ms is absurdly large: at most {MAX_T_MS} ms per command"));
+        return Err(format!(
+            "T = {v} ms is absurdly large: at most {MAX_T_MS} ms per command"
+        ));
     }
     if v * 1e6 < 1.0 {
         return Err(format!("T = {v} ms is below 1 ns"));
@@ -249,7 +258,14 @@ mod tests {
     #[test]
     fn t_is_checked_with_a_reason() {
         assert_eq!(parse_t_ms("0.5"), Ok(0.5));
-        for (s, want) in [("0", "greater than 0"), ("-1", "greater than 0"), ("NaN", "finite"), ("1e9", "absurdly large"), ("x", "not a number"), ("1e-7", "below 1 ns")] {
+        for (s, want) in [
+            ("0", "greater than 0"),
+            ("-1", "greater than 0"),
+            ("NaN", "finite"),
+            ("1e9", "absurdly large"),
+            ("x", "not a number"),
+            ("1e-7", "below 1 ns"),
+        ] {
             assert!(parse_t_ms(s).unwrap_err().contains(want), "{s}");
         }
     }
@@ -270,10 +286,30 @@ mod tests {
 
     #[test]
     fn common_cross_checks() {
-        let ok = Common { threshold: 8, batch: 4, device: DeviceSpec::Auto, seed: 1, mechanism: MechanismChoice::Auto, workers: None, quiet: true };
+        let ok = Common {
+            threshold: 8,
+            batch: 4,
+            device: DeviceSpec::Auto,
+            seed: 1,
+            mechanism: MechanismChoice::Auto,
+            workers: None,
+            quiet: true,
+        };
         assert!(ok.check().is_ok());
-        assert!(Common { threshold: 2, ..ok.clone() }.check().unwrap_err().contains("--threshold (2) must be >= --batch (4)"));
-        let host_dbg = Common { device: DeviceSpec::Host, mechanism: "dbg-trap".parse().unwrap(), ..ok };
+        assert!(
+            Common {
+                threshold: 2,
+                ..ok.clone()
+            }
+            .check()
+            .unwrap_err()
+            .contains("--threshold (2) must be >= --batch (4)")
+        );
+        let host_dbg = Common {
+            device: DeviceSpec::Host,
+            mechanism: "dbg-trap".parse().unwrap(),
+            ..ok
+        };
         assert!(host_dbg.check().unwrap_err().contains("needs an AMD GPU"));
     }
 }

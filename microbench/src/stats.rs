@@ -23,7 +23,9 @@ pub struct Recorder {
 
 impl Default for Recorder {
     fn default() -> Self {
-        Recorder { h: Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds") }
+        Recorder {
+            h: Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds"),
+        }
     }
 }
 

@@ -38,7 +38,9 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
             runs.push(crate::measure::run(&p, dev, a.common.mechanism, a.common.quiet)?);
         }
     }
-    write_file(&a.out_dir.join("sweep-t.csv"), |w| crate::output::csv(runs.iter().flat_map(crate::output::run_rows), w))?;
+    write_file(&a.out_dir.join("sweep-t.csv"), |w| {
+        crate::output::csv(runs.iter().flat_map(crate::output::run_rows), w)
+    })?;
     write_file(&a.out_dir.join("sweep-t.json"), |w| crate::output::json(&runs, w))?;
     let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
     let mut series = Vec::new();
@@ -48,19 +50,45 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
                 .iter()
                 .filter(|r| r.params.level == level)
                 .filter_map(|r| {
-                    let s = if pick == 0 { &r.latency_ns.suspend } else { &r.latency_ns.hp_start };
+                    let s = if pick == 0 {
+                        &r.latency_ns.suspend
+                    } else {
+                        &r.latency_ns.hp_start
+                    };
                     s.map(|s| (r.params.t_ms, s.p99 as f64 / 1000.0))
                 })
                 .collect();
             if !pts.is_empty() {
-                series.push(Series { label: format!("Lv{} {metric} P99", level.number()), points: pts });
+                series.push(Series {
+                    label: format!("Lv{} {metric} P99", level.number()),
+                    points: pts,
+                });
             }
         }
     }
-    let title = format!("P99 preemption latency vs T ({device} device{})", if device == "host" { ": host figures, not GPU" } else { "" });
-    lines(&a.out_dir.join("sweep-t.svg"), &title, "T (ms)", "P99 latency (us)", true, &series)?;
+    let title = format!(
+        "P99 preemption latency vs T ({device} device{})",
+        if device == "host" {
+            ": host figures, not GPU"
+        } else {
+            ""
+        }
+    );
+    lines(
+        &a.out_dir.join("sweep-t.svg"),
+        &title,
+        "T (ms)",
+        "P99 latency (us)",
+        true,
+        &series,
+    )?;
     let ok = runs.iter().all(|r| r.correctness.ok);
-    println!("sweep t: {} runs -> {}/sweep-t.{{csv,json,svg}}; correctness {}", runs.len(), a.out_dir.display(), if ok { "OK" } else { "FAILED" });
+    println!(
+        "sweep t: {} runs -> {}/sweep-t.{{csv,json,svg}}; correctness {}",
+        runs.len(),
+        a.out_dir.display(),
+        if ok { "OK" } else { "FAILED" }
+    );
     Ok(Verdict::from_ok(ok))
 }
 
@@ -128,13 +156,19 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
     }
     pb.finish_and_clear();
     write_file(&a.out_dir.join("sweep-threshold.csv"), |w| crate::output::csv(&pts, w))?;
-    write_file(&a.out_dir.join("sweep-threshold.json"), |w| crate::output::json(&pts, w))?;
+    write_file(&a.out_dir.join("sweep-threshold.json"), |w| {
+        crate::output::json(&pts, w)
+    })?;
     let series: Vec<Series> = a
         .t_ms
         .iter()
         .map(|&t| Series {
             label: format!("T = {t} ms"),
-            points: pts.iter().filter(|p| p.t_ms == t).map(|p| (f64::from(p.threshold), p.overhead_percent)).collect(),
+            points: pts
+                .iter()
+                .filter(|p| p.t_ms == t)
+                .map(|p| (f64::from(p.threshold), p.overhead_percent))
+                .collect(),
         })
         .filter(|s| !s.points.is_empty())
         .collect();
@@ -143,7 +177,18 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
     } else {
         format!("Lv1 overhead vs threshold ({device})")
     };
-    lines(&a.out_dir.join("sweep-threshold.svg"), &title, "threshold", "overhead (%)", false, &series)?;
-    println!("sweep threshold: {} points -> {}/sweep-threshold.{{csv,json,svg}}", pts.len(), a.out_dir.display());
+    lines(
+        &a.out_dir.join("sweep-threshold.svg"),
+        &title,
+        "threshold",
+        "overhead (%)",
+        false,
+        &series,
+    )?;
+    println!(
+        "sweep threshold: {} points -> {}/sweep-threshold.{{csv,json,svg}}",
+        pts.len(),
+        a.out_dir.display()
+    );
     Ok(Verdict::Pass)
 }

@@ -2,7 +2,10 @@
 use std::process::{Command, Output};
 
 fn pl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_preempt-lat")).args(args).output().expect("run preempt-lat")
+    Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
+        .args(args)
+        .output()
+        .expect("run preempt-lat")
 }
 
 fn stderr(o: &Output) -> String {
@@ -19,7 +22,10 @@ fn bad_input_is_exit_2_with_a_clear_reason() {
         (&["--t-ms", "inf"], "finite"),
         (&["--t-ms", "1e9"], "absurdly large"),
         (&["--t-ms", "abc"], "not a number"),
-        (&["--threshold", "2", "--batch", "4"], "--threshold (2) must be >= --batch (4)"),
+        (
+            &["--threshold", "2", "--batch", "4"],
+            "--threshold (2) must be >= --batch (4)",
+        ),
         (&["--samples", "0"], "at least 1"),
         (&["--threshold", "0"], "at least 1"),
         (&["--device", "gpu7"], "unknown device"),
@@ -31,7 +37,11 @@ fn bad_input_is_exit_2_with_a_clear_reason() {
     for (args, want) in cases {
         let o = pl(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains(want), "{args:?}: stderr lacks {want:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(want),
+            "{args:?}: stderr lacks {want:?}: {}",
+            stderr(&o)
+        );
     }
 }
 
@@ -40,18 +50,47 @@ fn explicit_hip_device_without_a_gpu_fails_with_doctors_reason() {
     let o = pl(&["--device", "hip:0", "--samples", "1"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let e = stderr(&o);
-    assert!(e.contains("--device hip:0: cannot run:") && e.contains("no /dev/kfd"), "{e}");
+    assert!(
+        e.contains("--device hip:0: cannot run:") && e.contains("no /dev/kfd"),
+        "{e}"
+    );
 }
 
 #[test]
 fn auto_falls_back_to_host_and_json_carries_every_parameter() {
-    let o = pl(&["--level", "3", "--t-ms", "0.2", "--samples", "20", "--warmup", "2", "--seed", "5", "--format", "json", "--quiet"]);
+    let o = pl(&[
+        "--level",
+        "3",
+        "--t-ms",
+        "0.2",
+        "--samples",
+        "20",
+        "--warmup",
+        "2",
+        "--seed",
+        "5",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("using the host device"), "auto must say it fell back: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("using the host device"),
+        "auto must say it fell back: {}",
+        stderr(&o)
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
     let p = &v["params"];
-    assert_eq!((p["level"].as_u64(), p["t_ms"].as_f64(), p["samples"].as_u64(), p["warmup"].as_u64(), p["seed"].as_u64()),
-               (Some(3), Some(0.2), Some(20), Some(2), Some(5)));
+    assert_eq!(
+        (
+            p["level"].as_u64(),
+            p["t_ms"].as_f64(),
+            p["samples"].as_u64(),
+            p["warmup"].as_u64(),
+            p["seed"].as_u64()
+        ),
+        (Some(3), Some(0.2), Some(20), Some(2), Some(5))
+    );
     assert_eq!((p["threshold"].as_u64(), p["batch"].as_u64()), (Some(8), Some(4)));
     assert_eq!(v["env"]["device"], "host");
     assert_eq!(v["env"]["mechanism"], "sigstop");
@@ -77,8 +116,23 @@ fn lv1_csv_to_file_has_a_row_per_metric() {
     let dir = std::env::temp_dir().join(format!("preempt-lat-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("lv1.csv");
-    let o = pl(&["--device", "host", "--level", "1", "--t-ms", "0.2", "--samples", "5", "--warmup", "0",
-                 "--format", "csv", "--out", out.to_str().unwrap(), "--quiet"]);
+    let o = pl(&[
+        "--device",
+        "host",
+        "--level",
+        "1",
+        "--t-ms",
+        "0.2",
+        "--samples",
+        "5",
+        "--warmup",
+        "0",
+        "--format",
+        "csv",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(o.stdout.is_empty(), "--out: nothing on stdout");
     let csv = std::fs::read_to_string(&out).unwrap();
@@ -106,7 +160,13 @@ fn doctor_json_says_no_gpu_and_host_available() {
         assert_eq!(v["gpu_usable"], false);
         assert!(v["summary"].as_str().unwrap().contains("runs on the host device"));
     }
-    assert!(v["levels"].as_array().unwrap().iter().any(|l| l["device"] == "host" && l["available"] == true));
+    assert!(
+        v["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["device"] == "host" && l["available"] == true)
+    );
     assert!(v["facts"]["header"]["kfd_version"].as_str().is_some());
 }
 
@@ -114,8 +174,20 @@ fn doctor_json_says_no_gpu_and_host_available() {
 fn help_teaches_the_words() {
     let o = pl(&["--help"]);
     // Whitespace-folded: help text is wrapped to the terminal width.
-    let h = String::from_utf8_lossy(&o.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
-    for w in ["suspend latency", "HP start latency", "host device", "--t-ms", "--threshold", "doctor", "sweep", "Examples"] {
+    let h = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for w in [
+        "suspend latency",
+        "HP start latency",
+        "host device",
+        "--t-ms",
+        "--threshold",
+        "doctor",
+        "sweep",
+        "Examples",
+    ] {
         assert!(h.contains(w), "--help lacks {w:?}");
     }
 }
@@ -127,7 +199,19 @@ fn sigint_stops_cleanly_and_writes_partial_results() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
     let child = Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
-        .args(["--device", "host", "--level", "3", "--t-ms", "1", "--samples", "1000000", "--format", "json", "--quiet"])
+        .args([
+            "--device",
+            "host",
+            "--level",
+            "3",
+            "--t-ms",
+            "1",
+            "--samples",
+            "1000000",
+            "--format",
+            "json",
+            "--quiet",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -137,7 +221,11 @@ fn sigint_stops_cleanly_and_writes_partial_results() {
     kill(Pid::from_raw(child.id().cast_signed()), Signal::SIGINT).unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stderr(&o).contains("stopping after the current sample"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("stopping after the current sample"),
+        "{}",
+        stderr(&o)
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("partial JSON written");
     assert_eq!(v["interrupted"], true);
     let n = v["samples"].as_array().unwrap().len();
@@ -154,16 +242,35 @@ fn scratch(name: &str) -> std::path::PathBuf {
 #[test]
 fn sweep_t_writes_csv_json_and_svg() {
     let dir = scratch("sweep-t");
-    let o = pl(&["sweep", "t", "--device", "host", "--levels", "1,3", "--t-ms", "0.05,0.2", "--samples", "5", "--warmup", "0",
-                 "--out-dir", dir.to_str().unwrap(), "--quiet"]);
+    let o = pl(&[
+        "sweep",
+        "t",
+        "--device",
+        "host",
+        "--levels",
+        "1,3",
+        "--t-ms",
+        "0.05,0.2",
+        "--samples",
+        "5",
+        "--warmup",
+        "0",
+        "--out-dir",
+        dir.to_str().unwrap(),
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let csv = std::fs::read_to_string(dir.join("sweep-t.csv")).unwrap();
     // 2 levels x 2 T x 3 metrics, plus the header.
     assert_eq!(csv.lines().count(), 1 + 12, "{csv}");
-    let runs: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("sweep-t.json")).unwrap()).unwrap();
+    let runs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep-t.json")).unwrap()).unwrap();
     let runs = runs.as_array().unwrap();
     assert_eq!(runs.len(), 4);
-    assert!(runs.iter().all(|r| r["correctness"]["ok"] == true && r["env"]["device"] == "host"));
+    assert!(
+        runs.iter()
+            .all(|r| r["correctness"]["ok"] == true && r["env"]["device"] == "host")
+    );
     let svg = std::fs::read_to_string(dir.join("sweep-t.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     for label in ["Lv1 suspend P99", "Lv3 suspend P99", "host figures, not GPU"] {
@@ -175,28 +282,69 @@ fn sweep_t_writes_csv_json_and_svg() {
 #[test]
 fn sweep_threshold_writes_overhead_points() {
     let dir = scratch("sweep-threshold");
-    let o = pl(&["sweep", "threshold", "--device", "host", "--thresholds", "1,4", "--t-ms", "0.5", "--commands", "20",
-                 "--out-dir", dir.to_str().unwrap(), "--quiet"]);
+    let o = pl(&[
+        "sweep",
+        "threshold",
+        "--device",
+        "host",
+        "--thresholds",
+        "1,4",
+        "--t-ms",
+        "0.5",
+        "--commands",
+        "20",
+        "--out-dir",
+        dir.to_str().unwrap(),
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let pts: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("sweep-threshold.json")).unwrap()).unwrap();
+    let pts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep-threshold.json")).unwrap()).unwrap();
     let pts = pts.as_array().unwrap();
     assert_eq!(pts.len(), 2);
     for (p, th) in pts.iter().zip([1, 4]) {
         assert_eq!(p["threshold"], th);
         assert_eq!(p["batch"], th.min(4), "batch is capped by the threshold");
         assert!(p["direct_s"].as_f64().unwrap() > 0.0 && p["launcher_s"].as_f64().unwrap() > 0.0);
-        assert!(p["commands"].as_u64().unwrap() >= 100, "raised to ~50 ms of work at T = 0.5 ms");
+        assert!(
+            p["commands"].as_u64().unwrap() >= 100,
+            "raised to ~50 ms of work at T = 0.5 ms"
+        );
     }
-    assert_eq!(std::fs::read_to_string(dir.join("sweep-threshold.csv")).unwrap().lines().count(), 3);
-    assert!(std::fs::read_to_string(dir.join("sweep-threshold.svg")).unwrap().contains("Lv1 overhead vs threshold"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("sweep-threshold.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        3
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("sweep-threshold.svg"))
+            .unwrap()
+            .contains("Lv1 overhead vs threshold")
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn sweep_out_dir_that_cannot_be_made_is_an_error() {
-    let o = pl(&["sweep", "t", "--device", "host", "--out-dir", "/proc/nope", "--samples", "1", "--quiet"]);
+    let o = pl(&[
+        "sweep",
+        "t",
+        "--device",
+        "host",
+        "--out-dir",
+        "/proc/nope",
+        "--samples",
+        "1",
+        "--quiet",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--out-dir /proc/nope: cannot create"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--out-dir /proc/nope: cannot create"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -210,10 +358,27 @@ fn validate_without_kfd_skips_visibly_and_passes() {
         assert_eq!(v["ok"], true);
         assert_eq!(v["failed"], 0);
         let checks = v["checks"].as_array().unwrap();
-        assert!(checks.iter().all(|c| c["status"] == "skip" && c["detail"].as_str().unwrap().starts_with("skipped: ")), "{checks:?}");
-        assert!(checks.iter().any(|c| c["category"] == "functional" && c["detail"].as_str().unwrap().contains("no GPU")));
+        assert!(
+            checks
+                .iter()
+                .all(|c| c["status"] == "skip" && c["detail"].as_str().unwrap().starts_with("skipped: ")),
+            "{checks:?}"
+        );
+        assert!(
+            checks
+                .iter()
+                .any(|c| c["category"] == "functional" && c["detail"].as_str().unwrap().contains("no GPU"))
+        );
     }
-    for k in ["tool", "version", "git_revision", "kernel", "passed", "failed", "skipped"] {
+    for k in [
+        "tool",
+        "version",
+        "git_revision",
+        "kernel",
+        "passed",
+        "failed",
+        "skipped",
+    ] {
         assert!(!v[k].is_null(), "{k}");
     }
 }

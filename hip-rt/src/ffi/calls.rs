@@ -17,18 +17,14 @@ impl Api {
     pub(crate) fn driver_version(&self) -> Result<i32, HipError> {
         let mut v = 0;
         // SAFETY: writes one int through a valid pointer.
-        self.check("hipDriverGetVersion", unsafe {
-            (self.hip.driver_get_version)(&mut v)
-        })?;
+        self.check("hipDriverGetVersion", unsafe { (self.hip.driver_get_version)(&mut v) })?;
         Ok(v)
     }
 
     pub(crate) fn device_count(&self) -> Result<i32, HipError> {
         let mut n = 0;
         // SAFETY: writes one int through a valid pointer.
-        self.check("hipGetDeviceCount", unsafe {
-            (self.hip.get_device_count)(&mut n)
-        })?;
+        self.check("hipGetDeviceCount", unsafe { (self.hip.get_device_count)(&mut n) })?;
         Ok(n)
     }
 
@@ -39,9 +35,7 @@ impl Api {
 
     pub(crate) fn device_synchronize(&self) -> Result<(), HipError> {
         // SAFETY: no arguments.
-        self.check("hipDeviceSynchronize", unsafe {
-            (self.hip.device_synchronize)()
-        })
+        self.check("hipDeviceSynchronize", unsafe { (self.hip.device_synchronize)() })
     }
 
     pub(crate) fn attribute(&self, attr: i32, dev: i32) -> Result<i32, HipError> {
@@ -61,14 +55,8 @@ impl Api {
     ) -> Result<String, HipError> {
         let mut buf = [0 as c_char; 512];
         // SAFETY: HIP writes at most len-1 bytes plus NUL into the buffer of that length.
-        self.check(func, unsafe {
-            f(buf.as_mut_ptr(), (buf.len() - 1) as c_int, dev)
-        })?;
-        let bytes: Vec<u8> = buf
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
+        self.check(func, unsafe { f(buf.as_mut_ptr(), (buf.len() - 1) as c_int, dev) })?;
+        let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
@@ -131,16 +119,12 @@ impl Api {
 
     pub(crate) fn stream_destroy(&self, s: RawStream) -> Result<(), HipError> {
         // SAFETY: the handle came from stream_create* and is consumed here (destroyed once).
-        self.check("hipStreamDestroy", unsafe {
-            (self.hip.stream_destroy)(s.0)
-        })
+        self.check("hipStreamDestroy", unsafe { (self.hip.stream_destroy)(s.0) })
     }
 
     pub(crate) fn stream_synchronize(&self, s: &RawStream) -> Result<(), HipError> {
         // SAFETY: a live stream handle.
-        self.check("hipStreamSynchronize", unsafe {
-            (self.hip.stream_synchronize)(s.0)
-        })
+        self.check("hipStreamSynchronize", unsafe { (self.hip.stream_synchronize)(s.0) })
     }
 
     pub(crate) fn event_create(&self, flags: u32) -> Result<RawEvent, HipError> {
@@ -154,16 +138,12 @@ impl Api {
 
     pub(crate) fn event_record(&self, e: &RawEvent, s: &RawStream) -> Result<(), HipError> {
         // SAFETY: live handles.
-        self.check("hipEventRecord", unsafe {
-            (self.hip.event_record)(e.0, s.0)
-        })
+        self.check("hipEventRecord", unsafe { (self.hip.event_record)(e.0, s.0) })
     }
 
     pub(crate) fn event_synchronize(&self, e: &RawEvent) -> Result<(), HipError> {
         // SAFETY: a live event handle.
-        self.check("hipEventSynchronize", unsafe {
-            (self.hip.event_synchronize)(e.0)
-        })
+        self.check("hipEventSynchronize", unsafe { (self.hip.event_synchronize)(e.0) })
     }
 
     /// Ok(true) when the event completed, Ok(false) on hipErrorNotReady.
@@ -175,11 +155,7 @@ impl Api {
         }
     }
 
-    pub(crate) fn event_elapsed_ms(
-        &self,
-        start: &RawEvent,
-        stop: &RawEvent,
-    ) -> Result<f32, HipError> {
+    pub(crate) fn event_elapsed_ms(&self, start: &RawEvent, stop: &RawEvent) -> Result<f32, HipError> {
         let mut ms = 0f32;
         // SAFETY: writes one float; live handles.
         self.check("hipEventElapsedTime", unsafe {

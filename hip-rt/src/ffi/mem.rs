@@ -24,15 +24,9 @@ impl Api {
             self.check("hipMalloc", unsafe { (self.hip.malloc)(&mut p, bytes) })?;
         }
         if p.is_null() || (host && p.align_offset(8) != 0) {
-            return Err(HipError::Invalid(
-                "HIP returned a null or unaligned allocation".into(),
-            ));
+            return Err(HipError::Invalid("HIP returned a null or unaligned allocation".into()));
         }
-        Ok(RawMem {
-            ptr: p,
-            bytes,
-            host,
-        })
+        Ok(RawMem { ptr: p, bytes, host })
     }
 
     /// Frees (HIP waits for the device to stop using it: hipFree synchronizes).
@@ -57,12 +51,7 @@ impl Api {
     }
 
     /// Copies m[offset..offset+dst.len()] to `dst` (hipMemcpyDefault: works for both kinds).
-    pub(crate) fn copy_out(
-        &self,
-        m: &RawMem,
-        offset: usize,
-        dst: &mut [u8],
-    ) -> Result<(), HipError> {
+    pub(crate) fn copy_out(&self, m: &RawMem, offset: usize, dst: &mut [u8]) -> Result<(), HipError> {
         Self::range(m, offset, dst.len())?;
         // SAFETY: both ranges are in bounds (checked above) and do not overlap.
         self.check("hipMemcpy", unsafe {
@@ -79,21 +68,11 @@ impl Api {
         Self::range(m, offset, src.len())?;
         // SAFETY: as in copy_out.
         self.check("hipMemcpy", unsafe {
-            (self.hip.memcpy)(
-                m.ptr.cast::<u8>().add(offset).cast(),
-                src.as_ptr().cast(),
-                src.len(),
-                4,
-            )
+            (self.hip.memcpy)(m.ptr.cast::<u8>().add(offset).cast(), src.as_ptr().cast(), src.len(), 4)
         })
     }
 
-    pub(crate) fn memset_async(
-        &self,
-        m: &RawMem,
-        value: u8,
-        s: &RawStream,
-    ) -> Result<(), HipError> {
+    pub(crate) fn memset_async(&self, m: &RawMem, value: u8, s: &RawStream) -> Result<(), HipError> {
         // SAFETY: the whole allocation, on a live stream.
         self.check("hipMemsetAsync", unsafe {
             (self.hip.memset_async)(m.ptr, value as c_int, m.bytes, s.0)
@@ -123,23 +102,14 @@ impl Api {
     }
 
     /// The kernel `name` of a module; its metadata must be in the module's code object.
-    pub(crate) fn module_function(
-        &self,
-        m: &RawModule,
-        name: &str,
-    ) -> Result<RawFunction, HipError> {
+    pub(crate) fn module_function(&self, m: &RawModule, name: &str) -> Result<RawFunction, HipError> {
         let info = m
             .kernels
             .iter()
             .find(|k| k.name == name)
             .cloned()
-            .ok_or_else(|| {
-                HipError::Invalid(format!(
-                    "no kernel named {name:?} in the code object's metadata"
-                ))
-            })?;
-        let cname =
-            CString::new(name).map_err(|_| HipError::Invalid("NUL in kernel name".into()))?;
+            .ok_or_else(|| HipError::Invalid(format!("no kernel named {name:?} in the code object's metadata")))?;
+        let cname = CString::new(name).map_err(|_| HipError::Invalid("NUL in kernel name".into()))?;
         let mut f = std::ptr::null_mut();
         // SAFETY: live module, NUL-terminated name, one handle written.
         self.check("hipModuleGetFunction", unsafe {
@@ -151,9 +121,7 @@ impl Api {
     pub(crate) fn module_unload(&self, m: RawModule) -> Result<(), HipError> {
         // SAFETY: consumed here, unloaded once; every RawFunction of it is owned by a safe
         // `Function` that holds the module alive, so none is left to use.
-        self.check("hipModuleUnload", unsafe {
-            (self.hip.module_unload)(m.ptr)
-        })
+        self.check("hipModuleUnload", unsafe { (self.hip.module_unload)(m.ptr) })
     }
 
     /// hipModuleLaunchKernel of `f` on `s` with `args`, after checking `args` against the
@@ -177,10 +145,7 @@ impl Api {
                 Arg::Value(v) => u64::from_ne_bytes(v.bytes),
             })
             .collect();
-        let mut ptrs: Vec<Ptr> = cells
-            .iter()
-            .map(|c| (c as *const u64).cast_mut().cast())
-            .collect();
+        let mut ptrs: Vec<Ptr> = cells.iter().map(|c| (c as *const u64).cast_mut().cast()).collect();
         let ([gx, gy, gz], [bx, by, bz]) = (cfg.grid, cfg.block);
         // SAFETY: `ptrs` has exactly one entry per explicit kernel parameter of `f` (as HIP
         // reads them from the same code object's metadata), each pointing at a live 8-byte cell

@@ -238,13 +238,10 @@ impl Api {
             .into_iter()
             .find_map(|n| {
                 // SAFETY: both are `hipError_t f(hipDeviceProp_t*, int)` (the struct differs by ABI).
-                unsafe { sym::<PropsFn>(&lib, &hip_path, n) }
-                    .ok()
-                    .map(|f| (f, n))
+                unsafe { sym::<PropsFn>(&lib, &hip_path, n) }.ok().map(|f| (f, n))
             });
         // SAFETY: `hipError_t hipExtStreamCreateWithCUMask(hipStream_t*, uint32_t, const uint32_t*)`.
-        let cu_mask =
-            unsafe { sym::<CuMaskFn>(&lib, &hip_path, "hipExtStreamCreateWithCUMask") }.ok();
+        let cu_mask = unsafe { sym::<CuMaskFn>(&lib, &hip_path, "hipExtStreamCreateWithCUMask") }.ok();
         let mut libs = vec![];
         let (rtc, rtc_path) = match open_first("libhiprtc", &rtc_candidates(&hip_path)) {
             Ok((rlib, rpath)) => {

@@ -26,14 +26,8 @@ impl Api {
         let opt_ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
         let fail = |func: &'static str, code: Status, log: String| {
             // SAFETY: hiprtcGetErrorString accepts any code and returns a static string.
-            let name = c_string(unsafe { err_str(code) })
-                .unwrap_or_else(|| error::rtc_error_name(code).into());
-            HipError::Rtc {
-                func,
-                code,
-                name,
-                log,
-            }
+            let name = c_string(unsafe { err_str(code) }).unwrap_or_else(|| error::rtc_error_name(code).into());
+            HipError::Rtc { func, code, name, log }
         };
         let mut prog: Ptr = std::ptr::null_mut();
         // SAFETY: NUL-terminated strings that outlive the call; no headers (count 0, null arrays).
@@ -59,10 +53,8 @@ impl Api {
             if (rtc.get_program_log_size)(prog, &mut log_len) == 0 && log_len > 1 {
                 let mut buf = vec![0u8; log_len + 1];
                 if (rtc.get_program_log)(prog, buf.as_mut_ptr().cast()) == 0 {
-                    log = String::from_utf8_lossy(
-                        &buf[..buf.iter().position(|&b| b == 0).unwrap_or(log_len)],
-                    )
-                    .into_owned();
+                    log = String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap_or(log_len)])
+                        .into_owned();
                 }
             }
             let mut code_len = 0usize;

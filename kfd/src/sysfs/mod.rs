@@ -9,7 +9,7 @@ mod topology;
 
 pub use params::AmdgpuParams;
 pub use proc_queues::{ProcQueue, proc_queues};
-pub use topology::{Capability, GfxTarget, TopologyNode, cwsr_sizes, CwsrSizes, topology_nodes};
+pub use topology::{Capability, CwsrSizes, GfxTarget, TopologyNode, cwsr_sizes, topology_nodes};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -75,7 +75,10 @@ impl std::error::Error for SysfsError {}
 pub type Result<T> = std::result::Result<T, SysfsError>;
 
 pub(crate) fn err(path: &Path, kind: SysfsErrorKind) -> SysfsError {
-    SysfsError { path: path.to_path_buf(), kind }
+    SysfsError {
+        path: path.to_path_buf(),
+        kind,
+    }
 }
 
 /// Reads a whole sysfs file as text.
@@ -94,18 +97,32 @@ pub(crate) fn read(path: &Path) -> Result<String> {
 pub(crate) fn read_int<T: std::str::FromStr>(path: &Path) -> Result<T> {
     let s = read(path)?;
     let t = s.trim();
-    t.parse().map_err(|_| err(path, SysfsErrorKind::Malformed(format!("expected an integer, found {t:?}"))))
+    t.parse().map_err(|_| {
+        err(
+            path,
+            SysfsErrorKind::Malformed(format!("expected an integer, found {t:?}")),
+        )
+    })
 }
 
 /// Lists the entries of a directory whose names are decimal numbers, sorted numerically.
 pub(crate) fn numbered_entries(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
     let rd = std::fs::read_dir(dir).map_err(|e| {
-        let kind = if e.kind() == std::io::ErrorKind::NotFound { SysfsErrorKind::Missing } else { SysfsErrorKind::Io(e.to_string()) };
+        let kind = if e.kind() == std::io::ErrorKind::NotFound {
+            SysfsErrorKind::Missing
+        } else {
+            SysfsErrorKind::Io(e.to_string())
+        };
         err(dir, kind)
     })?;
     let mut v: Vec<(u32, PathBuf)> = rd
         .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()).map(|n| (n, e.path())))
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.parse().ok())
+                .map(|n| (n, e.path()))
+        })
         .collect();
     v.sort_by_key(|(n, _)| *n);
     Ok(v)

@@ -1,5 +1,5 @@
 //! `/sys/module/amdgpu/parameters/`: the knobs that decide how preemption behaves.
-use super::{SysRoot, Result, read_int};
+use super::{Result, SysRoot, read_int};
 use serde::Serialize;
 
 /// The amdgpu module parameters the toolkit reports. Absent files are `None` (older kernels, or

@@ -1,6 +1,6 @@
 //! `/sys/class/kfd/kfd/proc/<pid>/queues/<queue_id>/{size,type,gpuid}`: a process's KFD queues
 //! (world-readable; no addresses).
-use super::{SysRoot, SysfsErrorKind, err, numbered_entries, read, read_int, Result};
+use super::{Result, SysRoot, SysfsErrorKind, err, numbered_entries, read, read_int};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -28,9 +28,17 @@ pub fn proc_queues(root: &SysRoot, pid: u32) -> Result<Vec<ProcQueue>> {
         let q = (|| -> Result<ProcQueue> {
             let ty = read(&qdir.join("type"))?;
             let queue_type = ty.trim().parse().map_err(|_| {
-                err(&qdir.join("type"), SysfsErrorKind::Malformed(format!("expected a queue type number, found {:?}", ty.trim())))
+                err(
+                    &qdir.join("type"),
+                    SysfsErrorKind::Malformed(format!("expected a queue type number, found {:?}", ty.trim())),
+                )
             })?;
-            Ok(ProcQueue { queue_id: id, size: read_int(&qdir.join("size"))?, queue_type, gpu_id: read_int(&qdir.join("gpuid"))? })
+            Ok(ProcQueue {
+                queue_id: id,
+                size: read_int(&qdir.join("size"))?,
+                queue_type,
+                gpu_id: read_int(&qdir.join("gpuid"))?,
+            })
         })();
         match q {
             Ok(q) => out.push(q),

@@ -1,5 +1,5 @@
 //! `/sys/class/kfd/kfd/topology/nodes/N/{properties,gpu_id,name}`.
-use super::{SysRoot, SysfsErrorKind, err, numbered_entries, read, read_int, Result};
+use super::{Result, SysRoot, SysfsErrorKind, err, numbered_entries, read, read_int};
 use kfd_sys as sys;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -19,7 +19,11 @@ impl GfxTarget {
             return None;
         }
         let v = u32::try_from(v).ok()?;
-        Some(GfxTarget { major: v / 10000, minor: v / 100 % 100, stepping: v % 100 })
+        Some(GfxTarget {
+            major: v / 10000,
+            minor: v / 100 % 100,
+            stepping: v % 100,
+        })
     }
     /// The LLVM processor name: minor and stepping are single hex digits (gfx90a, gfx942).
     pub fn name(&self) -> String {
@@ -105,12 +109,20 @@ pub fn parse_properties(path: &Path, text: &str) -> Result<BTreeMap<String, u64>
         }
         let mut it = line.split_whitespace();
         let (Some(k), Some(v), None) = (it.next(), it.next(), it.next()) else {
-            return Err(err(path, SysfsErrorKind::Malformed(format!("line {}: expected 'key value', found {line:?}", i + 1))));
+            return Err(err(
+                path,
+                SysfsErrorKind::Malformed(format!("line {}: expected 'key value', found {line:?}", i + 1)),
+            ));
         };
         let val = v
             .parse::<u64>()
             .or_else(|_| v.parse::<i64>().map(i64::cast_unsigned))
-            .map_err(|_| err(path, SysfsErrorKind::Malformed(format!("line {}: '{k}' has a non-integer value {v:?}", i + 1))))?;
+            .map_err(|_| {
+                err(
+                    path,
+                    SysfsErrorKind::Malformed(format!("line {}: '{k}' has a non-integer value {v:?}", i + 1)),
+                )
+            })?;
         m.insert(k.to_string(), val);
     }
     Ok(m)
@@ -120,16 +132,34 @@ fn node_from(index: u32, dir: &Path) -> Result<TopologyNode> {
     let ppath = dir.join("properties");
     let props = parse_properties(&ppath, &read(&ppath)?)?;
     let gpu_id: u32 = read_int(&dir.join("gpu_id"))?;
-    let name = read(&dir.join("name")).map(|s| s.trim().to_string()).unwrap_or_default();
-    let get = |k: &'static str| props.get(k).copied().ok_or_else(|| err(&ppath, SysfsErrorKind::MissingKey(k)));
+    let name = read(&dir.join("name"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let get = |k: &'static str| {
+        props
+            .get(k)
+            .copied()
+            .ok_or_else(|| err(&ppath, SysfsErrorKind::MissingKey(k)))
+    };
     let get32 = |k: &'static str| -> Result<u32> {
         let v = get(k)?;
-        u32::try_from(v).map_err(|_| err(&ppath, SysfsErrorKind::Malformed(format!("'{k}' = {v} does not fit 32 bits"))))
+        u32::try_from(v).map_err(|_| {
+            err(
+                &ppath,
+                SysfsErrorKind::Malformed(format!("'{k}' = {v} does not fit 32 bits")),
+            )
+        })
     };
     // Keys every node has since Linux 5.x; GPU-only keys are required on GPU nodes only.
     let simd_count = get32("simd_count")?;
     let gpu = gpu_id != 0;
-    let opt = |k: &'static str| if gpu { get(k) } else { Ok(props.get(k).copied().unwrap_or(0)) };
+    let opt = |k: &'static str| {
+        if gpu {
+            get(k)
+        } else {
+            Ok(props.get(k).copied().unwrap_or(0))
+        }
+    };
     let opt32 = |k: &'static str| if gpu { get32(k) } else { Ok(get32(k).unwrap_or(0)) };
     Ok(TopologyNode {
         index,
@@ -153,7 +183,10 @@ fn node_from(index: u32, dir: &Path) -> Result<TopologyNode> {
 
 /// All topology nodes, in index order. Missing topology directory = no KFD (`Missing`).
 pub fn topology_nodes(root: &SysRoot) -> Result<Vec<TopologyNode>> {
-    numbered_entries(&root.kfd_topology())?.into_iter().map(|(i, d)| node_from(i, &d)).collect()
+    numbered_entries(&root.kfd_topology())?
+        .into_iter()
+        .map(|(i, d)| node_from(i, &d))
+        .collect()
 }
 
 /// The CWSR sizes KFD computes for a node (`kfd_queue_ctx_save_restore_size`, Linux 6.12),
@@ -192,5 +225,9 @@ pub fn cwsr_sizes(n: &TopologyNode) -> Option<CwsrSizes> {
     if gfxv / 10000 * 10000 == 100000 {
         ctl = ctl.min(0x7000);
     }
-    Some(CwsrSizes { ctl_stack_size: ctl, cwsr_size: ctl + wg_data, debug_memory_size: align(waves * 32, 64) })
+    Some(CwsrSizes {
+        ctl_stack_size: ctl,
+        cwsr_size: ctl + wg_data,
+        debug_memory_size: align(waves * 32, 64),
+    })
 }

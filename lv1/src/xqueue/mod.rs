@@ -107,10 +107,7 @@ impl std::fmt::Display for WaitIdleError {
                 write!(f, "queue is suspended with {pending} pending commands")
             }
             Self::TimedOut { pending, in_flight } => {
-                write!(
-                    f,
-                    "queue not idle in time: {pending} pending, {in_flight} in flight"
-                )
+                write!(f, "queue not idle in time: {pending} pending, {in_flight} in flight")
             }
         }
     }
@@ -159,15 +156,10 @@ impl<Q: HwQueue> XQueue<Q> {
         for (name, completer) in [("lv1-launcher", false), ("lv1-completer", true)] {
             let s = Arc::clone(&q.shared);
             let body = move || {
-                if completer {
-                    s.completer()
-                } else {
-                    s.launcher()
-                }
+                if completer { s.completer() } else { s.launcher() }
             };
             // On failure `q` is dropped here, which stops the thread already started.
-            q.threads
-                .push(thread::Builder::new().name(name.into()).spawn(body)?);
+            q.threads.push(thread::Builder::new().name(name.into()).spawn(body)?);
         }
         Ok(q)
     }
@@ -180,10 +172,7 @@ impl<Q: HwQueue> XQueue<Q> {
     /// The receiver of all completions; `Some` once, `None` afterwards. Until it is taken,
     /// completions accumulate in the channel; after it is dropped they are only counted.
     pub fn take_completions(&self) -> Option<Receiver<Completion<Q::Error>>> {
-        self.rx
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
+        self.rx.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
     }
 
     /// Accept a command. Never blocks on the device; while suspended it is held.

@@ -123,7 +123,11 @@ impl<Q: HwQueue> Shared<Q> {
     }
 
     /// Like [`wait_ext`](Self::wait_ext), but gives up after `d`.
-    pub fn wait_timeout_ext<'a>(&self, mut g: MutexGuard<'a, State<Q>>, d: std::time::Duration) -> MutexGuard<'a, State<Q>> {
+    pub fn wait_timeout_ext<'a>(
+        &self,
+        mut g: MutexGuard<'a, State<Q>>,
+        d: std::time::Duration,
+    ) -> MutexGuard<'a, State<Q>> {
         g.ext_waiters += 1;
         let mut g = self.cv_ext.wait_timeout(g, d).unwrap_or_else(PoisonError::into_inner).0;
         g.ext_waiters -= 1;
@@ -162,8 +166,7 @@ impl<Q: HwQueue> Shared<Q> {
     pub fn launcher(&self) {
         let mut st = self.lock();
         loop {
-            let can_launch =
-                !st.suspended && !st.pending.is_empty() && st.in_flight < st.cfg.threshold();
+            let can_launch = !st.suspended && !st.pending.is_empty() && st.in_flight < st.cfg.threshold();
             if can_launch {
                 let p = st.pending.pop_front().expect("pending is not empty");
                 st.launcher_busy = true;
@@ -259,13 +262,7 @@ impl<Q: HwQueue> Shared<Q> {
 
     /// Send completions (under the lock, so counters and the channel agree). A dropped
     /// receiver is fine: completions are then only counted.
-    fn deliver(
-        &self,
-        st: &mut State<Q>,
-        cmds: Vec<Flight>,
-        outcome: Result<(), Arc<Q::Error>>,
-        completed_ns: u64,
-    ) {
+    fn deliver(&self, st: &mut State<Q>, cmds: Vec<Flight>, outcome: Result<(), Arc<Q::Error>>, completed_ns: u64) {
         st.stats.completed += cmds.len() as u64;
         if outcome.is_err() {
             st.stats.errors += cmds.len() as u64;

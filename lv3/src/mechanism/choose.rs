@@ -44,7 +44,11 @@ impl ProbeFacts {
         let patched_ioctl = handle.as_ref().ok().and_then(|k| k.has_preempt_ioctl().ok());
         let kfd = Some(handle.and_then(|k| k.version()).map_err(|e: KfdError| e.to_string()));
         let params = AmdgpuParams::read(root).ok();
-        let gpus: Vec<_> = sysfs::topology_nodes(root).unwrap_or_default().into_iter().filter(|n| n.is_gpu()).collect();
+        let gpus: Vec<_> = sysfs::topology_nodes(root)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| n.is_gpu())
+            .collect();
         ProbeFacts {
             kfd,
             sched_policy: params.as_ref().and_then(|p| p.sched_policy),
@@ -114,7 +118,10 @@ fn why_not(kind: MechanismKind, f: &ProbeFacts) -> Option<String> {
             } else if !f.trap_debug_support {
                 Some("a GPU node lacks TRAP_DEBUG_SUPPORT (topology capability 0x8000)".into())
             } else if !f.trap_debug_firmware {
-                Some("a GPU node's firmware is not debug-capable (capability 0x20000000): ROCr skips RUNTIME_ENABLE".into())
+                Some(
+                    "a GPU node's firmware is not debug-capable (capability 0x20000000): ROCr skips RUNTIME_ENABLE"
+                        .into(),
+                )
             } else {
                 None
             }
@@ -125,7 +132,13 @@ fn why_not(kind: MechanismKind, f: &ProbeFacts) -> Option<String> {
 
 /// Every mechanism in `auto` order with its verdict.
 pub fn probe_order(f: &ProbeFacts) -> Vec<Verdict> {
-    MechanismKind::AUTO_ORDER.into_iter().map(|kind| Verdict { kind, why_not: why_not(kind, f) }).collect()
+    MechanismKind::AUTO_ORDER
+        .into_iter()
+        .map(|kind| Verdict {
+            kind,
+            why_not: why_not(kind, f),
+        })
+        .collect()
 }
 
 /// The first usable mechanism, or every verdict (all unusable) to print one line each.
@@ -135,7 +148,11 @@ pub fn choose(f: &ProbeFacts) -> Result<MechanismKind, Vec<Verdict>> {
 }
 
 /// Builds one mechanism over `kfd` (dbg-trap runs its setup now).
-pub fn build<K: KfdOps + Send + Sync + 'static>(kind: MechanismKind, kfd: K, grace: GracePeriod) -> Result<Arc<dyn Preempt>, MechError> {
+pub fn build<K: KfdOps + Send + Sync + 'static>(
+    kind: MechanismKind,
+    kfd: K,
+    grace: GracePeriod,
+) -> Result<Arc<dyn Preempt>, MechError> {
     Ok(match kind {
         MechanismKind::Ioctl => Arc::new(PreemptIoctl::new(kfd, grace)?),
         MechanismKind::DbgTrap => Arc::new(DbgTrap::setup(kfd, grace)?),
@@ -160,7 +177,10 @@ where
             skipped.push(v.to_string());
             continue;
         }
-        match open().map_err(|e| e.to_string()).and_then(|k| build(v.kind, k, grace).map_err(|e| e.to_string())) {
+        match open()
+            .map_err(|e| e.to_string())
+            .and_then(|k| build(v.kind, k, grace).map_err(|e| e.to_string()))
+        {
             Ok(m) => return Ok((m, skipped)),
             Err(e) => skipped.push(format!("{}: setup failed: {e}", v.kind)),
         }
@@ -189,23 +209,45 @@ mod tests {
         assert_eq!(choose(&mi300()), Ok(MechanismKind::DbgTrap));
         let v = probe_order(&mi300());
         assert_eq!(v.iter().map(|v| v.kind).collect::<Vec<_>>(), MechanismKind::AUTO_ORDER);
-        assert!(v[0].to_string().starts_with("ioctl: not usable: needs the project's patched kernel"), "{}", v[0]);
+        assert!(
+            v[0].to_string()
+                .starts_with("ioctl: not usable: needs the project's patched kernel"),
+            "{}",
+            v[0]
+        );
         assert_eq!(v[1].to_string(), "dbg-trap: usable");
         assert!(v[2].usable());
     }
 
     #[test]
     fn a_patched_kernel_picks_ioctl_even_where_dbg_trap_cannot() {
-        let patched = ProbeFacts { patched_ioctl: Some(true), ..mi300() };
+        let patched = ProbeFacts {
+            patched_ioctl: Some(true),
+            ..mi300()
+        };
         assert_eq!(choose(&patched), Ok(MechanismKind::Ioctl));
         assert_eq!(probe_order(&patched)[0].to_string(), "ioctl: usable");
         // No HWS and no debug firmware: the ioctl still works (per-queue dequeue), dbg-trap not.
-        let nohws = ProbeFacts { sched_policy: Some(2), trap_debug_firmware: false, ..patched.clone() };
+        let nohws = ProbeFacts {
+            sched_policy: Some(2),
+            trap_debug_firmware: false,
+            ..patched.clone()
+        };
         assert_eq!(choose(&nohws), Ok(MechanismKind::Ioctl));
-        let stock = ProbeFacts { patched_ioctl: Some(false), ..mi300() };
-        assert!(probe_order(&stock)[0].to_string().contains("answers ENOTTY"), "{}", probe_order(&stock)[0]);
+        let stock = ProbeFacts {
+            patched_ioctl: Some(false),
+            ..mi300()
+        };
+        assert!(
+            probe_order(&stock)[0].to_string().contains("answers ENOTTY"),
+            "{}",
+            probe_order(&stock)[0]
+        );
         // Common obstacles still win: a patched kernel without a GPU has nothing to preempt.
-        let qemu = ProbeFacts { gpu_nodes: 0, ..patched };
+        let qemu = ProbeFacts {
+            gpu_nodes: 0,
+            ..patched
+        };
         assert!(choose(&qemu).is_err());
     }
 
@@ -213,7 +255,10 @@ mod tests {
     fn dbg_trap_rules_fall_back_to_update_queue() {
         type Tweak = (fn(&mut ProbeFacts), &'static str);
         let cases: [Tweak; 4] = [
-            (|f| f.kfd = Some(Ok(KfdVersion { major: 1, minor: 11 })), "predates the debugger API"),
+            (
+                |f| f.kfd = Some(Ok(KfdVersion { major: 1, minor: 11 })),
+                "predates the debugger API",
+            ),
             (|f| f.sched_policy = Some(2), "sched_policy=2"),
             (|f| f.trap_debug_support = false, "TRAP_DEBUG_SUPPORT"),
             (|f| f.trap_debug_firmware = false, "not debug-capable"),
@@ -234,9 +279,19 @@ mod tests {
         let all = choose(&qemu).unwrap_err();
         assert_eq!(all.len(), 3);
         assert!(all.iter().all(|v| v.to_string().contains("no GPU node")), "{all:?}");
-        let no_kfd = ProbeFacts { kfd: Some(Err("open(/dev/kfd): ENOENT".into())), ..mi300() };
-        assert!(choose(&no_kfd).unwrap_err()[2].to_string().contains("no KFD: open(/dev/kfd)"));
-        let drain = ProbeFacts { cwsr_enable: Some(0), ..mi300() };
+        let no_kfd = ProbeFacts {
+            kfd: Some(Err("open(/dev/kfd): ENOENT".into())),
+            ..mi300()
+        };
+        assert!(
+            choose(&no_kfd).unwrap_err()[2]
+                .to_string()
+                .contains("no KFD: open(/dev/kfd)")
+        );
+        let drain = ProbeFacts {
+            cwsr_enable: Some(0),
+            ..mi300()
+        };
         assert!(choose(&drain).is_err());
         assert!(choose(&ProbeFacts::default()).is_err(), "unprobed facts choose nothing");
     }
@@ -254,6 +309,9 @@ mod tests {
         assert_eq!("auto".parse::<MechanismChoice>(), Ok(MechanismChoice::Auto));
         assert_eq!(MechanismChoice::Auto.to_string(), "auto");
         let e = "sigstop".parse::<MechanismChoice>().unwrap_err();
-        assert!(e.to_string().contains("expected auto, ioctl, dbg-trap or update-queue"), "{e}");
+        assert!(
+            e.to_string().contains("expected auto, ioctl, dbg-trap or update-queue"),
+            "{e}"
+        );
     }
 }

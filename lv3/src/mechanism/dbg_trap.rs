@@ -53,7 +53,10 @@ impl<K: KfdOps> DbgTrap<K> {
 
     fn check_live(&self) -> Result<(), MechError> {
         if !self.session.is_open() {
-            return Err(MechError::Unavailable { mechanism: KIND, why: "torn down (debug mode is off)".into() });
+            return Err(MechError::Unavailable {
+                mechanism: KIND,
+                why: "torn down (debug mode is off)".into(),
+            });
         }
         Ok(())
     }
@@ -72,24 +75,40 @@ impl<K: KfdOps + Send + Sync> Preempt for DbgTrap<K> {
         let kfd = self.session.kfd();
         let t0 = Instant::now();
         let snap = kfd.queue_snapshot(EC_QUEUE_NEW_MASK).map_err(MechError::kfd(KIND))?;
-        let cleared_queue_new =
-            snap.iter().any(|s| s.queue_id == q.queue_id && s.gpu_id == q.gpu_id && s.exception_status & EC_QUEUE_NEW_MASK != 0);
+        let cleared_queue_new = snap
+            .iter()
+            .any(|s| s.queue_id == q.queue_id && s.gpu_id == q.gpu_id && s.exception_status & EC_QUEUE_NEW_MASK != 0);
         let t1 = Instant::now();
-        let st = kfd.suspend_queues(&[q.queue_id], self.grace, EC_QUEUE_NEW_MASK).map_err(MechError::kfd(KIND))?;
+        let st = kfd
+            .suspend_queues(&[q.queue_id], self.grace, EC_QUEUE_NEW_MASK)
+            .map_err(MechError::kfd(KIND))?;
         let preempt_call = t1.elapsed();
         match st.first().map(|s| s.state) {
-            Some(QueueState::Ok) => {
-                Ok(SuspendReport { mechanism: KIND, queue_id: q.queue_id, total: t0.elapsed(), preempt_call, cleared_queue_new, kernel: None })
-            }
+            Some(QueueState::Ok) => Ok(SuspendReport {
+                mechanism: KIND,
+                queue_id: q.queue_id,
+                total: t0.elapsed(),
+                preempt_call,
+                cleared_queue_new,
+                kernel: None,
+            }),
             state => {
                 let state = state.unwrap_or(QueueState::Invalid);
                 if state == QueueState::Error {
                     // The kernel marks the queue suspended before the failed unmap: undo that.
                     if let Err(e) = kfd.resume_queues(&[q.queue_id]) {
-                        events::emit(Severity::Warning, "dbg-trap", format!("queue {} may stay suspended after a failed suspend: {e}", q.queue_id));
+                        events::emit(
+                            Severity::Warning,
+                            "dbg-trap",
+                            format!("queue {} may stay suspended after a failed suspend: {e}", q.queue_id),
+                        );
                     }
                 }
-                Err(MechError::QueueRefused { op: DbgOp::SuspendQueues, queue: q.queue_id, state })
+                Err(MechError::QueueRefused {
+                    op: DbgOp::SuspendQueues,
+                    queue: q.queue_id,
+                    state,
+                })
             }
         }
     }
@@ -97,10 +116,18 @@ impl<K: KfdOps + Send + Sync> Preempt for DbgTrap<K> {
     /// RESUME_QUEUES for this queue (a queue that is not suspended comes back Ok: no-op).
     fn resume(&self, q: &QueueTarget) -> Result<(), MechError> {
         self.check_live()?;
-        let st = self.session.kfd().resume_queues(&[q.queue_id]).map_err(MechError::kfd(KIND))?;
+        let st = self
+            .session
+            .kfd()
+            .resume_queues(&[q.queue_id])
+            .map_err(MechError::kfd(KIND))?;
         match st.first().map(|s| s.state) {
             Some(QueueState::Ok) => Ok(()),
-            state => Err(MechError::QueueRefused { op: DbgOp::ResumeQueues, queue: q.queue_id, state: state.unwrap_or(QueueState::Invalid) }),
+            state => Err(MechError::QueueRefused {
+                op: DbgOp::ResumeQueues,
+                queue: q.queue_id,
+                state: state.unwrap_or(QueueState::Invalid),
+            }),
         }
     }
 

@@ -33,7 +33,10 @@ impl Default for RetryPolicy {
     /// 3 tries, 1 ms then 2 ms apart: long enough for a runlist update to settle, short enough
     /// that an interactive Ctrl-C still exits promptly.
     fn default() -> Self {
-        RetryPolicy { tries: 3, first_backoff: Duration::from_millis(1) }
+        RetryPolicy {
+            tries: 3,
+            first_backoff: Duration::from_millis(1),
+        }
     }
 }
 
@@ -49,7 +52,11 @@ pub(crate) fn resume_with_retry(mech: &dyn Preempt, q: &QueueTarget, policy: Ret
                     events::emit(
                         Severity::Note,
                         "lv3 guard",
-                        format!("{}: queue {} resumed on try {attempt}/{tries}; earlier try failed: {e}", mech.kind(), q.queue_id),
+                        format!(
+                            "{}: queue {} resumed on try {attempt}/{tries}; earlier try failed: {e}",
+                            mech.kind(),
+                            q.queue_id
+                        ),
                     );
                 }
                 return Ok(());
@@ -63,7 +70,11 @@ pub(crate) fn resume_with_retry(mech: &dyn Preempt, q: &QueueTarget, policy: Ret
             }
         }
     }
-    Err(MechError::ResumeFailed { queue: q.queue_id, tries, last: Box::new(last.expect("tries >= 1")) })
+    Err(MechError::ResumeFailed {
+        queue: q.queue_id,
+        tries,
+        last: Box::new(last.expect("tries >= 1")),
+    })
 }
 
 type Held = Arc<Mutex<HashSet<(u32, u32)>>>;
@@ -87,7 +98,11 @@ impl Preemptor {
 
     /// From a mechanism chosen at run time (see [`super::build`]).
     pub fn from_arc(mech: Arc<dyn Preempt>) -> Self {
-        Preemptor { mech, held: Arc::default(), retry: RetryPolicy::default() }
+        Preemptor {
+            mech,
+            held: Arc::default(),
+            retry: RetryPolicy::default(),
+        }
     }
 
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
@@ -114,7 +129,10 @@ impl Preemptor {
         q.validate()?;
         let key = (q.gpu_id, q.queue_id);
         if !lock(&self.held).insert(key) {
-            return Err(MechError::AlreadySuspended { queue: q.queue_id, gpu_id: q.gpu_id });
+            return Err(MechError::AlreadySuspended {
+                queue: q.queue_id,
+                gpu_id: q.gpu_id,
+            });
         }
         let resume_fn = {
             let (mech, target, retry) = (Arc::clone(&self.mech), *q, self.retry);
@@ -145,7 +163,10 @@ impl Preemptor {
     pub fn teardown(&self) -> Result<(), MechError> {
         let n = lock(&self.held).len();
         if n > 0 {
-            return Err(MechError::Unavailable { mechanism: self.kind(), why: format!("{n} queue(s) still suspended by guards") });
+            return Err(MechError::Unavailable {
+                mechanism: self.kind(),
+                why: format!("{n} queue(s) still suspended by guards"),
+            });
         }
         self.mech.teardown()
     }
@@ -165,7 +186,11 @@ pub struct SuspendedQueue {
 
 impl std::fmt::Debug for SuspendedQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SuspendedQueue").field("mechanism", &self.mech.kind()).field("target", &self.target).field("report", &self.report).finish()
+        f.debug_struct("SuspendedQueue")
+            .field("mechanism", &self.mech.kind())
+            .field("target", &self.target)
+            .field("report", &self.report)
+            .finish()
     }
 }
 
@@ -204,9 +229,17 @@ impl Drop for SuspendedQueue {
         if self.done {
             return;
         }
-        let during = if std::thread::panicking() { " during a panic" } else { "" };
+        let during = if std::thread::panicking() {
+            " during a panic"
+        } else {
+            ""
+        };
         if let Err(e) = self.finish() {
-            events::emit(Severity::Warning, "lv3 guard", format!("{}: resume on drop{during} failed: {e}", self.mech.kind()));
+            events::emit(
+                Severity::Warning,
+                "lv3 guard",
+                format!("{}: resume on drop{during} failed: {e}", self.mech.kind()),
+            );
         }
     }
 }

@@ -34,12 +34,20 @@ impl<K: KfdOps> PreemptIoctl<K> {
     /// (~1K GPU clocks per unit; [`GracePeriod::Default`] = the firmware's).
     pub fn new(kfd: K, grace: GracePeriod) -> Result<Self, MechError> {
         match kfd.preempt_abi_version() {
-            Ok(Some(abi_version)) => Ok(PreemptIoctl { kfd, grace, abi_version, last_kernel_ns: AtomicU64::new(0) }),
+            Ok(Some(abi_version)) => Ok(PreemptIoctl {
+                kfd,
+                grace,
+                abi_version,
+                last_kernel_ns: AtomicU64::new(0),
+            }),
             Ok(None) => Err(MechError::Unavailable {
                 mechanism: KIND,
                 why: "ENOTTY: this kernel lacks the project's preempt ioctls (nr 0x40/0x41, patches/)".into(),
             }),
-            Err(e) => Err(MechError::Unavailable { mechanism: KIND, why: e.to_string() }),
+            Err(e) => Err(MechError::Unavailable {
+                mechanism: KIND,
+                why: e.to_string(),
+            }),
         }
     }
 
@@ -76,7 +84,10 @@ impl<K: KfdOps + Send + Sync> Preempt for PreemptIoctl<K> {
     /// but the runlist update failed), so a RESUME is tried before the error is returned.
     fn suspend(&self, q: &QueueTarget) -> Result<SuspendReport, MechError> {
         let t0 = Instant::now();
-        let out = self.kfd.preempt_queues(&[q.queue_id], self.grace, 0).map_err(MechError::kfd(KIND))?;
+        let out = self
+            .kfd
+            .preempt_queues(&[q.queue_id], self.grace, 0)
+            .map_err(MechError::kfd(KIND))?;
         let total = t0.elapsed();
         match Self::one(&out) {
             QueueState::Ok => {
@@ -93,19 +104,34 @@ impl<K: KfdOps + Send + Sync> Preempt for PreemptIoctl<K> {
             state => {
                 let undo = (state == QueueState::Error).then(|| self.kfd.resume_queues_patched(&[q.queue_id]));
                 if let Some(Err(e)) = undo {
-                    events::emit(Severity::Warning, "ioctl", format!("queue {} may stay preempted after a failed preempt: {e}", q.queue_id));
+                    events::emit(
+                        Severity::Warning,
+                        "ioctl",
+                        format!("queue {} may stay preempted after a failed preempt: {e}", q.queue_id),
+                    );
                 }
-                Err(MechError::PreemptRefused { op: Op::PreemptQueues, queue: q.queue_id, state })
+                Err(MechError::PreemptRefused {
+                    op: Op::PreemptQueues,
+                    queue: q.queue_id,
+                    state,
+                })
             }
         }
     }
 
     /// RESUME_QUEUES on this queue (one that is not preempted comes back Ok: no-op).
     fn resume(&self, q: &QueueTarget) -> Result<(), MechError> {
-        let out = self.kfd.resume_queues_patched(&[q.queue_id]).map_err(MechError::kfd(KIND))?;
+        let out = self
+            .kfd
+            .resume_queues_patched(&[q.queue_id])
+            .map_err(MechError::kfd(KIND))?;
         match Self::one(&out) {
             QueueState::Ok => Ok(()),
-            state => Err(MechError::PreemptRefused { op: Op::ResumeQueues, queue: q.queue_id, state }),
+            state => Err(MechError::PreemptRefused {
+                op: Op::ResumeQueues,
+                queue: q.queue_id,
+                state,
+            }),
         }
     }
 }
@@ -135,11 +161,25 @@ pub fn availability() -> IoctlAvailability {
 pub fn availability_of(probe: kfd::Result<Option<u32>>) -> IoctlAvailability {
     let built = kfd::header::KFD_PREEMPT_QUEUES_VERSION;
     let (available, abi_version, detail) = match probe {
-        Ok(Some(v)) => (true, Some(v), format!("patched kernel: AMDKFD_IOC_PREEMPT_QUEUES answers, ABI version {v} (this build: {built})")),
-        Ok(None) => (false, None, "ENOTTY: not the project's patched kernel (patches/), nr 0x40/0x41 are absent".to_string()),
+        Ok(Some(v)) => (
+            true,
+            Some(v),
+            format!("patched kernel: AMDKFD_IOC_PREEMPT_QUEUES answers, ABI version {v} (this build: {built})"),
+        ),
+        Ok(None) => (
+            false,
+            None,
+            "ENOTTY: not the project's patched kernel (patches/), nr 0x40/0x41 are absent".to_string(),
+        ),
         Err(e) => (false, None, e.to_string()),
     };
-    IoctlAvailability { available, abi_version, built_abi_version: built, header_has_preempt: kfd::header::HEADER_HAS_PREEMPT, detail }
+    IoctlAvailability {
+        available,
+        abi_version,
+        built_abi_version: built,
+        header_has_preempt: kfd::header::HEADER_HAS_PREEMPT,
+        detail,
+    }
 }
 
 #[cfg(test)]
@@ -151,7 +191,10 @@ mod tests {
     #[test]
     fn availability_lines() {
         let a = availability_of(Ok(Some(1)));
-        assert!(a.available && a.abi_version == Some(1) && a.detail.contains("ABI version 1"), "{a:?}");
+        assert!(
+            a.available && a.abi_version == Some(1) && a.detail.contains("ABI version 1"),
+            "{a:?}"
+        );
         let a = availability_of(Ok(None));
         assert!(!a.available && a.detail.starts_with("ENOTTY"), "{a:?}");
         let a = availability_of(Err(KfdError::new(Op::Open, None, Errno::ENOENT)));

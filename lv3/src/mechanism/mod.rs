@@ -50,7 +50,8 @@ pub enum MechanismKind {
 
 impl MechanismKind {
     /// The `--mechanism auto` order: the most robust first (see [`mod@choose`]).
-    pub const AUTO_ORDER: [MechanismKind; 3] = [MechanismKind::Ioctl, MechanismKind::DbgTrap, MechanismKind::UpdateQueue];
+    pub const AUTO_ORDER: [MechanismKind; 3] =
+        [MechanismKind::Ioctl, MechanismKind::DbgTrap, MechanismKind::UpdateQueue];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -78,7 +79,11 @@ pub struct UnknownMechanism(pub String);
 
 impl fmt::Display for UnknownMechanism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown mechanism {:?}: expected auto, ioctl, dbg-trap or update-queue", self.0)
+        write!(
+            f,
+            "unknown mechanism {:?}: expected auto, ioctl, dbg-trap or update-queue",
+            self.0
+        )
     }
 }
 
@@ -118,7 +123,11 @@ impl fmt::Display for MechanismChoice {
 impl FromStr for MechanismChoice {
     type Err = UnknownMechanism;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s == "auto" { Ok(MechanismChoice::Auto) } else { s.parse().map(MechanismChoice::Only) }
+        if s == "auto" {
+            Ok(MechanismChoice::Auto)
+        } else {
+            s.parse().map(MechanismChoice::Only)
+        }
     }
 }
 
@@ -149,8 +158,14 @@ impl QueueTarget {
     /// A queue no process has (KFD hands out small ids) with a restorable-looking ring: what
     /// error-path checks (`preempt-lat validate`, the real-kernel tests) aim the mechanisms at,
     /// so that the kernel's "no such queue" answer is what comes back.
-    pub const NONEXISTENT: QueueTarget =
-        QueueTarget { queue_id: 0xdead, gpu_id: 0, ring_base_address: 0x7f00_0000_0000, ring_size: 4096, priority: 7, percentage: 100 };
+    pub const NONEXISTENT: QueueTarget = QueueTarget {
+        queue_id: 0xdead,
+        gpu_id: 0,
+        ring_base_address: 0x7f00_0000_0000,
+        ring_size: 4096,
+        priority: 7,
+        percentage: 100,
+    };
 
     /// A target from a snapshot entry, with ROCr's percentage (100) and the given KFD priority.
     /// (The snapshot carries no priority; ROCr's queues also use PM4 target XCC 0, which restore
@@ -180,7 +195,10 @@ impl QueueTarget {
         } else {
             return Ok(());
         };
-        Err(MechError::BadTarget { queue: self.queue_id, why })
+        Err(MechError::BadTarget {
+            queue: self.queue_id,
+            why,
+        })
     }
 
     /// A short label for logs and the signal registry.
@@ -212,7 +230,11 @@ pub enum MechError {
     /// A KFD call failed; the error names the ioctl, the queue and the errno's meaning.
     Kfd { mechanism: MechanismKind, source: KfdError },
     /// SUSPEND_QUEUES / RESUME_QUEUES succeeded as a call but refused this queue.
-    QueueRefused { op: DbgOp, queue: QueueId, state: QueueState },
+    QueueRefused {
+        op: DbgOp,
+        queue: QueueId,
+        state: QueueState,
+    },
     /// The patched PREEMPT_QUEUES / RESUME_QUEUES (`op`) succeeded as a call but refused this queue.
     PreemptRefused { op: Op, queue: QueueId, state: QueueState },
     /// The self-debug session (dbg-trap's setup) could not be opened; `DebuggerPresent` when
@@ -223,7 +245,11 @@ pub enum MechError {
     /// A guard for this queue exists already; nothing was sent to the kernel.
     AlreadySuspended { queue: QueueId, gpu_id: u32 },
     /// Every try to resume failed; `last` is the final error. The queue may still be suspended.
-    ResumeFailed { queue: QueueId, tries: u32, last: Box<MechError> },
+    ResumeFailed {
+        queue: QueueId,
+        tries: u32,
+        last: Box<MechError>,
+    },
     /// A SIGINT/SIGTERM is resuming every queue before exit: no new suspend is started.
     ShuttingDown { queue: QueueId },
     /// The mechanism cannot run here (setup refused, torn down, guards still held, ...).
@@ -275,12 +301,20 @@ impl fmt::Display for MechError {
             MechError::Session(e) => write!(f, "dbg-trap: self-debug session: {e}"),
             MechError::BadTarget { queue, why } => write!(f, "queue {queue}: cannot be restored: {why}"),
             MechError::AlreadySuspended { queue, gpu_id } => {
-                write!(f, "queue {queue} on gpu 0x{gpu_id:x} is already suspended by this process")
+                write!(
+                    f,
+                    "queue {queue} on gpu 0x{gpu_id:x} is already suspended by this process"
+                )
             }
             MechError::ResumeFailed { queue, tries, last } => {
-                write!(f, "queue {queue} NOT resumed after {tries} tries (it may stay suspended): {last}")
+                write!(
+                    f,
+                    "queue {queue} NOT resumed after {tries} tries (it may stay suspended): {last}"
+                )
             }
-            MechError::ShuttingDown { queue } => write!(f, "queue {queue}: not suspended, the process is exiting on a signal"),
+            MechError::ShuttingDown { queue } => {
+                write!(f, "queue {queue}: not suspended, the process is exiting on a signal")
+            }
             MechError::Unavailable { mechanism, why } => write!(f, "{mechanism}: unavailable: {why}"),
         }
     }

@@ -53,14 +53,25 @@ impl<K: KfdOps + Send + Sync> Preempt for UpdateQueue<K> {
     fn suspend(&self, q: &QueueTarget) -> Result<SuspendReport, MechError> {
         q.validate()?;
         let t0 = Instant::now();
-        self.kfd.update_queue(q.queue_id, &QueueUpdate::disable()).map_err(MechError::kfd(KIND))?;
+        self.kfd
+            .update_queue(q.queue_id, &QueueUpdate::disable())
+            .map_err(MechError::kfd(KIND))?;
         let preempt_call = t0.elapsed();
-        Ok(SuspendReport { mechanism: KIND, queue_id: q.queue_id, total: preempt_call, preempt_call, cleared_queue_new: false, kernel: None })
+        Ok(SuspendReport {
+            mechanism: KIND,
+            queue_id: q.queue_id,
+            total: preempt_call,
+            preempt_call,
+            cleared_queue_new: false,
+            kernel: None,
+        })
     }
 
     /// UPDATE_QUEUE with the original ring, size, percentage and priority.
     fn resume(&self, q: &QueueTarget) -> Result<(), MechError> {
         q.validate()?;
-        self.kfd.update_queue(q.queue_id, &Self::restore_args(q)).map_err(MechError::kfd(KIND))
+        self.kfd
+            .update_queue(q.queue_id, &Self::restore_args(q))
+            .map_err(MechError::kfd(KIND))
     }
 }

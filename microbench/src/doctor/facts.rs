@@ -1,8 +1,8 @@
 //! Gathering what `doctor` reports: the kernel, /dev/kfd, the KFD version, topology, module
 //! parameters. Each fact is kept with its error (as text) so one missing piece never hides the
 //! others.
-use kfd::{Kfd, KfdOps};
 use kfd::sysfs::{self, AmdgpuParams, SysRoot, TopologyNode};
+use kfd::{Kfd, KfdOps};
 use serde::Serialize;
 
 /// A fact or the reason it could not be read.
@@ -112,22 +112,33 @@ pub struct Facts {
 
 impl Facts {
     pub fn gpu_nodes(&self) -> Vec<&NodeSummary> {
-        self.nodes.ok().map(|v| v.iter().filter(|n| n.gpu_id != 0).collect()).unwrap_or_default()
+        self.nodes
+            .ok()
+            .map(|v| v.iter().filter(|n| n.gpu_id != 0).collect())
+            .unwrap_or_default()
     }
 }
 
 fn kernel_info(root: &SysRoot) -> Result<KernelInfo, String> {
     let read = |p: &str| {
-        std::fs::read_to_string(root.0.join(p)).map(|s| s.trim().to_string()).map_err(|e| format!("{p}: {e}"))
+        std::fs::read_to_string(root.0.join(p))
+            .map(|s| s.trim().to_string())
+            .map_err(|e| format!("{p}: {e}"))
     };
-    Ok(KernelInfo { release: read("proc/sys/kernel/osrelease")?, version: read("proc/sys/kernel/version")? })
+    Ok(KernelInfo {
+        release: read("proc/sys/kernel/osrelease")?,
+        version: read("proc/sys/kernel/version")?,
+    })
 }
 
 /// Reads every fact from the running system. `hip` is asked by the caller (it loads a library).
 pub fn gather(root: &SysRoot, hip: Fact<HipInfo>) -> Facts {
     let dev = root.0.join("dev/kfd");
     let handle = Kfd::open_path(&dev);
-    let preempt = handle.as_ref().ok().map(|k| lv3::mechanism::ioctl::availability_of(k.preempt_abi_version()));
+    let preempt = handle
+        .as_ref()
+        .ok()
+        .map(|k| lv3::mechanism::ioctl::availability_of(k.preempt_abi_version()));
     let opened = handle.and_then(|k| k.version());
     Facts {
         kernel: Fact::from_result(kernel_info(root)),

@@ -5,15 +5,25 @@ use kfd::sysfs::SysRoot;
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> SysRoot {
-    SysRoot::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kfd/tests/fixtures").join(name))
+    SysRoot::new(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../kfd/tests/fixtures")
+            .join(name),
+    )
 }
 
 fn hip(devices: Fact<i32>) -> Fact<HipInfo> {
-    Fact::Ok(HipInfo { library: "libamdhip64.so.6".into(), runtime_version: 60_342_134, devices })
+    Fact::Ok(HipInfo {
+        library: "libamdhip64.so.6".into(),
+        runtime_version: 60_342_134,
+        devices,
+    })
 }
 
 fn no_device() -> Fact<i32> {
-    Fact::Err { error: "hipGetDeviceCount: hipErrorNoDevice (100)".into() }
+    Fact::Err {
+        error: "hipGetDeviceCount: hipErrorNoDevice (100)".into(),
+    }
 }
 
 #[test]
@@ -21,16 +31,29 @@ fn empty_machine_says_host_device_plainly() {
     let r = report(&fixture("empty"), hip(no_device()));
     assert!(!r.gpu_usable);
     assert!(!r.facts.kfd_device_present);
-    assert!(r.summary.contains("no usable AMD GPU here (no /dev/kfd"), "{}", r.summary);
+    assert!(
+        r.summary.contains("no usable AMD GPU here (no /dev/kfd"),
+        "{}",
+        r.summary
+    );
     assert!(r.summary.contains("runs on the host device"), "{}", r.summary);
     let host: Vec<_> = r.levels.iter().filter(|l| l.device == "host").collect();
     assert_eq!(host.len(), 2);
     assert!(host.iter().all(|l| l.available));
     for l in r.levels.iter().filter(|l| l.device == "hip") {
         assert!(!l.available);
-        assert!(!l.reason.is_empty() && !l.reason.contains('\n'), "one line: {:?}", l.reason);
+        assert!(
+            !l.reason.is_empty() && !l.reason.contains('\n'),
+            "one line: {:?}",
+            l.reason
+        );
     }
-    let lv3: Vec<_> = r.levels.iter().filter(|l| l.device == "hip" && l.level == 3).map(|l| l.mechanism).collect();
+    let lv3: Vec<_> = r
+        .levels
+        .iter()
+        .filter(|l| l.device == "hip" && l.level == 3)
+        .map(|l| l.mechanism)
+        .collect();
     assert_eq!(lv3, ["ioctl", "dbg-trap", "update-queue"], "auto's probe order");
 }
 
@@ -45,7 +68,12 @@ fn gfx942_fixture_without_dev_kfd_reports_the_node_but_no_gpu_path() {
     let v = serde_json::to_value(&r).unwrap();
     assert_eq!(v["facts"]["nodes"][1]["gfx_target"], "gfx942");
     assert_eq!(v["facts"]["amdgpu_params"]["queue_preemption_timeout_ms"], 9000);
-    assert_eq!(v["facts"]["kfd_version"]["error"].as_str().map(|s| s.contains("ENOENT")), Some(true));
+    assert_eq!(
+        v["facts"]["kfd_version"]["error"]
+            .as_str()
+            .map(|s| s.contains("ENOENT")),
+        Some(true)
+    );
 }
 
 #[test]
@@ -57,7 +85,12 @@ fn verdict_names_the_first_missing_prerequisite() {
     f.kfd_minor = Some(17);
     assert!(verdict::gpu_path(&f).is_ok());
 
-    let find = |f: &super::facts::Facts, m: &str| verdict::availability(f).into_iter().find(|a| a.mechanism == m && a.device == "hip").unwrap();
+    let find = |f: &super::facts::Facts, m: &str| {
+        verdict::availability(f)
+            .into_iter()
+            .find(|a| a.mechanism == m && a.device == "hip")
+            .unwrap()
+    };
     if let Fact::Ok(p) = &mut f.amdgpu_params {
         p.sched_policy = Some(2);
     }
@@ -69,7 +102,9 @@ fn verdict_names_the_first_missing_prerequisite() {
     assert!(find(&f, "update-queue").reason.contains("cwsr_enable=0"));
     f.hip = hip(no_device());
     assert!(find(&f, "update-queue").reason.contains("hipErrorNoDevice"));
-    f.kfd_version = Fact::Err { error: "open(/dev/kfd): EACCES".into() };
+    f.kfd_version = Fact::Err {
+        error: "open(/dev/kfd): EACCES".into(),
+    };
     assert!(verdict::gpu_path(&f).unwrap_err().contains("does not open"));
 }
 
@@ -88,5 +123,9 @@ fn a_usable_gpu_makes_the_stock_mechanisms_available_and_says_unverified() {
     }
     assert!(!get("ioctl").available, "stock kernel: the patched ioctl is absent");
     f.patched_ioctl = Some(true);
-    assert!(verdict::availability(&f).iter().any(|a| a.mechanism == "ioctl" && a.available));
+    assert!(
+        verdict::availability(&f)
+            .iter()
+            .any(|a| a.mechanism == "ioctl" && a.available)
+    );
 }

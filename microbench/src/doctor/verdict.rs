@@ -38,8 +38,20 @@ pub fn gpu_path(f: &Facts) -> Result<(), String> {
 
 fn avail(device: &'static str, level: u8, mechanism: &'static str, r: Result<String, String>) -> Availability {
     match r {
-        Ok(how) => Availability { device, level, mechanism, available: true, reason: how },
-        Err(why) => Availability { device, level, mechanism, available: false, reason: why },
+        Ok(how) => Availability {
+            device,
+            level,
+            mechanism,
+            available: true,
+            reason: how,
+        },
+        Err(why) => Availability {
+            device,
+            level,
+            mechanism,
+            available: false,
+            reason: why,
+        },
     }
 }
 
@@ -68,7 +80,9 @@ pub fn probe_facts(f: &Facts) -> ProbeFacts {
 pub fn availability(f: &Facts) -> Vec<Availability> {
     let gpu = gpu_path(f);
     // On real hardware only (see docs/hardware-validation.md): never verified here.
-    let unverified = |r: Result<String, String>| r.map(|how| format!("{how} (GPU path: verified by review and fakes, not yet on hardware)"));
+    let unverified = |r: Result<String, String>| {
+        r.map(|how| format!("{how} (GPU path: verified by review and fakes, not yet on hardware)"))
+    };
     let mut v: Vec<Availability> = mechanism::probe_order(&probe_facts(f))
         .into_iter()
         .map(|verdict| {
@@ -79,9 +93,24 @@ pub fn availability(f: &Facts) -> Vec<Availability> {
             avail("hip", 3, verdict.kind.name(), unverified(r))
         })
         .collect();
-    v.push(avail("hip", 1, "progressive-launch", unverified(gpu.map(|()| "HIP stream and events behind the lv1 launcher".to_string()))));
-    v.push(avail("host", 3, "sigstop", Ok("CPU worker processes stopped with SIGSTOP (host numbers, not GPU numbers)".into())));
-    v.push(avail("host", 1, "progressive-launch", Ok("CPU worker processes behind the lv1 launcher (host numbers, not GPU numbers)".into())));
+    v.push(avail(
+        "hip",
+        1,
+        "progressive-launch",
+        unverified(gpu.map(|()| "HIP stream and events behind the lv1 launcher".to_string())),
+    ));
+    v.push(avail(
+        "host",
+        3,
+        "sigstop",
+        Ok("CPU worker processes stopped with SIGSTOP (host numbers, not GPU numbers)".into()),
+    ));
+    v.push(avail(
+        "host",
+        1,
+        "progressive-launch",
+        Ok("CPU worker processes behind the lv1 launcher (host numbers, not GPU numbers)".into()),
+    ));
     v
 }
 

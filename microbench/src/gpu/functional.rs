@@ -7,7 +7,17 @@ use crate::measure::Params;
 /// Err((true, why)): cannot run here (skip). Err((false, why)): ran and failed.
 pub fn functional(device: u32, mechanism: &str, t_ms: f64, cycles: u32) -> Result<String, (bool, String)> {
     usable(device).map_err(|why| (true, why))?;
-    let p = Params { level: crate::options::Level::Lv3, t_ms, samples: cycles.max(1), warmup: 2, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: Params::GAP_T };
+    let p = Params {
+        level: crate::options::Level::Lv3,
+        t_ms,
+        samples: cycles.max(1),
+        warmup: 2,
+        threshold: 8,
+        batch: 4,
+        seed: 1,
+        workers: 1,
+        gap_t: Params::GAP_T,
+    };
     let r = run(&p, device, mechanism, true).map_err(|e| (false, e))?;
     let c = &r.correctness;
     if !c.ok {
@@ -19,7 +29,10 @@ pub fn functional(device: u32, mechanism: &str, t_ms: f64, cycles: u32) -> Resul
             ),
         ));
     }
-    let p99 = |s: &Option<crate::stats::Summary>| s.as_ref().map_or("-".to_string(), |s| format!("{:.1}", s.p99 as f64 / 1e3));
+    let p99 = |s: &Option<crate::stats::Summary>| {
+        s.as_ref()
+            .map_or("-".to_string(), |s| format!("{:.1}", s.p99 as f64 / 1e3))
+    };
     Ok(format!(
         "{} on {}: {} cycles ok, {} LP commands exactly once; p99 us: suspend {}, HP start {}, resume {}",
         r.env.mechanism,
@@ -31,4 +44,3 @@ pub fn functional(device: u32, mechanism: &str, t_ms: f64, cycles: u32) -> Resul
         p99(&r.latency_ns.resume)
     ))
 }
-

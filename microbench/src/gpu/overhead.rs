@@ -13,7 +13,13 @@ use super::setup::{calibration_points, lp_blocks_per_cu, lp_grid};
 /// The GPU version of `measure::host::lv1_overhead`: `commands` LP commands of T launched
 /// directly on a dedicated stream, then the same through an XQueue with `threshold`/`batch`.
 /// Returns (direct s, launcher s, overhead %). Both phases must complete every command.
-pub fn lv1_overhead(device_index: u32, t_ms: f64, threshold: u32, batch: u32, commands: u32) -> Result<(f64, f64, f64), String> {
+pub fn lv1_overhead(
+    device_index: u32,
+    t_ms: f64,
+    threshold: u32,
+    batch: u32,
+    commands: u32,
+) -> Result<(f64, f64, f64), String> {
     let hip = Hip::load().map_err(|e| e.to_string())?;
     let dev = Arc::new(gpu_device::open(&hip, device_index).map_err(|e| e.to_string())?);
     let arch = gpu_device::gfx_target(&dev.info).map_err(|e| e.to_string())?;
@@ -21,7 +27,9 @@ pub fn lv1_overhead(device_index: u32, t_ms: f64, threshold: u32, batch: u32, co
     let grid = lp_grid(dev.info.cu_count, dev.info.wave_size, lp_blocks_per_cu()).map_err(|e| e.to_string())?;
     let k = Arc::new(DelayKernel::load(&dev, &code, grid).map_err(h("loading the delay kernel"))?);
     let warm = dev.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
-    let cal = kernel::calibrate(&k, &dev, &warm, &calibration_points(t_ms), 3).map_err(h("calibrating T"))?.calibration;
+    let cal = kernel::calibrate(&k, &dev, &warm, &calibration_points(t_ms), 3)
+        .map_err(h("calibrating T"))?
+        .calibration;
     let n = commands.max(1) as usize;
     let direct_slots = kernel::slot_buffer(&dev, &warm, n).map_err(h("slot buffer"))?;
     let xq_slots = kernel::slot_buffer(&dev, &warm, n).map_err(h("slot buffer"))?;
@@ -30,7 +38,8 @@ pub fn lv1_overhead(device_index: u32, t_ms: f64, threshold: u32, batch: u32, co
     let cycles = cal.cycles_for(t_ms);
     let t0 = Instant::now();
     for id in 0..n as u32 {
-        k.launch(lpq.stream(), hip_rt::Mem::Device(&direct_slots), id, cycles).map_err(h("direct launch"))?;
+        k.launch(lpq.stream(), hip_rt::Mem::Device(&direct_slots), id, cycles)
+            .map_err(h("direct launch"))?;
     }
     lpq.stream().synchronize().map_err(h("direct synchronize"))?;
     let direct = t0.elapsed().as_secs_f64();
@@ -43,12 +52,21 @@ pub fn lv1_overhead(device_index: u32, t_ms: f64, threshold: u32, batch: u32, co
     xq.wait_idle().map_err(|e| e.to_string())?;
     let launcher = t1.elapsed().as_secs_f64();
     drop(xq);
-    for (what, slots) in [("direct", kernel::read_slots(&direct_slots, n)), ("launcher", lpq.read_slots(n as u64))] {
+    for (what, slots) in [
+        ("direct", kernel::read_slots(&direct_slots, n)),
+        ("launcher", lpq.read_slots(n as u64)),
+    ] {
         let slots = slots.map_err(h("reading slots"))?;
-        if let Some((i, s)) = slots.iter().enumerate().find(|(i, s)| s.status(*i as u32, lpq.nblocks()) != SlotStatus::Complete) {
-            return Err(format!("lv1 overhead ({what}): LP command {i}: {:?}", s.status(i as u32, lpq.nblocks())));
+        if let Some((i, s)) = slots
+            .iter()
+            .enumerate()
+            .find(|(i, s)| s.status(*i as u32, lpq.nblocks()) != SlotStatus::Complete)
+        {
+            return Err(format!(
+                "lv1 overhead ({what}): LP command {i}: {:?}",
+                s.status(i as u32, lpq.nblocks())
+            ));
         }
     }
     Ok((direct, launcher, (launcher / direct - 1.0) * 100.0))
 }
-

@@ -17,20 +17,22 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lv1::{Config, SuspendMode, XQueue};
-use kfd::{GracePeriod, Kfd, KfdOps};
-use lv3::mechanism::{self, MechanismKind, Preempt, Preemptor, ProbeFacts, QueueTarget};
 use kfd::sysfs::SysRoot;
+use kfd::{GracePeriod, Kfd, KfdOps};
+use lv1::{Config, SuspendMode, XQueue};
+use lv3::mechanism::{self, MechanismKind, Preempt, Preemptor, ProbeFacts, QueueTarget};
 
 use gpu_device::verify::{self, Window};
-use gpu_device::{Calibration, ClockMap, ClockPair, DelayCmd, DelayKernel, HipLpQueue, HpProbe, calib, discover, kernel};
+use gpu_device::{
+    Calibration, ClockMap, ClockPair, DelayCmd, DelayKernel, HipLpQueue, HpProbe, calib, discover, kernel,
+};
 use hip_rt::{Hip, StreamPriority};
 
 use super::setup::*;
-use crate::options::Level;
 use crate::measure::control::{progress, stop_requested};
 use crate::measure::rng::SplitMix64;
 use crate::measure::{Correctness, Params, RunResult, Sample};
+use crate::options::Level;
 
 /// How long the HP probe may take while the LP queue is suspended before the run gives up
 /// (the guard then resumes the queue).
@@ -106,16 +108,25 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
     let k = Arc::new(DelayKernel::load(&dev, &code, grid).map_err(h("loading the delay kernel"))?);
     let warm = dev.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
     let hp_stream = dev.stream(StreamPriority::High).map_err(h("HP stream"))?;
-    let cal: Calibration = kernel::calibrate(&k, &dev, &warm, &calibration_points(p.t_ms), 3).map_err(h("calibrating T"))?.calibration;
+    let cal: Calibration = kernel::calibrate(&k, &dev, &warm, &calibration_points(p.t_ms), 3)
+        .map_err(h("calibrating T"))?
+        .calibration;
     let achieved = kernel::check_t(&k, &dev, &warm, &cal, p.t_ms, 5).map_err(h("checking T"))?;
-    let t_note = format!("T requested {} ms, achieved {:.4} ms ({:+.1}%)", p.t_ms, achieved.achieved_ms, achieved.error * 100.0);
+    let t_note = format!(
+        "T requested {} ms, achieved {:.4} ms ({:+.1}%)",
+        p.t_ms,
+        achieved.achieved_ms,
+        achieved.error * 100.0
+    );
     if achieved.off {
         eprintln!("preempt-lat: WARNING: {t_note}: more than 5% off; every figure below is for the achieved T");
     } else {
         note(quiet, &t_note);
     }
     if cal.rates_disagree {
-        eprintln!("preempt-lat: WARNING: wall-clock and event calibrations disagree by > 5% (clock changes under DVFS?)");
+        eprintln!(
+            "preempt-lat: WARNING: wall-clock and event calibrations disagree by > 5% (clock changes under DVFS?)"
+        );
     }
     let cfg = Config::new(p.threshold as usize, p.batch as usize).map_err(|e| e.to_string())?;
     let keep_ahead = 2 * u64::from(p.threshold) + 2;
@@ -147,7 +158,10 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
         );
     }
     if hip_version >= (6, 5, 0) {
-        note(quiet, "HIP >= 6.5 may hand an idle stream's queue to another (dynamic queues); the LP stream is kept busy");
+        note(
+            quiet,
+            "HIP >= 6.5 may hand an idle stream's queue to another (dynamic queues); the LP stream is kept busy",
+        );
     }
 
     // The LP stream and (Lv3) the queue behind it.
@@ -162,7 +176,8 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
             (s, None)
         }
         Some(pre) => {
-            let d = discover::lp_stream_with_queue(&dev, first_use, pre.kind() == MechanismKind::DbgTrap).map_err(|e| e.to_string())?;
+            let d = discover::lp_stream_with_queue(&dev, first_use, pre.kind() == MechanismKind::DbgTrap)
+                .map_err(|e| e.to_string())?;
             let t = d.target;
             note(
                 quiet,
@@ -189,7 +204,11 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
     let cycles = cal.cycles_for(p.t_ms);
     let t_ns = achieved.achieved_ms * 1e6;
     let mut rng = SplitMix64::new(p.seed);
-    let pb = progress(u64::from(total), quiet, &format!("Lv{} hip:{device_index} T={}ms", p.level, p.t_ms));
+    let pb = progress(
+        u64::from(total),
+        quiet,
+        &format!("Lv{} hip:{device_index} T={}ms", p.level, p.t_ms),
+    );
     let mut raw: Vec<Raw> = Vec::with_capacity(total as usize);
     let mut windows: Vec<Window> = Vec::with_capacity(total as usize);
     let mut budget_hit = false;
@@ -206,7 +225,9 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
             xq.submit(DelayCmd { cycles });
         }
         if budget_hit {
-            eprintln!("preempt-lat: WARNING: the LP command budget ({budget}) is used up after {i} samples; stopping early");
+            eprintln!(
+                "preempt-lat: WARNING: the LP command budget ({budget}) is used up after {i} samples; stopping early"
+            );
             break;
         }
         if i == 0 {
@@ -224,7 +245,11 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
         match r {
             Ok((s, w)) => {
                 raw.push(s);
-                windows.push(Window { sample: i as usize, from_ns: w.0, to_ns: w.1 });
+                windows.push(Window {
+                    sample: i as usize,
+                    from_ns: w.0,
+                    to_ns: w.1,
+                });
             }
             Err(e) => {
                 loop_err = Some(e);
@@ -267,13 +292,19 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
     let mut samples = Vec::with_capacity(raw.len());
     let mut negative = 0usize;
     for (i, r) in raw.iter().enumerate() {
-        let tick = probe.stamp(r.probe).ok_or_else(|| format!("HP probe {} completed without its start stamp", r.probe))?;
+        let tick = probe
+            .stamp(r.probe)
+            .ok_or_else(|| format!("HP probe {} completed without its start stamp", r.probe))?;
         let hp = verify::hp_start_ns(&map, tick, r.t_req).unwrap_or_else(|_| {
             negative += 1;
             0
         });
         if i >= p.warmup as usize {
-            samples.push(Sample { suspend_ns: r.suspend_ns, hp_start_ns: hp, resume_ns: r.resume_ns });
+            samples.push(Sample {
+                suspend_ns: r.suspend_ns,
+                hp_start_ns: hp,
+                resume_ns: r.resume_ns,
+            });
         }
     }
     if negative > 0 {
@@ -288,7 +319,10 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
     let check = verify::check_slots(&slots, lpq.nblocks(), &windows, &map, margin, level == Level::Lv1);
     let correctness = Correctness::check(submitted, &done, &check.records, 1);
     if !check.problems.is_empty() {
-        eprintln!("preempt-lat: LP commands FAILED verification ({}):", check.problems.len());
+        eprintln!(
+            "preempt-lat: LP commands FAILED verification ({}):",
+            check.problems.len()
+        );
         for l in check.describe(20) {
             eprintln!("  {l}");
         }
@@ -296,7 +330,12 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
     if check.unchecked_windows > 0 {
         note(
             quiet,
-            &format!("{} of {} suspension windows were narrower than 2 x {:.0} ns and not checked", check.unchecked_windows, windows.len(), margin),
+            &format!(
+                "{} of {} suspension windows were narrower than 2 x {:.0} ns and not checked",
+                check.unchecked_windows,
+                windows.len(),
+                margin
+            ),
         );
     }
     let interrupted = (samples.len() as u32) < p.samples;
@@ -316,7 +355,10 @@ pub fn run(p: &Params, device_index: u32, mechanism: &str, quiet: bool) -> Resul
         lp_blocks_per_cu(),
         map.uncertainty_ns,
         floor as f64 / 1e3,
-        target.map_or(String::new(), |t| format!("; LP queue {} gpu 0x{:x}", t.queue_id, t.gpu_id)),
+        target.map_or(String::new(), |t| format!(
+            "; LP queue {} gpu 0x{:x}",
+            t.queue_id, t.gpu_id
+        )),
         corun.map_or(String::new(), |w| format!("; WARNING: {w}")),
     );
     Ok(RunResult {
@@ -339,7 +381,9 @@ fn environment(index: u32, detail: String, gfx: &str, mechanism: &str) -> crate:
     crate::env::Environment {
         device: format!("hip:{index}"),
         device_detail: detail,
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default(),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
         kfd_version: Kfd::open().and_then(|k| k.version()).ok().map(|v| v.to_string()),
         gfx_target: Some(gfx.to_string()),
         mechanism: mechanism.into(),
@@ -362,7 +406,10 @@ fn build_mechanism(choice: MechanismChoice, quiet: bool) -> Result<Preemptor, St
             m
         }
         MechanismChoice::Kind(kind) => {
-            if let Some(v) = mechanism::probe_order(&facts).into_iter().find(|v| v.kind == kind && !v.usable()) {
+            if let Some(v) = mechanism::probe_order(&facts)
+                .into_iter()
+                .find(|v| v.kind == kind && !v.usable())
+            {
                 return Err(format!("--mechanism {}: {v}", kind.name()));
             }
             let kfd = Kfd::open().map_err(|e| e.to_string())?;
@@ -381,12 +428,22 @@ fn preempt_lv3(pre: &Preemptor, t: &QueueTarget, probe: &HpProbe, i: u32) -> Res
     // From here until `resume`, an early return drops the guard, which resumes the queue.
     probe.launch(i).map_err(h("HP probe"))?;
     if !probe.wait(PROBE_TIMEOUT).map_err(h("HP probe"))? {
-        return Err(format!("sample {i}: the HP probe did not finish within {PROBE_TIMEOUT:?} with the LP queue suspended"));
+        return Err(format!(
+            "sample {i}: the HP probe did not finish within {PROBE_TIMEOUT:?} with the LP queue suspended"
+        ));
     }
     let t_r = calib::host_ns(Instant::now());
     guard.resume().map_err(|e| format!("sample {i}: resume: {e}"))?;
     let resume_ns = calib::host_ns(Instant::now()) - t_r;
-    Ok((Raw { t_req, suspend_ns: t_s - t_req, resume_ns, probe: i }, (t_s, t_r)))
+    Ok((
+        Raw {
+            t_req,
+            suspend_ns: t_s - t_req,
+            resume_ns,
+            probe: i,
+        },
+        (t_s, t_r),
+    ))
 }
 
 /// Lv1: drain the launcher, HP probe, resume (as the host device does).
@@ -401,9 +458,19 @@ fn preempt_lv1(xq: &XQueue<HipLpQueue>, probe: &HpProbe, i: u32) -> Result<(Raw,
     drained.map_err(|e| format!("sample {i}: Lv1 suspend (drain): {e}"))?;
     launched.unwrap_or(Ok(())).map_err(h("HP probe"))?;
     if !probe.wait(PROBE_TIMEOUT).map_err(h("HP probe"))? {
-        return Err(format!("sample {i}: the HP probe did not finish within {PROBE_TIMEOUT:?}"));
+        return Err(format!(
+            "sample {i}: the HP probe did not finish within {PROBE_TIMEOUT:?}"
+        ));
     }
-    Ok((Raw { t_req, suspend_ns: t_s - t_req, resume_ns, probe: i }, (t_s, t_r)))
+    Ok((
+        Raw {
+            t_req,
+            suspend_ns: t_s - t_req,
+            resume_ns,
+            probe: i,
+        },
+        (t_s, t_r),
+    ))
 }
 
 #[cfg(test)]
@@ -411,15 +478,34 @@ mod tests {
     use super::*;
 
     fn params(t_ms: f64, samples: u32) -> Params {
-        Params { level: Level::Lv3, t_ms, samples, warmup: 10, threshold: 8, batch: 4, seed: 1, workers: 1, gap_t: Params::GAP_T }
+        Params {
+            level: Level::Lv3,
+            t_ms,
+            samples,
+            warmup: 10,
+            threshold: 8,
+            batch: 4,
+            seed: 1,
+            workers: 1,
+            gap_t: Params::GAP_T,
+        }
     }
 
     #[test]
     fn mechanism_names_parse() {
         assert_eq!(MechanismChoice::parse("auto"), Ok(MechanismChoice::Auto));
-        assert_eq!(MechanismChoice::parse("dbg-trap"), Ok(MechanismChoice::Kind(MechanismKind::DbgTrap)));
-        assert_eq!(MechanismChoice::parse("update-queue"), Ok(MechanismChoice::Kind(MechanismKind::UpdateQueue)));
-        assert_eq!(MechanismChoice::parse("ioctl"), Ok(MechanismChoice::Kind(MechanismKind::Ioctl)));
+        assert_eq!(
+            MechanismChoice::parse("dbg-trap"),
+            Ok(MechanismChoice::Kind(MechanismKind::DbgTrap))
+        );
+        assert_eq!(
+            MechanismChoice::parse("update-queue"),
+            Ok(MechanismChoice::Kind(MechanismKind::UpdateQueue))
+        );
+        assert_eq!(
+            MechanismChoice::parse("ioctl"),
+            Ok(MechanismChoice::Kind(MechanismKind::Ioctl))
+        );
         assert!(MechanismChoice::parse("sigstop").unwrap_err().contains("expected auto"));
     }
 

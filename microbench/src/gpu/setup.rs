@@ -4,9 +4,9 @@
 //! `gpu_device::setup`'s (re-exported here).
 use std::time::{Duration, Instant};
 
+pub use gpu_device::setup::{calibration_points, lp_grid, probe_co_ran};
 use gpu_device::verify;
 use gpu_device::{Calibration, ClockMap, ClockPair, DelayKernel, HipLpQueue, HpProbe, calib, kernel};
-pub use gpu_device::setup::{calibration_points, lp_grid, probe_co_ran};
 
 use super::run::{FLOOR_PROBES, LP_BLOCKS_PER_CU, PROBE_TIMEOUT, h};
 use crate::measure::Params;
@@ -34,8 +34,13 @@ pub(super) fn clock_pairs(probe: &HpProbe, first_idx: u32, n: usize) -> Result<V
         probe.launch_unrecorded(i).map_err(h("clock pair probe"))?;
         let tick = probe.poll_stamp(i, PROBE_TIMEOUT);
         let after = calib::host_ns(Instant::now());
-        let tick = tick.ok_or_else(|| format!("the clock-pair probe did not run within {PROBE_TIMEOUT:?} on an idle GPU"))?;
-        v.push(ClockPair { gpu_ticks: tick, host_before_ns: before, host_after_ns: after });
+        let tick =
+            tick.ok_or_else(|| format!("the clock-pair probe did not run within {PROBE_TIMEOUT:?} on an idle GPU"))?;
+        v.push(ClockPair {
+            gpu_ticks: tick,
+            host_before_ns: before,
+            host_after_ns: after,
+        });
     }
     probe.stream().synchronize().map_err(h("clock pair probes"))?;
     Ok(v)
@@ -49,7 +54,9 @@ pub(super) fn hp_floor(probe: &HpProbe, map: &ClockMap, first_idx: u32) -> Resul
         let t = calib::host_ns(Instant::now());
         probe.launch(i).map_err(h("HP probe"))?;
         if !probe.wait(PROBE_TIMEOUT).map_err(h("HP probe"))? {
-            return Err(format!("the HP probe did not finish within {PROBE_TIMEOUT:?} on an idle GPU"));
+            return Err(format!(
+                "the HP probe did not finish within {PROBE_TIMEOUT:?} on an idle GPU"
+            ));
         }
         if let Some(tick) = probe.stamp(i) {
             v.push(verify::hp_start_ns(map, tick, t).unwrap_or(0));
@@ -70,13 +77,17 @@ pub(super) fn co_run_check(
     idx: u32,
     wall_khz: u32,
 ) -> Result<Option<String>, String> {
-    k.launch(lpq.stream(), hip_rt::Mem::Device(slots), 0, cal.cycles_for(20.0)).map_err(h("co-run check"))?;
+    k.launch(lpq.stream(), hip_rt::Mem::Device(slots), 0, cal.cycles_for(20.0))
+        .map_err(h("co-run check"))?;
     std::thread::sleep(Duration::from_millis(2));
     probe.launch(idx).map_err(h("co-run check"))?;
     let ok = probe.wait(Duration::from_secs(30)).map_err(h("co-run check"))?;
     lpq.stream().synchronize().map_err(h("co-run check"))?;
     let slot = kernel::read_slots(slots, 1).map_err(h("co-run check"))?[0];
-    let tick = probe.stamp(idx).filter(|_| ok).ok_or("co-run check: the HP probe did not run")?;
+    let tick = probe
+        .stamp(idx)
+        .filter(|_| ok)
+        .ok_or("co-run check: the HP probe did not run")?;
     let slack = u64::from(wall_khz); // 1 ms
     Ok(probe_co_ran(tick, slot.end, slack).then(|| {
         format!(
@@ -86,4 +97,3 @@ pub(super) fn co_run_check(
         )
     }))
 }
-

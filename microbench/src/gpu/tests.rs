@@ -6,17 +6,39 @@ use gpu_device::{ClockMap, DelaySlot};
 use crate::measure::Correctness;
 
 /// 1 tick = 10 ns (100 MHz), tick 0 = host 0.
-const MAP: ClockMap = ClockMap { anchor_ticks: 0, anchor_host_ns: 0.0, ns_per_tick: 10.0, uncertainty_ns: 0.0 };
+const MAP: ClockMap = ClockMap {
+    anchor_ticks: 0,
+    anchor_host_ns: 0.0,
+    ns_per_tick: 10.0,
+    uncertainty_ns: 0.0,
+};
 const NB: u32 = 4;
 
 fn ok(id: u64, s: u64, e: u64) -> DelaySlot {
-    DelaySlot { start: s / 10, end: e / 10, blocks: NB, done: 1, tag: id ^ DELAY_TAG_MAGIC }
+    DelaySlot {
+        start: s / 10,
+        end: e / 10,
+        blocks: NB,
+        done: 1,
+        tag: id ^ DELAY_TAG_MAGIC,
+    }
 }
 
 #[test]
 fn commands_ending_inside_a_suspension_fail_the_tally() {
     let slots = [ok(0, 0, 1000), ok(1, 1000, 1700), ok(2, 1750, 2500)];
-    let c = check_slots(&slots, NB, &[Window { sample: 0, from_ns: 1500, to_ns: 1800 }], &MAP, 10.0, false);
+    let c = check_slots(
+        &slots,
+        NB,
+        &[Window {
+            sample: 0,
+            from_ns: 1500,
+            to_ns: 1800,
+        }],
+        &MAP,
+        10.0,
+        false,
+    );
     let m = Correctness::check(3, &[(0, true), (1, true), (2, true)], &c.records, 1);
     assert!(!m.ok);
     assert_eq!(m.wrong_result, vec![1, 2]);
@@ -30,7 +52,11 @@ fn incomplete_duplicated_wrong_tag_and_bad_stamps_reach_the_tally() {
     wrong.tag = 7;
     let mut partial = ok(3, 0, 100);
     partial.blocks = 2;
-    let backwards = DelaySlot { start: 50, end: 50, ..ok(4, 0, 0) };
+    let backwards = DelaySlot {
+        start: 50,
+        end: 50,
+        ..ok(4, 0, 0)
+    };
     let slots = [DelaySlot::default(), dup, wrong, partial, backwards, ok(5, 0, 100)];
     let c = check_slots(&slots, NB, &[], &MAP, 0.0, false);
     let done: Vec<(u64, bool)> = (0..6).map(|i| (i, true)).collect();

@@ -65,10 +65,16 @@ impl Backend for HostBackend {
         None
     }
     fn wait_first_start(&self, _launched: &dyn Fn() -> u64) -> Result<(), String> {
-        self.dev.lp().wait_started(1, Duration::from_secs(30)).map(drop).map_err(err("waiting for the first LP command"))
+        self.dev
+            .lp()
+            .wait_started(1, Duration::from_secs(30))
+            .map(drop)
+            .map_err(err("waiting for the first LP command"))
     }
     fn suspend(&self) -> Result<Box<dyn Suspended + '_>, String> {
-        Ok(Box::new(HostSuspended(self.dev.lp().suspend().map_err(err("suspend (SIGSTOP)"))?)))
+        Ok(Box::new(HostSuspended(
+            self.dev.lp().suspend().map_err(err("suspend (SIGSTOP)"))?,
+        )))
     }
     fn hp_launch(&self, index: u32) -> Result<(), String> {
         let rec = self.dev.probe_hp(u64::from(index)).map_err(err("HP probe"))?;
@@ -77,7 +83,8 @@ impl Backend for HostBackend {
     }
     fn hp_wait(&self, index: u32) -> Result<HpStart, String> {
         let rec = self.probes.lock().unwrap_or_else(|p| p.into_inner()).remove(&index);
-        rec.map(|r| HpStart::At(r.start_ns)).ok_or_else(|| format!("HP probe {index} was not run"))
+        rec.map(|r| HpStart::At(r.start_ns))
+            .ok_or_else(|| format!("HP probe {index} was not run"))
     }
     fn finish(&mut self, raw: &[RawSample], submitted: u64, completions: &[(u64, bool)]) -> Result<Finished, String> {
         let hp_start_ns = raw
@@ -88,11 +95,21 @@ impl Backend for HostBackend {
             })
             .collect::<Result<_, _>>()?;
         // Every command runs on every LP worker: one record per worker.
-        let records: Vec<(u64, bool)> = self.dev.lp().take_records().iter().map(|r| (r.id, r.is_correct())).collect();
+        let records: Vec<(u64, bool)> = self
+            .dev
+            .lp()
+            .take_records()
+            .iter()
+            .map(|r| (r.id, r.is_correct()))
+            .collect();
         Ok(Finished {
             hp_start_ns,
             correctness: Correctness::check(submitted, completions, &records, self.workers as usize),
-            env: crate::env::host(if self.level == Level::Lv1 { "progressive-launch" } else { "sigstop" }),
+            env: crate::env::host(if self.level == Level::Lv1 {
+                "progressive-launch"
+            } else {
+                "sigstop"
+            }),
         })
     }
 }
@@ -104,21 +121,34 @@ pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
     // T <= 10 s (checked at parse time): the rounded ns fit a u64.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let t_ns = (p.t_ms * 1e6).round() as u64;
-    let b = HostBackend { dev, t_ns, level: p.level, workers: p.workers, probes: Mutex::default() };
+    let b = HostBackend {
+        dev,
+        t_ns,
+        level: p.level,
+        workers: p.workers,
+        probes: Mutex::default(),
+    };
     samples::run(p, b, "host", quiet)
 }
 
 /// LP throughput cost of the Lv1 launcher: `commands` delay commands of T, once launched
 /// directly onto the hardware queue, once through an XQueue with `threshold`/`batch`.
 /// Returns (direct seconds, launcher seconds, overhead percent).
-pub fn lv1_overhead(t_ms: f64, threshold: u32, batch: u32, commands: u32, workers: u32) -> Result<(f64, f64, f64), String> {
+pub fn lv1_overhead(
+    t_ms: f64,
+    threshold: u32,
+    batch: u32,
+    commands: u32,
+    workers: u32,
+) -> Result<(f64, f64, f64), String> {
     let exe = worker_exe()?;
     let t_ns = (t_ms * 1e6).round() as u64;
     let dev = HostDevice::spawn(&exe, workers as usize).map_err(err("starting workers"))?;
     let q = dev.lp();
     let t0 = std::time::Instant::now();
     for id in 0..u64::from(commands) {
-        q.launch(id, HostCommand::delay_ns(t_ns)).map_err(err("direct launch"))?;
+        q.launch(id, HostCommand::delay_ns(t_ns))
+            .map_err(err("direct launch"))?;
     }
     q.synchronize().map_err(err("direct synchronize"))?;
     let direct = t0.elapsed().as_secs_f64();

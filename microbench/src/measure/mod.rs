@@ -8,8 +8,8 @@ pub mod samples;
 
 use crate::device::Device;
 use crate::options::{Common, Level};
-use lv3::MechanismChoice;
 use crate::stats::Summary;
+use lv3::MechanismChoice;
 use serde::Serialize;
 
 /// Everything that defines a run (written into every output).
@@ -106,13 +106,27 @@ impl Correctness {
                 wrong_result.push(id);
             }
         }
-        let missing: Vec<u64> = (0..n).filter(|&i| seen[i] == 0 || rec[i] < records_per_cmd).map(|i| i as u64).collect();
-        let mut duplicated: Vec<u64> = (0..n).filter(|&i| seen[i] > 1 || rec[i] > records_per_cmd).map(|i| i as u64).collect();
+        let missing: Vec<u64> = (0..n)
+            .filter(|&i| seen[i] == 0 || rec[i] < records_per_cmd)
+            .map(|i| i as u64)
+            .collect();
+        let mut duplicated: Vec<u64> = (0..n)
+            .filter(|&i| seen[i] > 1 || rec[i] > records_per_cmd)
+            .map(|i| i as u64)
+            .collect();
         duplicated.extend(extra);
         wrong_result.dedup();
         let completed_once = seen.iter().filter(|&&c| c == 1).count() as u64;
         let ok = missing.is_empty() && duplicated.is_empty() && failed.is_empty() && wrong_result.is_empty();
-        Correctness { submitted, completed_once, missing, duplicated, failed, wrong_result, ok }
+        Correctness {
+            submitted,
+            completed_once,
+            missing,
+            duplicated,
+            failed,
+            wrong_result,
+            ok,
+        }
     }
 }
 
@@ -147,7 +161,11 @@ impl RunResult {
             h.record(x.hp_start_ns);
             r.record(x.resume_ns);
         }
-        Summaries { suspend: s.summary(), hp_start: h.summary(), resume: r.summary() }
+        Summaries {
+            suspend: s.summary(),
+            hp_start: h.summary(),
+            resume: r.summary(),
+        }
     }
 }
 
@@ -157,7 +175,12 @@ mod tests {
 
     #[test]
     fn exactly_once_is_checked_both_ways() {
-        let ok = Correctness::check(3, &[(0, true), (2, true), (1, true)], &[(0, true), (1, true), (2, true)], 1);
+        let ok = Correctness::check(
+            3,
+            &[(0, true), (2, true), (1, true)],
+            &[(0, true), (1, true), (2, true)],
+            1,
+        );
         assert!(ok.ok && ok.completed_once == 3);
         let lost = Correctness::check(3, &[(0, true), (2, true)], &[(0, true), (2, true)], 1);
         assert!(!lost.ok);

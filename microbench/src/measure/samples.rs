@@ -26,7 +26,11 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
     let t_ns = b.t_ns();
     let total = p.warmup + p.samples;
     let mut rng = SplitMix64::new(p.seed);
-    let pb = progress(u64::from(total), quiet, &format!("Lv{} {label} T={}ms", p.level, p.t_ms));
+    let pb = progress(
+        u64::from(total),
+        quiet,
+        &format!("Lv{} {label} T={}ms", p.level, p.t_ms),
+    );
     let mut raw: Vec<RawSample> = Vec::with_capacity(total as usize);
     let mut loop_err = None;
     for i in 0..total {
@@ -73,7 +77,8 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
     // Drain: everything submitted must complete (every guard is gone, so the queue runs).
     let drain_limit = Duration::from_secs(60) + Duration::from_secs_f64(t_ns * 1e-9 * (keep_ahead as f64 + 8.0) * 4.0);
     if let Err(e) = xq.wait_idle_for(drain_limit) {
-        let why = format!("draining the LP queue: {e} after {drain_limit:?}: the LP queue may have been left suspended");
+        let why =
+            format!("draining the LP queue: {e} after {drain_limit:?}: the LP queue may have been left suspended");
         // Dropping the launcher would wait for the stuck queue forever: report and leave.
         std::mem::forget(xq);
         return Err(loop_err.map_or(why.clone(), |le| format!("{le}; then {why}")));
@@ -89,7 +94,11 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         .iter()
         .zip(&fin.hp_start_ns)
         .skip(p.warmup as usize)
-        .map(|(r, &hp_start_ns)| Sample { suspend_ns: r.suspend_ns, hp_start_ns, resume_ns: r.resume_ns })
+        .map(|(r, &hp_start_ns)| Sample {
+            suspend_ns: r.suspend_ns,
+            hp_start_ns,
+            resume_ns: r.resume_ns,
+        })
         .collect();
     Ok(RunResult {
         latency_ns: RunResult::summarize(&samples),
@@ -119,7 +128,14 @@ fn preempt_lv3<B: Backend>(b: &B, i: u32) -> Result<RawSample, String> {
     let t_r = b.now_ns();
     guard.resume().map_err(|e| format!("resume: {e}"))?;
     let resume_ns = b.now_ns() - t_r;
-    Ok(RawSample { index: i, t_req, suspend_ns: t_s - t_req, resume_ns, window: (t_s, t_r), hp })
+    Ok(RawSample {
+        index: i,
+        t_req,
+        suspend_ns: t_s - t_req,
+        resume_ns,
+        window: (t_s, t_r),
+        hp,
+    })
 }
 
 /// Lv1: stop launching and drain the in-flight commands, HP probe, resume. The launcher is
@@ -135,5 +151,12 @@ fn preempt_lv1<B: Backend>(b: &B, xq: &XQueue<B::Queue>, i: u32) -> Result<RawSa
     drained.map_err(|e| format!("Lv1 suspend (drain): {e}"))?;
     launched.unwrap_or(Ok(()))?;
     let hp: HpStart = b.hp_wait(i)?;
-    Ok(RawSample { index: i, t_req, suspend_ns: t_s - t_req, resume_ns, window: (t_s, t_r), hp })
+    Ok(RawSample {
+        index: i,
+        t_req,
+        suspend_ns: t_s - t_req,
+        resume_ns,
+        window: (t_s, t_r),
+        hp,
+    })
 }

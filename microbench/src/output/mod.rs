@@ -57,37 +57,41 @@ pub struct RunRow<'a> {
 /// The CSV rows of one run (metrics without samples are left out).
 pub fn run_rows(r: &RunResult) -> Vec<RunRow<'_>> {
     let (p, e, m) = (&r.params, &r.env, &r.latency_ns);
-    [("suspend", &m.suspend), ("hp_start", &m.hp_start), ("resume", &m.resume)]
-        .into_iter()
-        .filter_map(|(metric, s)| s.as_ref().map(|s| (metric, s)))
-        .map(|(metric, s)| RunRow {
-            device: &e.device,
-            mechanism: &e.mechanism,
-            level: p.level.number(),
-            t_ms: p.t_ms,
-            threshold: p.threshold,
-            batch: p.batch,
-            samples: p.samples,
-            warmup: p.warmup,
-            seed: p.seed,
-            workers: p.workers,
-            kernel: &e.kernel,
-            kfd_version: e.kfd_version.as_deref().unwrap_or(""),
-            git_revision: e.git_revision,
-            metric,
-            count: s.count,
-            min_ns: s.min,
-            p50_ns: s.p50,
-            p90_ns: s.p90,
-            p95_ns: s.p95,
-            p99_ns: s.p99,
-            p99_9_ns: s.p99_9,
-            max_ns: s.max,
-            mean_ns: (s.mean * 10.0).round() / 10.0,
-            correct: r.correctness.ok,
-            interrupted: r.interrupted,
-        })
-        .collect()
+    [
+        ("suspend", &m.suspend),
+        ("hp_start", &m.hp_start),
+        ("resume", &m.resume),
+    ]
+    .into_iter()
+    .filter_map(|(metric, s)| s.as_ref().map(|s| (metric, s)))
+    .map(|(metric, s)| RunRow {
+        device: &e.device,
+        mechanism: &e.mechanism,
+        level: p.level.number(),
+        t_ms: p.t_ms,
+        threshold: p.threshold,
+        batch: p.batch,
+        samples: p.samples,
+        warmup: p.warmup,
+        seed: p.seed,
+        workers: p.workers,
+        kernel: &e.kernel,
+        kfd_version: e.kfd_version.as_deref().unwrap_or(""),
+        git_revision: e.git_revision,
+        metric,
+        count: s.count,
+        min_ns: s.min,
+        p50_ns: s.p50,
+        p90_ns: s.p90,
+        p95_ns: s.p95,
+        p99_ns: s.p99,
+        p99_9_ns: s.p99_9,
+        max_ns: s.max,
+        mean_ns: (s.mean * 10.0).round() / 10.0,
+        correct: r.correctness.ok,
+        interrupted: r.interrupted,
+    })
+    .collect()
 }
 
 /// A run's result in `format`.

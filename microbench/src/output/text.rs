@@ -11,23 +11,46 @@ fn us(ns: u64) -> String {
 pub fn run(r: &RunResult, w: &mut dyn Write) -> Result<()> {
     let p = &r.params;
     let e = &r.env;
-    writeln!(w, "preempt-lat: Lv{} on device {} ({}), mechanism {}", p.level, e.device, e.device_detail, e.mechanism)?;
+    writeln!(
+        w,
+        "preempt-lat: Lv{} on device {} ({}), mechanism {}",
+        p.level, e.device, e.device_detail, e.mechanism
+    )?;
     writeln!(
         w,
         "T = {} ms, threshold {}, batch {}, {} samples (+{} warm-up dropped), seed {}, {} LP worker(s); kernel {}, KFD {}, rev {}",
-        p.t_ms, p.threshold, p.batch, r.samples.len(), p.warmup, p.seed, p.workers, e.kernel,
-        e.kfd_version.as_deref().unwrap_or("none"), e.git_revision
+        p.t_ms,
+        p.threshold,
+        p.batch,
+        r.samples.len(),
+        p.warmup,
+        p.seed,
+        p.workers,
+        e.kernel,
+        e.kfd_version.as_deref().unwrap_or("none"),
+        e.git_revision
     )?;
     if r.interrupted {
         writeln!(w, "INTERRUPTED: {} of {} samples measured", r.samples.len(), p.samples)?;
     }
-    writeln!(w, "{:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}", "latency (us)", "p50", "p90", "p95", "p99", "p99.9", "max", "count")?;
+    writeln!(
+        w,
+        "{:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}",
+        "latency (us)", "p50", "p90", "p95", "p99", "p99.9", "max", "count"
+    )?;
     let row = |name: &str, s: &Option<Summary>, w: &mut dyn Write| -> Result<()> {
         match s {
             Some(s) => writeln!(
                 w,
                 "{:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}",
-                name, us(s.p50), us(s.p90), us(s.p95), us(s.p99), us(s.p99_9), us(s.max), s.count
+                name,
+                us(s.p50),
+                us(s.p90),
+                us(s.p95),
+                us(s.p99),
+                us(s.p99_9),
+                us(s.max),
+                s.count
             ),
             None => writeln!(w, "{name:<14} (no samples)"),
         }
@@ -40,7 +63,11 @@ pub fn run(r: &RunResult, w: &mut dyn Write) -> Result<()> {
     }
     let c = &r.correctness;
     if c.ok {
-        writeln!(w, "correctness: OK, all {} LP commands completed exactly once with the right result", c.submitted)?;
+        writeln!(
+            w,
+            "correctness: OK, all {} LP commands completed exactly once with the right result",
+            c.submitted
+        )?;
     } else {
         writeln!(
             w,

@@ -53,7 +53,11 @@ pub fn run(a: &ValidateOptions, hip: Fact<HipInfo>, w: &mut dyn Write) -> Outcom
 }
 
 fn text(r: &Report, w: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(w, "preempt-lat validate {} (rev {}), kernel {}", r.version, r.git_revision, r.kernel)?;
+    writeln!(
+        w,
+        "preempt-lat validate {} (rev {}), kernel {}",
+        r.version, r.git_revision, r.kernel
+    )?;
     for c in &r.checks {
         let s = match c.status {
             Status::Pass => "PASS",
@@ -69,7 +73,12 @@ fn text(r: &Report, w: &mut dyn Write) -> std::io::Result<()> {
 fn functional(a: &ValidateOptions, hip: &Fact<HipInfo>) -> Vec<Check> {
     let facts = facts::gather(&kfd::sysfs::SysRoot::default(), hip.clone());
     if let Err(why) = crate::doctor::verdict::gpu_path(&facts) {
-        return vec![Check::new(Category::Functional, "preempt/resume cycles with correctness check", Status::Skip, format!("skipped: no GPU ({why})"))];
+        return vec![Check::new(
+            Category::Functional,
+            "preempt/resume cycles with correctness check",
+            Status::Skip,
+            format!("skipped: no GPU ({why})"),
+        )];
     }
     let devices = match hip.ok().map(|h| &h.devices) {
         Some(Fact::Ok(n)) if a.all_gpus => (0..*n as u32).collect::<Vec<_>>(),
@@ -87,7 +96,14 @@ fn functional(a: &ValidateOptions, hip: &Fact<HipInfo>) -> Vec<Check> {
 fn functional_one(a: &ValidateOptions, device: u32, mechanism: MechanismKind) -> Check {
     let name = format!("hip:{device} Lv3 {mechanism}: {} cycles at T={} ms", a.cycles, a.t_ms);
     crate::gpu::functional(device, mechanism.name(), a.t_ms, a.cycles).map_or_else(
-        |(skip, why)| Check::new(Category::Functional, &name, if skip { Status::Skip } else { Status::Fail }, why),
+        |(skip, why)| {
+            Check::new(
+                Category::Functional,
+                &name,
+                if skip { Status::Skip } else { Status::Fail },
+                why,
+            )
+        },
         |detail| Check::new(Category::Functional, &name, Status::Pass, detail),
     )
 }
