@@ -1,11 +1,12 @@
 //! `validate`'s hardware check on a GPU: Lv3 cycles with the correctness check, one line out.
 use super::run::{run, usable};
 use crate::measure::Params;
+use lv3::MechanismChoice;
 
 /// `validate`'s hardware check (one line per outcome): `cycles` Lv3 preempt/resume
 /// cycles with `mechanism` on `hip:device` at T, correctness included. Ok: one summary line.
 /// Err((true, why)): cannot run here (skip). Err((false, why)): ran and failed.
-pub fn functional(device: u32, mechanism: &str, t_ms: f64, cycles: u32) -> Result<String, (bool, String)> {
+pub fn functional(device: u32, mechanism: MechanismChoice, t_ms: f64, cycles: u32) -> Result<String, (bool, String)> {
     usable(device).map_err(|why| (true, why))?;
     let p = Params {
         level: crate::options::Level::Lv3,

@@ -7,8 +7,7 @@ use lv1::{Config, XQueue};
 use gpu_device::{DelayCmd, DelayKernel, HipLpQueue, SlotStatus, kernel};
 use hip_rt::{Hip, StreamPriority};
 
-use super::run::h;
-use super::setup::{calibration_points, lp_blocks_per_cu, lp_grid};
+use super::setup::{calibration_points, h, lp_blocks_per_cu, lp_grid};
 
 /// The GPU version of `measure::host::lv1_overhead`: `commands` LP commands of T launched
 /// directly on a dedicated stream, then the same through an XQueue with `threshold`/`batch`.

@@ -8,8 +8,24 @@ pub use gpu_device::setup::{calibration_points, lp_grid, probe_co_ran};
 use gpu_device::verify;
 use gpu_device::{Calibration, ClockMap, ClockPair, DelayKernel, HipLpQueue, HpProbe, calib, kernel};
 
-use super::run::{FLOOR_PROBES, LP_BLOCKS_PER_CU, PROBE_TIMEOUT, h};
 use crate::measure::Params;
+
+/// How long the HP probe may take while the LP queue is suspended before the run gives up
+/// (the guard then resumes the queue).
+pub(super) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Clock pairs taken before and after the run.
+pub(super) const CLOCK_PAIRS: usize = 32;
+/// HP probes on an idle GPU: the floor of the HP start latency (launch + dispatch).
+pub(super) const FLOOR_PROBES: u32 = 16;
+/// LP blocks per CU (of 1024 threads = 16 waves each): 2 fill the 32 wave slots of a gfx90a/
+/// gfx942 CU (8 per SIMD), so the HP probe cannot slip in beside a running LP command.
+/// `PREEMPT_LP_BLOCKS_PER_CU` overrides it (1..=8).
+pub(super) const LP_BLOCKS_PER_CU: u32 = 2;
+
+/// Context for a HIP error: `hip: <what>: <error>`.
+pub(super) fn h<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
+    move |e| format!("hip: {what}: {e}")
+}
 
 pub(super) fn lp_blocks_per_cu() -> u32 {
     std::env::var("PREEMPT_LP_BLOCKS_PER_CU")

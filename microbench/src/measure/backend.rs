@@ -13,9 +13,6 @@ pub trait Suspended {
 }
 
 /// When an HP probe started, as far as the loop can tell.
-// `Later` and `RawSample::{index, window}` are for the GPU backend, whose port to this loop is
-// still open (gpu/run.rs keeps its own loop until then).
-#[allow(dead_code)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HpStart {
     /// On the backend's clock ([`Backend::now_ns`]).
@@ -26,7 +23,6 @@ pub enum HpStart {
 }
 
 /// One preemption as the loop measured it, before the backend's own post-processing.
-#[allow(dead_code)]
 #[derive(Debug, Clone, Copy)]
 pub struct RawSample {
     /// The HP probe's index (= the sample's index, warm-up included).
@@ -73,6 +69,10 @@ pub trait Backend {
     fn hp_launch(&self, index: u32) -> Result<(), String>;
     /// Waits for HP probe `index` to finish; when it started, if known now.
     fn hp_wait(&self, index: u32) -> Result<HpStart, String>;
+    /// Appended to the error when the LP queue does not drain: where to look on this device.
+    fn drain_hint(&self) -> String {
+        String::new()
+    }
     /// After the LP queue drained: HP start latencies, the correctness check, the environment.
     /// `completions`: (command id, completed without error) from the launcher.
     fn finish(&mut self, raw: &[RawSample], submitted: u64, completions: &[(u64, bool)]) -> Result<Finished, String>;

@@ -52,7 +52,7 @@ impl Params {
 pub fn run(p: &Params, dev: Device, mechanism: MechanismChoice, quiet: bool) -> Result<RunResult, String> {
     match dev {
         Device::Host(_) => host::run(p, quiet),
-        Device::Hip(i) => crate::gpu::run(p, i, &mechanism.to_string(), quiet),
+        Device::Hip(i) => crate::gpu::run(p, i, mechanism, quiet),
     }
 }
 

@@ -77,8 +77,10 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
     // Drain: everything submitted must complete (every guard is gone, so the queue runs).
     let drain_limit = Duration::from_secs(60) + Duration::from_secs_f64(t_ns * 1e-9 * (keep_ahead as f64 + 8.0) * 4.0);
     if let Err(e) = xq.wait_idle_for(drain_limit) {
-        let why =
-            format!("draining the LP queue: {e} after {drain_limit:?}: the LP queue may have been left suspended");
+        let why = format!(
+            "draining the LP queue: {e} after {drain_limit:?}: the LP queue may have been left suspended{}",
+            b.drain_hint()
+        );
         // Dropping the launcher would wait for the stuck queue forever: report and leave.
         std::mem::forget(xq);
         return Err(loop_err.map_or(why.clone(), |le| format!("{le}; then {why}")));

@@ -95,7 +95,7 @@ fn functional(a: &ValidateOptions, hip: &Fact<HipInfo>) -> Vec<Check> {
 
 fn functional_one(a: &ValidateOptions, device: u32, mechanism: MechanismKind) -> Check {
     let name = format!("hip:{device} Lv3 {mechanism}: {} cycles at T={} ms", a.cycles, a.t_ms);
-    crate::gpu::functional(device, mechanism.name(), a.t_ms, a.cycles).map_or_else(
+    crate::gpu::functional(device, lv3::MechanismChoice::Only(mechanism), a.t_ms, a.cycles).map_or_else(
         |(skip, why)| {
             Check::new(
                 Category::Functional,

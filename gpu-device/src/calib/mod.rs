@@ -284,5 +284,4 @@ pub fn host_ns(t: Instant) -> u64 {
 }
 
 #[cfg(test)]
-#[path = "calib_tests.rs"]
 mod tests;

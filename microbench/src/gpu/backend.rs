@@ -1,0 +1,219 @@
+//! The GPU device as a [`Backend`] of the one measurement loop ([`crate::measure::samples`]).
+//!
+//! Times: request, suspend and resume are host ns ([`calib::host_ns`]); the HP probe's start is
+//! the GPU wall clock, known only after the run: [`Backend::finish`] maps every stamp to host ns
+//! with a [`ClockMap`] fitted from probe round trips taken before and after the run (so the rate
+//! is fitted over the whole run, not assumed), then checks every LP command's slot (exactly once,
+//! no end inside a suspension window).
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gpu_device::verify::{self, Window};
+use gpu_device::{ClockMap, ClockPair, DelayCmd, HipLpQueue, HpProbe, calib};
+use hip_rt::Device;
+use lv3::mechanism::{Preemptor, QueueTarget, SuspendedQueue};
+
+use super::setup::{CLOCK_PAIRS, PROBE_TIMEOUT, clock_pairs, h};
+use crate::env::Environment;
+use crate::measure::Correctness;
+use crate::measure::backend::{Backend, Finished, HpStart, RawSample, Suspended};
+use crate::options::Level;
+
+/// Lv3 on a GPU: the guard (resumes on drop) and the queue it acts on.
+pub(super) struct Lv3 {
+    pub preemptor: Preemptor,
+    pub target: QueueTarget,
+}
+
+/// Everything the environment record says about the device, gathered during set-up; the clock
+/// map's uncertainty joins it in [`Backend::finish`].
+pub(super) struct Report {
+    pub device_index: u32,
+    pub gfx: String,
+    /// Device, HIP, grid and the achieved T.
+    pub head: String,
+    /// HP floor, LP queue and co-run warning.
+    pub tail: String,
+}
+
+/// A GPU set up for one run by [`super::run()`].
+pub(super) struct GpuBackend {
+    pub dev: Arc<Device>,
+    pub lpq: Arc<HipLpQueue>,
+    pub probe: HpProbe,
+    pub cmd: DelayCmd,
+    /// The achieved T, in ns.
+    pub t_ns: f64,
+    /// LP slots allocated: the run may submit no more commands.
+    pub budget: u64,
+    pub level: Level,
+    pub lv3: Option<Lv3>,
+    /// Clock pairs taken before the run; the ones after it are taken at probe index `pairs_post_idx`.
+    pub pairs: Vec<ClockPair>,
+    pub pairs_post_idx: u32,
+    pub quiet: bool,
+    pub report: Report,
+}
+
+struct GpuSuspended(SuspendedQueue);
+
+impl Suspended for GpuSuspended {
+    fn resume(self: Box<Self>) -> Result<(), String> {
+        self.0.resume().map_err(|e| e.to_string())
+    }
+}
+
+impl Backend for GpuBackend {
+    type Queue = HipLpQueue;
+
+    fn now_ns(&self) -> u64 {
+        calib::host_ns(Instant::now())
+    }
+    fn lp_queue(&self) -> Arc<HipLpQueue> {
+        Arc::clone(&self.lpq)
+    }
+    fn command(&self) -> DelayCmd {
+        self.cmd
+    }
+    fn t_ns(&self) -> f64 {
+        self.t_ns
+    }
+    fn budget(&self) -> Option<u64> {
+        Some(self.budget)
+    }
+    fn wait_first_start(&self, launched: &dyn Fn() -> u64) -> Result<(), String> {
+        let t0 = Instant::now();
+        while launched() == 0 {
+            if t0.elapsed() > Duration::from_secs(30) {
+                return Err("the launcher launched no LP command within 30 s".into());
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        Ok(())
+    }
+    fn suspend(&self) -> Result<Box<dyn Suspended + '_>, String> {
+        let lv3 = self
+            .lv3
+            .as_ref()
+            .ok_or("Lv3 suspend without a mechanism (an Lv1 run)")?;
+        let guard = lv3.preemptor.suspend(&lv3.target).map_err(|e| e.to_string())?;
+        Ok(Box::new(GpuSuspended(guard)))
+    }
+    fn hp_launch(&self, index: u32) -> Result<(), String> {
+        self.probe.launch(index).map_err(h("HP probe"))
+    }
+    fn hp_wait(&self, _index: u32) -> Result<HpStart, String> {
+        if !self.probe.wait(PROBE_TIMEOUT).map_err(h("HP probe"))? {
+            let while_ = if self.level == Level::Lv3 {
+                " with the LP queue suspended"
+            } else {
+                ""
+            };
+            return Err(format!("the HP probe did not finish within {PROBE_TIMEOUT:?}{while_}"));
+        }
+        Ok(HpStart::Later)
+    }
+    fn drain_hint(&self) -> String {
+        format!(
+            "; check dmesg and /sys/class/kfd/kfd/proc/{}/queues (the LP queue may be left disabled)",
+            std::process::id()
+        )
+    }
+    fn finish(&mut self, raw: &[RawSample], submitted: u64, completions: &[(u64, bool)]) -> Result<Finished, String> {
+        let mech = self.mechanism_name();
+        self.teardown();
+        // The clock map over the whole run, then the HP start of every sample.
+        let post = clock_pairs(&self.probe, self.pairs_post_idx, CLOCK_PAIRS)?;
+        self.pairs.extend(post);
+        let map = ClockMap::fit(&self.pairs, self.dev.info.wall_clock_khz).map_err(|e| e.to_string())?;
+        let mut negative = 0usize;
+        let mut hp_start_ns = Vec::with_capacity(raw.len());
+        for r in raw {
+            let tick = self
+                .probe
+                .stamp(r.index)
+                .ok_or_else(|| format!("HP probe {} completed without its start stamp", r.index))?;
+            hp_start_ns.push(verify::hp_start_ns(&map, tick, r.t_req).unwrap_or_else(|_| {
+                negative += 1;
+                0
+            }));
+        }
+        if negative > 0 {
+            eprintln!(
+                "preempt-lat: WARNING: {negative} HP start(s) mapped before their request (clock map off by more than \
+                 the latency; uncertainty ±{:.0} ns): recorded as 0",
+                map.uncertainty_ns
+            );
+        }
+        // Every LP command's slot: exactly once, and none ended inside a suspension window.
+        let windows: Vec<Window> = raw
+            .iter()
+            .map(|r| Window {
+                sample: r.index as usize,
+                from_ns: r.window.0,
+                to_ns: r.window.1,
+            })
+            .collect();
+        let slots = self.lpq.read_slots(submitted).map_err(h("reading the LP slots"))?;
+        let margin = map.uncertainty_ns + 2_000.0;
+        let check = verify::check_slots(
+            &slots,
+            self.lpq.nblocks(),
+            &windows,
+            &map,
+            margin,
+            self.level == Level::Lv1,
+        );
+        if !check.problems.is_empty() {
+            eprintln!(
+                "preempt-lat: LP commands FAILED verification ({}):",
+                check.problems.len()
+            );
+            for l in check.describe(20) {
+                eprintln!("  {l}");
+            }
+        }
+        if check.unchecked_windows > 0 && !self.quiet {
+            eprintln!(
+                "preempt-lat: {} of {} suspension windows were narrower than 2 x {margin:.0} ns and not checked",
+                check.unchecked_windows,
+                windows.len()
+            );
+        }
+        let r = &self.report;
+        Ok(Finished {
+            hp_start_ns,
+            correctness: Correctness::check(submitted, completions, &check.records, 1),
+            env: Environment::new(
+                format!("hip:{}", r.device_index),
+                format!("{}; clock map ±{:.0} ns; {}", r.head, map.uncertainty_ns, r.tail),
+                Some(r.gfx.clone()),
+                mech,
+            ),
+        })
+    }
+}
+
+impl GpuBackend {
+    fn mechanism_name(&self) -> &'static str {
+        self.lv3
+            .as_ref()
+            .map_or("progressive-launch", |l| l.preemptor.kind().name())
+    }
+
+    /// Undoes the mechanism's process-wide set-up (dbg-trap: debug mode off). Idempotent; runs
+    /// in `finish` and, for the error paths that never reach it, on drop.
+    fn teardown(&self) {
+        if let Some(l) = &self.lv3
+            && let Err(e) = l.preemptor.teardown()
+        {
+            eprintln!("preempt-lat: WARNING: {}: teardown failed: {e}", l.preemptor.kind());
+        }
+    }
+}
+
+impl Drop for GpuBackend {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
