@@ -60,7 +60,7 @@ impl HipLpQueue {
 
     /// The slots of commands `0..n` (hipMemcpy; call when the queue is idle).
     pub fn read_slots(&self, n: u64) -> Result<Vec<DelaySlot>, Error> {
-        kernel::read_slots(&self.slots, n.min(self.capacity) as usize)
+        kernel::read_slots(&self.slots, usize::try_from(n.min(self.capacity)).unwrap_or(usize::MAX))
     }
 }
 
@@ -77,8 +77,12 @@ impl HwQueue for HipLpQueue {
                 self.capacity
             )));
         }
-        self.kernel
-            .launch(&self.stream, Mem::Device(&self.slots), id as u32, cmd.cycles)
+        self.kernel.launch(
+            &self.stream,
+            Mem::Device(&self.slots),
+            crate::num::command_id(id)?,
+            cmd.cycles,
+        )
     }
 
     /// A timing-disabled event recorded on the LP stream (completes after every launch so far).
@@ -132,7 +136,8 @@ impl HpProbe {
     }
 
     pub fn capacity(&self) -> u32 {
-        self.stamps.words().len() as u32
+        // The stamp buffer was sized from a u32 count of probes.
+        u32::try_from(self.stamps.words().len()).unwrap_or(u32::MAX)
     }
 
     /// Clears stamp `idx`, launches the probe and records the completion event behind it.

@@ -9,6 +9,7 @@ use hip_rt::{Device, DeviceBuffer, Event, Function, Hip, HostBuffer, KernelArgs,
 
 use crate::Error;
 use crate::calib::{self, Achieved, CalSample, Calibration, ClockPair, GfxTarget, Grid};
+use crate::num::command_id;
 
 /// The kernel source, embedded at build time; the same file is checked offline by
 /// scripts/check-delay-kernel.sh.
@@ -227,21 +228,21 @@ pub fn calibrate(
     let nominal = dev.info.clock_khz.max(1) as f64; // kHz = cycles per ms at the peak clock
     let plan: Vec<u64> = durations_ms
         .iter()
-        .flat_map(|&d| std::iter::repeat_n((d * nominal) as u64, reps))
+        .flat_map(|&d| std::iter::repeat_n(crate::num::round_u64(d * nominal), reps))
         .collect();
     let slots = slot_buffer(dev, stream, plan.len() + 1)?;
     let (e0, e1) = (dev.event(true)?, dev.event(true)?);
     k.launch(
         stream,
         Mem::Device(&slots),
-        plan.len() as u32,
+        command_id(plan.len())?,
         plan.first().copied().unwrap_or(1000),
     )?; // warm-up
     stream.synchronize()?;
     let mut event_ms = Vec::with_capacity(plan.len());
     for (i, &cycles) in plan.iter().enumerate() {
         e0.record(stream)?;
-        k.launch(stream, Mem::Device(&slots), i as u32, cycles)?;
+        k.launch(stream, Mem::Device(&slots), command_id(i)?, cycles)?;
         e1.record(stream)?;
         e1.synchronize()?;
         event_ms.push(e1.elapsed_ms_since(&e0)? as f64);
@@ -249,11 +250,9 @@ pub fn calibrate(
     let got = read_slots(&slots, plan.len())?;
     let mut samples = Vec::with_capacity(plan.len());
     for (i, (s, &cycles)) in got.iter().zip(&plan).enumerate() {
-        if s.status(i as u32, k.grid.blocks) != SlotStatus::Complete {
-            return Err(Error::Invalid(format!(
-                "calibration run {i}: {:?}",
-                s.status(i as u32, k.grid.blocks)
-            )));
+        let status = s.status(command_id(i)?, k.grid.blocks);
+        if status != SlotStatus::Complete {
+            return Err(Error::Invalid(format!("calibration run {i}: {status:?}")));
         }
         let wall_ms = calib::ticks_to_ms(s.wall_ticks(), dev.info.wall_clock_khz);
         samples.push(CalSample {
@@ -282,7 +281,7 @@ pub fn check_t(
     let reps = reps.max(1);
     let slots = slot_buffer(dev, stream, reps)?;
     for i in 0..reps {
-        k.launch(stream, Mem::Device(&slots), i as u32, cal.cycles_for(t_ms))?;
+        k.launch(stream, Mem::Device(&slots), command_id(i)?, cal.cycles_for(t_ms))?;
     }
     stream.synchronize()?;
     let mut ms: Vec<f64> = read_slots(&slots, reps)?
@@ -299,7 +298,7 @@ pub fn sample_clock(k: &DelayKernel, dev: &Device, stream: &Stream, n: usize) ->
     let mut pairs = Vec::with_capacity(n);
     for i in 0..n {
         let before = calib::host_ns(Instant::now());
-        k.launch_probe(stream, Mem::Host(&stamps), i as u32)?;
+        k.launch_probe(stream, Mem::Host(&stamps), command_id(i)?)?;
         stream.synchronize()?;
         let after = calib::host_ns(Instant::now());
         let ticks = stamps.words()[i].load(std::sync::atomic::Ordering::Acquire);

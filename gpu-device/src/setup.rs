@@ -14,7 +14,10 @@ pub fn lp_grid(cu_count: u32, wave_size: u32, blocks_per_cu: u32) -> Result<Grid
 /// (`t_ms`); twice that, plus the keep-ahead, capped at 4 Mi commands.
 pub fn command_budget(samples: u32, gap_t_max: f64, threshold: u32, t_ms: f64, keep_ahead: u64) -> u64 {
     let total = u64::from(samples);
-    let per_sample = gap_t_max.ceil().max(1.0) as u64 + u64::from(threshold) + 2 + (2.0 / t_ms.max(1e-4)).ceil() as u64;
+    let per_sample = crate::num::round_u64(gap_t_max.ceil().max(1.0))
+        + u64::from(threshold)
+        + 2
+        + crate::num::round_u64((2.0 / t_ms.max(1e-4)).ceil());
     (2 * total * per_sample + 4 * keep_ahead + 1024).min(1 << 22)
 }
 

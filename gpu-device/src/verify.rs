@@ -94,7 +94,8 @@ pub fn check_slots(
     let unchecked_windows = windows.len() - shrunk.len();
     for (i, s) in slots.iter().enumerate() {
         let id = i as u64;
-        match s.status(id as u32, nblocks) {
+        // Slot buffers hold at most 4 Mi commands (the budget cap): the index fits the 32-bit tag.
+        match s.status(u32::try_from(i).unwrap_or(u32::MAX), nblocks) {
             SlotStatus::Complete => {}
             st @ SlotStatus::Duplicated { .. } => {
                 records.extend([(id, true), (id, true)]);
@@ -153,7 +154,7 @@ pub fn check_slots(
 /// report rather than hide.
 pub fn hp_start_ns(map: &ClockMap, probe_ticks: u64, t_req_ns: u64) -> Result<u64, f64> {
     let d = map.to_host_ns(probe_ticks) - t_req_ns as f64;
-    if d < 0.0 { Err(d) } else { Ok(d.round() as u64) }
+    if d < 0.0 { Err(d) } else { Ok(crate::num::round_u64(d)) }
 }
 
 #[cfg(test)]

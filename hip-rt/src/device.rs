@@ -72,12 +72,20 @@ pub enum StreamPriority {
 /// ```
 pub struct Device {
     pub(crate) api: Arc<Api>,
+    /// `info.index` as HIP's `int` device ordinal (checked once, at open).
+    pub(crate) ordinal: i32,
     pub info: DeviceInfo,
+}
+
+/// A HIP attribute that is a count or a rate: a negative answer (never seen) reads as 0.
+fn non_negative(v: i32) -> u32 {
+    u32::try_from(v).unwrap_or(0)
 }
 
 impl Device {
     pub(crate) fn open(api: &Arc<Api>, index: u32) -> Result<Device, HipError> {
-        let i = index as i32;
+        let i = i32::try_from(index)
+            .map_err(|_| HipError::Invalid(format!("device index {index} is out of HIP's int range")))?;
         api.set_device(i)?;
         let wall = api.attribute(attr::WALL_CLOCK_RATE_KHZ, i).ok().filter(|&k| k > 0);
         let info = DeviceInfo {
@@ -88,24 +96,28 @@ impl Device {
                 scan_gcn_arch_name(&b)
                     .ok_or_else(|| HipError::Invalid("no gcnArchName (gfx...) in hipDeviceProp_t".into()))
             }),
-            cu_count: api.attribute(attr::MULTIPROCESSOR_COUNT, i)?.max(0) as u32,
-            wave_size: api.attribute(attr::WARP_SIZE, i)?.max(0) as u32,
-            max_threads_per_block: api.attribute(attr::MAX_THREADS_PER_BLOCK, i)?.max(0) as u32,
-            clock_khz: api.attribute(attr::CLOCK_RATE_KHZ, i)?.max(0) as u32,
-            wall_clock_khz: wall.map_or(DEFAULT_WALL_CLOCK_KHZ, |k| k as u32),
+            cu_count: non_negative(api.attribute(attr::MULTIPROCESSOR_COUNT, i)?),
+            wave_size: non_negative(api.attribute(attr::WARP_SIZE, i)?),
+            max_threads_per_block: non_negative(api.attribute(attr::MAX_THREADS_PER_BLOCK, i)?),
+            clock_khz: non_negative(api.attribute(attr::CLOCK_RATE_KHZ, i)?),
+            wall_clock_khz: wall.map_or(DEFAULT_WALL_CLOCK_KHZ, non_negative),
             wall_clock_reported: wall.is_some(),
         };
-        Ok(Device { api: api.clone(), info })
+        Ok(Device {
+            api: api.clone(),
+            ordinal: i,
+            info,
+        })
     }
 
     pub(crate) fn current(&self) -> Result<&Api, HipError> {
-        self.api.set_device(self.info.index as i32)?;
+        self.api.set_device(self.ordinal)?;
         Ok(&self.api)
     }
 
     /// Any attribute by its hipDeviceAttribute_t id (see [`attr`]).
     pub fn attribute(&self, id: i32) -> Result<i32, HipError> {
-        self.api.attribute(id, self.info.index as i32)
+        self.api.attribute(id, self.ordinal)
     }
 
     /// (least, greatest) stream priority; in HIP a lower number is a higher priority.

@@ -53,7 +53,8 @@ pub struct Module {
 struct ModuleInner {
     api: Arc<Api>,
     raw: Option<RawModule>,
-    device_index: u32,
+    /// The device's HIP ordinal.
+    ordinal: i32,
 }
 
 impl Drop for ModuleInner {
@@ -71,7 +72,7 @@ impl Module {
             inner: Arc::new(ModuleInner {
                 api: dev.api.clone(),
                 raw: Some(raw),
-                device_index: dev.info.index,
+                ordinal: dev.ordinal,
             }),
         })
     }
@@ -88,7 +89,7 @@ impl Module {
     /// The kernel `name` (hipModuleGetFunction); it keeps the module loaded.
     pub fn function(&self, name: &str) -> Result<Function, HipError> {
         let m = &self.inner;
-        m.api.set_device(m.device_index as i32)?;
+        m.api.set_device(m.ordinal)?;
         let raw = m.api.module_function(self.raw(), name)?;
         Ok(Function {
             module: self.clone(),
@@ -132,7 +133,7 @@ impl Function {
     /// parameters one to one, else `HipError::Invalid` and nothing is launched.
     pub fn launch(&self, stream: &Stream, cfg: LaunchConfig, args: &KernelArgs<'_>) -> Result<(), HipError> {
         let m = &self.module.inner;
-        m.api.set_device(m.device_index as i32)?;
+        m.api.set_device(m.ordinal)?;
         m.api.launch(&self.raw, stream.raw(), &cfg, &args.args)
     }
 }

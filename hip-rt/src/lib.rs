@@ -31,7 +31,6 @@
 #![deny(unsafe_code)]
 // Transitional: this crate's casts (moved from preempt-lat) are not yet reviewed against the
 // workspace cast lints; they are relaxed here until they are.
-#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_possible_wrap)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod code_object;
@@ -145,7 +144,7 @@ impl Hip {
 
     /// Number of GPUs HIP sees; no GPU at all is `Err` with code 100 (hipErrorNoDevice).
     pub fn device_count(&self) -> Result<u32, HipError> {
-        Ok(self.api.device_count()?.max(0) as u32)
+        Ok(u32::try_from(self.api.device_count()?).unwrap_or(0))
     }
 
     /// True when hipExtStreamCreateWithCUMask exists (streams with their own hardware queue).

@@ -131,8 +131,9 @@ impl<'a> Reader<'a> {
             0xd0..=0xd3 => {
                 let n = 1usize << (t - 0xd0);
                 let u = self.uint(n)?;
-                let shift = 64 - 8 * n as u32;
-                Value::Int(i128::from(((u << shift) as i64) >> shift))
+                // Sign-extend the n-byte value: move its top bit to bit 63, shift back arithmetically.
+                let shift = 64 - (8u32 << (t - 0xd0));
+                Value::Int(i128::from((u << shift).cast_signed() >> shift))
             }
             0xd4..=0xd8 => {
                 self.take(1 + (1 << (t - 0xd4)))?;
@@ -150,7 +151,7 @@ impl<'a> Reader<'a> {
                 let n = self.len(if t == 0xde { 2 } else { 4 })?;
                 return self.map(n, depth);
             }
-            0xe0..=0xff => Value::Int(i128::from(t as i8)),
+            0xe0..=0xff => Value::Int(i128::from(t.cast_signed())),
             0xc1 => return Err(bad("reserved MessagePack byte 0xc1")),
         })
     }

@@ -2,9 +2,6 @@
 //!
 //! No `unsafe` here: the HIP binding (with its FFI) is the `hip-rt` crate, the GPU device `gpu-device`.
 #![deny(unsafe_code)]
-// Transitional: the casts of the HIP and GPU modules are reviewed when they move to their own
-// crates (the structure issue); until then the workspace cast lints are relaxed here only.
-#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_possible_wrap)]
 
 mod cli;
 mod device;
@@ -13,6 +10,7 @@ mod env;
 mod exit;
 mod gpu;
 mod measure;
+mod num;
 mod options;
 mod output;
 mod plot;
@@ -124,7 +122,7 @@ fn hip_facts() -> Fact<HipInfo> {
         Ok(HipInfo {
             library: h.library_path().to_string(),
             runtime_version: h.runtime_version()?,
-            devices: Fact::from_result(h.device_count().map(|n| n as i32)),
+            devices: Fact::from_result(h.device_count()),
         })
     });
     Fact::from_result(info)

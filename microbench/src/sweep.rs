@@ -124,7 +124,7 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
             // Short T makes short runs: at least ~50 ms of LP work per measurement, and the
             // median of 3 alternating direct/launcher measurements, so scheduler noise does
             // not dominate the few-percent differences being measured.
-            let commands = a.commands.max((50.0 / t_ms).ceil() as u32);
+            let commands = a.commands.max(crate::num::ceil_u32(50.0 / t_ms));
             let mut runs = Vec::new();
             for _ in 0..3 {
                 runs.push(match dev {

@@ -175,7 +175,7 @@ impl Calibration {
 
     /// The cycle count for a command of `t_ms` (wall-clock time inside the kernel).
     pub fn cycles_for(&self, t_ms: f64) -> u64 {
-        ((t_ms - self.wall_overhead_ms).max(0.0) * self.cycles_per_ms).round() as u64
+        crate::num::round_u64((t_ms - self.wall_overhead_ms).max(0.0) * self.cycles_per_ms)
     }
 }
 
@@ -280,7 +280,8 @@ impl ClockMap {
 pub fn host_ns(t: Instant) -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     let epoch = *EPOCH.get_or_init(Instant::now);
-    t.saturating_duration_since(epoch).as_nanos() as u64
+    // 2^64 ns is 584 years of uptime.
+    u64::try_from(t.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

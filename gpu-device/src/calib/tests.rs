@@ -148,7 +148,7 @@ fn clock_map_fits_drift_over_a_long_span() {
     let pairs: Vec<ClockPair> = (0..10u64)
         .map(|i| {
             let t = 5_000_000_000u64 + i * 100_000_000;
-            let h = (1e9 + (t - 5_000_000_000) as f64 * ns) as u64;
+            let h = crate::num::round_u64(1e9 + (t - 5_000_000_000) as f64 * ns);
             pair(t, h - 50, h + 50)
         })
         .collect();

@@ -53,10 +53,16 @@ impl Api {
         f: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> Status,
         dev: i32,
     ) -> Result<String, HipError> {
-        let mut buf = [0 as c_char; 512];
-        // SAFETY: HIP writes at most len-1 bytes plus NUL into the buffer of that length.
-        self.check(func, unsafe { f(buf.as_mut_ptr(), (buf.len() - 1) as c_int, dev) })?;
-        let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        const LEN: c_int = 512;
+        let mut buf = [0 as c_char; LEN as usize];
+        // SAFETY: HIP writes at most LEN-1 bytes plus NUL into the buffer of LEN bytes.
+        self.check(func, unsafe { f(buf.as_mut_ptr(), LEN - 1, dev) })?;
+        // c_char is i8 or u8 by target: the same byte either way.
+        let bytes: Vec<u8> = buf
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c.to_ne_bytes()[0])
+            .collect();
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
@@ -109,10 +115,12 @@ impl Api {
             library: self.hip_path.clone(),
             symbol: "hipExtStreamCreateWithCUMask",
         })?;
+        let words = u32::try_from(mask.len())
+            .map_err(|_| HipError::Invalid(format!("a CU mask of {} words is too long", mask.len())))?;
         let mut s = std::ptr::null_mut();
-        // SAFETY: HIP reads mask.len() words from the slice and writes one handle.
+        // SAFETY: HIP reads `words` (= mask.len()) words from the slice and writes one handle.
         self.check("hipExtStreamCreateWithCUMask", unsafe {
-            f(&mut s, mask.len() as u32, mask.as_ptr())
+            f(&mut s, words, mask.as_ptr())
         })?;
         Ok(RawStream(s))
     }

@@ -24,6 +24,8 @@ impl Api {
             .collect::<Result<_, _>>()
             .map_err(invalid)?;
         let opt_ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
+        let n_opts = c_int::try_from(opt_ptrs.len())
+            .map_err(|_| HipError::Invalid(format!("{} hiprtc options are too many", opt_ptrs.len())))?;
         let fail = |func: &'static str, code: Status, log: String| {
             // SAFETY: hiprtcGetErrorString accepts any code and returns a static string.
             let name = c_string(unsafe { err_str(code) }).unwrap_or_else(|| error::rtc_error_name(code).into());
@@ -47,7 +49,7 @@ impl Api {
         // SAFETY: `prog` is live until destroy_program at the end; every out-buffer is sized by
         // the matching size query first.
         let result = unsafe {
-            let st = (rtc.compile_program)(prog, opt_ptrs.len() as c_int, opt_ptrs.as_ptr());
+            let st = (rtc.compile_program)(prog, n_opts, opt_ptrs.as_ptr());
             let mut log_len = 0usize;
             let mut log = String::new();
             if (rtc.get_program_log_size)(prog, &mut log_len) == 0 && log_len > 1 {

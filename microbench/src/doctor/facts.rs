@@ -86,7 +86,7 @@ pub struct HipInfo {
     pub library: String,
     pub runtime_version: i32,
     /// Number of devices, or HIP's error for `hipGetDeviceCount`.
-    pub devices: Fact<i32>,
+    pub devices: Fact<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

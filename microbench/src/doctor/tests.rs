@@ -12,7 +12,7 @@ fn fixture(name: &str) -> SysRoot {
     )
 }
 
-fn hip(devices: Fact<i32>) -> Fact<HipInfo> {
+fn hip(devices: Fact<u32>) -> Fact<HipInfo> {
     Fact::Ok(HipInfo {
         library: "libamdhip64.so.6".into(),
         runtime_version: 60_342_134,
@@ -20,7 +20,7 @@ fn hip(devices: Fact<i32>) -> Fact<HipInfo> {
     })
 }
 
-fn no_device() -> Fact<i32> {
+fn no_device() -> Fact<u32> {
     Fact::Err {
         error: "hipGetDeviceCount: hipErrorNoDevice (100)".into(),
     }

@@ -29,14 +29,15 @@ pub fn lv1_overhead(
     let cal = kernel::calibrate(&k, &dev, &warm, &calibration_points(t_ms), 3)
         .map_err(h("calibrating T"))?
         .calibration;
-    let n = commands.max(1) as usize;
+    let n32 = commands.max(1);
+    let n = n32 as usize;
     let direct_slots = kernel::slot_buffer(&dev, &warm, n).map_err(h("slot buffer"))?;
     let xq_slots = kernel::slot_buffer(&dev, &warm, n).map_err(h("slot buffer"))?;
     let stream = dev.stream_own_queue().map_err(h("LP stream"))?;
     let lpq = Arc::new(HipLpQueue::new(Arc::clone(&dev), Arc::clone(&k), stream, xq_slots));
     let cycles = cal.cycles_for(t_ms);
     let t0 = Instant::now();
-    for id in 0..n as u32 {
+    for id in 0..n32 {
         k.launch(lpq.stream(), hip_rt::Mem::Device(&direct_slots), id, cycles)
             .map_err(h("direct launch"))?;
     }
@@ -56,15 +57,12 @@ pub fn lv1_overhead(
         ("launcher", lpq.read_slots(n as u64)),
     ] {
         let slots = slots.map_err(h("reading slots"))?;
-        if let Some((i, s)) = slots
-            .iter()
-            .enumerate()
-            .find(|(i, s)| s.status(*i as u32, lpq.nblocks()) != SlotStatus::Complete)
+        if let Some((i, st)) = (0u32..)
+            .zip(&slots)
+            .map(|(i, s)| (i, s.status(i, lpq.nblocks())))
+            .find(|(_, st)| *st != SlotStatus::Complete)
         {
-            return Err(format!(
-                "lv1 overhead ({what}): LP command {i}: {:?}",
-                s.status(i as u32, lpq.nblocks())
-            ));
+            return Err(format!("lv1 overhead ({what}): LP command {i}: {st:?}"));
         }
     }
     Ok((direct, launcher, (launcher / direct - 1.0) * 100.0))

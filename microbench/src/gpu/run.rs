@@ -93,8 +93,8 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     // launch, and the clock pairs before and after the run.
     let (floor_idx, corun_idx, first_use_idx) = (total, total + FLOOR_PROBES, total + FLOOR_PROBES + 1);
     let pairs_pre_idx = first_use_idx + 1;
-    let pairs_post_idx = pairs_pre_idx + CLOCK_PAIRS_U32;
-    let n_probes = pairs_post_idx as usize + CLOCK_PAIRS;
+    let pairs_post_idx = pairs_pre_idx + CLOCK_PAIRS;
+    let n_probes = (pairs_post_idx + CLOCK_PAIRS) as usize;
     let probe = HpProbe::new(Arc::clone(&dev), Arc::clone(&k), hp_stream, n_probes).map_err(h("HP probe"))?;
     let pairs = clock_pairs(&probe, pairs_pre_idx, CLOCK_PAIRS)?;
     let map0 = ClockMap::fit(&pairs, dev.info.wall_clock_khz).map_err(|e| e.to_string())?;
@@ -200,10 +200,6 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         report,
     })
 }
-
-/// [`CLOCK_PAIRS`] as a probe-index offset (32: fits).
-const CLOCK_PAIRS_U32: u32 = 32;
-const _: () = assert!(CLOCK_PAIRS_U32 as usize == CLOCK_PAIRS);
 
 /// The LP slot count as an allocation size: the budget is capped at 4 Mi commands.
 fn budget_usize(budget: u64) -> usize {

@@ -14,7 +14,7 @@ use crate::measure::Params;
 /// (the guard then resumes the queue).
 pub(super) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Clock pairs taken before and after the run.
-pub(super) const CLOCK_PAIRS: usize = 32;
+pub(super) const CLOCK_PAIRS: u32 = 32;
 /// HP probes on an idle GPU: the floor of the HP start latency (launch + dispatch).
 pub(super) const FLOOR_PROBES: u32 = 16;
 /// LP blocks per CU (of 1024 threads = 16 waves each): 2 fill the 32 wave slots of a gfx90a/
@@ -43,9 +43,9 @@ pub fn command_budget(p: &Params, keep_ahead: u64) -> u64 {
 
 /// `n` GPU-wall-clock/host-time pairs: host time before the probe's launch, its start stamp,
 /// host time when the stamp became visible in pinned memory (polled, not synchronized).
-pub(super) fn clock_pairs(probe: &HpProbe, first_idx: u32, n: usize) -> Result<Vec<ClockPair>, String> {
-    let mut v = Vec::with_capacity(n);
-    for i in first_idx..first_idx + n as u32 {
+pub(super) fn clock_pairs(probe: &HpProbe, first_idx: u32, n: u32) -> Result<Vec<ClockPair>, String> {
+    let mut v = Vec::with_capacity(n as usize);
+    for i in first_idx..first_idx + n {
         let before = calib::host_ns(Instant::now());
         probe.launch_unrecorded(i).map_err(h("clock pair probe"))?;
         let tick = probe.poll_stamp(i, PROBE_TIMEOUT);

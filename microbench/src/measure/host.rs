@@ -19,7 +19,7 @@ pub fn worker_exe() -> Result<WorkerExe, String> {
 
 /// LP workers by default: every core but one, which the HP worker and the launcher need.
 pub fn default_workers() -> u32 {
-    (crate::env::cores().saturating_sub(1)).max(1) as u32
+    u32::try_from(crate::env::cores().saturating_sub(1).max(1)).unwrap_or(u32::MAX)
 }
 
 fn err(what: &str) -> impl FnOnce(HostError) -> String + '_ {
@@ -119,8 +119,7 @@ pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
     let exe = worker_exe()?;
     let dev = HostDevice::spawn(&exe, p.workers as usize).map_err(err("starting workers"))?;
     // T <= 10 s (checked at parse time): the rounded ns fit a u64.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let t_ns = (p.t_ms * 1e6).round() as u64;
+    let t_ns = crate::num::round_u64(p.t_ms * 1e6);
     let b = HostBackend {
         dev,
         t_ns,
@@ -142,7 +141,7 @@ pub fn lv1_overhead(
     workers: u32,
 ) -> Result<(f64, f64, f64), String> {
     let exe = worker_exe()?;
-    let t_ns = (t_ms * 1e6).round() as u64;
+    let t_ns = crate::num::round_u64(t_ms * 1e6);
     let dev = HostDevice::spawn(&exe, workers as usize).map_err(err("starting workers"))?;
     let q = dev.lp();
     let t0 = std::time::Instant::now();

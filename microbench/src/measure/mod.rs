@@ -83,12 +83,14 @@ impl Correctness {
     /// Checks completions (ids, in any order) and per-command device records against the
     /// ids 0..submitted. `records_per_cmd` is how many device records one command yields.
     pub fn check(submitted: u64, completions: &[(u64, bool)], records: &[(u64, bool)], records_per_cmd: usize) -> Self {
-        let n = submitted as usize;
+        // Commands this process submitted: they fit in memory, so the count fits a usize.
+        let n = usize::try_from(submitted).unwrap_or(usize::MAX);
+        let slot = |id: u64| usize::try_from(id).unwrap_or(usize::MAX);
         let mut seen = vec![0u32; n];
         let mut failed = Vec::new();
         let mut extra = Vec::new();
         for &(id, ok) in completions {
-            match seen.get_mut(id as usize) {
+            match seen.get_mut(slot(id)) {
                 Some(c) => *c += 1,
                 None => extra.push(id),
             }
@@ -99,7 +101,7 @@ impl Correctness {
         let mut rec = vec![0usize; n];
         let mut wrong_result = Vec::new();
         for &(id, correct) in records {
-            if let Some(c) = rec.get_mut(id as usize) {
+            if let Some(c) = rec.get_mut(slot(id)) {
                 *c += 1;
             }
             if !correct {

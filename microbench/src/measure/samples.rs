@@ -39,7 +39,7 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         }
         let budget_hit = loop {
             let s = xq.stats();
-            if s.pending >= keep_ahead as usize {
+            if s.pending as u64 >= keep_ahead {
                 break false;
             }
             if b.budget().is_some_and(|max| s.submitted + 1 > max) {
@@ -114,9 +114,8 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
 }
 
 /// A gap of `multiple` x T in ns (T is at most 10 s, so this fits easily).
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 fn gap_ns(multiple: f64, t_ns: f64) -> u64 {
-    (multiple * t_ns).max(0.0) as u64
+    crate::num::round_u64((multiple * t_ns).max(0.0))
 }
 
 /// Lv3: suspend through the backend's guard, HP probe, resume. An error between suspend and

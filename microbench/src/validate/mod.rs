@@ -81,7 +81,7 @@ fn functional(a: &ValidateOptions, hip: &Fact<HipInfo>) -> Vec<Check> {
         )];
     }
     let devices = match hip.ok().map(|h| &h.devices) {
-        Some(Fact::Ok(n)) if a.all_gpus => (0..*n as u32).collect::<Vec<_>>(),
+        Some(Fact::Ok(n)) if a.all_gpus => (0..*n).collect::<Vec<_>>(),
         _ => vec![0],
     };
     let mut out = Vec::new();
