@@ -8,8 +8,6 @@
 //! No `unsafe` here. Nothing here prints or exits: failures are [`Error`]s, and what a caller
 //! may want to report is returned as notes (e.g. [`discover::Discovered::notes`]).
 #![deny(unsafe_code)]
-// Transitional: this crate's casts (moved from preempt-lat) are not yet reviewed against the
-// workspace cast lints; they are relaxed here until they are.
 
 pub mod calib;
 pub mod device;

@@ -29,8 +29,6 @@
 //! # Ok(()) }
 //! ```
 #![deny(unsafe_code)]
-// Transitional: this crate's casts (moved from preempt-lat) are not yet reviewed against the
-// workspace cast lints; they are relaxed here until they are.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod code_object;
