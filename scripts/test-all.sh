@@ -42,6 +42,9 @@ bash scripts/check-kfd-sys-header.sh
 step "cargo build of the workspace with libclang and the KFD headers hidden"
 bash scripts/check-build-without-headers.sh
 
+step "no module cycle inside any crate"
+python3 scripts/check-module-cycles.py
+
 step "unsafe only in the ioctl wrappers and the HIP FFI"
 bash scripts/check-unsafe.sh
 

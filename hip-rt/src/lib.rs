@@ -31,6 +31,7 @@
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod args;
 pub mod code_object;
 mod device;
 mod error;

@@ -222,8 +222,8 @@ fn scan_finds_gcn_arch_name_in_any_layout() {
 
 #[test]
 fn launch_arguments_must_match_the_metadata() {
+    use crate::args::{ArgShape, check_args};
     use crate::code_object::{KernelInfo, Param, ParamKind};
-    use crate::launch::{ArgShape, check_args};
     let p = |kind, size| Param {
         kind,
         size,
@@ -265,7 +265,7 @@ fn launch_arguments_must_match_the_metadata() {
 
 #[test]
 fn kernel_args_carry_their_sizes() {
-    use crate::launch::ArgShape::Value;
+    use crate::args::ArgShape::Value;
     let a = KernelArgs::new().u8(1).i16(-2).u32(3).f32(0.5).u64(5).f64(1.0);
     assert_eq!(a.len(), 6);
     let k = code_object::KernelInfo {
@@ -280,7 +280,7 @@ fn kernel_args_carry_their_sizes() {
             })
             .collect(),
     };
-    assert!(crate::launch::check_args(&k, [1, 2, 4, 4, 8, 8].into_iter().map(Value)).is_ok());
+    assert!(crate::args::check_args(&k, [1, 2, 4, 4, 8, 8].into_iter().map(Value)).is_ok());
 }
 
 #[test]

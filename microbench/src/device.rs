@@ -2,6 +2,7 @@
 //! machine has (doctor's facts), once, before anything starts.
 use crate::doctor::facts::{self, Fact, HipInfo};
 use crate::exit::Failure;
+use crate::measure::{Params, RunResult};
 use crate::options::{Common, DeviceSpec};
 use lv3::MechanismChoice;
 
@@ -15,6 +16,14 @@ pub enum Device {
 }
 
 impl Device {
+    /// One measurement on this device (`mechanism` applies to Lv3 on a GPU).
+    pub fn measure(self, p: &Params, mechanism: MechanismChoice, quiet: bool) -> Result<RunResult, String> {
+        match self {
+            Device::Host(_) => crate::measure::host::run(p, quiet),
+            Device::Hip(i) => crate::gpu::run(p, i, mechanism, quiet),
+        }
+    }
+
     /// LP worker processes (the host device's "compute units"; 0 on a GPU).
     pub fn workers(self) -> u32 {
         match self {

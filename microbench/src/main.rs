@@ -86,7 +86,7 @@ fn run(o: &options::RunOptions) -> Outcome {
         None => Box::new(std::io::stdout().lock()),
     };
     let p = measure::Params::new(o.level, o.t_ms, o.samples, o.warmup, &o.common, dev.workers());
-    let r = measure::run(&p, dev, o.common.mechanism, o.common.quiet)?;
+    let r = dev.measure(&p, o.common.mechanism, o.common.quiet)?;
     output::run(&r, o.format, &mut out).map_err(|e| format!("writing the result: {e}"))?;
     if !r.correctness.ok {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");

@@ -35,7 +35,7 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
             }
             let p = Params::new(level, t_ms, a.samples, a.warmup, &a.common, workers);
             eprintln!("sweep t: Lv{} T={t_ms} ms ({} samples)", p.level, p.samples);
-            runs.push(crate::measure::run(&p, dev, a.common.mechanism, a.common.quiet)?);
+            runs.push(dev.measure(&p, a.common.mechanism, a.common.quiet)?);
         }
     }
     write_file(&a.out_dir.join("sweep-t.csv"), |w| {

@@ -4,8 +4,8 @@ use std::ffi::{CString, c_int};
 use std::sync::atomic::AtomicU64;
 
 use super::{Api, HipError, Ptr, RawFunction, RawMem, RawModule, RawStream};
+use crate::args::{self, Arg, LaunchConfig};
 use crate::code_object;
-use crate::launch::{self, Arg, LaunchConfig};
 
 impl Api {
     /// Device memory, or pinned host memory (hipHostMallocMapped | hipHostMallocCoherent).
@@ -135,7 +135,7 @@ impl Api {
         args: &[Arg<'_>],
     ) -> Result<(), HipError> {
         cfg.check()?;
-        launch::check_args(&f.info, args.iter().map(Arg::shape))?;
+        args::check_args(&f.info, args.iter().map(Arg::shape))?;
         // One 8-byte cell per argument, filled first; then one pointer per cell (the cells
         // no longer move).
         let cells: Vec<u64> = args

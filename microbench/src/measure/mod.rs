@@ -6,10 +6,8 @@ pub mod host;
 pub mod rng;
 pub mod samples;
 
-use crate::device::Device;
 use crate::options::{Common, Level};
 use crate::stats::Summary;
-use lv3::MechanismChoice;
 use serde::Serialize;
 
 /// Everything that defines a run (written into every output).
@@ -45,14 +43,6 @@ impl Params {
             workers,
             gap_t: Self::GAP_T,
         }
-    }
-}
-
-/// One measurement on the chosen device.
-pub fn run(p: &Params, dev: Device, mechanism: MechanismChoice, quiet: bool) -> Result<RunResult, String> {
-    match dev {
-        Device::Host(_) => host::run(p, quiet),
-        Device::Hip(i) => crate::gpu::run(p, i, mechanism, quiet),
     }
 }
 
