@@ -24,6 +24,7 @@
 //!
 //! [`DeviceBuffer`]: crate::DeviceBuffer
 //! [`HostBuffer`]: crate::HostBuffer
+//! [`Mem`]: crate::Mem
 
 use std::sync::Arc;
 
