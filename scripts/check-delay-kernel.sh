@@ -14,11 +14,11 @@
 # s_cbranch_* (target address <= branch address) whose loop body [target, branch] contains
 # s_memtime (clock64) or s_memrealtime (wall_clock64): the timing loop. It prints that loop and the
 # register use from `llvm-readelf-19 --notes`. Any failed check exits non-zero with a message.
-# Overrides: CLANG=..., OBJDUMP=..., READELF=..., KERNEL_SRC=... (e.g. to see it fail on a loop-free kernel).
+# Overrides: CLANG=..., OBJDUMP=..., READELF=..., PREEMPT_DELAY_KERNEL_SRC=... (e.g. to see it fail on a loop-free kernel).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-src=${KERNEL_SRC:-"$here/../gpu-device/kernels/delay.hip"}
+src=${PREEMPT_DELAY_KERNEL_SRC:-"$here/../gpu-device/kernels/delay.hip"}
 kernel=delay_kernel
 CLANG=${CLANG:-clang-19}
 OBJDUMP=${OBJDUMP:-llvm-objdump-19}

@@ -2,7 +2,7 @@
 # Every test of the project, as README.md shows it. Installs what it needs first.
 #
 #   scripts/test-all.sh            everything (cold: ~15-20 min, the kernel build; cached: ~2-3 min)
-#   SKIP_QEMU=1 scripts/test-all.sh   everything but the real-kernel guest (for quick iterations)
+#   PREEMPT_SKIP_QEMU=1 scripts/test-all.sh   everything but the real-kernel guest (for quick iterations)
 #
 # Steps: system packages -> rustfmt check -> clippy (-D warnings) -> cargo test (workspace) ->
 # cargo doc -> kfd-sys: committed bindings equal a fresh generation, the old-header refusal, a
@@ -51,8 +51,8 @@ bash scripts/check-unsafe.sh
 step "offline compile check of the delay kernel (clang-19, gfx942 and gfx90a)"
 bash scripts/check-delay-kernel.sh
 
-if [ "${SKIP_QEMU:-0}" = 1 ]; then
-  echo "SKIPPED the QEMU real-kernel tests: SKIP_QEMU=1"
+if [ "${PREEMPT_SKIP_QEMU:-0}" = 1 ]; then
+  echo "SKIPPED the QEMU real-kernel tests: PREEMPT_SKIP_QEMU=1"
 else
   step "real kernel in QEMU: stock Linux 6.12 amdkfd"
   bash scripts/qemu/run-guest-tests.sh | tee "$log"
