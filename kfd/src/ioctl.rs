@@ -163,6 +163,14 @@ pub(crate) fn probe(fd: BorrowedFd<'_>, nr: u8, buf: &mut [u8; PROBE_SIZE]) -> I
     unsafe { raw(fd, req, buf.as_mut_ptr().cast()) }
 }
 
+/// Ends the process with `code` through `_exit(2)`: no atexit handlers, no destructors. The
+/// kernel then releases `/dev/kfd` itself (debug mode off, queues destroyed), which a runtime's
+/// atexit teardown cannot do while this process holds debug mode on (see `kfd::exit_now`).
+pub(crate) fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit has no preconditions; it never returns and touches no Rust state.
+    unsafe { libc::_exit(code) }
+}
+
 /// Forks, runs `call` on `fd` in the child, and returns the child's errno (`None` if the call
 /// succeeded). `call` must be async-signal-safe: build its arguments on the stack and issue
 /// one ioctl, nothing else (no allocation, no lock, no printing).

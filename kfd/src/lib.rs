@@ -36,6 +36,19 @@ pub use error::{DbgOp, KfdError, Op, Result, meaning};
 pub use handle::{KFD_DEVICE, Kfd, KfdOps, MAX_QUEUE_IDS};
 pub use types::*;
 
+/// Ends the process with `code` at once (`_exit(2)`), after flushing stdout and stderr: no
+/// atexit handlers, no destructors. The way out of a signal path while this process may hold
+/// debug mode on: HIP's atexit teardown would reach ROCr's runtime disable, which with debug mode
+/// on waits in the kernel for a debugger acknowledgement that never comes; the kernel's own
+/// release of `/dev/kfd` instead turns debugging off and destroys the queues
+/// (docs/kfd-facts.md#dbg_trap-suspend-and-resume).
+pub fn exit_now(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    ioctl::exit_now(code)
+}
+
 /// The uapi header the bindings come from, its KFD version, and the ABI of the patched
 /// preempt ioctls this build speaks (for reports).
 pub mod header {

@@ -10,9 +10,16 @@
 //! `main`, before any thread exists: threads inherit the mask, and a thread that does not block
 //! the signals would receive it with the default action and kill the process unresumed. The
 //! waiting thread then runs ordinary Rust: it resumes every queue in the process-wide registry
-//! and hands the outcome to the application's callback, which reports it and exits (typically
-//! with [`exit_code`]: 130, 143). Applications with their own signal thread (`preempt-lat`) call
-//! [`resume_all_and_close`] from it instead.
+//! and hands the outcome to the application's callback, which reports it and leaves with
+//! [`exit_now`] and [`exit_code`] (130, 143). Applications with their own signal thread
+//! (`preempt-lat`) call [`resume_all_and_close`] from it instead.
+//!
+//! Why [`exit_now`] and not `std::process::exit`: at that point a mechanism may still hold debug
+//! mode on (the main thread owns it and is not unwinding). `exit` runs the atexit handlers, and
+//! HIP's teardown in them reaches ROCr's runtime disable, which with debug mode on waits in the
+//! kernel for a debugger acknowledgement that never comes; destroying a still-suspended queue
+//! blocks the same way. `_exit` skips the handlers, and the kernel's release of `/dev/kfd` then
+//! disables debugging and destroys the queues itself (docs/kfd-facts.md#dbg_trap-suspend-and-resume).
 //!
 //! The registry is filled by the guards of [`crate::mechanism`] (register on suspend, deregister
 //! on a successful resume); anything else that must be undone on exit can register too.
@@ -171,6 +178,13 @@ pub fn install_resume_on_signals(then: impl FnOnce(Resumed) + Send + 'static) ->
         started_thread,
         unblocked_threads: threads_not_blocking(),
     })
+}
+
+/// Ends the process at once with `code`, without atexit handlers or destructors (`_exit(2)`,
+/// after flushing stdout and stderr): the way out of a signal path while a mechanism may still
+/// hold debug mode on (see the module docs and [`kfd::exit_now`]).
+pub fn exit_now(code: i32) -> ! {
+    kfd::exit_now(code)
 }
 
 /// The shell's convention for death by a signal: 128 + signo (SIGINT 130, SIGTERM 143).

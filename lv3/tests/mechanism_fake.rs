@@ -536,6 +536,35 @@ fn a_failed_resume_is_retried_then_reported_never_swallowed() {
     assert!(f.running(7));
 }
 
+/// Issue 11 item 1: a failed resume leaves its registry entry for the signal handler, but that
+/// entry must not keep dbg-trap's mechanism alive: once the Preemptor is dropped (the end of a
+/// run, or any error path), debug mode goes off (DISABLE resumes every queue). Before the fix the
+/// entry held the mechanism and debug mode stayed on until exit, where HIP's teardown blocks.
+#[test]
+fn a_failed_dbg_trap_resume_does_not_keep_debug_mode_on() {
+    let f = Fake::default();
+    let q = f.create_queue(12, RING, MIB);
+    let p = Preemptor::new(DbgTrap::setup(f.clone(), GracePeriod::Default).unwrap()).with_retry(quick());
+    f.st().fail_resumes = 10;
+    let e = p.suspend(&q).unwrap().resume().unwrap_err();
+    assert!(matches!(&e, MechError::ResumeFailed { queue: 12, .. }), "{e}");
+    assert!(f.q(12).suspended, "the kernel kept it suspended");
+    assert!(lv3::signals::registered().contains(&q.label(MechanismKind::DbgTrap)));
+    assert!(f.st().debug);
+    drop(p);
+    assert!(
+        !f.st().debug,
+        "dropping the Preemptor must turn debug mode off despite the registry entry"
+    );
+    assert!(f.running(12), "DISABLE resumed the queue the guard could not");
+    assert_eq!(count(&f, |c| *c == Call::DbgDisable), 1);
+    assert_eq!(
+        count(&f, |c| *c == Call::RuntimeDisable),
+        1,
+        "and the runtime enable it made is undone"
+    );
+}
+
 #[test]
 fn guards_resume_on_drop_and_while_a_panic_unwinds() {
     let f = Fake::default();
@@ -681,7 +710,7 @@ fn signal_child_mode() {
         for (label, res) in &r.results {
             eprintln!("  {label}: {res:?}");
         }
-        std::process::exit(lv3::signals::exit_code(r.signal));
+        lv3::signals::exit_now(lv3::signals::exit_code(r.signal));
     })
     .unwrap();
     let q = QueueTarget {

@@ -37,10 +37,10 @@ export RUSTFLAGS="-C target-feature=+crt-static"
 # The patched flavour generates kfd-sys's bindings from the patched kernel's own header (one
 # source of truth); the stock flavour uses the committed bindings.
 feats=()
-if [ "$flavor" = patched ]; then export KFD_IOCTL_H=$KHDR; feats=(--features kfd-sys/bindgen); fi
+if [ "$flavor" = patched ]; then export KFD_IOCTL_H=$KHDR; feats=(-p kfd-sys --features kfd-sys/bindgen); fi
 cd "$REPO"
 tests_json=$(cargo test --release -q -p kfd -p lv3 "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo" \
-  --test kfd_kernel --test mechanism_kernel --test preempt_ioctl_kernel --test conformance_kernel \
+  --test kfd_kernel --test mechanism_kernel --test preempt_ioctl_kernel --test conformance_kernel --test exit_kernel \
   --no-run --message-format=json 2>/dev/null)
 cargo build --release -q -p microbench --bin preempt-lat "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo"
 mapfile -t test_bins < <(printf '%s\n' "$tests_json" | python3 -c '

@@ -12,7 +12,12 @@
 //! - Every guard is registered with [`crate::signals`] (before the kernel call, under the
 //!   registry lock, so a SIGINT/SIGTERM cannot slip between the suspend and the registration) and
 //!   deregistered by a successful resume. A queue whose resume failed stays registered: the
-//!   signal handler tries it once more before the process exits.
+//!   signal handler tries it once more before the process exits, as long as the mechanism is
+//!   still alive. The registry holds the mechanism weakly: once the [`Preemptor`] and its guards
+//!   are gone the mechanism drops, and dbg-trap's drop turns debug mode off (DISABLE resumes
+//!   every queue of the process). A strong reference there would keep debug mode on until exit,
+//!   where HIP's teardown then blocks in the kernel's runtime disable
+//!   (docs/kfd-facts.md#dbg_trap-suspend-and-resume).
 use super::{MechError, MechanismKind, Preempt, QueueTarget, SuspendReport};
 use crate::signals::{self, Refused, Registration};
 use kfd::events::{self, Severity};
@@ -135,8 +140,11 @@ impl Preemptor {
             });
         }
         let resume_fn = {
-            let (mech, target, retry) = (Arc::clone(&self.mech), *q, self.retry);
-            Box::new(move || resume_with_retry(&*mech, &target, retry).map_err(|e| e.to_string()))
+            let (mech, target, retry) = (Arc::downgrade(&self.mech), *q, self.retry);
+            Box::new(move || match mech.upgrade() {
+                Some(m) => resume_with_retry(&*m, &target, retry).map_err(|e| e.to_string()),
+                None => Err("its mechanism was already released (dbg-trap: DISABLE resumed it)".to_string()),
+            })
         };
         match signals::register_around(q.label(self.mech.kind()), resume_fn, || self.mech.suspend(q)) {
             Ok((report, reg)) => Ok(SuspendedQueue {

@@ -2,7 +2,9 @@
 //! spawned) and taken by one thread with sigwait. The first signal only raises a flag: the
 //! measurement loop stops at the next sample boundary, resumes whatever it suspended (guards),
 //! and writes what it measured. A second signal means "now": every GPU queue still suspended
-//! (lv3's registry, filled by the suspend guards) is resumed, then the process exits 130/143.
+//! (lv3's registry, filled by the suspend guards) is resumed, then the process leaves with
+//! `_exit` 130/143 ([`lv3::signals::exit_now`]: no atexit handlers, so HIP's teardown cannot
+//! block on a debug mode the main thread still holds; the kernel's release path ends it).
 //! No signal handler, hence no `unsafe`.
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nix::sys::signal::{SigSet, Signal};
@@ -32,7 +34,7 @@ pub fn install_stop_on_signals() {
                     }
                 }
                 eprintln!("preempt-lat: {sig} again: exiting now");
-                std::process::exit(lv3::signals::exit_code(sig));
+                lv3::signals::exit_now(lv3::signals::exit_code(sig));
             }
         }
     });
