@@ -4,6 +4,7 @@
 //! recording fake that models the kernel's errnos.
 use crate::error::{DbgOp, KfdError, Op, Result};
 use crate::ioctl;
+use crate::probe::PreemptProbe;
 use crate::types::*;
 
 use kfd_sys as sys;
@@ -44,10 +45,14 @@ pub trait KfdOps {
         let _ = ids;
         Err(KfdError::new(Op::ResumeQueues, None, Errno::ENOTTY))
     }
-    /// The patched preempt ioctls' ABI version, `None` if absent (see
-    /// [`Kfd::preempt_abi_version`]); default `None`.
+    /// The answer to the patched preempt ioctls' probe (see [`Kfd::preempt_probe`]); default
+    /// absent with ENOTTY, like a stock upstream kernel.
+    fn preempt_probe(&self) -> Result<PreemptProbe> {
+        Ok(PreemptProbe::AbsentEnotty)
+    }
+    /// The patched preempt ioctls' ABI version, `None` if absent (either answer).
     fn preempt_abi_version(&self) -> Result<Option<u32>> {
-        Ok(None)
+        self.preempt_probe().map(PreemptProbe::version)
     }
 }
 
@@ -108,10 +113,12 @@ impl Kfd {
         Ok(ioctl::probe(self.fd(), nr, &mut buf).err())
     }
 
-    /// Whether this kernel implements ioctl number `nr`: any answer but ENOTTY. Same
-    /// restriction as [`Kfd::probe_nr_errno`].
+    /// Whether this kernel implements ioctl number `nr`: any answer but ENOTTY (upstream: past
+    /// the table's end) or EINVAL (ROCm's DKMS driver: a hole in its table, see
+    /// [`PreemptProbe`]). Same restriction as [`Kfd::probe_nr_errno`]; the numbers it allows are
+    /// this project's own, whose handlers never answer a zeroed argument with EINVAL.
     pub fn probe_nr(&self, nr: u8) -> Result<bool> {
-        Ok(self.probe_nr_errno(nr)? != Some(Errno::ENOTTY))
+        Ok(!matches!(self.probe_nr_errno(nr)?, Some(Errno::ENOTTY | Errno::EINVAL)))
     }
 
     /// What a forked child gets when it uses this fd (KFD must say EBADF).
@@ -235,8 +242,8 @@ impl KfdOps for Kfd {
         Kfd::resume_queues_patched(self, ids)
     }
 
-    fn preempt_abi_version(&self) -> Result<Option<u32>> {
-        Kfd::preempt_abi_version(self)
+    fn preempt_probe(&self) -> Result<PreemptProbe> {
+        Kfd::preempt_probe(self)
     }
 
     fn send_runtime_event(&self, mask: u64, gpu_id: u32, queue_id: QueueId) -> Result<()> {
@@ -258,26 +265,19 @@ impl KfdOps for Kfd {
 /// The project's patched-kernel ioctls (`patches/`): PREEMPT_QUEUES / RESUME_QUEUES (nr
 /// 0x40/0x41) on this process's own queues, no debug mode. A stock kernel answers ENOTTY.
 impl Kfd {
-    /// Asks the kernel for the patched preempt ioctls' ABI version with a no-op PREEMPT_QUEUES
-    /// (no ids): `Ok(None)` on ENOTTY (a stock kernel), `Ok(Some(version))` on a patched one.
-    /// A kernel that answers nr 0x40 without writing a version is not running this project's
-    /// patch (some other ioctl has that number): an error, so that nothing uses it.
-    pub fn preempt_abi_version(&self) -> Result<Option<u32>> {
-        match ioctl::preempt_queue_ids(self.fd(), false, &mut [], 0, 0) {
-            Ok(a) if a.version >= 1 => Ok(Some(a.version)),
-            Ok(_) => Err(KfdError {
-                op: Op::PreemptQueues,
-                queue: None,
-                errno: Errno::ENOTTY,
-                meaning: "ioctl nr 0x40 answered without writing a version: it is not the project's \
-                          AMDKFD_IOC_PREEMPT_QUEUES (another patch uses that number)",
-            }),
-            Err(Errno::ENOTTY) => Ok(None),
-            Err(e) => Err(KfdError::new(Op::PreemptQueues, None, e)),
-        }
+    /// Probes for the patched preempt ioctls with a no-op PREEMPT_QUEUES (no ids): present with
+    /// the ABI version the kernel wrote back, or absent with ENOTTY (upstream) or EINVAL (ROCm's
+    /// DKMS driver); see [`PreemptProbe`].
+    pub fn preempt_probe(&self) -> Result<PreemptProbe> {
+        PreemptProbe::from_answer(ioctl::preempt_queue_ids(self.fd(), false, &mut [], 0, 0).map(|a| a.version))
     }
 
-    /// Whether this kernel has the patched preempt ioctls (ENOTTY: no).
+    /// The patched preempt ioctls' ABI version, `None` if absent (either answer).
+    pub fn preempt_abi_version(&self) -> Result<Option<u32>> {
+        self.preempt_probe().map(PreemptProbe::version)
+    }
+
+    /// Whether this kernel has the patched preempt ioctls.
     pub fn has_preempt_ioctl(&self) -> Result<bool> {
         self.preempt_abi_version().map(|v| v.is_some())
     }

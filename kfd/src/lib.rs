@@ -28,12 +28,14 @@ mod error;
 pub mod events;
 mod handle;
 mod ioctl;
+mod probe;
 pub mod sysfs;
 mod types;
 
 pub use debug_session::{DebugSession, SessionError};
 pub use error::{DbgOp, KfdError, Op, Result, meaning};
 pub use handle::{KFD_DEVICE, Kfd, KfdOps, MAX_QUEUE_IDS};
+pub use probe::PreemptProbe;
 pub use types::*;
 
 /// Ends the process with `code` at once (`_exit(2)`), after flushing stdout and stderr: no

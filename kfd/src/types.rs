@@ -94,12 +94,46 @@ impl GracePeriod {
         }
     }
 
+    /// ROCdbgapi's choice (it passes 0, which the kernel makes 1): the shortest wait, so a wave
+    /// that never reaches a natural break (a spinning delay kernel) is saved at once rather than
+    /// after the firmware's full default (docs/kfd-facts.md#grace-period).
+    pub const SHORTEST: GracePeriod = GracePeriod::Clocks1k(1);
+
     /// The (flags, grace_period) pair of the patched PREEMPT_QUEUES: the default is "no flag".
     pub fn preempt_ioctl_raw(self) -> (u32, u32) {
         match self {
             GracePeriod::Default => (0, 0),
             GracePeriod::Clocks1k(n) => (PREEMPT_FLAG_GRACE_PERIOD, u32::from(n)),
         }
+    }
+}
+
+/// `default`, or the number of ~1K-clock units.
+impl std::fmt::Display for GracePeriod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GracePeriod::Default => f.write_str("default"),
+            GracePeriod::Clocks1k(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// `default` or `0..=255`, as [`Display`](std::fmt::Display) writes it.
+impl std::str::FromStr for GracePeriod {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s.trim() == "default" {
+            return Ok(GracePeriod::Default);
+        }
+        s.trim().parse::<u8>().map(GracePeriod::Clocks1k).map_err(|_| {
+            format!("{s:?} is not a grace period: give a whole number 0-255 (units of ~1K GPU clocks) or 'default'")
+        })
+    }
+}
+
+impl Serialize for GracePeriod {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 

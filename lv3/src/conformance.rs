@@ -106,9 +106,12 @@ pub fn run() -> Vec<Check> {
         ),
         Check::from(
             Category::ErrorPath,
-            "unknown ioctl number is ENOTTY",
+            "unknown ioctl number is refused (ENOTTY, or EINVAL on ROCm's DKMS driver)",
             match kfd.probe_nr_errno(0x7f) {
-                Ok(Some(Errno::ENOTTY)) => Ok("nr 0x7f -> ENOTTY".into()),
+                Ok(Some(Errno::ENOTTY)) => Ok("nr 0x7f -> ENOTTY (past the end of upstream's table)".into()),
+                Ok(Some(Errno::EINVAL)) => {
+                    Ok("nr 0x7f -> EINVAL (a hole in a longer table: ROCm's DKMS driver)".into())
+                }
                 other => Err(format!("nr 0x7f -> {other:?}")),
             },
         ),
@@ -228,13 +231,13 @@ fn preempt_ioctl() -> Vec<Check> {
             )];
         }
     };
-    let v = match kfd.preempt_abi_version() {
-        Ok(None) => {
+    let v = match kfd.preempt_probe().map(|p| (p, p.version())) {
+        Ok((absent, None)) => {
             return vec![Check::new(
                 Category::Capability,
                 PATCHED_IOCTL,
                 Status::Skip,
-                "skipped: ENOTTY, not the project's patched kernel",
+                format!("skipped: {}", absent.describe()),
             )];
         }
         Err(e) => {
@@ -245,7 +248,7 @@ fn preempt_ioctl() -> Vec<Check> {
                 e.to_string(),
             )];
         }
-        Ok(Some(v)) => v,
+        Ok((_, Some(v))) => v,
     };
     let built = kfd::header::KFD_PREEMPT_QUEUES_VERSION;
     let abi = Check::from(

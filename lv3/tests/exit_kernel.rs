@@ -80,10 +80,13 @@ fn run_child(mode: &str, signal: Option<nix::sys::signal::Signal>) -> std::proce
         let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
         nix::sys::signal::kill(pid, sig).unwrap();
     }
-    drop(lines);
+    // Keep draining the child's stdout: its harness still prints, and a closed pipe would end it
+    // with EPIPE instead of the way under test.
+    let drain = std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
     let t0 = Instant::now();
     loop {
         if let Some(st) = child.try_wait().unwrap() {
+            let _ = drain.join();
             eprintln!("observed: {mode}: ended in {:?} with {st}", t0.elapsed());
             return st;
         }

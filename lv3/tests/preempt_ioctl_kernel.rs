@@ -69,6 +69,9 @@ fn probe_finds_the_ioctl_only_on_the_patched_kernel() {
         );
     } else {
         assert_eq!(kfd.preempt_abi_version().unwrap(), None);
+        // Upstream's answer for "absent" (ROCm's DKMS driver would say EINVAL: a table hole).
+        assert_eq!(kfd.preempt_probe().unwrap(), kfd::PreemptProbe::AbsentEnotty);
+        assert_eq!(avail.probe, Some(kfd::PreemptProbe::AbsentEnotty));
         eprintln!("observed: PREEMPT_QUEUES probe -> ENOTTY ({})", avail.detail);
     }
     eprintln!(

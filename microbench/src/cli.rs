@@ -4,6 +4,7 @@
 use crate::options::{self, Command, Common, DeviceSpec, Format, Level, parse_positive, parse_t_ms};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use kfd::GracePeriod;
 use lv3::{MechanismChoice, MechanismKind};
 use std::path::PathBuf;
 
@@ -116,6 +117,12 @@ pub struct CommonArgs {
     /// inactive and back). The host device has one mechanism (SIGSTOP) and takes only auto.
     #[arg(long, default_value = "auto", value_parser = mechanism_parser())]
     pub mechanism: MechanismChoice,
+    /// Lv3 on a GPU: how long the CP lets waves run before it saves them, in units of ~1K GPU
+    /// clocks (0-255; the kernel makes 0 into 1), or `default` (the firmware's). Default 1, as
+    /// ROCdbgapi: a spinning kernel never reaches a natural break, so the firmware default is
+    /// always waited out in full. Applies to dbg-trap and ioctl; update-queue cannot set it.
+    #[arg(long, value_name = "N|default", value_parser = str::parse::<GracePeriod>)]
+    pub grace: Option<GracePeriod>,
     /// Host device: LP worker processes ("compute units"). Default: cores - 1, at least 1.
     #[arg(long, value_parser = parse_positive)]
     pub workers: Option<u32>,
@@ -234,6 +241,7 @@ impl From<CommonArgs> for Common {
             device: a.device,
             seed: a.seed,
             mechanism: a.mechanism,
+            grace: a.grace,
             workers: a.workers,
             quiet: a.quiet,
         }

@@ -12,6 +12,9 @@ pub struct Environment {
     pub kfd_version: Option<String>,
     pub gfx_target: Option<String>,
     pub mechanism: String,
+    /// The grace period that applied to Lv3's suspends: a number of ~1K GPU clocks, `default`
+    /// (the firmware's), or `n/a (why)` where the mechanism has none (update-queue, SIGSTOP, Lv1).
+    pub grace_period: String,
     pub cores: usize,
     pub git_revision: &'static str,
     pub tool_version: &'static str,
@@ -48,7 +51,13 @@ fn cpu_model() -> String {
 impl Environment {
     /// The record of a run on `device` (`host` or `hip:N`); the kernel, KFD version, core count
     /// and revisions are read here, once for every device.
-    pub fn new(device: String, device_detail: String, gfx_target: Option<String>, mechanism: &str) -> Self {
+    pub fn new(
+        device: String,
+        device_detail: String,
+        gfx_target: Option<String>,
+        mechanism: &str,
+        grace_period: String,
+    ) -> Self {
         use kfd::{Kfd, KfdOps};
         Environment {
             device,
@@ -57,6 +66,7 @@ impl Environment {
             kfd_version: Kfd::open().and_then(|k| k.version()).ok().map(|v| v.to_string()),
             gfx_target,
             mechanism: mechanism.into(),
+            grace_period,
             cores: cores(),
             git_revision: git_revision(),
             tool_version: env!("CARGO_PKG_VERSION"),
@@ -71,5 +81,21 @@ pub fn host(mechanism: &str) -> Environment {
         cpu_model(),
         cores()
     );
-    Environment::new("host".into(), detail, None, mechanism)
+    let grace = if mechanism == "sigstop" {
+        "n/a (host device: SIGSTOP has no grace period)"
+    } else {
+        "n/a (Lv1: nothing is preempted)"
+    };
+    Environment::new("host".into(), detail, None, mechanism, grace.into())
+}
+
+/// The grace period that applied on a GPU, for [`Environment::grace_period`].
+pub fn gpu_grace(mechanism: Option<lv3::MechanismKind>, asked: kfd::GracePeriod) -> String {
+    match mechanism {
+        None => "n/a (Lv1: nothing is preempted)".into(),
+        Some(lv3::MechanismKind::UpdateQueue) => {
+            "n/a (update-queue cannot set it: the device's own setting applies)".into()
+        }
+        Some(_) => asked.to_string(),
+    }
 }

@@ -1,7 +1,8 @@
 //! What a user asked for, typed and checked: the CLI (`cli.rs`) parses arguments into these
 //! once, and nothing below `main` sees clap. The parsers here are the single definition of
 //! what a valid T, device or format is; `cli.rs` hands them to clap.
-use lv3::MechanismChoice;
+use kfd::GracePeriod;
+use lv3::{MechanismChoice, MechanismKind};
 use serde::Serialize;
 use std::fmt;
 use std::path::PathBuf;
@@ -154,6 +155,8 @@ pub struct Common {
     /// Seed of the random gaps between HP requests.
     pub seed: u64,
     pub mechanism: MechanismChoice,
+    /// `--grace`, if given: the CP's wave-save grace period for dbg-trap and ioctl.
+    pub grace: Option<GracePeriod>,
     /// Host device: LP worker processes (`None`: cores - 1, at least 1).
     pub workers: Option<u32>,
     /// No progress bar.
@@ -161,8 +164,27 @@ pub struct Common {
 }
 
 impl Common {
+    /// The grace period Lv3 asks for: `--grace`, else [`GracePeriod::SHORTEST`] (ROCdbgapi's
+    /// choice; see docs/kfd-facts.md#grace-period).
+    pub fn grace(&self) -> GracePeriod {
+        self.grace.unwrap_or(GracePeriod::SHORTEST)
+    }
+
     /// Cross-field checks: the one-line reason a combination is refused (a usage error).
     pub fn check(&self) -> Result<(), String> {
+        if let Some(g) = self.grace {
+            if self.device == DeviceSpec::Host {
+                return Err(format!(
+                    "--grace {g} applies to Lv3 on an AMD GPU (dbg-trap, ioctl); the host device's SIGSTOP has no grace period"
+                ));
+            }
+            if self.mechanism == MechanismChoice::Only(MechanismKind::UpdateQueue) {
+                return Err(format!(
+                    "--grace {g}: update-queue cannot set a grace period (UPDATE_QUEUE has no such argument; the \
+                     device's setting applies): drop --grace or use --mechanism dbg-trap|ioctl"
+                ));
+            }
+        }
         if self.device == DeviceSpec::Host && self.mechanism != MechanismChoice::Auto {
             return Err(format!(
                 "--mechanism {} needs an AMD GPU (--device hip:N); the host device's Lv3 is SIGSTOP/SIGCONT (use --mechanism auto)",
@@ -292,10 +314,16 @@ mod tests {
             device: DeviceSpec::Auto,
             seed: 1,
             mechanism: MechanismChoice::Auto,
+            grace: None,
             workers: None,
             quiet: true,
         };
         assert!(ok.check().is_ok());
+        assert_eq!(
+            ok.grace(),
+            GracePeriod::Clocks1k(1),
+            "ROCdbgapi's shortest grace by default"
+        );
         assert!(
             Common {
                 threshold: 2,
@@ -311,5 +339,40 @@ mod tests {
             ..ok
         };
         assert!(host_dbg.check().unwrap_err().contains("needs an AMD GPU"));
+        let uq_grace = Common {
+            device: DeviceSpec::Hip(0),
+            mechanism: "update-queue".parse().unwrap(),
+            grace: Some(GracePeriod::Clocks1k(4)),
+            ..ok.clone()
+        };
+        assert!(
+            uq_grace
+                .check()
+                .unwrap_err()
+                .contains("update-queue cannot set a grace period")
+        );
+        let host_grace = Common {
+            device: DeviceSpec::Host,
+            grace: Some(GracePeriod::Default),
+            ..ok.clone()
+        };
+        assert!(host_grace.check().unwrap_err().contains("SIGSTOP has no grace period"));
+        let dbg_grace = Common {
+            device: DeviceSpec::Hip(0),
+            mechanism: "dbg-trap".parse().unwrap(),
+            grace: Some(GracePeriod::Default),
+            ..ok
+        };
+        assert!(dbg_grace.check().is_ok());
+        assert_eq!(dbg_grace.grace(), GracePeriod::Default);
+    }
+
+    #[test]
+    fn grace_parses_numbers_and_default() {
+        assert_eq!("default".parse::<GracePeriod>(), Ok(GracePeriod::Default));
+        assert_eq!("0".parse::<GracePeriod>(), Ok(GracePeriod::Clocks1k(0)));
+        assert_eq!("255".parse::<GracePeriod>(), Ok(GracePeriod::Clocks1k(255)));
+        assert!("256".parse::<GracePeriod>().unwrap_err().contains("0-255"));
+        assert_eq!(GracePeriod::Clocks1k(7).to_string(), "7");
     }
 }

@@ -33,6 +33,12 @@ fn bad_input_is_exit_2_with_a_clear_reason() {
         (&["--level", "2"], "invalid value '2'"),
         (&["--out", "/nonexistent-dir/x.json", "--samples", "1"], "cannot write"),
         (&["--device", "host", "--mechanism", "dbg-trap"], "needs an AMD GPU"),
+        (&["--device", "host", "--grace", "4"], "SIGSTOP has no grace period"),
+        (
+            &["--device", "hip:0", "--mechanism", "update-queue", "--grace", "4"],
+            "update-queue cannot set",
+        ),
+        (&["--grace", "300"], "0-255"),
     ];
     for (args, want) in cases {
         let o = pl(args);
@@ -94,6 +100,13 @@ fn auto_falls_back_to_host_and_json_carries_every_parameter() {
     assert_eq!((p["threshold"].as_u64(), p["batch"].as_u64()), (Some(8), Some(4)));
     assert_eq!(v["env"]["device"], "host");
     assert_eq!(v["env"]["mechanism"], "sigstop");
+    assert_eq!(p["grace"], "1", "the grace period asked for is recorded");
+    assert!(
+        v["env"]["grace_period"]
+            .as_str()
+            .unwrap()
+            .starts_with("n/a (host device")
+    );
     assert!(v["env"]["device_detail"].as_str().unwrap().contains("not GPU figures"));
     for k in ["kernel", "git_revision", "tool_version", "cores"] {
         assert!(!v["env"][k].is_null(), "env.{k} missing");

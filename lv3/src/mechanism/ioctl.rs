@@ -11,7 +11,7 @@
 //! (every stock kernel). [`availability`] is the same probe for reports (doctor).
 use super::{MechError, MechanismKind, Preempt, QueueTarget, SuspendReport};
 use kfd::events::{self, Severity};
-use kfd::{GracePeriod, Kfd, KfdOps, Op, PreemptOutcome, QueueState};
+use kfd::{GracePeriod, Kfd, KfdOps, Op, PreemptOutcome, PreemptProbe, QueueState};
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -42,7 +42,8 @@ impl<K: KfdOps> PreemptIoctl<K> {
             }),
             Ok(None) => Err(MechError::Unavailable {
                 mechanism: KIND,
-                why: "ENOTTY: this kernel lacks the project's preempt ioctls (nr 0x40/0x41, patches/)".into(),
+                // ENOTTY (upstream) or EINVAL (a DKMS table hole), and what it means.
+                why: kfd.preempt_probe().map_or_else(|e| e.to_string(), |p| p.describe()),
             }),
             Err(e) => Err(MechError::Unavailable {
                 mechanism: KIND,
@@ -141,6 +142,9 @@ impl<K: KfdOps + Send + Sync> Preempt for PreemptIoctl<K> {
 pub struct IoctlAvailability {
     /// The kernel answered the probe with a version.
     pub available: bool,
+    /// The probe's answer (absent: ENOTTY upstream, EINVAL on ROCm's DKMS driver); `None` if
+    /// /dev/kfd could not be asked.
+    pub probe: Option<PreemptProbe>,
     /// `KFD_PREEMPT_QUEUES_VERSION` the kernel reported.
     pub abi_version: Option<u32>,
     /// The version this build speaks (`kfd::header::KFD_PREEMPT_QUEUES_VERSION`).
@@ -154,27 +158,21 @@ pub struct IoctlAvailability {
 
 /// Probes `/dev/kfd` for the patched preempt ioctls (a no-op PREEMPT_QUEUES with no ids).
 pub fn availability() -> IoctlAvailability {
-    availability_of(Kfd::open().and_then(|k| k.preempt_abi_version()))
+    availability_of(Kfd::open().and_then(|k| k.preempt_probe()))
 }
 
 /// [`availability`] from a probe's answer (pure, for tests and for callers with a handle).
-pub fn availability_of(probe: kfd::Result<Option<u32>>) -> IoctlAvailability {
+pub fn availability_of(probe: kfd::Result<PreemptProbe>) -> IoctlAvailability {
     let built = kfd::header::KFD_PREEMPT_QUEUES_VERSION;
-    let (available, abi_version, detail) = match probe {
-        Ok(Some(v)) => (
-            true,
-            Some(v),
-            format!("patched kernel: AMDKFD_IOC_PREEMPT_QUEUES answers, ABI version {v} (this build: {built})"),
-        ),
-        Ok(None) => (
-            false,
-            None,
-            "ENOTTY: not the project's patched kernel (patches/), nr 0x40/0x41 are absent".to_string(),
-        ),
-        Err(e) => (false, None, e.to_string()),
+    let (answer, detail) = match probe {
+        Ok(p @ PreemptProbe::Present { .. }) => (Some(p), format!("{} (this build: {built})", p.describe())),
+        Ok(p) => (Some(p), p.describe()),
+        Err(e) => (None, e.to_string()),
     };
+    let abi_version = answer.and_then(PreemptProbe::version);
     IoctlAvailability {
-        available,
+        available: abi_version.is_some(),
+        probe: answer,
         abi_version,
         built_abi_version: built,
         header_has_preempt: kfd::header::HEADER_HAS_PREEMPT,
@@ -190,13 +188,17 @@ mod tests {
 
     #[test]
     fn availability_lines() {
-        let a = availability_of(Ok(Some(1)));
+        let a = availability_of(Ok(PreemptProbe::Present { version: 1 }));
         assert!(
             a.available && a.abi_version == Some(1) && a.detail.contains("ABI version 1"),
             "{a:?}"
         );
-        let a = availability_of(Ok(None));
+        let a = availability_of(Ok(PreemptProbe::AbsentEnotty));
         assert!(!a.available && a.detail.starts_with("ENOTTY"), "{a:?}");
+        // ROCm's DKMS driver: the zero-count probe lands in a hole of its table (issue 11 item 2).
+        let a = availability_of(Ok(PreemptProbe::AbsentEinval));
+        assert!(!a.available && a.abi_version.is_none(), "{a:?}");
+        assert!(a.detail.starts_with("EINVAL") && a.detail.contains("DKMS"), "{a:?}");
         let a = availability_of(Err(KfdError::new(Op::Open, None, Errno::ENOENT)));
         assert!(!a.available && a.detail.contains("no /dev/kfd"), "{a:?}");
         assert_eq!(a.built_abi_version, 1);

@@ -138,7 +138,7 @@ pub fn gather(root: &SysRoot, hip: Fact<HipInfo>) -> Facts {
     let preempt = handle
         .as_ref()
         .ok()
-        .map(|k| lv3::mechanism::ioctl::availability_of(k.preempt_abi_version()));
+        .map(|k| lv3::mechanism::ioctl::availability_of(k.preempt_probe()));
     let opened = handle.and_then(|k| k.version());
     Facts {
         kernel: Fact::from_result(kernel_info(root)),

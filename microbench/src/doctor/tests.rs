@@ -129,3 +129,25 @@ fn a_usable_gpu_makes_the_stock_mechanisms_available_and_says_unverified() {
             .any(|a| a.mechanism == "ioctl" && a.available)
     );
 }
+
+/// Issue 11 item 2: on ROCm's DKMS driver the probe of nr 0x40 answers EINVAL (a hole in its
+/// command table); doctor must call that "absent" and say which answer it saw.
+#[test]
+fn doctor_says_which_absent_answer_the_kernel_gave() {
+    use kfd::PreemptProbe;
+    use lv3::mechanism::ioctl::availability_of;
+    let mut r = report(&fixture("gfx942"), hip(no_device()));
+    for (probe, want) in [
+        (PreemptProbe::AbsentEnotty, "ENOTTY"),
+        (PreemptProbe::AbsentEinval, "DKMS"),
+    ] {
+        r.facts.preempt_ioctl = Some(availability_of(Ok(probe)));
+        r.facts.patched_ioctl = Some(false);
+        let mut out = Vec::new();
+        super::render::text(&r, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let line = out.lines().find(|l| l.starts_with("preempt ioctl:")).unwrap();
+        assert!(line.contains(want), "{probe:?}: {line}");
+        assert!(line.contains("not the project's patched kernel"), "{line}");
+    }
+}

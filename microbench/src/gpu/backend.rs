@@ -48,6 +48,8 @@ pub(super) struct GpuBackend {
     pub budget: u64,
     pub level: Level,
     pub lv3: Option<Lv3>,
+    /// The grace period asked for (applies to dbg-trap and ioctl).
+    pub grace: kfd::GracePeriod,
     /// Clock pairs taken before the run; the ones after it are taken at probe index `pairs_post_idx`.
     pub pairs: Vec<ClockPair>,
     pub pairs_post_idx: u32,
@@ -189,12 +191,17 @@ impl Backend for GpuBackend {
                 format!("{}; clock map ±{:.0} ns; {}", r.head, map.uncertainty_ns, r.tail),
                 Some(r.gfx.clone()),
                 mech,
+                self.grace_applied(),
             ),
         })
     }
 }
 
 impl GpuBackend {
+    fn grace_applied(&self) -> String {
+        crate::env::gpu_grace(self.lv3.as_ref().map(|l| l.preemptor.kind()), self.grace)
+    }
+
     fn mechanism_name(&self) -> &'static str {
         self.lv3
             .as_ref()

@@ -18,6 +18,7 @@ pub fn functional(device: u32, mechanism: MechanismChoice, t_ms: f64, cycles: u3
         seed: 1,
         workers: 1,
         gap_t: Params::GAP_T,
+        grace: kfd::GracePeriod::SHORTEST,
     };
     let r = run(&p, device, mechanism, true).map_err(|e| (false, e))?;
     let c = &r.correctness;

@@ -104,7 +104,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     // Lv3: the mechanism (dbg-trap turns the debug trap on now, before the LP queue exists).
     let preemptor = match p.level {
         Level::Lv1 => None,
-        Level::Lv3 => Some(build_mechanism(choice, quiet)?),
+        Level::Lv3 => Some(build_mechanism(choice, p.grace, quiet)?),
     };
     if preemptor
         .as_ref()
@@ -194,6 +194,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         budget,
         level: p.level,
         lv3,
+        grace: p.grace,
         pairs,
         pairs_post_idx,
         quiet,
@@ -213,11 +214,11 @@ fn ns_to_us(ns: u64) -> f64 {
 }
 
 /// Builds the Lv3 mechanism: `auto` in lv3's robustness order, or the one asked for.
-fn build_mechanism(choice: MechanismChoice, quiet: bool) -> Result<Preemptor, String> {
+fn build_mechanism(choice: MechanismChoice, grace: GracePeriod, quiet: bool) -> Result<Preemptor, String> {
     let facts = ProbeFacts::gather(&SysRoot::default());
     let m: Arc<dyn Preempt> = match choice {
         MechanismChoice::Auto => {
-            let (m, skipped) = mechanism::build_auto(&facts, Kfd::open, GracePeriod::Default)
+            let (m, skipped) = mechanism::build_auto(&facts, Kfd::open, grace)
                 .map_err(|why| format!("no Lv3 mechanism works here:\n  {}", why.join("\n  ")))?;
             for s in skipped {
                 note(quiet, &format!("--mechanism auto: skipped {s}"));
@@ -232,10 +233,17 @@ fn build_mechanism(choice: MechanismChoice, quiet: bool) -> Result<Preemptor, St
                 return Err(format!("--mechanism {kind}: {v}"));
             }
             let kfd = Kfd::open().map_err(|e| e.to_string())?;
-            mechanism::build(kind, kfd, GracePeriod::Default).map_err(|e| e.to_string())?
+            mechanism::build(kind, kfd, grace).map_err(|e| e.to_string())?
         }
     };
-    note(quiet, &format!("Lv3 mechanism: {}", m.kind()));
+    note(
+        quiet,
+        &format!(
+            "Lv3 mechanism: {}, grace period {}",
+            m.kind(),
+            crate::env::gpu_grace(Some(m.kind()), grace)
+        ),
+    );
     Ok(Preemptor::from_arc(m))
 }
 
@@ -254,6 +262,7 @@ mod tests {
             seed: 1,
             workers: 1,
             gap_t: Params::GAP_T,
+            grace: kfd::GracePeriod::SHORTEST,
         }
     }
 

@@ -8,6 +8,7 @@ pub mod samples;
 
 use crate::options::{Common, Level};
 use crate::stats::Summary;
+use kfd::GracePeriod;
 use serde::Serialize;
 
 /// Everything that defines a run (written into every output).
@@ -23,6 +24,8 @@ pub struct Params {
     pub workers: u32,
     /// The random gap before each HP request, in multiples of T: uniform in [lo, hi).
     pub gap_t: (f64, f64),
+    /// The grace period Lv3 asked for (`--grace`; what applied is `Environment::grace_period`).
+    pub grace: GracePeriod,
 }
 
 impl Params {
@@ -42,6 +45,7 @@ impl Params {
             seed: c.seed,
             workers,
             gap_t: Self::GAP_T,
+            grace: c.grace(),
         }
     }
 }

@@ -39,6 +39,8 @@ pub struct RunRow<'a> {
     pub kernel: &'a str,
     pub kfd_version: &'a str,
     pub git_revision: &'a str,
+    /// The grace period that applied (see `Environment::grace_period`).
+    pub grace_period: &'a str,
     pub metric: &'static str,
     pub count: u64,
     pub min_ns: u64,
@@ -78,6 +80,7 @@ pub fn run_rows(r: &RunResult) -> Vec<RunRow<'_>> {
         kernel: &e.kernel,
         kfd_version: e.kfd_version.as_deref().unwrap_or(""),
         git_revision: e.git_revision,
+        grace_period: &e.grace_period,
         metric,
         count: s.count,
         min_ns: s.min,

@@ -13,8 +13,8 @@ pub fn run(r: &RunResult, w: &mut dyn Write) -> Result<()> {
     let e = &r.env;
     writeln!(
         w,
-        "preempt-lat: Lv{} on device {} ({}), mechanism {}",
-        p.level, e.device, e.device_detail, e.mechanism
+        "preempt-lat: Lv{} on device {} ({}), mechanism {}, grace period {}",
+        p.level, e.device, e.device_detail, e.mechanism, e.grace_period
     )?;
     writeln!(
         w,
