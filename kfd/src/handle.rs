@@ -62,6 +62,11 @@ pub trait KfdOps {
 pub struct Kfd {
     file: File,
     pid: u32,
+    /// GET_QUEUE_SNAPSHOT's entry buffer, kept between calls at the last size the kernel
+    /// reported: with the process's queue count unchanged, one ioctl fills it (a fresh empty
+    /// buffer costs a sizing call first, and the kernel clears exception bits only for entries
+    /// it copied out, so the sizing call cannot do the clearing).
+    snapshot_buf: std::sync::Mutex<Vec<sys::kfd_queue_snapshot_entry>>,
 }
 
 impl Kfd {
@@ -79,6 +84,7 @@ impl Kfd {
         Ok(Kfd {
             file,
             pid: std::process::id(),
+            snapshot_buf: std::sync::Mutex::default(),
         })
     }
 
@@ -205,15 +211,17 @@ impl KfdOps for Kfd {
     /// All of this process's queues. Asks for the count first, then retries with a larger
     /// buffer if queues appeared in between (the kernel reports the total, writes what fits).
     fn queue_snapshot(&self, clear_mask: u64) -> Result<Vec<QueueSnapshot>> {
-        let mut buf: Vec<sys::kfd_queue_snapshot_entry> = Vec::new();
+        let mut buf = self.snapshot_buf.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             let total = ioctl::dbg_queue_snapshot(self.fd(), self.pid, clear_mask, &mut buf)
                 .map_err(Self::dbg_err(DbgOp::GetQueueSnapshot, None))? as usize;
             if total <= buf.len() {
+                let out = buf[..total].iter().map(QueueSnapshot::from).collect();
+                // Next time, the size the kernel just reported (queues may also have gone).
                 buf.truncate(total);
-                return Ok(buf.iter().map(QueueSnapshot::from).collect());
+                return Ok(out);
             }
-            buf = vec![sys::kfd_queue_snapshot_entry::default(); total];
+            buf.resize(total, sys::kfd_queue_snapshot_entry::default());
         }
     }
 

@@ -63,6 +63,9 @@ impl Suspended for GpuSuspended {
     fn resume(self: Box<Self>) -> Result<(), String> {
         self.0.resume().map_err(|e| e.to_string())
     }
+    fn preempt_call_ns(&self) -> Option<u64> {
+        Some(u64::try_from(self.0.report().preempt_call.as_nanos()).unwrap_or(u64::MAX))
+    }
 }
 
 impl Backend for GpuBackend {

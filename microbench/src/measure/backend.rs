@@ -10,6 +10,12 @@ use std::sync::Arc;
 /// Lv3 of the LP queue, suspended: resumes on [`Suspended::resume`], and on drop.
 pub trait Suspended {
     fn resume(self: Box<Self>) -> Result<(), String>;
+    /// The preempting call alone (SUSPEND_QUEUES, UPDATE_QUEUE, PREEMPT_QUEUES), in ns, where
+    /// the suspend makes other calls too (dbg-trap's snapshot); `None` where there is no such
+    /// split (the host device's SIGSTOP).
+    fn preempt_call_ns(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// When an HP probe started, as far as the loop can tell.
@@ -31,6 +37,8 @@ pub struct RawSample {
     pub t_req: u64,
     /// Suspend call until the LP queue runs nothing.
     pub suspend_ns: u64,
+    /// Lv3 on a GPU: the preempting ioctl alone, within `suspend_ns`.
+    pub preempt_call_ns: Option<u64>,
     /// Resume call until it returned.
     pub resume_ns: u64,
     /// The window in which the LP queue was suspended: (suspend returned, resume called).

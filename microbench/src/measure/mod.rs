@@ -55,6 +55,9 @@ impl Params {
 pub struct Sample {
     /// Suspend call until the LP queue runs nothing.
     pub suspend_ns: u64,
+    /// Lv3 on a GPU: the preempting ioctl alone, within `suspend_ns` (dbg-trap's suspend also
+    /// takes a queue snapshot; the difference is that extra work). `None` elsewhere.
+    pub preempt_call_ns: Option<u64>,
     /// HP request until the HP probe started.
     pub hp_start_ns: u64,
     /// Resume call until it returned.
@@ -129,6 +132,8 @@ impl Correctness {
 #[derive(Debug, Clone, Serialize)]
 pub struct Summaries {
     pub suspend: Option<Summary>,
+    /// The preempting call alone (Lv3 on a GPU; see [`Sample::preempt_call_ns`]).
+    pub preempt_call: Option<Summary>,
     pub hp_start: Option<Summary>,
     pub resume: Option<Summary>,
 }
@@ -150,15 +155,20 @@ pub struct RunResult {
 impl RunResult {
     pub fn summarize(samples: &[Sample]) -> Summaries {
         let mut s = crate::stats::Recorder::default();
+        let mut c = crate::stats::Recorder::default();
         let mut h = crate::stats::Recorder::default();
         let mut r = crate::stats::Recorder::default();
         for x in samples {
             s.record(x.suspend_ns);
+            if let Some(ns) = x.preempt_call_ns {
+                c.record(ns);
+            }
             h.record(x.hp_start_ns);
             r.record(x.resume_ns);
         }
         Summaries {
             suspend: s.summary(),
+            preempt_call: c.summary(),
             hp_start: h.summary(),
             resume: r.summary(),
         }
@@ -167,7 +177,28 @@ impl RunResult {
 
 #[cfg(test)]
 mod tests {
-    use super::Correctness;
+    use super::{Correctness, RunResult, Sample};
+
+    /// Issue 11 item 4: the preempting call is summarized beside the whole suspend where a
+    /// device reports it, and absent (not zero) where none does.
+    #[test]
+    fn preempt_call_is_summarized_only_where_reported() {
+        let s = |suspend_ns, preempt_call_ns| Sample {
+            suspend_ns,
+            preempt_call_ns,
+            hp_start_ns: 1,
+            resume_ns: 1,
+        };
+        let gpu = RunResult::summarize(&[s(100_000, Some(60_000)), s(120_000, Some(70_000))]);
+        let (all, call) = (gpu.suspend.unwrap(), gpu.preempt_call.unwrap());
+        assert_eq!((all.count, call.count), (2, 2));
+        assert!(
+            call.max < all.min,
+            "the call alone is inside the suspend: {call:?} vs {all:?}"
+        );
+        let host = RunResult::summarize(&[s(10_000, None)]);
+        assert!(host.suspend.is_some() && host.preempt_call.is_none());
+    }
 
     #[test]
     fn exactly_once_is_checked_both_ways() {

@@ -98,6 +98,7 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         .skip(p.warmup as usize)
         .map(|(r, &hp_start_ns)| Sample {
             suspend_ns: r.suspend_ns,
+            preempt_call_ns: r.preempt_call_ns,
             hp_start_ns,
             resume_ns: r.resume_ns,
         })
@@ -124,6 +125,7 @@ fn preempt_lv3<B: Backend>(b: &B, i: u32) -> Result<RawSample, String> {
     let t_req = b.now_ns();
     let guard = b.suspend().map_err(|e| format!("suspend: {e}"))?;
     let t_s = b.now_ns();
+    let preempt_call_ns = guard.preempt_call_ns();
     b.hp_launch(i)?;
     let hp = b.hp_wait(i)?;
     let t_r = b.now_ns();
@@ -133,6 +135,7 @@ fn preempt_lv3<B: Backend>(b: &B, i: u32) -> Result<RawSample, String> {
         index: i,
         t_req,
         suspend_ns: t_s - t_req,
+        preempt_call_ns,
         resume_ns,
         window: (t_s, t_r),
         hp,
@@ -156,6 +159,7 @@ fn preempt_lv1<B: Backend>(b: &B, xq: &XQueue<B::Queue>, i: u32) -> Result<RawSa
         index: i,
         t_req,
         suspend_ns: t_s - t_req,
+        preempt_call_ns: None,
         resume_ns,
         window: (t_s, t_r),
         hp,

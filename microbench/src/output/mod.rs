@@ -61,6 +61,7 @@ pub fn run_rows(r: &RunResult) -> Vec<RunRow<'_>> {
     let (p, e, m) = (&r.params, &r.env, &r.latency_ns);
     [
         ("suspend", &m.suspend),
+        ("preempt_call", &m.preempt_call),
         ("hp_start", &m.hp_start),
         ("resume", &m.resume),
     ]

@@ -56,6 +56,9 @@ pub fn run(r: &RunResult, w: &mut dyn Write) -> Result<()> {
         }
     };
     row("suspend", &r.latency_ns.suspend, w)?;
+    if r.latency_ns.preempt_call.is_some() {
+        row(" preempt call", &r.latency_ns.preempt_call, w)?;
+    }
     row("HP start", &r.latency_ns.hp_start, w)?;
     row("resume", &r.latency_ns.resume, w)?;
     if let Some(s) = &r.latency_ns.suspend {
