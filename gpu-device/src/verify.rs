@@ -9,7 +9,7 @@
 //! drain nothing may even run through a window.
 //!
 //! Slot stamps are GPU wall-clock ticks, mapped to host ns with the run's [`ClockMap`]; the window
-//! is shrunk by a margin (the map's uncertainty) on both sides so that clock error cannot produce
+//! is shrunk by a margin (at least the map's one-sided bias bound) on both sides so that clock error cannot produce
 //! a false failure. Windows narrower than twice the margin are counted as unchecked.
 use crate::calib::ClockMap;
 use crate::kernel::{DelaySlot, SlotStatus};
@@ -167,7 +167,7 @@ mod tests {
         anchor_ticks: 0,
         anchor_host_ns: 0.0,
         ns_per_tick: 10.0,
-        uncertainty_ns: 0.0,
+        late_bias_max_ns: 0.0,
     };
     const NB: u32 = 4;
 
@@ -265,7 +265,7 @@ mod tests {
             anchor_ticks: 1_000,
             anchor_host_ns: 50_000.0,
             ns_per_tick: 10.0,
-            uncertainty_ns: 0.0,
+            late_bias_max_ns: 0.0,
         };
         // Probe at tick 1_300 = host 53_000 ns; request at host 51_000 ns: 2 us.
         assert_eq!(hp_start_ns(&map, 1_300, 51_000), Ok(2_000));

@@ -218,8 +218,14 @@ pub struct ClockPair {
 }
 
 impl ClockPair {
-    fn mid(&self) -> f64 {
-        (self.host_before_ns as f64 + self.host_after_ns as f64) / 2.0
+    /// When the host saw the stamp: the anchor of the pair. The stamp's true host time lies in
+    /// [before, after], but not in the middle: `before` precedes the launch call, and the launch
+    /// plus the dispatch (microseconds) dwarf the stamp's way back (a GPU write to host memory
+    /// plus the host's poll, around a microsecond). Anchoring at `after` makes mapped times late
+    /// by that short way back; the midpoint would make them early by half the launch, so HP
+    /// start latencies would come out low every time (issue 11 item 6).
+    fn seen(&self) -> f64 {
+        self.host_after_ns as f64
     }
     fn window(&self) -> u64 {
         self.host_after_ns.saturating_sub(self.host_before_ns)
@@ -232,14 +238,17 @@ pub struct ClockMap {
     pub anchor_ticks: u64,
     pub anchor_host_ns: f64,
     pub ns_per_tick: f64,
-    /// Half the host window of the anchor pair: the offset is known to about this many ns.
-    pub uncertainty_ns: f64,
+    /// A bias, one-sided: mapped host times are late by at most this many ns (the anchor pair's
+    /// host window; they are never early). The expected bias is the stamp's way back to the host
+    /// (see `ClockPair::seen`), far less; HP start latencies are overestimated by it, never
+    /// underestimated.
+    pub late_bias_max_ns: f64,
 }
 
 impl ClockMap {
-    /// Fits the rate from the pairs (least squares over bracket midpoints) when they span time,
-    /// else uses `nominal_khz`; the offset comes from the pair with the narrowest host window
-    /// (the launch latency inside the window biases the midpoint, so the narrowest is best).
+    /// Fits the rate from the pairs (least squares over the moments each stamp was seen) when
+    /// they span time, else uses `nominal_khz`; the offset comes from the moment the pair with the
+    /// narrowest host window was seen (the narrowest bounds the bias best).
     pub fn fit(pairs: &[ClockPair], nominal_khz: u32) -> Result<ClockMap, Error> {
         let anchor = *pairs
             .iter()
@@ -254,7 +263,7 @@ impl ClockMap {
             .map(|p| {
                 (
                     (p.gpu_ticks as i128 - anchor.gpu_ticks as i128) as f64,
-                    p.mid() - anchor.mid(),
+                    p.seen() - anchor.seen(),
                 )
             })
             .collect();
@@ -265,9 +274,9 @@ impl ClockMap {
             .unwrap_or(nominal);
         Ok(ClockMap {
             anchor_ticks: anchor.gpu_ticks,
-            anchor_host_ns: anchor.mid(),
+            anchor_host_ns: anchor.seen(),
             ns_per_tick,
-            uncertainty_ns: anchor.window() as f64 / 2.0,
+            late_bias_max_ns: anchor.window() as f64,
         })
     }
 

@@ -134,11 +134,36 @@ fn clock_map_offset_from_narrowest_window_and_nominal_rate() {
     ];
     let m = ClockMap::fit(&pairs, 100_000).unwrap();
     assert_eq!(m.anchor_ticks, 1_000_500);
-    assert_eq!(m.uncertainty_ns, 100.0);
+    assert_eq!(m.late_bias_max_ns, 200.0);
     assert!((m.ns_per_tick - 10.0).abs() < 0.1, "{m:?}");
     for t in [1_000_000u64, 1_000_500, 1_001_000, 2_000_000] {
-        assert!((m.to_host_ns(t) - truth(t)).abs() <= m.uncertainty_ns, "t={t}");
+        let err = m.to_host_ns(t) - truth(t);
+        assert!((0.0..=m.late_bias_max_ns).contains(&err), "t={t}: {err}");
     }
+}
+
+/// Issue 11 item 6: with a realistic bracket (launch + dispatch of 10 us before the stamp, 0.5 us
+/// for it to reach the host after), mapped times are late by about the short way back, never
+/// early; the midpoint anchor would have made them ~4.75 us early.
+#[test]
+fn clock_map_anchors_where_the_stamp_was_seen_so_mapped_times_are_never_early() {
+    let (launch, back) = (10_000u64, 500u64);
+    let pairs: Vec<ClockPair> = (0..32u64)
+        .map(|i| {
+            let t = 1_000_000 + i * 100_000; // 1 ms apart at 100 MHz
+            let h = 50_000_000 + i * 1_000_000; // the stamp's true host time
+            pair(t, h - launch, h + back)
+        })
+        .collect();
+    let m = ClockMap::fit(&pairs, 100_000).unwrap();
+    for i in 0..32u64 {
+        let err = m.to_host_ns(1_000_000 + i * 100_000) - (50_000_000 + i * 1_000_000) as f64;
+        assert!(
+            (back as f64 - 1.0..=back as f64 + 1.0).contains(&err),
+            "pair {i}: late by {err} ns"
+        );
+    }
+    assert_eq!(m.late_bias_max_ns, (launch + back) as f64);
 }
 
 #[test]
@@ -154,7 +179,8 @@ fn clock_map_fits_drift_over_a_long_span() {
         .collect();
     let m = ClockMap::fit(&pairs, 100_000).unwrap();
     assert!((m.ns_per_tick - ns).abs() < 1e-6, "{m:?}");
-    assert!((m.to_host_ns(5_900_000_000) - (1e9 + 9e8 * ns)).abs() < 2.0);
+    // Anchored where each stamp was seen: late by the 50 ns after-window, never early.
+    assert!((m.to_host_ns(5_900_000_000) - (1e9 + 9e8 * ns) - 50.0).abs() < 2.0);
 }
 
 #[test]
@@ -165,7 +191,7 @@ fn clock_map_rejects_bad_input() {
     // A single pair: nominal rate.
     let m = ClockMap::fit(&[pair(1_000, 0, 2_000)], 100_000).unwrap();
     assert_eq!(m.ns_per_tick, 10.0);
-    assert_eq!(m.to_host_ns(1_100), 2_000.0);
+    assert_eq!(m.to_host_ns(1_100), 3_000.0);
 }
 
 #[test]

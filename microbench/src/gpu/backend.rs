@@ -26,7 +26,7 @@ pub(super) struct Lv3 {
 }
 
 /// Everything the environment record says about the device, gathered during set-up; the clock
-/// map's uncertainty joins it in [`Backend::finish`].
+/// map's bias bound joins it in [`Backend::finish`].
 pub(super) struct Report {
     pub device_index: u32,
     pub gfx: String,
@@ -146,8 +146,8 @@ impl Backend for GpuBackend {
         if negative > 0 {
             eprintln!(
                 "preempt-lat: WARNING: {negative} HP start(s) mapped before their request (clock map off by more than \
-                 the latency; uncertainty ±{:.0} ns): recorded as 0",
-                map.uncertainty_ns
+                 the latency; mapped times are late by at most {:.0} ns, never early): recorded as 0",
+                map.late_bias_max_ns
             );
         }
         // Every LP command's slot: exactly once, and none ended inside a suspension window.
@@ -160,7 +160,7 @@ impl Backend for GpuBackend {
             })
             .collect();
         let slots = self.lpq.read_slots(submitted).map_err(h("reading the LP slots"))?;
-        let margin = map.uncertainty_ns + 2_000.0;
+        let margin = map.late_bias_max_ns + 2_000.0;
         let check = verify::check_slots(
             &slots,
             self.lpq.nblocks(),
@@ -191,7 +191,10 @@ impl Backend for GpuBackend {
             correctness: Correctness::check(submitted, completions, &check.records, 1),
             env: Environment::new(
                 format!("hip:{}", r.device_index),
-                format!("{}; clock map ±{:.0} ns; {}", r.head, map.uncertainty_ns, r.tail),
+                format!(
+                    "{}; clock map: mapped GPU times late by <= {:.0} ns (a bias, never early); {}",
+                    r.head, map.late_bias_max_ns, r.tail
+                ),
                 Some(r.gfx.clone()),
                 mech,
                 self.grace_applied(),

@@ -10,7 +10,7 @@ const MAP: ClockMap = ClockMap {
     anchor_ticks: 0,
     anchor_host_ns: 0.0,
     ns_per_tick: 10.0,
-    uncertainty_ns: 0.0,
+    late_bias_max_ns: 0.0,
 };
 const NB: u32 = 4;
 
