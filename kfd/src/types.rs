@@ -152,7 +152,9 @@ pub struct QueueUpdate {
 }
 
 impl QueueUpdate {
-    /// "Update with NULL ring address is used to disable the queue" (kfd_chardev.c).
+    /// "Update with NULL ring address is used to disable the queue" (kfd_chardev.c). The kernel
+    /// also zeroes the queue's ring in its properties and MQD this way; ROCr and kfdtest instead
+    /// keep the ring, size and priority and set percentage 0 (see [`QueueUpdate::pause`]).
     pub fn disable() -> Self {
         QueueUpdate {
             ring_base_address: 0,
@@ -161,6 +163,13 @@ impl QueueUpdate {
             pm4_target_xcc: 0,
             priority: 0,
         }
+    }
+
+    /// The same queue with percentage 0: inactive (QUEUE_IS_ACTIVE needs a percentage > 0), its
+    /// ring, size and priority kept, as ROCr's scratch reclaim and kfdtest's CWSR test disable a
+    /// queue (docs/kfd-facts.md#update_queue-disable-and-restore).
+    pub fn pause(self) -> Self {
+        QueueUpdate { percentage: 0, ..self }
     }
 
     pub(crate) fn to_raw(self, queue_id: QueueId) -> sys::kfd_ioctl_update_queue_args {

@@ -36,8 +36,11 @@ struct State {
     runtime: bool,
     debug: bool,
     queues: BTreeMap<QueueId, FakeQueue>,
-    /// The next N resumes (UPDATE_QUEUE with a ring, or RESUME_QUEUES) fail with EIO.
+    /// The next N resumes (UPDATE_QUEUE with a percentage, or RESUME_QUEUES) fail with EIO.
     fail_resumes: u32,
+    /// The next N UPDATE_QUEUE disables (percentage 0) fail with EIO after the properties
+    /// changed (the queue is left inactive), as a failing scheduler update would.
+    fail_disables: u32,
     /// Another debugger enables between our probe and our ENABLE (ENABLE answers EALREADY).
     enable_race: bool,
     /// A call that would block in the real kernel was made (must never happen).
@@ -114,10 +117,15 @@ impl KfdOps for Fake {
             if (u.ring_base_address, u.ring_size) != (q.ring, q.size) {
                 return e(Errno::EFAULT);
             }
-            if s.fail_resumes > 0 {
+            if u.percentage > 0 && s.fail_resumes > 0 {
                 s.fail_resumes -= 1;
                 return e(Errno::EIO);
             }
+        }
+        if u.percentage == 0 && s.fail_disables > 0 {
+            s.fail_disables -= 1;
+            s.queues.get_mut(&id).unwrap().active = false;
+            return e(Errno::EIO);
         }
         s.queues.get_mut(&id).unwrap().active = u.ring_base_address != 0 && u.percentage > 0;
         Ok(())
@@ -315,8 +323,32 @@ fn update_queue_restores_the_original_ring_size_percentage_and_priority() {
     assert!(f.running(1));
     assert_eq!(
         f.log(),
-        vec![Call::Update(1, QueueUpdate::disable()), Call::Update(1, restore(&q))]
+        vec![Call::Update(1, restore(&q).pause()), Call::Update(1, restore(&q))]
     );
+    assert_eq!(
+        restore(&q).pause().ring_base_address,
+        RING,
+        "the ring is kept, as ROCr and kfdtest do"
+    );
+    assert_eq!(restore(&q).pause().percentage, 0);
+}
+
+/// Issue 11 item 7: a disable that fails after the kernel changed the queue is followed by one
+/// restore, so the queue is not left inactive behind an error.
+#[test]
+fn update_queue_restores_once_after_a_failed_disable() {
+    let f = Fake::default();
+    let q = f.create_queue(13, RING, MIB);
+    let p = Preemptor::new(UpdateQueue::new(f.clone())).with_retry(quick());
+    f.st().fail_disables = 1;
+    let e = p.suspend(&q).unwrap_err();
+    assert_eq!(e.errno(), Some(Errno::EIO), "{e}");
+    assert!(f.running(13), "the restore after the failed disable made it run again");
+    assert_eq!(
+        f.log(),
+        vec![Call::Update(13, restore(&q).pause()), Call::Update(13, restore(&q))]
+    );
+    assert!(!p.is_suspended(&q));
 }
 
 #[test]

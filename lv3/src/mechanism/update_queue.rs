@@ -9,6 +9,7 @@
 //! - ROCr's async scratch reclaim on gfx94x toggles UPDATE_QUEUE 0 -> 100 on its own queues and can
 //!   silently undo a suspend (`HSA_ENABLE_SCRATCH_ASYNC_RECLAIM=0` turns that off).
 use super::{MechError, MechanismKind, Preempt, QueueTarget, SuspendReport};
+use kfd::events::{self, Severity};
 use kfd::{KfdOps, QueueUpdate};
 use std::time::Instant;
 
@@ -49,13 +50,31 @@ impl<K: KfdOps + Send + Sync> Preempt for UpdateQueue<K> {
     }
 
     /// Validates the target first (a target that cannot be restored is refused before the queue
-    /// is touched), then UPDATE_QUEUE with a NULL ring, size 0, percentage 0.
+    /// is touched), then UPDATE_QUEUE with the queue's own ring, size and priority and percentage
+    /// 0, as ROCr and kfdtest do (a NULL ring would also zero the ring in the kernel's copy of
+    /// the queue). If that call fails, the kernel may already have changed the queue's
+    /// properties (pqm_update_queue_properties writes them before the scheduler's update), so
+    /// one restore is tried before the error is returned; a failed restore is reported as an
+    /// event.
     fn suspend(&self, q: &QueueTarget) -> Result<SuspendReport, MechError> {
         q.validate()?;
         let t0 = Instant::now();
-        self.kfd
-            .update_queue(q.queue_id, &QueueUpdate::disable())
-            .map_err(MechError::kfd(KIND))?;
+        if let Err(e) = self.kfd.update_queue(q.queue_id, &Self::restore_args(q).pause()) {
+            if let Err(undo) = self.kfd.update_queue(q.queue_id, &Self::restore_args(q)) {
+                events::emit(
+                    Severity::Warning,
+                    "update-queue",
+                    format!(
+                        "queue {} may stay inactive after a failed disable: the restore failed too: {undo}",
+                        q.queue_id
+                    ),
+                );
+            }
+            return Err(MechError::Kfd {
+                mechanism: KIND,
+                source: e,
+            });
+        }
         let preempt_call = t0.elapsed();
         Ok(SuspendReport {
             mechanism: KIND,
