@@ -157,6 +157,13 @@ impl DelayKernel {
         self.grid
     }
 
+    /// Whether the LP kernel needs scratch, from its own code-object metadata. ROCr's scratch
+    /// handling (and its asynchronous reclaim, which toggles UPDATE_QUEUE) only acts on queues
+    /// whose dispatches need scratch (docs/kfd-facts.md#scratch-reclaim-undoes-update_queue).
+    pub fn lp_uses_scratch(&self) -> bool {
+        self.delay.info().uses_scratch()
+    }
+
     /// Enqueues command `cmd_id`: spin `cycles` on every wave, then book slot `cmd_id` of `slots`
     /// (which must be zeroed before the command's first launch). A slot past the end of `slots`
     /// is refused.

@@ -51,6 +51,19 @@ pub struct Param {
 pub struct KernelInfo {
     pub name: String,
     pub params: Vec<Param>,
+    /// `.private_segment_fixed_size`: scratch bytes per work-item (0: none, absent = 0).
+    pub private_segment_fixed_size: u64,
+    /// `.uses_dynamic_stack`: the stack size is not known at compile time (scratch at run time).
+    pub uses_dynamic_stack: bool,
+}
+
+impl KernelInfo {
+    /// Whether a dispatch of this kernel needs scratch (private segment) memory: a fixed
+    /// private segment or a dynamic stack. ROCr sizes a queue's scratch from what its dispatches
+    /// need, so a queue that only runs kernels without it never gets any.
+    pub fn uses_scratch(&self) -> bool {
+        self.private_segment_fixed_size > 0 || self.uses_dynamic_stack
+    }
 }
 
 const EM_AMDGPU: u16 = 224;
@@ -187,6 +200,11 @@ pub fn kernels(image: &[u8]) -> Result<Vec<KernelInfo>, HipError> {
             Ok(KernelInfo {
                 name: name.to_string(),
                 params,
+                private_segment_fixed_size: k
+                    .get(".private_segment_fixed_size")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+                uses_dynamic_stack: k.get(".uses_dynamic_stack").and_then(Value::as_bool).unwrap_or(false),
             })
         })
         .collect()
@@ -202,7 +220,7 @@ mod tests {
     fn reads_the_explicit_parameters_of_every_kernel() {
         let k = kernels(FIXTURE).unwrap();
         let names: Vec<&str> = k.iter().map(|k| k.name.as_str()).collect();
-        assert_eq!(names, ["fill", "noargs"]);
+        assert_eq!(names, ["fill", "noargs", "scratchy"]);
         let shape: Vec<(ParamKind, u64, u64)> =
             k[0].params.iter().map(|p| (p.kind.clone(), p.size, p.offset)).collect();
         assert_eq!(
@@ -215,6 +233,18 @@ mod tests {
             ]
         );
         assert!(k[1].params.is_empty());
+    }
+
+    /// Issue 11 item 8: whether a kernel needs scratch comes from its own metadata (the
+    /// fixture's `scratchy` indexes a private array at run time: 272 bytes per work-item, as
+    /// llvm-readelf-19 --notes reports).
+    #[test]
+    fn reads_whether_a_kernel_needs_scratch() {
+        let k = kernels(FIXTURE).unwrap();
+        assert_eq!((k[0].private_segment_fixed_size, k[0].uses_dynamic_stack), (0, false));
+        assert!(!k[0].uses_scratch() && !k[1].uses_scratch());
+        assert_eq!(k[2].private_segment_fixed_size, 272);
+        assert!(k[2].uses_scratch());
     }
 
     #[test]

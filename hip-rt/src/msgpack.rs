@@ -39,6 +39,12 @@ impl Value {
             _ => None,
         }
     }
+    pub(crate) fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
     pub(crate) fn as_array(&self) -> Option<&[Value]> {
         match self {
             Value::Array(a) => Some(a),

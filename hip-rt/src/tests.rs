@@ -237,6 +237,8 @@ fn launch_arguments_must_match_the_metadata() {
             p(ParamKind::ByValue, 4),
             p(ParamKind::ByValue, 8),
         ],
+        private_segment_fixed_size: 0,
+        uses_dynamic_stack: false,
     };
     let check = |a: &[ArgShape]| check_args(&k, a.iter().copied());
     use ArgShape::{Pointer, Value};
@@ -258,6 +260,8 @@ fn launch_arguments_must_match_the_metadata() {
     let other = KernelInfo {
         name: "img".into(),
         params: vec![p(ParamKind::Other("image".into()), 8)],
+        private_segment_fixed_size: 0,
+        uses_dynamic_stack: false,
     };
     assert!(check_args(&other, [Pointer].into_iter()).is_err());
     assert!(check_args(&other, [Value(8)].into_iter()).is_err());
@@ -279,6 +283,8 @@ fn kernel_args_carry_their_sizes() {
                 name: None,
             })
             .collect(),
+        private_segment_fixed_size: 0,
+        uses_dynamic_stack: false,
     };
     assert!(crate::args::check_args(&k, [1, 2, 4, 4, 8, 8].into_iter().map(Value)).is_ok());
 }

@@ -2,7 +2,8 @@
 //!
 //! The order is the robustness order: `ioctl` (a patched kernel: one queue, a flag nothing else
 //! undoes), then `dbg-trap` (`is_suspended`, which ROCr's scratch reclaim cannot undo), then
-//! `update-queue` (works everywhere, but ROCr may re-enable the queue behind our back). `ioctl`
+//! `update-queue` (works everywhere, but ROCr's scratch reclaim may re-enable the queue behind
+//! our back when its kernels use scratch, and an application's LP kernels are arbitrary). `ioctl`
 //! is usable only where the kernel answers its probe (`Kfd::has_preempt_ioctl`): every stock
 //! kernel says ENOTTY.
 //!

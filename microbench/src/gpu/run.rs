@@ -109,12 +109,17 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     if preemptor
         .as_ref()
         .is_some_and(|m| m.kind() == MechanismKind::UpdateQueue)
-        && std::env::var("HSA_ENABLE_SCRATCH_ASYNC_RECLAIM").as_deref() != Ok("0")
     {
-        eprintln!(
-            "preempt-lat: WARNING: update-queue with ROCr's async scratch reclaim on: ROCr may re-enable the LP queue \
-             behind our back (set HSA_ENABLE_SCRATCH_ASYNC_RECLAIM=0); the correctness check would catch it"
-        );
+        match scratch_reclaim_risk(
+            k.lp_uses_scratch(),
+            std::env::var("HSA_ENABLE_SCRATCH_ASYNC_RECLAIM").ok(),
+        ) {
+            Some(w) => eprintln!("preempt-lat: WARNING: {w}"),
+            None => note(
+                quiet,
+                "update-queue: the LP kernel uses no scratch, so ROCr's scratch reclaim leaves its queue alone",
+            ),
+        }
     }
     if hip_version >= (6, 5, 0) {
         note(
@@ -213,6 +218,16 @@ fn ns_to_us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }
 
+/// The warning for update-queue, if ROCr's asynchronous scratch reclaim can re-enable the LP
+/// queue behind our back: only when the LP kernel needs scratch (ROCr acts only on queues whose
+/// dispatches do) and the reclaim is not turned off (`HSA_ENABLE_SCRATCH_ASYNC_RECLAIM=0`).
+fn scratch_reclaim_risk(lp_uses_scratch: bool, reclaim_env: Option<String>) -> Option<&'static str> {
+    (lp_uses_scratch && reclaim_env.as_deref() != Some("0")).then_some(
+        "update-queue with an LP kernel that uses scratch and ROCr's async scratch reclaim on: ROCr may re-enable \
+         the LP queue behind our back (set HSA_ENABLE_SCRATCH_ASYNC_RECLAIM=0); the correctness check would catch it",
+    )
+}
+
 /// Builds the Lv3 mechanism: `auto` in lv3's robustness order, or the one asked for.
 fn build_mechanism(choice: MechanismChoice, grace: GracePeriod, quiet: bool) -> Result<Preemptor, String> {
     let facts = ProbeFacts::gather(&SysRoot::default());
@@ -264,6 +279,17 @@ mod tests {
             gap_t: Params::GAP_T,
             grace: kfd::GracePeriod::SHORTEST,
         }
+    }
+
+    #[test]
+    fn scratch_reclaim_warning_only_for_scratch_kernels_with_reclaim_on() {
+        assert!(scratch_reclaim_risk(true, None).is_some());
+        assert!(scratch_reclaim_risk(true, Some("1".into())).is_some());
+        assert!(scratch_reclaim_risk(true, Some("0".into())).is_none());
+        assert!(
+            scratch_reclaim_risk(false, None).is_none(),
+            "no scratch: ROCr never touches the queue"
+        );
     }
 
     #[test]
