@@ -59,6 +59,14 @@ pub fn text(r: &Report, w: &mut dyn Write) -> Result<()> {
                 nodes.len(),
                 f.gpu_nodes().len()
             )?;
+            let visible = |k: &str| std::env::var(k).ok();
+            if let Some(n) = super::verdict::multi_gpu_note(
+                f.gpu_nodes().len(),
+                visible("ROCR_VISIBLE_DEVICES").as_deref(),
+                visible("HIP_VISIBLE_DEVICES").as_deref(),
+            ) {
+                writeln!(w, "  note: {n}")?;
+            }
             for n in nodes.iter().filter(|n| n.gpu_id != 0) {
                 writeln!(
                     w,

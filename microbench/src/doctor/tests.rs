@@ -151,3 +151,18 @@ fn doctor_says_which_absent_answer_the_kernel_gave() {
         assert!(line.contains("not the project's patched kernel"), "{line}");
     }
 }
+
+/// Issue 11 item 9: with several GPUs every debug enable/disable refreshes all their runlists.
+#[test]
+fn multi_gpu_note_only_when_the_process_is_not_restricted() {
+    use super::verdict::multi_gpu_note;
+    assert!(multi_gpu_note(1, None, None).is_none());
+    let n = multi_gpu_note(8, None, None).unwrap();
+    assert!(n.contains("8 GPUs") && n.contains("ROCR_VISIBLE_DEVICES"), "{n}");
+    assert!(multi_gpu_note(8, Some("3"), None).is_none());
+    assert!(multi_gpu_note(8, None, Some("0")).is_none());
+    assert!(
+        multi_gpu_note(8, Some(""), None).is_some(),
+        "an empty variable restricts nothing"
+    );
+}

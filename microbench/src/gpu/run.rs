@@ -101,6 +101,18 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     let floor = hp_floor(&probe, &map0, floor_idx)?;
     warm.synchronize().map_err(h("warm-up"))?;
 
+    if p.level == Level::Lv3 {
+        let count = hip.device_count().map_or(1, |n| n as usize);
+        let env = |k: &str| std::env::var(k).ok();
+        if let Some(n) = crate::doctor::verdict::multi_gpu_note(
+            count,
+            env("ROCR_VISIBLE_DEVICES").as_deref(),
+            env("HIP_VISIBLE_DEVICES").as_deref(),
+        ) {
+            eprintln!("preempt-lat: WARNING: {n}");
+        }
+    }
+
     // Lv3: the mechanism (dbg-trap turns the debug trap on now, before the LP queue exists).
     let preemptor = match p.level {
         Level::Lv1 => None,
