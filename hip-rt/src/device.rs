@@ -141,7 +141,9 @@ impl Device {
     }
 
     /// A stream with a hardware queue of its own, never shared with another stream
-    /// (hipExtStreamCreateWithCUMask with every CU enabled; normal priority).
+    /// (hipExtStreamCreateWithCUMask with every CU enabled; normal priority). It is a *blocking*
+    /// stream (the call has no flags): null-stream work waits for it. Whoever stops its queue
+    /// from outside HIP holds a [`crate::NullStreamBlocked`] meanwhile.
     pub fn stream_own_queue(&self) -> Result<Stream, HipError> {
         let words = (self.info.cu_count.max(1) as usize).div_ceil(32);
         let mut mask = vec![u32::MAX; words];
@@ -187,6 +189,7 @@ impl Device {
 
     /// hipDeviceSynchronize.
     pub fn synchronize(&self) -> Result<(), HipError> {
+        crate::null_stream::check("hipDeviceSynchronize")?;
         self.current()?.device_synchronize()
     }
 }

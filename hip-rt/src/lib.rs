@@ -40,6 +40,7 @@ mod ffi;
 pub mod launch;
 mod loader;
 mod msgpack;
+mod null_stream;
 mod objects;
 
 use std::sync::Arc;
@@ -49,6 +50,7 @@ pub use error::{HipError, hip_error_explanation, hip_error_name, rtc_error_name}
 use ffi::Api;
 pub use launch::{Function, KernelArgs, LaunchConfig, Module};
 pub use loader::{HIP_SONAMES, HIPRTC_SONAMES, hiprtc_candidates_for, library_candidates};
+pub use null_stream::NullStreamBlocked;
 pub use objects::{DeviceBuffer, Event, HostBuffer, Mem, Stream};
 
 /// HIP_VERSION encoding: major * 10_000_000 + minor * 100_000 + patch (e.g. 50221153 = 5.2.21153).
@@ -149,6 +151,12 @@ impl Hip {
     /// True when hipExtStreamCreateWithCUMask exists (streams with their own hardware queue).
     pub fn has_own_queue_streams(&self) -> bool {
         self.api.has_cu_mask()
+    }
+
+    /// The pinned host allocator in use: `hipExtHostAlloc` (ROCm 6.3+), else the deprecated
+    /// `hipHostMalloc` it replaces (same flags).
+    pub fn host_allocator(&self) -> &'static str {
+        self.api.host_allocator()
     }
 
     /// HIP's description of an error code.

@@ -135,10 +135,12 @@ impl DeviceBuffer {
     }
     /// Copies `dst.len()` bytes from `offset` into `dst` (hipMemcpy; waits).
     pub fn copy_to_host(&self, offset: usize, dst: &mut [u8]) -> Result<(), HipError> {
+        crate::null_stream::check("hipMemcpy")?;
         self.api.copy_out(self.raw(), offset, dst)
     }
     /// Copies `src` to `offset` (hipMemcpy; waits).
     pub fn copy_from_host(&self, offset: usize, src: &[u8]) -> Result<(), HipError> {
+        crate::null_stream::check("hipMemcpy")?;
         self.api.copy_in(self.raw(), offset, src)
     }
     /// Zeroes the whole buffer, in `stream` order.

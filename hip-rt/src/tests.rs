@@ -29,6 +29,25 @@ fn hip_is_found_when_required() {
     eprintln!("HIP loaded from {}", hip.library_path());
 }
 
+/// Issue 11 item 10: hipExtHostAlloc where HIP has it (ROCm 6.3+), else hipHostMalloc. The
+/// runtime's own version decides which one this test expects.
+#[test]
+fn the_host_allocator_follows_the_runtime() {
+    let Some(hip) = real_hip() else { return };
+    let (major, minor, _) = decode_version(hip.runtime_version().unwrap());
+    let want = if (major, minor) >= (6, 3) {
+        "hipExtHostAlloc"
+    } else {
+        "hipHostMalloc"
+    };
+    assert_eq!(
+        hip.host_allocator(),
+        want,
+        "HIP {major}.{minor} at {}",
+        hip.library_path()
+    );
+}
+
 #[test]
 fn real_runtime_version_is_a_hip_encoding() {
     let Some(hip) = real_hip() else { return };

@@ -86,6 +86,14 @@ impl Api {
         Ok(buf.iter().flat_map(|w| w.to_ne_bytes()).collect())
     }
 
+    pub(crate) fn host_allocator(&self) -> &'static str {
+        if self.ext_host_alloc.is_some() {
+            "hipExtHostAlloc"
+        } else {
+            "hipHostMalloc"
+        }
+    }
+
     pub(crate) fn has_cu_mask(&self) -> bool {
         self.cu_mask.is_some()
     }

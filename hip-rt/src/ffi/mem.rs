@@ -1,6 +1,6 @@
 //! Memory, modules and the checked kernel launch (see the invariants in ffi/mod.rs).
 
-use std::ffi::{CString, c_int};
+use std::ffi::{CString, c_int, c_uint};
 use std::sync::atomic::AtomicU64;
 
 use super::{Api, HipError, Ptr, RawFunction, RawMem, RawModule, RawStream};
@@ -8,17 +8,25 @@ use crate::args::{self, Arg, LaunchConfig};
 use crate::code_object;
 
 impl Api {
-    /// Device memory, or pinned host memory (hipHostMallocMapped | hipHostMallocCoherent).
+    /// Device memory, or pinned host memory (Mapped | Coherent: the GPU writes stamps the host
+    /// polls) through hipExtHostAlloc where HIP has it, else the deprecated hipHostMalloc.
     pub(crate) fn alloc(&self, bytes: usize, host: bool) -> Result<RawMem, HipError> {
+        /// hipHostAllocMapped / hipHostMallocMapped, and hipExtHostAllocCoherent /
+        /// hipHostMallocCoherent: the same values for both calls.
+        const MAPPED_COHERENT: c_uint = 0x2 | 0x4000_0000;
         if bytes == 0 {
             return Err(HipError::Invalid("zero-byte allocation".into()));
         }
         let mut p = std::ptr::null_mut();
         if host {
-            // SAFETY: writes one pointer through a valid pointer; flags Mapped | Coherent.
-            self.check("hipHostMalloc", unsafe {
-                (self.hip.host_malloc)(&mut p, bytes, 0x2 | 0x4000_0000)
-            })?;
+            match self.ext_host_alloc {
+                // SAFETY: writes one pointer through a valid pointer; freed by hipHostFree.
+                Some(f) => self.check("hipExtHostAlloc", unsafe { f(&mut p, bytes, MAPPED_COHERENT) })?,
+                // SAFETY: as above.
+                None => self.check("hipHostMalloc", unsafe {
+                    (self.hip.host_malloc)(&mut p, bytes, MAPPED_COHERENT)
+                })?,
+            }
         } else {
             // SAFETY: writes one pointer through a valid pointer.
             self.check("hipMalloc", unsafe { (self.hip.malloc)(&mut p, bytes) })?;
@@ -31,8 +39,11 @@ impl Api {
 
     /// Frees (HIP waits for the device to stop using it: hipFree synchronizes).
     pub(crate) fn free(&self, m: RawMem) -> Result<(), HipError> {
+        // Both synchronize the device: while a blocking stream is held stopped, leak instead.
+        crate::null_stream::check(if m.host { "hipHostFree" } else { "hipFree" })?;
         if m.host {
-            // SAFETY: consumed here, freed once, with the deallocator matching hipHostMalloc.
+            // SAFETY: consumed here, freed once, with the deallocator of hipHostMalloc and
+            // hipExtHostAlloc alike.
             self.check("hipHostFree", unsafe { (self.hip.host_free)(m.ptr) })
         } else {
             // SAFETY: consumed here, freed once, with the deallocator matching hipMalloc.

@@ -119,6 +119,10 @@ unsafe fn load_rtc(lib: &Library, path: &str) -> Result<(RtcFns, StrFn), HipErro
 
 type PropsFn = unsafe extern "C" fn(*mut c_void, c_int) -> Status;
 type CuMaskFn = unsafe extern "C" fn(*mut Ptr, u32, *const u32) -> Status;
+/// `hipError_t hipExtHostAlloc(void** ptr, size_t size, unsigned int flags)`: hipHostMalloc's
+/// successor (hipHostMalloc is deprecated in its favour, same flag values: hip_runtime_api.h of
+/// ROCm 6.3+); absent from older HIP, where hipHostMalloc is used.
+type HostAllocFn = unsafe extern "C" fn(*mut Ptr, usize, c_uint) -> Status;
 
 macro_rules! raw_handle {
     ($($name:ident),*) => {$(
@@ -193,6 +197,7 @@ pub(super) struct Api {
     err_string: StrFn,
     props: Option<(PropsFn, &'static str)>,
     cu_mask: Option<CuMaskFn>,
+    ext_host_alloc: Option<HostAllocFn>,
     rtc: Result<(RtcFns, StrFn), HipError>,
     pub(super) hip_path: String,
     pub(super) rtc_path: Option<String>,
@@ -242,6 +247,8 @@ impl Api {
             });
         // SAFETY: `hipError_t hipExtStreamCreateWithCUMask(hipStream_t*, uint32_t, const uint32_t*)`.
         let cu_mask = unsafe { sym::<CuMaskFn>(&lib, &hip_path, "hipExtStreamCreateWithCUMask") }.ok();
+        // SAFETY: `hipError_t hipExtHostAlloc(void**, size_t, unsigned int)` (HostAllocFn).
+        let ext_host_alloc = unsafe { sym::<HostAllocFn>(&lib, &hip_path, "hipExtHostAlloc") }.ok();
         let mut libs = vec![];
         let (rtc, rtc_path) = match open_first("libhiprtc", &rtc_candidates(&hip_path)) {
             Ok((rlib, rpath)) => {
@@ -263,6 +270,7 @@ impl Api {
             err_string,
             props,
             cu_mask,
+            ext_host_alloc,
             rtc,
             hip_path,
             rtc_path,

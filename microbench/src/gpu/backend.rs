@@ -57,11 +57,22 @@ pub(super) struct GpuBackend {
     pub report: Report,
 }
 
-struct GpuSuspended(SuspendedQueue);
+/// The guard, and the null-stream fence for as long as the LP stream (a blocking stream) is
+/// stopped: field order drops the guard (resume) before the fence.
+struct GpuSuspended(SuspendedQueue, hip_rt::NullStreamBlocked);
 
 impl Suspended for GpuSuspended {
     fn resume(self: Box<Self>) -> Result<(), String> {
-        self.0.resume().map_err(|e| e.to_string())
+        let GpuSuspended(guard, fence) = *self;
+        let r = guard.resume().map_err(|e| e.to_string());
+        if r.is_ok() {
+            drop(fence);
+        } else {
+            // The queue may still be stopped: keep refusing null-stream calls (an error later
+            // beats a hang; the mechanism's teardown resumes everything at the end).
+            std::mem::forget(fence);
+        }
+        r
     }
     fn preempt_call_ns(&self) -> Option<u64> {
         Some(u64::try_from(self.0.report().preempt_call.as_nanos()).unwrap_or(u64::MAX))
@@ -101,8 +112,9 @@ impl Backend for GpuBackend {
             .lv3
             .as_ref()
             .ok_or("Lv3 suspend without a mechanism (an Lv1 run)")?;
+        let fence = hip_rt::NullStreamBlocked::new();
         let guard = lv3.preemptor.suspend(&lv3.target).map_err(|e| e.to_string())?;
-        Ok(Box::new(GpuSuspended(guard)))
+        Ok(Box::new(GpuSuspended(guard, fence)))
     }
     fn hp_launch(&self, index: u32) -> Result<(), String> {
         self.probe.launch(index).map_err(h("HP probe"))
