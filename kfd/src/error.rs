@@ -71,11 +71,17 @@ pub struct KfdError {
     pub errno: Errno,
     /// What this errno means for this call (from the 6.12 kernel source).
     pub meaning: &'static str,
+    /// PREEMPT_QUEUES / RESUME_QUEUES only: what the kernel reported although the call failed
+    /// after queues may have changed (EIO: a device that owns a requested queue failed, its
+    /// queues carry ERROR; EFAULT on the id write-back: `num_done` is valid, the statuses may be
+    /// partly stale). The patched kernel writes `num_done` and `kernel_ns` in every case.
+    pub partial: Option<Box<crate::PreemptOutcome>>,
 }
 
 impl KfdError {
     pub fn new(op: Op, queue: Option<u32>, errno: Errno) -> Self {
         KfdError {
+            partial: None,
             op,
             queue,
             errno,
@@ -91,7 +97,20 @@ impl fmt::Display for KfdError {
             write!(f, " on queue {q}")?;
         }
         // nix prints an Errno as "ENAME: description".
-        write!(f, ": {}: {}", self.errno, self.meaning)
+        write!(f, ": {}: {}", self.errno, self.meaning)?;
+        if let Some(p) = &self.partial {
+            let errors = p
+                .statuses
+                .iter()
+                .filter(|s| s.state == crate::QueueState::Error)
+                .count();
+            write!(
+                f,
+                " (the kernel reports {} queue(s) done, {errors} with ERROR)",
+                p.num_done
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -160,8 +179,10 @@ pub fn meaning(op: Op, errno: Errno) -> &'static str {
              (RESUME takes none), a grace period above 255, or a non-zero pad"
         }
         (Op::PreemptQueues | Op::ResumeQueues, EIO) => {
-            "a GPU of this process is in reset, or its scheduler is stopped: no queue of it was touched"
+            "a GPU that owns a requested queue is in reset or failed the runlist update: its requested \
+             queues come back with ERROR (HWS: all of them rolled back); queues on other GPUs may be done"
         }
+        (Op::PreemptQueues | Op::ResumeQueues, ENOMEM) => "the kernel could not allocate the id copy: nothing changed",
         (Op::PreemptQueues | Op::ResumeQueues, EFAULT) => "the kernel could not read or write the queue id array",
         (_, ENOTTY) => {
             "this kernel's KFD does not implement this ioctl number (too old a kernel, or a \
@@ -184,6 +205,35 @@ pub type Result<T> = std::result::Result<T, KfdError>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 14's series: PREEMPT/RESUME_QUEUES fail with EIO only for a device that owns a
+    /// requested queue, and still report num_done and per-queue ERROR bits; the error says so.
+    #[test]
+    fn a_preempt_failure_carries_what_the_kernel_reported() {
+        let statuses = vec![
+            crate::QueueStatus::decode(3, 3),
+            crate::QueueStatus::decode(9, 9 | kfd_sys::KFD_DBG_QUEUE_ERROR_MASK),
+        ];
+        let mut e = KfdError::new(Op::PreemptQueues, None, Errno::EIO);
+        assert!(
+            e.meaning.contains("ERROR") && e.meaning.contains("other GPUs"),
+            "{}",
+            e.meaning
+        );
+        e.partial = Some(Box::new(crate::PreemptOutcome {
+            statuses,
+            kernel_ns: 0,
+            num_done: 1,
+            abi_version: 1,
+            raw: vec![3, 9 | kfd_sys::KFD_DBG_QUEUE_ERROR_MASK],
+        }));
+        let line = e.to_string();
+        assert!(line.contains("1 queue(s) done, 1 with ERROR"), "{line}");
+        assert_eq!(
+            meaning(Op::ResumeQueues, Errno::ENOMEM),
+            "the kernel could not allocate the id copy: nothing changed"
+        );
+    }
 
     #[test]
     fn update_queue_errnos_say_what_they_mean_for_that_call() {

@@ -101,6 +101,7 @@ impl Kfd {
     fn check_probe_nr(nr: u8) -> Result<()> {
         if (sys::AMDKFD_COMMAND_START..sys::AMDKFD_COMMAND_END).contains(&u32::from(nr)) {
             return Err(KfdError {
+                partial: None,
                 op: Op::Probe(nr),
                 queue: None,
                 errno: Errno::EINVAL,
@@ -277,7 +278,11 @@ impl Kfd {
     /// the ABI version the kernel wrote back, or absent with ENOTTY (upstream) or EINVAL (ROCm's
     /// DKMS driver); see [`PreemptProbe`].
     pub fn preempt_probe(&self) -> Result<PreemptProbe> {
-        PreemptProbe::from_answer(ioctl::preempt_queue_ids(self.fd(), false, &mut [], 0, 0).map(|a| a.version))
+        PreemptProbe::from_answer(
+            ioctl::preempt_queue_ids(self.fd(), false, &mut [], 0, 0)
+                .map(|a| a.version)
+                .map_err(|(e, _)| e),
+        )
     }
 
     /// The patched preempt ioctls' ABI version, `None` if absent (either answer).
@@ -294,6 +299,10 @@ impl Kfd {
     /// the grace-period flag and value; `flags` is ORed in raw (unknown bits: EINVAL, which the
     /// tests use). Already-preempted queues count as done. Up to 1024 ids; more is passed on
     /// and refused by the kernel (EINVAL). An empty slice asks nothing and returns no statuses.
+    /// Only compute queues are accepted: an SDMA queue's id comes back INVALID, as does an id
+    /// with bit 30 set; of duplicate ids only the first gets a status. A failure after queues
+    /// may have changed (EIO, EFAULT on the write-back) carries what the kernel reported in
+    /// [`KfdError::partial`].
     pub fn preempt_queues(&self, ids: &[QueueId], grace: GracePeriod, flags: u32) -> Result<PreemptOutcome> {
         let (gflag, gval) = grace.preempt_ioctl_raw();
         self.preempt_op(false, ids, flags | gflag, gval)
@@ -326,9 +335,8 @@ impl Kfd {
     fn preempt_op(&self, resume: bool, ids: &[QueueId], flags: u32, grace_period: u32) -> Result<PreemptOutcome> {
         let op = if resume { Op::ResumeQueues } else { Op::PreemptQueues };
         let mut arr = ids.to_vec();
-        let a = ioctl::preempt_queue_ids(self.fd(), resume, &mut arr, flags, grace_period)
-            .map_err(|e| KfdError::new(op, ids.first().copied().filter(|_| ids.len() == 1), e))?;
-        Ok(PreemptOutcome {
+        let answer = ioctl::preempt_queue_ids(self.fd(), resume, &mut arr, flags, grace_period);
+        let outcome = |a: &kfd_sys::preempt::kfd_ioctl_preempt_queues_args, arr: Vec<u32>| PreemptOutcome {
             statuses: ids
                 .iter()
                 .zip(&arr)
@@ -338,7 +346,18 @@ impl Kfd {
             num_done: a.num_done,
             abi_version: a.version,
             raw: arr,
-        })
+        };
+        match answer {
+            Ok(a) => Ok(outcome(&a, arr)),
+            Err((e, a)) => {
+                let mut err = KfdError::new(op, ids.first().copied().filter(|_| ids.len() == 1), e);
+                // Failures after queues may have changed: keep what the kernel wrote back.
+                if matches!(e, Errno::EIO | Errno::EFAULT) && a.version >= 1 && !ids.is_empty() {
+                    err.partial = Some(Box::new(outcome(&a, arr)));
+                }
+                Err(err)
+            }
+        }
     }
 }
 

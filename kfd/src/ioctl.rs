@@ -112,26 +112,30 @@ unsafe fn preempt_queues(fd: BorrowedFd<'_>, resume: bool, args: *mut P::kfd_ioc
 }
 
 /// PREEMPT_QUEUES / RESUME_QUEUES over `ids`, which the kernel rewrites in place with status
-/// bits. Returns the struct the kernel wrote back on success; on failure the errno (the version
-/// the kernel wrote is lost: use an empty `ids` to learn it). An empty `ids` is passed as a NULL
-/// array with count 0, which the kernel answers without touching any queue: the probe.
+/// bits. Returns the struct the kernel wrote back: with the errno on failure too (kfd_ioctl copies
+/// an `_IOWR` struct back whatever the handler returned, and the patched handler fills `version`,
+/// `num_done` and `kernel_ns` in every case). An empty `ids` is passed as a NULL array with count
+/// 0, which the kernel answers without touching any queue: the probe.
 pub(crate) fn preempt_queue_ids(
     fd: BorrowedFd<'_>,
     resume: bool,
     ids: &mut [u32],
     flags: u32,
     grace_period: u32,
-) -> Result<P::kfd_ioctl_preempt_queues_args, Errno> {
+) -> Result<P::kfd_ioctl_preempt_queues_args, (Errno, P::kfd_ioctl_preempt_queues_args)> {
     let mut a = P::kfd_ioctl_preempt_queues_args {
         queue_array_ptr: if ids.is_empty() { 0 } else { ids.as_mut_ptr() as u64 },
-        num_queues: u32::try_from(ids.len()).map_err(|_| Errno::EINVAL)?,
+        num_queues: u32::try_from(ids.len()).map_err(|_| (Errno::EINVAL, P::kfd_ioctl_preempt_queues_args::ZERO))?,
         flags,
         grace_period,
         ..P::kfd_ioctl_preempt_queues_args::ZERO
     };
     // SAFETY: `ids` is readable and writable for `num_queues` u32s for the whole call.
-    unsafe { preempt_queues(fd, resume, &mut a) }?;
-    Ok(a)
+    match unsafe { preempt_queues(fd, resume, &mut a) } {
+        Ok(_) => Ok(a),
+        // kfd_ioctl copies the struct back whatever the handler returned.
+        Err(e) => Err((e, a)),
+    }
 }
 
 /// PREEMPT_QUEUES / RESUME_QUEUES with a NULL id array and `num_queues` ids: for tests of the
@@ -214,7 +218,11 @@ pub(crate) fn get_version_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option
 /// errno (`None` if the call succeeded). A patched KFD must answer EBADF (the fd belongs to the
 /// parent); a stock one ENOTTY (unknown numbers are refused before the owner check).
 pub(crate) fn preempt_probe_from_forked_child(fd: BorrowedFd<'_>) -> Result<Option<Errno>, Errno> {
-    errno_in_forked_child(fd, |fd| preempt_queue_ids(fd, false, &mut [], 0, 0).map(|_| 0))
+    errno_in_forked_child(fd, |fd| {
+        preempt_queue_ids(fd, false, &mut [], 0, 0)
+            .map(|_| 0)
+            .map_err(|(e, _)| e)
+    })
 }
 
 // ---- Safe entry points: each builds its argument struct from borrowed Rust memory, so the

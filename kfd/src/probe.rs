@@ -35,6 +35,7 @@ impl PreemptProbe {
         match answer {
             Ok(v) if v >= 1 => Ok(PreemptProbe::Present { version: v }),
             Ok(_) => Err(KfdError {
+                partial: None,
                 op: Op::PreemptQueues,
                 queue: None,
                 errno: Errno::ENOTTY,
