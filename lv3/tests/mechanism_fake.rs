@@ -349,6 +349,12 @@ fn update_queue_restores_once_after_a_failed_disable() {
         vec![Call::Update(13, restore(&q).pause()), Call::Update(13, restore(&q))]
     );
     assert!(!p.is_suspended(&q));
+    // A refusal before anything changed (EFAULT: no such queue) is not followed by a restore.
+    let ghost = QueueTarget { queue_id: 14, ..q };
+    let before = f.log().len();
+    let e = p.suspend(&ghost).unwrap_err();
+    assert_eq!(e.errno(), Some(Errno::EFAULT), "{e}");
+    assert_eq!(f.log().len(), before + 1, "one UPDATE_QUEUE, no restore: {:?}", f.log());
 }
 
 #[test]

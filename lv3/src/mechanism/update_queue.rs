@@ -11,6 +11,7 @@
 use super::{MechError, MechanismKind, Preempt, QueueTarget, SuspendReport};
 use kfd::events::{self, Severity};
 use kfd::{KfdOps, QueueUpdate};
+use nix::errno::Errno;
 use std::time::Instant;
 
 const KIND: MechanismKind = MechanismKind::UpdateQueue;
@@ -52,15 +53,18 @@ impl<K: KfdOps + Send + Sync> Preempt for UpdateQueue<K> {
     /// Validates the target first (a target that cannot be restored is refused before the queue
     /// is touched), then UPDATE_QUEUE with the queue's own ring, size and priority and percentage
     /// 0, as ROCr and kfdtest do (a NULL ring would also zero the ring in the kernel's copy of
-    /// the queue). If that call fails, the kernel may already have changed the queue's
-    /// properties (pqm_update_queue_properties writes them before the scheduler's update), so
-    /// one restore is tried before the error is returned; a failed restore is reported as an
-    /// event.
+    /// the queue). If that call fails in the scheduler's update (not EINVAL or EFAULT, which
+    /// refuse before anything changed), the kernel has already changed the queue's properties
+    /// (pqm_update_queue_properties writes them first), so one restore is tried before the error
+    /// is returned; a failed restore is reported as an event.
     fn suspend(&self, q: &QueueTarget) -> Result<SuspendReport, MechError> {
         q.validate()?;
         let t0 = Instant::now();
         if let Err(e) = self.kfd.update_queue(q.queue_id, &Self::restore_args(q).pause()) {
-            if let Err(undo) = self.kfd.update_queue(q.queue_id, &Self::restore_args(q)) {
+            // EINVAL (arguments) and EFAULT (no such queue, ring not mapped) are refusals before
+            // anything changed; anything else came from the scheduler's update, after the change.
+            let changed = !matches!(e.errno, Errno::EINVAL | Errno::EFAULT);
+            if changed && let Err(undo) = self.kfd.update_queue(q.queue_id, &Self::restore_args(q)) {
                 events::emit(
                     Severity::Warning,
                     "update-queue",
