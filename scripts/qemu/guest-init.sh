@@ -46,9 +46,11 @@ echo "=== guest: doctor text begin"
 /bin/preempt-lat doctor
 echo "=== guest: doctor text end"
 echo "=== guest: validate json begin"
-/bin/preempt-lat validate --format json
+# stderr apart: notes or warnings must not land inside the JSON the host parses.
+/bin/preempt-lat validate --format json 2>/tmp/validate.err
 rc=$?
 echo "=== guest: validate json end"
+cat /tmp/validate.err
 echo "=== guest: validate exit $rc"
 if [ -x /tests/guest-extra.sh ]; then . /tests/guest-extra.sh; fi
 echo "=== guest: dmesg begin"
