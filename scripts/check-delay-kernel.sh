@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Offline ISA check of the delay kernel (no GPU, no ROCm needed).
+# Offline ISA check of the delay kernels (no GPU, no ROCm needed).
 #
 #   scripts/check-delay-kernel.sh            (from any directory)
 #
@@ -10,16 +10,33 @@
 # device compile is stopped at assembly (-S) and assembled by clang's integrated assembler: the
 # instructions are the same, only the final link into a loadable code object is skipped.
 #
-# Then, from `llvm-objdump-19 -d`, inside the function `delay_kernel` it looks for a backward
-# s_cbranch_* (target address <= branch address) whose loop body [target, branch] contains
-# s_memtime (clock64) or s_memrealtime (wall_clock64): the timing loop. It prints that loop and the
-# register use from `llvm-readelf-19 --notes`. Any failed check exits non-zero with a message.
-# Overrides: CLANG=..., OBJDUMP=..., READELF=..., PREEMPT_DELAY_KERNEL_SRC=... (e.g. to see it fail on a loop-free kernel).
+# Then, for each LP kernel (`delay_kernel`, the light one, and `delay_kernel_heavy`), from
+# `llvm-objdump-19 -d` it looks for a backward s_cbranch_* (target address <= branch address)
+# whose loop body [target, branch] contains s_memrealtime (wall_clock64, the constant-rate clock):
+# the timing loop. A loop on s_memtime (the shader clock, which DVFS changes) does not count.
+#
+# For the heavy kernel it also checks, from the AMDGPU metadata note (`llvm-readelf-19 --notes`),
+# that the state CWSR has to save is the whole of what one wave and one block can hold on these
+# targets, and that nothing of it went to scratch:
+#   .vgpr_count 512   the unified VGPR file per lane in wave64 at 1 wave per SIMD (256 ArchVGPRs +
+#                     256 AccVGPRs; LLVM AMDGPUBaseInfo getTotalNumVGPRs = 512 for gfx90a/gfx94x)
+#   .agpr_count 256   every AccVGPR (a0..a255)
+#   .group_segment_fixed_size 65536   64 KiB of LDS per block (the gfx9 per-workgroup limit)
+#   .max_flat_workgroup_size 256      what the host launches (4 waves: one per SIMD)
+#   .vgpr_spill_count/.sgpr_spill_count/.private_segment_fixed_size 0
+# and, from the disassembly, that every AccVGPR and at least HEAVY_VGPRS (read from the source)
+# distinct VGPRs are used by its instructions, i.e. the registers hold data, not only a count.
+# Any failed check exits non-zero with a message.
+# Overrides: CLANG=..., OBJDUMP=..., READELF=..., PREEMPT_DELAY_KERNEL_SRC=... (e.g. to see it fail
+# on a kernel that lost its loop, its registers or its LDS).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=${PREEMPT_DELAY_KERNEL_SRC:-"$here/../gpu-device/kernels/delay.hip"}
-kernel=delay_kernel
+kernels=(delay_kernel delay_kernel_heavy)
+heavy=delay_kernel_heavy
+# Expected heavy-kernel resources (see the header above for where each number comes from).
+want_vgpr=512 want_agpr=256 want_lds=65536 want_threads=256
 CLANG=${CLANG:-clang-19}
 OBJDUMP=${OBJDUMP:-llvm-objdump-19}
 READELF=${READELF:-llvm-readelf-19}
@@ -50,10 +67,10 @@ compile() { # <gfx> <out>: prints how it compiled
   die "compile for $gfx failed"
 }
 
-# Reads `llvm-objdump -d` output; prints the timing loop of function $kernel, or an error line.
+# Reads `llvm-objdump -d` output; prints the timing loop of function K, or an error line.
 # objdump lines look like:
 #   0000000000001900 <delay_kernel>:
-#   	s_memtime s[10:11]            // 000000001994: C0900280 00000000
+#   	s_memrealtime s[10:11]        // 000000001994: C0940280 00000000
 #   	s_cbranch_vccnz 65528         // 0000000019AC: BF87FFF8 <delay_kernel+0x90>
 find_loop_awk='
 function hex(s,   i, c, v) { v = 0; s = tolower(s); sub(/^0x/, "", s)
@@ -77,15 +94,51 @@ END {
   if (nb == 0) { print "ERROR: no backward s_cbranch_* (no loop) in " K; exit }
   for (b = 1; b <= nb; b++) {
     hit = 0
-    for (i = 1; i <= n; i++) if (A[i] >= BT[b] && A[i] <= BA[b] && I[i] ~ /^s_mem(real)?time /) hit = 1
+    for (i = 1; i <= n; i++) if (A[i] >= BT[b] && A[i] <= BA[b] && I[i] ~ /^s_memrealtime /) hit = 1
     if (hit) {
       printf "timing loop: 0x%x .. 0x%x (backward branch to 0x%x)\n", BT[b], BA[b], BT[b]
       for (i = 1; i <= n; i++) if (A[i] >= BT[b] && A[i] <= BA[b]) printf "  %6x: %s\n", A[i], I[i]
       found = 1; break
     }
   }
-  if (!found) print "ERROR: " nb " backward branch(es) in " K " but none has s_memtime/s_memrealtime in its body"
+  if (!found) print "ERROR: " nb " backward branch(es) in " K " but none has s_memrealtime (the wall clock) in its body"
 }'
+
+# Reads `llvm-readelf --notes` output; prints one line per kernel: `name key=value ...` with the
+# kernel-level keys only (4-space indent, or the `  - ` line that opens a kernel's map; the
+# arguments' own keys are indented deeper).
+kernel_meta_awk='
+function flush() { if (name != "") print name line; name = ""; line = "" }
+/^  - \./ { flush(); sub(/^  - /, "    ") }
+/^    \.[a-z_]+:/ { k = $1; sub(/^\./, "", k); sub(/:$/, "", k); v = $2
+  if (k == "name") name = v; else line = line " " k "=" v }
+/^[a-z]/ { flush() }
+END { flush() }'
+
+# meta <gfx> <kernel> <key>: the value of a kernel-level metadata key (empty if absent).
+meta() { awk -v K="$2" -v Q="$3" '$1 == K { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == Q) print kv[2] } }' "$tmp/$1.meta"; }
+
+# Distinct registers of one file (a or v) that the function's instructions name, single or in
+# ranges (v[4:5] counts v4 and v5).
+distinct_regs() { # <disassembly of one function> <a|v>
+  awk -v R="$2" '
+    { line = $0; sub(/[ \t]*\/\/.*/, "", line)
+      while (match(line, "(^|[^a-zA-Z0-9_])" R "(\\[[0-9]+:[0-9]+\\]|[0-9]+)")) {
+        tok = substr(line, RSTART, RLENGTH); line = substr(line, RSTART + RLENGTH)
+        sub("^[^" R "]*" R, "", tok)
+        if (tok ~ /^\[/) { gsub(/[\[\]]/, "", tok); split(tok, r, ":"); for (j = r[1]; j <= r[2]; j++) seen[j] = 1 }
+        else seen[tok + 0] = 1 } }
+    END { n = 0; for (j in seen) n++; print n }' "$1"
+}
+
+# The disassembly of one function.
+function_dis() { # <disassembly> <name>
+  awk -v K="$2" '/^[0-9a-fA-F]+ <[^>]+>:$/ { n = $2; gsub(/[<>:]/, "", n); f = (n == K); next } f' "$1"
+}
+
+fail() { echo "check-delay-kernel: FAIL ($1): $2" >&2; status=1; }
+
+heavy_vgprs=$(sed -n 's/^#define HEAVY_VGPRS \([0-9][0-9]*\).*/\1/p' "$src" | head -1)
 
 status=0
 for gfx in gfx942 gfx90a; do
@@ -93,19 +146,50 @@ for gfx in gfx942 gfx90a; do
   how=$(compile "$gfx" "$obj")
   echo "== $gfx: $how"
   "$OBJDUMP" -d "$obj" > "$tmp/$gfx.dis" || die "$OBJDUMP -d failed for $gfx"
-  result=$(awk -v K="$kernel" "$find_loop_awk" "$tmp/$gfx.dis")
-  echo "$result"
-  if grep -q '^ERROR' <<<"$result"; then
-    echo "check-delay-kernel: FAIL ($gfx): ${result#ERROR: }" >&2; status=1; continue
-  fi
+  for k in "${kernels[@]}"; do
+    result=$(awk -v K="$k" "$find_loop_awk" "$tmp/$gfx.dis")
+    echo "-- $k: $result"
+    if grep -q '^ERROR' <<<"$result"; then
+      fail "$gfx" "${result#ERROR: }"
+    fi
+  done
   "$READELF" --notes "$obj" > "$tmp/$gfx.notes" || die "$READELF --notes failed for $gfx"
-  grep -q "amdgcn-amd-amdhsa--$gfx" "$tmp/$gfx.notes" || { echo "check-delay-kernel: FAIL ($gfx): notes do not name target $gfx" >&2; status=1; }
-  echo "register use (from the AMDGPU metadata note):"
-  awk '/^  - / { if (name != "") printf "  %-14s sgpr=%s vgpr=%s agpr=%s spills(s/v)=%s/%s\n", name, sg, vg, ag, ss, vs; name = "" }
-       /\.name:/ { name = $NF } /\.sgpr_count:/ { sg = $NF } /\.vgpr_count:/ { vg = $NF } /\.agpr_count:/ { ag = $NF }
-       /\.sgpr_spill_count:/ { ss = $NF } /\.vgpr_spill_count:/ { vs = $NF }
-       END { if (name != "") printf "  %-14s sgpr=%s vgpr=%s agpr=%s spills(s/v)=%s/%s\n", name, sg, vg, ag, ss, vs }' "$tmp/$gfx.notes"
+  grep -q "amdgcn-amd-amdhsa--$gfx" "$tmp/$gfx.notes" || fail "$gfx" "notes do not name target $gfx"
+  awk "$kernel_meta_awk" "$tmp/$gfx.notes" > "$tmp/$gfx.meta"
+  echo "register and LDS use (from the AMDGPU metadata note):"
+  while read -r name _; do
+    printf '  %-20s sgpr=%s vgpr=%s agpr=%s lds=%s spills(s/v)=%s/%s scratch=%s\n' "$name" \
+      "$(meta "$gfx" "$name" sgpr_count)" "$(meta "$gfx" "$name" vgpr_count)" "$(meta "$gfx" "$name" agpr_count)" \
+      "$(meta "$gfx" "$name" group_segment_fixed_size)" "$(meta "$gfx" "$name" sgpr_spill_count)" \
+      "$(meta "$gfx" "$name" vgpr_spill_count)" "$(meta "$gfx" "$name" private_segment_fixed_size)"
+  done < "$tmp/$gfx.meta"
+
+  # The heavy kernel's state.
+  if [ -z "$(meta "$gfx" "$heavy" vgpr_count)" ]; then
+    fail "$gfx" "no metadata for $heavy (not compiled for $gfx?)"; continue
+  fi
+  expect() { # <key> <want> <why>
+    local got; got=$(meta "$gfx" "$heavy" "$1")
+    [ "$got" = "$2" ] || fail "$gfx" "$heavy .$1 = ${got:-absent}, want $2 ($3)"
+  }
+  expect vgpr_count "$want_vgpr" "all 512 unified VGPRs+AGPRs per lane"
+  expect agpr_count "$want_agpr" "every AccVGPR"
+  expect group_segment_fixed_size "$want_lds" "64 KiB of LDS per block"
+  expect max_flat_workgroup_size "$want_threads" "the host launches 256 threads per block"
+  expect vgpr_spill_count 0 "no register spilled to scratch"
+  expect sgpr_spill_count 0 "no register spilled"
+  expect private_segment_fixed_size 0 "no scratch"
+  function_dis "$tmp/$gfx.dis" "$heavy" > "$tmp/$gfx.heavy.dis"
+  na=$(distinct_regs "$tmp/$gfx.heavy.dis" a)
+  nv=$(distinct_regs "$tmp/$gfx.heavy.dis" v)
+  echo "$heavy instructions name $na distinct AccVGPRs and $nv distinct VGPRs (source: HEAVY_VGPRS=${heavy_vgprs:-?} values)"
+  [ "$na" = "$want_agpr" ] || fail "$gfx" "$heavy names $na distinct AccVGPRs, want $want_agpr"
+  if [ -z "$heavy_vgprs" ]; then
+    fail "$gfx" "no '#define HEAVY_VGPRS <n>' in $src"
+  elif [ "$nv" -lt "$heavy_vgprs" ]; then
+    fail "$gfx" "$heavy names only $nv distinct VGPRs, fewer than its HEAVY_VGPRS=$heavy_vgprs live values"
+  fi
 done
 
 if [ "$status" != 0 ]; then echo "check-delay-kernel: FAILED" >&2; exit 1; fi
-echo "check-delay-kernel: OK (timing loop with s_memtime/s_memrealtime found for gfx942 and gfx90a)"
+echo "check-delay-kernel: OK (gfx942, gfx90a: both LP kernels time on s_memrealtime; $heavy holds $want_vgpr VGPRs ($want_agpr AGPRs) per lane and $want_lds bytes of LDS per block, no spills)"

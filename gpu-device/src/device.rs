@@ -19,10 +19,11 @@ use lv1::{CommandId, HwQueue};
 use crate::Error;
 use crate::kernel::{self, DelayKernel, DelaySlot};
 
-/// One LP command: every wave of the LP grid spins this many shader-clock cycles.
+/// One LP command: every wave of the LP grid spins this many ticks of the GPU wall clock
+/// (s_memrealtime: constant rate, `DeviceInfo::wall_clock_khz` ticks per ms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DelayCmd {
-    pub cycles: u64,
+    pub ticks: u64,
 }
 
 /// The LP hardware queue: delay-kernel launches on one HIP stream (the one whose KFD queue
@@ -81,7 +82,7 @@ impl HwQueue for HipLpQueue {
             &self.stream,
             Mem::Device(&self.slots),
             crate::num::command_id(id)?,
-            cmd.cycles,
+            cmd.ticks,
         )
     }
 
@@ -102,7 +103,7 @@ impl HwQueue for HipLpQueue {
 }
 
 /// The HP probe: a one-wave kernel on a high-priority stream that stores the GPU wall clock
-/// (s_memrealtime, 100 MHz) at which it started into word `idx` of pinned host memory.
+/// (s_memrealtime) at which it started into word `idx` of pinned host memory.
 pub struct HpProbe {
     /// Keeps the device (whose context owns the stream and buffers) alive as long as the probe.
     _dev: Arc<Device>,

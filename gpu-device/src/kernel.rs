@@ -1,21 +1,29 @@
-//! The delay kernel (`kernels/delay.hip`): compiled by hiprtc for the device's gfx target,
-//! launched on streams, calibrated against the GPU wall clock and events. Its slot ABI
-//! ([`DelaySlot`], [`SLOT_BYTES`], [`DELAY_TAG_MAGIC`]) lives here, next to the source it must
-//! match, and every launch checks that the slot or stamp it books lies inside the buffer given.
+//! The delay kernels (`kernels/delay.hip`): compiled by hiprtc for the device's gfx target,
+//! launched on streams, calibrated against the GPU wall clock and events. Their slot ABI
+//! ([`DelaySlot`], [`SLOT_BYTES`], [`DELAY_TAG_MAGIC`], [`DELAY_STATE_LOST`]) lives here, next to
+//! the source it must match, and every launch checks that the slot or stamp it books lies inside
+//! the buffer given. Two LP kernels share that ABI: the light and the heavy one
+//! ([`crate::state::LpState`]).
 
 use std::time::Instant;
 
+use hip_rt::code_object::Resources;
 use hip_rt::{Device, DeviceBuffer, Event, Function, Hip, HostBuffer, KernelArgs, LaunchConfig, Mem, Stream};
 
 use crate::Error;
 use crate::calib::{self, Achieved, CalSample, Calibration, ClockPair, GfxTarget, Grid};
 use crate::num::command_id;
+use crate::setup;
+use crate::state::{self, LpState, WaveState};
 
 /// The kernel source, embedded at build time; the same file is checked offline by
 /// scripts/check-delay-kernel.sh.
 pub const DELAY_SOURCE: &str = include_str!("../kernels/delay.hip");
 /// `DELAY_TAG_MAGIC` of delay.hip: a completed slot holds `cmd_id ^ DELAY_TAG_MAGIC`.
 pub const DELAY_TAG_MAGIC: u64 = 0x5052_454d_5054_4c41;
+/// `DELAY_STATE_LOST` of delay.hip: or-ed into the tag by a heavy-kernel lane whose registers or
+/// LDS did not read back what it wrote before the spin (bit 63: in no `cmd_id ^ DELAY_TAG_MAGIC`).
+pub const DELAY_STATE_LOST: u64 = 1 << 63;
 /// Bytes per command slot (`struct DelaySlot` of delay.hip).
 pub const SLOT_BYTES: usize = 32;
 
@@ -49,6 +57,9 @@ pub enum SlotStatus {
     },
     /// Complete but the tag is not this command's.
     WrongTag,
+    /// Complete with this command's tag, but some lane of the heavy kernel found its registers or
+    /// LDS changed across the spin: wave state was lost or corrupted (by a save/restore).
+    StateLost,
 }
 
 impl DelaySlot {
@@ -78,8 +89,11 @@ impl DelaySlot {
             (0, 0) => SlotStatus::NotRun,
             (d, b) if d > 1 || b > nblocks => SlotStatus::Duplicated { done: d, blocks: b },
             (1, b) if b == nblocks => {
-                if self.tag == cmd_id as u64 ^ DELAY_TAG_MAGIC {
+                let tag = u64::from(cmd_id) ^ DELAY_TAG_MAGIC;
+                if self.tag == tag {
                     SlotStatus::Complete
+                } else if self.tag == tag | DELAY_STATE_LOST {
+                    SlotStatus::StateLost
                 } else {
                     SlotStatus::WrongTag
                 }
@@ -126,30 +140,41 @@ pub fn compile(hip: &Hip, arch: &GfxTarget) -> Result<CodeObject, Error> {
     })
 }
 
-/// The delay kernel and the HP probe, loaded on a device (the module stays loaded while this
-/// lives), with the grid that fills it.
+/// The LP delay kernel of one [`LpState`] and the HP probe, loaded on a device (the module stays
+/// loaded while this lives), with the grid that fills it.
 pub struct DelayKernel {
     delay: Function,
     probe: Function,
     grid: Grid,
+    state: LpState,
 }
 
 impl DelayKernel {
-    /// Compiles for the device's gcnArchName and loads, with one 4-wave block per CU.
-    pub fn build(hip: &Hip, dev: &Device) -> Result<DelayKernel, Error> {
+    /// Compiles for the device's gcnArchName and loads the `state` kernel, on its LP grid
+    /// ([`setup::lp_grid_for`], 2 blocks per CU for the light one).
+    pub fn build(hip: &Hip, dev: &Device, state: LpState) -> Result<DelayKernel, Error> {
         let arch = crate::gfx_target(&dev.info)?;
         let code = compile(hip, &arch)?;
-        let grid = calib::grid_for(dev.info.cu_count, 1, 4, dev.info.wave_size.max(1))?;
-        DelayKernel::load(dev, &code, grid)
+        let grid = setup::lp_grid_for(state, dev.info.cu_count, dev.info.wave_size, 2)?;
+        DelayKernel::load(dev, &code, state, grid)
     }
 
-    /// Loads a code object compiled from delay.hip (by [`compile`]) with the given grid.
-    pub fn load(dev: &Device, code: &CodeObject, grid: Grid) -> Result<DelayKernel, Error> {
+    /// Loads the `state` LP kernel of a code object compiled from delay.hip (by [`compile`]),
+    /// with the given grid. The heavy kernel is refused on targets delay.hip leaves it out for,
+    /// and when the code object does not give it the state it is meant to hold
+    /// ([`state::check_heavy`]: an older hiprtc could allocate differently).
+    pub fn load(dev: &Device, code: &CodeObject, state: LpState, grid: Grid) -> Result<DelayKernel, Error> {
+        state.check_target(&code.arch)?;
         let module = dev.load_module(&code.image)?;
+        let delay = module.function(state.kernel_name())?;
+        if state == LpState::Heavy {
+            state::check_heavy(&delay.info().resources, grid)?;
+        }
         Ok(DelayKernel {
-            delay: module.function("delay_kernel")?,
+            delay,
             probe: module.function("hp_probe")?,
             grid,
+            state,
         })
     }
 
@@ -164,21 +189,35 @@ impl DelayKernel {
         self.delay.info().uses_scratch()
     }
 
-    /// Enqueues command `cmd_id`: spin `cycles` on every wave, then book slot `cmd_id` of `slots`
-    /// (which must be zeroed before the command's first launch). A slot past the end of `slots`
-    /// is refused.
-    pub fn launch(&self, stream: &Stream, slots: Mem<'_>, cmd_id: u32, cycles: u64) -> Result<(), Error> {
+    pub fn state(&self) -> LpState {
+        self.state
+    }
+
+    /// The LP kernel's registers, LDS and scratch, from its code object's metadata.
+    pub fn resources(&self) -> Resources {
+        self.delay.info().resources
+    }
+
+    /// The wave state the LP grid keeps resident per CU (what a CWSR save of it moves).
+    pub fn wave_state(&self, cu_count: u32, wave_size: u32) -> WaveState {
+        state::wave_state(&self.resources(), self.grid, cu_count, wave_size)
+    }
+
+    /// Enqueues command `cmd_id`: spin `ticks` of the wall clock on every wave, then book slot
+    /// `cmd_id` of `slots` (which must be zeroed before the command's first launch). A slot past
+    /// the end of `slots` is refused.
+    pub fn launch(&self, stream: &Stream, slots: Mem<'_>, cmd_id: u32, ticks: u64) -> Result<(), Error> {
         if (cmd_id as usize + 1) * SLOT_BYTES > slots.len() {
             return Err(Error::Invalid(format!(
                 "delay launch: slot {cmd_id} of a {}-byte buffer",
                 slots.len()
             )));
         }
-        // delay_kernel(DelaySlot* slots, u32 cmd_id, u64 cycles, u32 nblocks), nblocks = grid.
+        // delay_kernel[_heavy](DelaySlot* slots, u32 cmd_id, u64 ticks, u32 nblocks), nblocks = grid.
         let args = KernelArgs::new()
             .mem(slots)
             .u32(cmd_id)
-            .u64(cycles)
+            .u64(ticks)
             .u32(self.grid.blocks);
         self.delay
             .launch(stream, LaunchConfig::linear(self.grid.blocks, self.grid.threads), &args)?;
@@ -223,8 +262,8 @@ pub struct CalibrationReport {
     pub wall_clock_khz: u32,
 }
 
-/// Runs the kernel at each of `durations_ms` (cycles from the nominal clock), `reps` times each,
-/// measuring every run by events and by its own wall-clock stamps, and fits cycles per ms.
+/// Runs the kernel at each of `durations_ms` (ticks from the wall-clock rate), `reps` times each,
+/// measuring every run by events and by its own wall-clock stamps, and fits the overhead and rate.
 pub fn calibrate(
     k: &DelayKernel,
     dev: &Device,
@@ -232,7 +271,7 @@ pub fn calibrate(
     durations_ms: &[f64],
     reps: usize,
 ) -> Result<CalibrationReport, Error> {
-    let nominal = dev.info.clock_khz.max(1) as f64; // kHz = cycles per ms at the peak clock
+    let nominal = f64::from(dev.info.wall_clock_khz.max(1)); // kHz = ticks per ms
     let plan: Vec<u64> = durations_ms
         .iter()
         .flat_map(|&d| std::iter::repeat_n(crate::num::round_u64(d * nominal), reps))
@@ -247,23 +286,23 @@ pub fn calibrate(
     )?; // warm-up
     stream.synchronize()?;
     let mut event_ms = Vec::with_capacity(plan.len());
-    for (i, &cycles) in plan.iter().enumerate() {
+    for (i, &ticks) in plan.iter().enumerate() {
         e0.record(stream)?;
-        k.launch(stream, Mem::Device(&slots), command_id(i)?, cycles)?;
+        k.launch(stream, Mem::Device(&slots), command_id(i)?, ticks)?;
         e1.record(stream)?;
         e1.synchronize()?;
         event_ms.push(e1.elapsed_ms_since(&e0)? as f64);
     }
     let got = read_slots(&slots, plan.len())?;
     let mut samples = Vec::with_capacity(plan.len());
-    for (i, (s, &cycles)) in got.iter().zip(&plan).enumerate() {
+    for (i, (s, &ticks)) in got.iter().zip(&plan).enumerate() {
         let status = s.status(command_id(i)?, k.grid.blocks);
         if status != SlotStatus::Complete {
             return Err(Error::Invalid(format!("calibration run {i}: {status:?}")));
         }
         let wall_ms = calib::ticks_to_ms(s.wall_ticks(), dev.info.wall_clock_khz);
         samples.push(CalSample {
-            cycles,
+            ticks,
             event_ms: event_ms[i],
             wall_ms,
         });
@@ -275,8 +314,9 @@ pub fn calibrate(
     })
 }
 
-/// Runs `reps` commands of `t_ms` (cycles from `cal`) and compares the median wall-clock
-/// duration with the request.
+/// Runs `reps` commands of `t_ms` (ticks from `cal`) and compares the median wall-clock
+/// duration with the request (before a run; the run's own figure comes from its slots,
+/// [`crate::verify::achieved_t`]).
 pub fn check_t(
     k: &DelayKernel,
     dev: &Device,
@@ -288,7 +328,7 @@ pub fn check_t(
     let reps = reps.max(1);
     let slots = slot_buffer(dev, stream, reps)?;
     for i in 0..reps {
-        k.launch(stream, Mem::Device(&slots), command_id(i)?, cal.cycles_for(t_ms))?;
+        k.launch(stream, Mem::Device(&slots), command_id(i)?, cal.ticks_for(t_ms))?;
     }
     stream.synchronize()?;
     let mut ms: Vec<f64> = read_slots(&slots, reps)?
@@ -336,8 +376,22 @@ mod tests {
         assert!(DELAY_SOURCE.contains("extern \"C\" __global__ void delay_kernel("));
         assert!(DELAY_SOURCE.contains("extern \"C\" __global__ void hp_probe("));
         assert!(DELAY_SOURCE.contains("0x5052454d50544c41ull"));
+        assert!(DELAY_SOURCE.contains("#define DELAY_STATE_LOST 0x8000000000000000ull"));
         assert_eq!(DELAY_TAG_MAGIC, 0x5052454d50544c41);
+        assert_eq!(DELAY_STATE_LOST, 0x8000_0000_0000_0000);
+        assert_eq!(
+            DELAY_TAG_MAGIC & DELAY_STATE_LOST,
+            0,
+            "a tag never has the state-lost bit"
+        );
         assert_eq!(SLOT_BYTES, 32);
+        for s in LpState::ALL {
+            let signature = format!(
+                "{}(DelaySlot* slots, pl_u32 cmd_id, pl_u64 ticks, pl_u32 nblocks)",
+                s.kernel_name()
+            );
+            assert!(DELAY_SOURCE.contains(&signature), "{signature}");
+        }
     }
 
     fn slot(blocks: u32, done: u32, tag: u64) -> DelaySlot {
@@ -365,6 +419,9 @@ mod tests {
         assert_eq!(s[1].wall_ticks(), 100);
         assert_eq!(s[1].status(2, 304), SlotStatus::WrongTag);
         assert_eq!(slot(100, 0, 0).status(0, 304), SlotStatus::Partial { blocks: 100 });
+        let lost = slot(304, 1, 7 ^ DELAY_TAG_MAGIC ^ DELAY_STATE_LOST);
+        assert_eq!(lost.status(7, 304), SlotStatus::StateLost);
+        assert_eq!(lost.status(8, 304), SlotStatus::WrongTag);
         assert_eq!(
             slot(304, 2, 0).status(0, 304),
             SlotStatus::Duplicated { done: 2, blocks: 304 }

@@ -1,5 +1,6 @@
-//! The GPU device of the benchmark, on top of the [`hip_rt`] binding: the delay kernel
-//! (`kernels/delay.hip`, its slot ABI, compile/load/launch and calibration: [`kernel`]), the pure
+//! The GPU device of the benchmark, on top of the [`hip_rt`] binding: the delay kernels
+//! (`kernels/delay.hip`, their slot ABI, compile/load/launch and calibration: [`kernel`]; the
+//! light and heavy LP kernel and the wave state each leaves for CWSR: [`state`]), the pure
 //! calibration and clock-mapping logic ([`calib`]), the LP queue as lv1's hardware queue and the
 //! HP probe ([`device`]), the discovery of the LP stream's KFD queue over lv3 ([`discover`]), the
 //! correctness check of a run from the slots ([`verify`]), the sizing rules of a run ([`setup`])
@@ -17,6 +18,7 @@ pub mod kernel;
 mod num;
 mod open;
 pub mod setup;
+pub mod state;
 pub mod verify;
 
 pub use calib::{Achieved, CalSample, Calibration, ClockMap, ClockPair, GfxTarget, Grid};
@@ -24,6 +26,7 @@ pub use device::{DelayCmd, HipLpQueue, HpProbe};
 pub use error::{BoxError, Error};
 pub use kernel::{DelayKernel, DelaySlot, SlotStatus};
 pub use open::{gfx_target, open, usable};
+pub use state::{LpState, WaveState};
 
 #[cfg(test)]
 mod tests;

@@ -2,11 +2,27 @@
 //! the co-run test.
 use crate::Error;
 use crate::calib::{self, Grid};
+use crate::state::{HEAVY_THREADS, LpState};
 
-/// The LP launch shape: `blocks_per_cu` blocks of 1024 threads per CU.
+/// The light LP launch shape: `blocks_per_cu` blocks of 1024 threads per CU.
 pub fn lp_grid(cu_count: u32, wave_size: u32, blocks_per_cu: u32) -> Result<Grid, Error> {
     let wave = wave_size.max(1);
     calib::grid_for(cu_count, blocks_per_cu, (1024 / wave).max(1), wave)
+}
+
+/// The LP launch shape of `state`'s kernel. Light: [`lp_grid`] with `blocks_per_cu`. Heavy: one
+/// block of [`HEAVY_THREADS`] (4 waves of 64, one per SIMD) per CU, whatever `blocks_per_cu`
+/// says: each heavy block takes all of a CU's LDS (64 KiB) and, at 512 VGPRs per lane, all of its
+/// register file, so a second block per CU could only start when the first ended and a command
+/// would last 2T. Heavy needs wave64.
+pub fn lp_grid_for(state: LpState, cu_count: u32, wave_size: u32, blocks_per_cu: u32) -> Result<Grid, Error> {
+    match state {
+        LpState::Light => lp_grid(cu_count, wave_size, blocks_per_cu),
+        LpState::Heavy if wave_size == 64 => calib::grid_for(cu_count, 1, HEAVY_THREADS / 64, 64),
+        LpState::Heavy => Err(Error::Invalid(format!(
+            "--lp-state heavy needs wave64 (the device reports wave{wave_size})"
+        ))),
+    }
 }
 
 /// Slots to allocate for LP commands over `samples` samples (warm-up included): per sample, the
@@ -45,6 +61,27 @@ mod tests {
         assert_eq!((g.blocks, g.threads), (160, 1024));
         assert_eq!(g.threads / 64 * (g.blocks / 80), 32, "32 waves per CU = 8 per SIMD");
         assert!(lp_grid(0, 64, 2).is_err());
+        assert_eq!(lp_grid_for(LpState::Light, 80, 64, 2).unwrap(), g);
+    }
+
+    #[test]
+    fn heavy_grid_is_one_four_wave_block_per_cu() {
+        for blocks_per_cu in [1, 2, 8] {
+            let g = lp_grid_for(LpState::Heavy, 80, 64, blocks_per_cu).unwrap();
+            assert_eq!(
+                (g.blocks, g.threads),
+                (80, HEAVY_THREADS),
+                "PREEMPT_LP_BLOCKS_PER_CU={blocks_per_cu}"
+            );
+        }
+        assert_eq!(HEAVY_THREADS / 64, 4, "one wave per SIMD of a 4-SIMD CU");
+        assert!(
+            lp_grid_for(LpState::Heavy, 80, 32, 2)
+                .unwrap_err()
+                .to_string()
+                .contains("needs wave64")
+        );
+        assert!(lp_grid_for(LpState::Heavy, 0, 64, 1).is_err());
     }
 
     #[test]

@@ -45,8 +45,20 @@ fn real_hiprtc_compiles_delay_kernel_if_it_can_without_gpu() {
                 sizes("delay_kernel"),
                 [(GlobalBuffer, 8), (ByValue, 4), (ByValue, 8), (ByValue, 4)]
             );
+            assert_eq!(sizes("delay_kernel_heavy"), sizes("delay_kernel"));
             assert_eq!(sizes("hp_probe"), [(GlobalBuffer, 8), (ByValue, 4)]);
             eprintln!("hiprtc compiled delay.hip for gfx90a: {} bytes", code.image.len());
+            // What this hiprtc's compiler made of the heavy kernel: the run refuses it when it is not
+            // the full state (clang-19's output is checked by scripts/check-delay-kernel.sh).
+            let heavy = k.iter().find(|k| k.name == "delay_kernel_heavy").expect("heavy kernel");
+            let grid = setup::lp_grid_for(LpState::Heavy, 104, 64, 1).expect("grid");
+            match state::check_heavy(&heavy.resources, grid) {
+                Ok(()) => eprintln!(
+                    "hiprtc's delay_kernel_heavy holds the full state: {:?}",
+                    heavy.resources
+                ),
+                Err(e) => eprintln!("NOTE: this hiprtc's delay_kernel_heavy would be refused at run time: {e}"),
+            }
         }
         Err(e) => eprintln!("NOTE: hiprtc did not compile here (no GPU?): {e}"),
     }

@@ -102,7 +102,7 @@ pub fn check_slots(
                 problems.push((id, Problem::NotComplete(st)));
                 continue;
             }
-            st @ SlotStatus::WrongTag => {
+            st @ (SlotStatus::WrongTag | SlotStatus::StateLost) => {
                 records.push((id, false));
                 problems.push((id, Problem::NotComplete(st)));
                 continue;
@@ -146,6 +146,62 @@ pub fn check_slots(
         unchecked_windows,
         margin_ns,
     }
+}
+
+/// The T a run achieved, measured by its own LP commands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunT {
+    /// Median of end - start over the commands counted, in ns (at the clock map's fitted rate).
+    pub median_ns: f64,
+    /// Commands counted: complete, and never inside a suspension window.
+    pub commands: usize,
+    /// Complete commands left out because a suspension window (widened by the margin) overlapped
+    /// them: their end - start includes the time they spent suspended.
+    pub excluded: usize,
+}
+
+/// The achieved T of a run from its `slots` (index = command id, launched with `nblocks` blocks):
+/// the median wall-clock length of the complete commands that no suspension window touched.
+/// `windows` as for [`check_slots`]; each is widened by `margin_ns` on both sides (clock-map
+/// error), so a command near a window is left out rather than counted with its suspension.
+/// `None` when no command qualifies.
+pub fn achieved_t(
+    slots: &[DelaySlot],
+    nblocks: u32,
+    windows: &[Window],
+    map: &ClockMap,
+    margin_ns: f64,
+) -> Option<RunT> {
+    let widened: Vec<(f64, f64)> = windows
+        .iter()
+        .map(|w| (w.from_ns as f64 - margin_ns, w.to_ns as f64 + margin_ns))
+        .collect();
+    let mut lengths = Vec::new();
+    let mut excluded = 0;
+    for (i, s) in slots.iter().enumerate() {
+        let id = u32::try_from(i).unwrap_or(u32::MAX);
+        if s.status(id, nblocks) != SlotStatus::Complete || s.start >= s.end {
+            continue;
+        }
+        let (start, end) = (map.to_host_ns(s.start), map.to_host_ns(s.end));
+        let first = widened.partition_point(|&(_, hi)| hi <= start);
+        if widened.get(first).is_some_and(|&(lo, _)| lo < end) {
+            excluded += 1;
+            continue;
+        }
+        lengths.push(s.wall_ticks() as f64 * map.ns_per_tick);
+    }
+    lengths.sort_by(f64::total_cmp);
+    let median_ns = match lengths.len() {
+        0 => return None,
+        n if n % 2 == 1 => lengths[n / 2],
+        n => (lengths[n / 2 - 1] + lengths[n / 2]) / 2.0,
+    };
+    Some(RunT {
+        median_ns,
+        commands: lengths.len(),
+        excluded,
+    })
 }
 
 /// HP start latency of one sample: the probe's start (GPU ticks, mapped to host ns) minus the
@@ -257,6 +313,42 @@ mod tests {
         // No record for a command that never completed (0, 3), two for a duplicated one (1).
         assert_eq!(c.records, vec![(1, true), (1, true), (2, false), (4, false), (5, true)]);
         assert!(c.describe(2).last().unwrap().contains("3 more"));
+    }
+
+    #[test]
+    fn lost_wave_state_is_a_wrong_result() {
+        let mut lost = ok(1, 100, 200);
+        lost.tag |= crate::kernel::DELAY_STATE_LOST;
+        let c = check_slots(&[ok(0, 0, 100), lost], NB, &[], &MAP, 0.0, false);
+        assert_eq!(c.problems, vec![(1, Problem::NotComplete(SlotStatus::StateLost))]);
+        assert_eq!(c.records, vec![(0, true), (1, false)]);
+    }
+
+    #[test]
+    fn achieved_t_leaves_out_suspended_and_incomplete_commands() {
+        // Commands of 1000 ns back to back; command 2 spans the window [2400, 2600] and lasts
+        // 1000 + 200 ns (left out); command 4 never completed (not counted).
+        let mut slots: Vec<DelaySlot> = (0..6).map(|i| ok(i, i * 1000, i * 1000 + 1000)).collect();
+        slots[2] = ok(2, 2000, 3200);
+        slots[3] = ok(3, 3200, 4200);
+        slots[4].done = 0;
+        slots[4].blocks = 1;
+        let w = [win(0, 2400, 2600)];
+        let t = achieved_t(&slots, NB, &w, &MAP, 100.0).unwrap();
+        assert_eq!((t.median_ns, t.commands, t.excluded), (1000.0, 4, 1));
+        // Near a window: [4300, 4400] widened by 150 touches command 3 (ends 4200), by 50 not.
+        let near = [win(0, 4300, 4400)];
+        assert_eq!(achieved_t(&slots, NB, &near, &MAP, 150.0).unwrap().excluded, 1);
+        assert_eq!(achieved_t(&slots, NB, &near, &MAP, 50.0).unwrap().excluded, 0);
+        // The median of an even count is the midpoint; the rate is the map's.
+        let two = [ok(0, 0, 1000), ok(1, 1000, 3000)];
+        assert_eq!(achieved_t(&two, NB, &[], &MAP, 0.0).unwrap().median_ns, 1500.0);
+        let slow = ClockMap {
+            ns_per_tick: 20.0,
+            ..MAP
+        };
+        assert_eq!(achieved_t(&two[..1], NB, &[], &slow, 0.0).unwrap().median_ns, 2000.0);
+        assert_eq!(achieved_t(&[DelaySlot::default()], NB, &[], &MAP, 0.0), None);
     }
 
     #[test]

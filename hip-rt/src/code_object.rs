@@ -51,10 +51,8 @@ pub struct Param {
 pub struct KernelInfo {
     pub name: String,
     pub params: Vec<Param>,
-    /// `.private_segment_fixed_size`: scratch bytes per work-item (0: none, absent = 0).
-    pub private_segment_fixed_size: u64,
-    /// `.uses_dynamic_stack`: the stack size is not known at compile time (scratch at run time).
-    pub uses_dynamic_stack: bool,
+    /// What one work-item, wave and work-group of the kernel hold.
+    pub resources: Resources,
 }
 
 impl KernelInfo {
@@ -62,7 +60,57 @@ impl KernelInfo {
     /// private segment or a dynamic stack. ROCr sizes a queue's scratch from what its dispatches
     /// need, so a queue that only runs kernels without it never gets any.
     pub fn uses_scratch(&self) -> bool {
-        self.private_segment_fixed_size > 0 || self.uses_dynamic_stack
+        self.resources.private_segment_fixed_size > 0 || self.resources.uses_dynamic_stack
+    }
+}
+
+/// A kernel's register, LDS and scratch use, as the compiler declared it in the metadata (the
+/// keys of LLVM's AMDGPUUsage, "Code Object V3 Metadata"). A key the note lacks reads as 0: all
+/// of them are required for code object v3 and later, `.agpr_count` only on targets with
+/// AccVGPRs (gfx908, gfx90a, gfx94x).
+///
+/// ```
+/// let k = hip_rt::code_object::kernels(include_bytes!("../tests/fixtures/args-gfx90a.co")).unwrap();
+/// let r = &k[0].resources;
+/// assert_eq!((r.wavefront_size, r.group_segment_fixed_size), (64, 0));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Resources {
+    /// `.vgpr_count`: VGPRs per work-item; on gfx90a/gfx94x the unified total (ArchVGPRs rounded
+    /// up to 4, plus AccVGPRs).
+    pub vgpr_count: u64,
+    /// `.agpr_count`: AccVGPRs per work-item.
+    pub agpr_count: u64,
+    /// `.sgpr_count`: SGPRs per wave.
+    pub sgpr_count: u64,
+    pub vgpr_spill_count: u64,
+    pub sgpr_spill_count: u64,
+    /// `.group_segment_fixed_size`: static LDS per work-group, in bytes.
+    pub group_segment_fixed_size: u64,
+    /// `.private_segment_fixed_size`: scratch per work-item, in bytes.
+    pub private_segment_fixed_size: u64,
+    /// `.max_flat_workgroup_size`: the largest work-group the kernel was compiled for.
+    pub max_flat_workgroup_size: u64,
+    pub wavefront_size: u64,
+    /// `.uses_dynamic_stack`: the stack size is not known at compile time (scratch at run time).
+    pub uses_dynamic_stack: bool,
+}
+
+impl Resources {
+    fn read(k: &Value) -> Resources {
+        let n = |key: &str| k.get(key).and_then(Value::as_u64).unwrap_or(0);
+        Resources {
+            vgpr_count: n(".vgpr_count"),
+            agpr_count: n(".agpr_count"),
+            sgpr_count: n(".sgpr_count"),
+            vgpr_spill_count: n(".vgpr_spill_count"),
+            sgpr_spill_count: n(".sgpr_spill_count"),
+            group_segment_fixed_size: n(".group_segment_fixed_size"),
+            private_segment_fixed_size: n(".private_segment_fixed_size"),
+            max_flat_workgroup_size: n(".max_flat_workgroup_size"),
+            wavefront_size: n(".wavefront_size"),
+            uses_dynamic_stack: k.get(".uses_dynamic_stack").and_then(Value::as_bool).unwrap_or(false),
+        }
     }
 }
 
@@ -200,11 +248,7 @@ pub fn kernels(image: &[u8]) -> Result<Vec<KernelInfo>, HipError> {
             Ok(KernelInfo {
                 name: name.to_string(),
                 params,
-                private_segment_fixed_size: k
-                    .get(".private_segment_fixed_size")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0),
-                uses_dynamic_stack: k.get(".uses_dynamic_stack").and_then(Value::as_bool).unwrap_or(false),
+                resources: Resources::read(k),
             })
         })
         .collect()
@@ -241,10 +285,36 @@ mod tests {
     #[test]
     fn reads_whether_a_kernel_needs_scratch() {
         let k = kernels(FIXTURE).unwrap();
-        assert_eq!((k[0].private_segment_fixed_size, k[0].uses_dynamic_stack), (0, false));
+        assert_eq!(
+            (
+                k[0].resources.private_segment_fixed_size,
+                k[0].resources.uses_dynamic_stack
+            ),
+            (0, false)
+        );
         assert!(!k[0].uses_scratch() && !k[1].uses_scratch());
-        assert_eq!(k[2].private_segment_fixed_size, 272);
+        assert_eq!(k[2].resources.private_segment_fixed_size, 272);
         assert!(k[2].uses_scratch());
+    }
+
+    #[test]
+    fn reads_the_resources_of_every_kernel() {
+        // The fixture's values, as `llvm-readelf-19 --notes tests/fixtures/args-gfx90a.co` prints them.
+        let k = kernels(FIXTURE).unwrap();
+        let want = |vgpr_count, sgpr_count| Resources {
+            vgpr_count,
+            agpr_count: 0,
+            sgpr_count,
+            vgpr_spill_count: 0,
+            sgpr_spill_count: 0,
+            group_segment_fixed_size: 0,
+            private_segment_fixed_size: 0,
+            max_flat_workgroup_size: 1024,
+            wavefront_size: 64,
+            uses_dynamic_stack: false,
+        };
+        assert_eq!(k[0].resources, want(4, 11));
+        assert_eq!(k[1].resources, want(0, 4));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::ffi::Api;
-use crate::{DEFAULT_WALL_CLOCK_KHZ, DeviceBuffer, Event, HipError, HostBuffer, Module, Stream};
+use crate::{DeviceBuffer, Event, HipError, HostBuffer, Module, Stream};
 
 /// Device attribute ids (hipDeviceAttribute_t; stable from ROCm 5.0 to 7.x).
 pub mod attr {
@@ -12,7 +12,7 @@ pub mod attr {
     pub const MAX_THREADS_PER_BLOCK: i32 = 56;
     pub const MULTIPROCESSOR_COUNT: i32 = 63;
     pub const WARP_SIZE: i32 = 87;
-    /// Not known to HIP 5.2 (hipErrorInvalidValue); 100000 kHz on gfx9 when present.
+    /// Not known to HIP 5.2 (hipErrorInvalidValue); when absent, [`crate::default_wall_clock_khz`].
     pub const WALL_CLOCK_RATE_KHZ: i32 = 10017;
 }
 
@@ -38,8 +38,10 @@ pub struct DeviceInfo {
     pub max_threads_per_block: u32,
     /// Peak shader clock = nominal s_memtime cycles per ms (the real rate varies: DVFS).
     pub clock_khz: u32,
-    /// s_memrealtime rate; [`DEFAULT_WALL_CLOCK_KHZ`] when HIP does not report it.
+    /// s_memrealtime rate; [`crate::default_wall_clock_khz`] of the gfx target when HIP does not
+    /// report it.
     pub wall_clock_khz: u32,
+    /// HIP reported `wall_clock_khz` (false: the per-target fallback).
     pub wall_clock_reported: bool,
 }
 
@@ -88,19 +90,20 @@ impl Device {
             .map_err(|_| HipError::Invalid(format!("device index {index} is out of HIP's int range")))?;
         api.set_device(i)?;
         let wall = api.attribute(attr::WALL_CLOCK_RATE_KHZ, i).ok().filter(|&k| k > 0);
+        let gcn_arch_name = api.device_properties_bytes(i).and_then(|b| {
+            scan_gcn_arch_name(&b).ok_or_else(|| HipError::Invalid("no gcnArchName (gfx...) in hipDeviceProp_t".into()))
+        });
+        let fallback_wall_khz = crate::default_wall_clock_khz(gcn_arch_name.as_deref().unwrap_or(""));
         let info = DeviceInfo {
             index,
             name: api.device_name(i)?,
             pci_bus_id: api.pci_bus_id(i)?,
-            gcn_arch_name: api.device_properties_bytes(i).and_then(|b| {
-                scan_gcn_arch_name(&b)
-                    .ok_or_else(|| HipError::Invalid("no gcnArchName (gfx...) in hipDeviceProp_t".into()))
-            }),
+            gcn_arch_name,
             cu_count: non_negative(api.attribute(attr::MULTIPROCESSOR_COUNT, i)?),
             wave_size: non_negative(api.attribute(attr::WARP_SIZE, i)?),
             max_threads_per_block: non_negative(api.attribute(attr::MAX_THREADS_PER_BLOCK, i)?),
             clock_khz: non_negative(api.attribute(attr::CLOCK_RATE_KHZ, i)?),
-            wall_clock_khz: wall.map_or(DEFAULT_WALL_CLOCK_KHZ, non_negative),
+            wall_clock_khz: wall.map_or(fallback_wall_khz, non_negative),
             wall_clock_reported: wall.is_some(),
         };
         Ok(Device {

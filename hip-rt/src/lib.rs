@@ -62,8 +62,24 @@ pub fn decode_version(v: i32) -> (i32, i32, i32) {
     (v / 10_000_000, v / 100_000 % 100, v % 100_000)
 }
 
-/// The s_memrealtime rate of gfx9 (100 MHz), used when HIP cannot report it.
-pub const DEFAULT_WALL_CLOCK_KHZ: u32 = 100_000;
+/// The s_memrealtime (`wall_clock64()`) rate of a gfx target, in kHz, used when HIP cannot
+/// report it (hipDeviceAttributeWallClockRate is unknown to HIP 5.2): 100 MHz on gfx940/941/942
+/// and on gfx10 and later, 25 MHz on the other gfx9 parts (gfx90a, gfx908, gfx906, gfx900; Vega 10
+/// is really 27 MHz). The table is LLVM libc's (`libc/src/time/gpu/time_utils.h`); HIP's own
+/// answer, when it gives one, always wins. Anything else (not a gfx name): 100 MHz.
+///
+/// ```
+/// assert_eq!(hip_rt::default_wall_clock_khz("gfx942:sramecc+:xnack-"), 100_000);
+/// assert_eq!(hip_rt::default_wall_clock_khz("gfx90a:sramecc+:xnack-"), 25_000);
+/// ```
+pub fn default_wall_clock_khz(gcn_arch_name: &str) -> u32 {
+    let processor = gcn_arch_name.split(':').next().unwrap_or("");
+    match processor.strip_prefix("gfx") {
+        Some(p) if p.starts_with("94") => 100_000,
+        Some(p) if p.len() == 3 && p.starts_with('9') => 25_000,
+        _ => 100_000,
+    }
+}
 
 /// A compiled code object and the compiler's log (see [`Hip::compile`]).
 ///

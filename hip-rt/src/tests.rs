@@ -124,7 +124,11 @@ fn real_hiprtc_compiles_a_kernel_if_it_can_without_gpu() {
             // hiprtc's output carries the metadata the launch check reads, as clang's does.
             let k = code_object::kernels(&code.image).expect("metadata of hiprtc's code object");
             let fixture = code_object::kernels(include_bytes!("../tests/fixtures/args-gfx90a.co")).unwrap();
-            assert_eq!(k, fixture);
+            // Names and parameters; register counts differ between hiprtc's LLVM and clang-19's.
+            let shape = |k: &[code_object::KernelInfo]| -> Vec<(String, Vec<code_object::Param>)> {
+                k.iter().map(|k| (k.name.clone(), k.params.clone())).collect()
+            };
+            assert_eq!(shape(&k), shape(&fixture));
             eprintln!("hiprtc compiled args.hip for gfx90a: {} bytes", code.image.len());
         }
         Err(e) => eprintln!("NOTE: hiprtc did not compile here (no GPU?): {e}"),
@@ -256,8 +260,7 @@ fn launch_arguments_must_match_the_metadata() {
             p(ParamKind::ByValue, 4),
             p(ParamKind::ByValue, 8),
         ],
-        private_segment_fixed_size: 0,
-        uses_dynamic_stack: false,
+        resources: Default::default(),
     };
     let check = |a: &[ArgShape]| check_args(&k, a.iter().copied());
     use ArgShape::{Pointer, Value};
@@ -279,8 +282,7 @@ fn launch_arguments_must_match_the_metadata() {
     let other = KernelInfo {
         name: "img".into(),
         params: vec![p(ParamKind::Other("image".into()), 8)],
-        private_segment_fixed_size: 0,
-        uses_dynamic_stack: false,
+        resources: Default::default(),
     };
     assert!(check_args(&other, [Pointer].into_iter()).is_err());
     assert!(check_args(&other, [Value(8)].into_iter()).is_err());
@@ -302,8 +304,7 @@ fn kernel_args_carry_their_sizes() {
                 name: None,
             })
             .collect(),
-        private_segment_fixed_size: 0,
-        uses_dynamic_stack: false,
+        resources: Default::default(),
     };
     assert!(crate::args::check_args(&k, [1, 2, 4, 4, 8, 8].into_iter().map(Value)).is_ok());
 }
@@ -331,4 +332,23 @@ fn launch_shapes_are_checked() {
         shared_mem_bytes: 0,
     };
     assert!(c.check().is_err());
+}
+
+#[test]
+fn wall_clock_fallback_is_per_target() {
+    // LLVM libc's table (libc/src/time/gpu/time_utils.h): gfx94x and gfx10+ 100 MHz, other gfx9 25 MHz.
+    for (arch, khz) in [
+        ("gfx942:sramecc+:xnack-", 100_000),
+        ("gfx940", 100_000),
+        ("gfx941", 100_000),
+        ("gfx90a:sramecc+:xnack-", 25_000),
+        ("gfx908", 25_000),
+        ("gfx906", 25_000),
+        ("gfx900", 25_000),
+        ("gfx1100", 100_000),
+        ("gfx1201", 100_000),
+        ("", 100_000),
+    ] {
+        assert_eq!(crate::default_wall_clock_khz(arch), khz, "{arch}");
+    }
 }

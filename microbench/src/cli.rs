@@ -1,7 +1,9 @@
 //! The command line of `preempt-lat`: clap's view of it, turned into [`crate::options`]
 //! once, in [`Cli::into_command`]. Nothing else in the crate imports this module. Bad input gets
 //! one clear line and exit status 2 (clap's convention), before anything is started.
-use crate::options::{self, Command, Common, DeviceSpec, Format, Level, parse_positive, parse_t_ms};
+use crate::options::{
+    self, Command, Common, DeviceSpec, Format, Level, LpState, check_lp_state, parse_positive, parse_t_ms,
+};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kfd::GracePeriod;
@@ -23,7 +25,7 @@ correctness check that every LP command completed exactly once.\n\n\
 Without a usable AMD GPU, --device auto runs on the host device (CPU worker processes; Lv3 = \
 SIGSTOP/SIGCONT) and says so: those are host figures, not GPU figures. Run `preempt-lat doctor` \
 to see what this machine can do.",
-    after_help = "Examples:\n  preempt-lat --level 3 --t-ms 0.5\n  preempt-lat --level 1 --t-ms 0.5 --threshold 8 --batch 4 --format json --out lv1.json\n  preempt-lat sweep t --out-dir results/\n  preempt-lat doctor --format json",
+    after_help = "Examples:\n  preempt-lat --level 3 --t-ms 0.5\n  preempt-lat --level 3 --t-ms 0.5 --lp-state heavy --device hip:0\n  preempt-lat --level 1 --t-ms 0.5 --threshold 8 --batch 4 --format json --out lv1.json\n  preempt-lat sweep t --out-dir results/\n  preempt-lat sweep state --device hip:0 --out-dir results/\n  preempt-lat doctor --format json",
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
@@ -42,7 +44,7 @@ pub enum Cmd {
     /// error-path checks (anywhere /dev/kfd opens), functional cycles with the correctness check
     /// (GPU only). Exit status 0 when nothing failed: a CI gate.
     Validate(ValidateArgs),
-    /// Sweep T or the Lv1 threshold and write CSV, JSON and an SVG plot.
+    /// Sweep T, the LP kernel's wave state or the Lv1 threshold and write CSV, JSON and an SVG plot.
     #[command(subcommand)]
     Sweep(SweepCmd),
     /// Host CPU time per LP command of the Lv1 launcher at T -> 0 (host device), as JSON.
@@ -56,6 +58,9 @@ pub enum Cmd {
 pub enum SweepCmd {
     /// P99 suspend/HP-start latency against T for each level (XSched Fig. 11b's shape).
     T(SweepTArgs),
+    /// P99 suspend/HP-start latency against the wave state the LP kernel leaves for CWSR to save
+    /// (light and heavy LP kernel, KiB per CU), at one T, for each level. GPU only.
+    State(SweepStateArgs),
     /// Lv1 overhead (LP throughput with the launcher vs. launching everything directly)
     /// against the threshold, for several T (XSched Fig. 11c's shape).
     Threshold(SweepThresholdArgs),
@@ -95,6 +100,27 @@ fn mechanism_parser() -> impl TypedValueParser<Value = MechanismChoice> {
                 .map(|k| PossibleValue::new(k.name())),
         );
     PossibleValuesParser::new(names).try_map(|s| s.parse::<MechanismChoice>())
+}
+
+/// `--lp-state light|heavy`, from gpu-device's own names.
+fn lp_state_parser() -> impl TypedValueParser<Value = LpState> {
+    let names = LpState::ALL.into_iter().map(|s| {
+        PossibleValue::new(s.name()).help(match s {
+            LpState::Light => "delay_kernel: a few VGPRs per wave, no LDS",
+            LpState::Heavy => "delay_kernel_heavy: all 512 VGPRs+AGPRs per lane, 64 KiB LDS per block, 1 block per CU",
+        })
+    });
+    PossibleValuesParser::new(names).try_map(|s| s.parse::<LpState>())
+}
+
+/// The LP kernel of a GPU measurement.
+#[derive(Debug, Clone, Args)]
+pub struct LpArgs {
+    /// GPU LP kernel: light (a few VGPRs per wave, no LDS) or heavy (every wave keeps all 512
+    /// VGPRs+AGPRs live and each block 64 KiB of LDS: the most state CWSR can have to save; gfx90a/
+    /// gfx94x). Written in every output; on the host device n.a., and heavy is refused there.
+    #[arg(long, default_value = "light", value_parser = lp_state_parser())]
+    pub lp_state: LpState,
 }
 
 /// Options shared by measurements and sweeps.
@@ -152,6 +178,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
+    pub lp: LpArgs,
+    #[command(flatten)]
     pub common: CommonArgs,
 }
 
@@ -173,6 +201,32 @@ pub struct SweepTArgs {
     #[arg(long, default_value = "preempt-lat-results")]
     pub out_dir: PathBuf,
     #[command(flatten)]
+    pub lp: LpArgs,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SweepStateArgs {
+    /// Levels to sweep.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "1,3")]
+    pub levels: Vec<Level>,
+    /// LP states to run (light, heavy).
+    #[arg(long, value_delimiter = ',', default_value = "light,heavy", value_parser = lp_state_parser())]
+    pub states: Vec<LpState>,
+    /// T in ms, the same for every point.
+    #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms)]
+    pub t_ms: f64,
+    /// Preemptions per point.
+    #[arg(long, default_value_t = 100, value_parser = parse_positive)]
+    pub samples: u32,
+    /// Warm-up preemptions per point.
+    #[arg(long, default_value_t = 5)]
+    pub warmup: u32,
+    /// Directory for sweep-state.csv, sweep-state.json and sweep-state.svg (created if missing).
+    #[arg(long, default_value = "preempt-lat-results")]
+    pub out_dir: PathBuf,
+    #[command(flatten)]
     pub common: CommonArgs,
 }
 
@@ -190,6 +244,8 @@ pub struct SweepThresholdArgs {
     /// Directory for sweep-threshold.{csv,json,svg} (created if missing).
     #[arg(long, default_value = "preempt-lat-results")]
     pub out_dir: PathBuf,
+    #[command(flatten)]
+    pub lp: LpArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -256,12 +312,18 @@ impl Cli {
             c.check()?;
             Ok(c)
         };
+        // The LP state with the device it is for (heavy on `--device host` is refused now).
+        let lp = |lp: LpArgs, c: &CommonArgs| -> Result<LpState, String> {
+            check_lp_state(c.device, lp.lp_state)?;
+            Ok(lp.lp_state)
+        };
         Ok(match self.cmd {
             None => {
                 let r = self.run;
                 Command::Run(options::RunOptions {
                     level: r.level,
                     t_ms: r.t_ms,
+                    lp_state: lp(r.lp, &r.common)?,
                     samples: r.samples,
                     warmup: r.warmup,
                     format: r.format,
@@ -282,14 +344,36 @@ impl Cli {
             Some(Cmd::Sweep(SweepCmd::T(a))) => Command::SweepT(options::SweepTOptions {
                 levels: a.levels,
                 t_ms: a.t_ms,
+                lp_state: lp(a.lp, &a.common)?,
                 samples: a.samples,
                 warmup: a.warmup,
                 out_dir: a.out_dir,
                 common: common(a.common)?,
             }),
+            Some(Cmd::Sweep(SweepCmd::State(a))) => {
+                if a.common.device == DeviceSpec::Host {
+                    return Err(options::HOST_HAS_NO_LP_STATE.replace("{what}", "sweep state"));
+                }
+                let mut states: Vec<LpState> = Vec::new();
+                for s in a.states {
+                    if !states.contains(&s) {
+                        states.push(s);
+                    }
+                }
+                Command::SweepState(options::SweepStateOptions {
+                    levels: a.levels,
+                    states,
+                    t_ms: a.t_ms,
+                    samples: a.samples,
+                    warmup: a.warmup,
+                    out_dir: a.out_dir,
+                    common: common(a.common)?,
+                })
+            }
             Some(Cmd::Sweep(SweepCmd::Threshold(a))) => Command::SweepThreshold(options::SweepThresholdOptions {
                 thresholds: a.thresholds,
                 t_ms: a.t_ms,
+                lp_state: lp(a.lp, &a.common)?,
                 commands: a.commands,
                 out_dir: a.out_dir,
                 common: common(a.common)?,

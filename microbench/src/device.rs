@@ -3,7 +3,7 @@
 use crate::doctor::facts::{self, Fact, HipInfo};
 use crate::exit::Failure;
 use crate::measure::{Params, RunResult};
-use crate::options::{Common, DeviceSpec};
+use crate::options::{Common, DeviceSpec, HOST_HAS_NO_LP_STATE, LpState};
 use lv3::MechanismChoice;
 
 /// The device a measurement runs on, once chosen.
@@ -29,6 +29,19 @@ impl Device {
         match self {
             Device::Host(w) => w,
             Device::Hip(_) => 0,
+        }
+    }
+
+    /// The LP state a run on this device records: the one asked for on a GPU; on the host device
+    /// `None` (not applicable), and `heavy` is a usage error there (also when `--device auto`
+    /// fell back to it).
+    pub fn lp_state(self, requested: LpState) -> Result<Option<LpState>, Failure> {
+        match (self, requested) {
+            (Device::Hip(_), s) => Ok(Some(s)),
+            (Device::Host(_), LpState::Light) => Ok(None),
+            (Device::Host(_), LpState::Heavy) => Err(Failure::Usage(
+                HOST_HAS_NO_LP_STATE.replace("{what}", "--lp-state heavy") + "; the host device was selected",
+            )),
         }
     }
 }
@@ -72,5 +85,21 @@ pub fn select(c: &Common, hip: impl FnOnce() -> Fact<HipInfo>) -> Result<Device,
             "--device {}: cannot run: {why} (see `preempt-lat doctor`)",
             c.device
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lp_state_is_na_on_the_host_and_heavy_is_refused_there() {
+        assert_eq!(Device::Hip(0).lp_state(LpState::Heavy).ok(), Some(Some(LpState::Heavy)));
+        assert_eq!(Device::Hip(1).lp_state(LpState::Light).ok(), Some(Some(LpState::Light)));
+        assert_eq!(Device::Host(3).lp_state(LpState::Light).ok(), Some(None));
+        match Device::Host(3).lp_state(LpState::Heavy) {
+            Err(Failure::Usage(m)) => assert!(m.contains("--lp-state heavy needs an AMD GPU"), "{m}"),
+            other => panic!("heavy on the host device must be a usage error: {other:?}"),
+        }
     }
 }

@@ -69,6 +69,7 @@ fn dispatch(command: Command) -> Outcome {
         }
         Command::Validate(o) => validate::run(&o, hip_facts(), &mut stdout()),
         Command::SweepT(o) => sweep::t(&o, device::select(&o.common, hip_facts)?),
+        Command::SweepState(o) => sweep::state(&o, device::select(&o.common, hip_facts)?),
         Command::SweepThreshold(o) => sweep::threshold(&o, device::select(&o.common, hip_facts)?),
         Command::LauncherCost(o) => launcher_cost(&o, device::select(&o.common, hip_facts)?),
         Command::HostWorker => unreachable!("handled in main before any thread starts"),
@@ -77,6 +78,7 @@ fn dispatch(command: Command) -> Outcome {
 
 fn run(o: &options::RunOptions) -> Outcome {
     let dev = device::select(&o.common, hip_facts)?;
+    let lp_state = dev.lp_state(o.lp_state)?;
     // --out is opened now, so an unwritable path fails before a long run.
     let mut out: Box<dyn Write> = match &o.out {
         Some(p) => Box::new(
@@ -85,7 +87,7 @@ fn run(o: &options::RunOptions) -> Outcome {
         ),
         None => Box::new(std::io::stdout().lock()),
     };
-    let p = measure::Params::new(o.level, o.t_ms, o.samples, o.warmup, &o.common, dev.workers());
+    let p = measure::Params::new(o.level, o.t_ms, lp_state, o.samples, o.warmup, &o.common, dev.workers());
     let r = dev.measure(&p, o.common.mechanism, o.common.quiet)?;
     output::run(&r, o.format, &mut out).map_err(|e| format!("writing the result: {e}"))?;
     if !r.correctness.ok {

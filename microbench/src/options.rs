@@ -1,6 +1,7 @@
 //! What a user asked for, typed and checked: the CLI (`cli.rs`) parses arguments into these
 //! once, and nothing below `main` sees clap. The parsers here are the single definition of
 //! what a valid T, device or format is; `cli.rs` hands them to clap.
+pub use gpu_device::LpState;
 use kfd::GracePeriod;
 use lv3::{MechanismChoice, MechanismKind};
 use serde::Serialize;
@@ -201,11 +202,28 @@ impl Common {
     }
 }
 
+/// `--lp-state heavy` with `--device host` (or `sweep state` there): refused, because the host
+/// device's LP commands are CPU worker processes with no GPU wave state for a save to move.
+/// `light` on the host device is accepted and recorded as not applicable.
+pub fn check_lp_state(device: DeviceSpec, state: LpState) -> Result<(), String> {
+    if device == DeviceSpec::Host && state == LpState::Heavy {
+        return Err(HOST_HAS_NO_LP_STATE.replace("{what}", "--lp-state heavy"));
+    }
+    Ok(())
+}
+
+/// Why the host device has no LP state (`{what}` = the option refused).
+pub const HOST_HAS_NO_LP_STATE: &str = "{what} needs an AMD GPU (--device hip:N): the LP state is how much wave \
+    state (VGPRs, AGPRs, LDS) the GPU's LP kernel leaves for CWSR to save, and the host device's LP commands are CPU \
+    worker processes with none (its Lv3 is SIGSTOP/SIGCONT)";
+
 /// One measurement (the default command).
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub level: Level,
     pub t_ms: f64,
+    /// The LP kernel on a GPU (n.a. on the host device).
+    pub lp_state: LpState,
     pub samples: u32,
     pub warmup: u32,
     pub format: Format,
@@ -219,6 +237,19 @@ pub struct RunOptions {
 pub struct SweepTOptions {
     pub levels: Vec<Level>,
     pub t_ms: Vec<f64>,
+    pub lp_state: LpState,
+    pub samples: u32,
+    pub warmup: u32,
+    pub out_dir: PathBuf,
+    pub common: Common,
+}
+
+/// `sweep state`: levels x LP states at one T (GPU only).
+#[derive(Debug, Clone)]
+pub struct SweepStateOptions {
+    pub levels: Vec<Level>,
+    pub states: Vec<LpState>,
+    pub t_ms: f64,
     pub samples: u32,
     pub warmup: u32,
     pub out_dir: PathBuf,
@@ -230,6 +261,7 @@ pub struct SweepTOptions {
 pub struct SweepThresholdOptions {
     pub thresholds: Vec<u32>,
     pub t_ms: Vec<f64>,
+    pub lp_state: LpState,
     pub commands: u32,
     pub out_dir: PathBuf,
     pub common: Common,
@@ -267,6 +299,7 @@ pub enum Command {
     Doctor(DoctorOptions),
     Validate(ValidateOptions),
     SweepT(SweepTOptions),
+    SweepState(SweepStateOptions),
     SweepThreshold(SweepThresholdOptions),
     LauncherCost(LauncherCostOptions),
     /// Internal: be a host-device worker process.
@@ -374,5 +407,18 @@ mod tests {
         assert_eq!("255".parse::<GracePeriod>(), Ok(GracePeriod::Clocks1k(255)));
         assert!("256".parse::<GracePeriod>().unwrap_err().contains("0-255"));
         assert_eq!(GracePeriod::Clocks1k(7).to_string(), "7");
+    }
+
+    #[test]
+    fn heavy_lp_state_is_refused_on_the_host_device_only() {
+        let e = check_lp_state(DeviceSpec::Host, LpState::Heavy).unwrap_err();
+        assert!(
+            e.starts_with("--lp-state heavy needs an AMD GPU") && e.contains("processes with none"),
+            "{e}"
+        );
+        assert!(check_lp_state(DeviceSpec::Host, LpState::Light).is_ok());
+        for d in [DeviceSpec::Auto, DeviceSpec::Hip(0)] {
+            assert!(check_lp_state(d, LpState::Heavy).is_ok(), "{d}");
+        }
     }
 }

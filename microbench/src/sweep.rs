@@ -1,8 +1,9 @@
-//! `preempt-lat sweep t` and `sweep threshold`: many runs, one CSV, one JSON, one SVG each.
+//! `preempt-lat sweep t`, `sweep state` and `sweep threshold`: many runs, one CSV, one JSON, one
+//! SVG each.
 use crate::device::Device;
 use crate::exit::{Failure, Outcome, Verdict};
 use crate::measure::{Params, RunResult, control::stop_requested, host};
-use crate::options::{SweepTOptions, SweepThresholdOptions};
+use crate::options::{HOST_HAS_NO_LP_STATE, Level, LpState, SweepStateOptions, SweepTOptions, SweepThresholdOptions};
 use crate::plot::{Series, lines};
 use serde::Serialize;
 use std::io::Write;
@@ -23,9 +24,47 @@ fn prepare(dir: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Writes `<stem>.csv` (one row per run and metric) and `<stem>.json` (the runs whole) into `dir`.
+fn write_runs(dir: &Path, stem: &str, runs: &[RunResult]) -> Result<(), String> {
+    write_file(&dir.join(format!("{stem}.csv")), |w| {
+        crate::output::csv(runs.iter().flat_map(crate::output::run_rows), w)
+    })?;
+    write_file(&dir.join(format!("{stem}.json")), |w| crate::output::json(runs, w))
+}
+
+/// The P99 suspend and HP start latency (us) of each level's runs against `x` of the run (runs
+/// without an `x` are left out), as plot series; empty series are dropped.
+fn p99_series(runs: &[RunResult], levels: &[Level], x: impl Fn(&RunResult) -> Option<f64>) -> Vec<Series> {
+    let mut series = Vec::new();
+    for &level in levels {
+        for metric in ["suspend", "HP start"] {
+            let points: Vec<(f64, f64)> = runs
+                .iter()
+                .filter(|r| r.params.level == level)
+                .filter_map(|r| {
+                    let s = if metric == "suspend" {
+                        &r.latency_ns.suspend
+                    } else {
+                        &r.latency_ns.hp_start
+                    };
+                    Some((x(r)?, s.as_ref()?.p99 as f64 / 1000.0))
+                })
+                .collect();
+            if !points.is_empty() {
+                series.push(Series {
+                    label: format!("Lv{} {metric} P99", level.number()),
+                    points,
+                });
+            }
+        }
+    }
+    series
+}
+
 /// Latency against T for each level.
 pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
-    let workers = if let Device::Host(w) = dev { w } else { 0 };
+    let workers = dev.workers();
+    let lp_state = dev.lp_state(a.lp_state)?;
     prepare(&a.out_dir)?;
     let mut runs: Vec<RunResult> = Vec::new();
     'outer: for &level in &a.levels {
@@ -33,45 +72,24 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
             if stop_requested() {
                 break 'outer;
             }
-            let p = Params::new(level, t_ms, a.samples, a.warmup, &a.common, workers);
-            eprintln!("sweep t: Lv{} T={t_ms} ms ({} samples)", p.level, p.samples);
+            let p = Params::new(level, t_ms, lp_state, a.samples, a.warmup, &a.common, workers);
+            eprintln!(
+                "sweep t: Lv{} T={t_ms} ms, LP state {} ({} samples)",
+                p.level,
+                lp_state.map_or("n.a.", LpState::name),
+                p.samples
+            );
             runs.push(dev.measure(&p, a.common.mechanism, a.common.quiet)?);
         }
     }
-    write_file(&a.out_dir.join("sweep-t.csv"), |w| {
-        crate::output::csv(runs.iter().flat_map(crate::output::run_rows), w)
-    })?;
-    write_file(&a.out_dir.join("sweep-t.json"), |w| crate::output::json(&runs, w))?;
+    write_runs(&a.out_dir, "sweep-t", &runs)?;
     let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
-    let mut series = Vec::new();
-    for &level in &a.levels {
-        for (metric, pick) in [("suspend", 0), ("HP start", 1)] {
-            let pts: Vec<(f64, f64)> = runs
-                .iter()
-                .filter(|r| r.params.level == level)
-                .filter_map(|r| {
-                    let s = if pick == 0 {
-                        &r.latency_ns.suspend
-                    } else {
-                        &r.latency_ns.hp_start
-                    };
-                    s.map(|s| (r.params.t_ms, s.p99 as f64 / 1000.0))
-                })
-                .collect();
-            if !pts.is_empty() {
-                series.push(Series {
-                    label: format!("Lv{} {metric} P99", level.number()),
-                    points: pts,
-                });
-            }
-        }
-    }
+    let series = p99_series(&runs, &a.levels, |r| Some(r.params.t_ms));
     let title = format!(
         "P99 preemption latency vs T ({device} device{})",
-        if device == "host" {
-            ": host figures, not GPU"
-        } else {
-            ""
+        match lp_state {
+            None => ": host figures, not GPU".to_string(),
+            Some(s) => format!(", {s} LP kernel"),
         }
     );
     lines(
@@ -92,10 +110,86 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
     Ok(Verdict::from_ok(ok))
 }
 
+/// Wave state per CU in KiB, the x of the state sweep.
+fn state_kib(r: &RunResult) -> Option<f64> {
+    r.lp_kernel.as_ref().map(|k| k.state_bytes_per_cu as f64 / 1024.0)
+}
+
+/// The x-axis label of the state sweep: which LP state sits where, e.g.
+/// `wave state per CU, KiB (light 64, heavy 576)`.
+fn state_axis(runs: &[RunResult], states: &[LpState]) -> String {
+    let at: Vec<String> = states
+        .iter()
+        .filter_map(|&s| {
+            let r = runs.iter().find(|r| r.params.lp_state == Some(s))?;
+            Some(format!("{s} {:.0}", state_kib(r)?))
+        })
+        .collect();
+    format!("wave state per CU, KiB ({})", at.join(", "))
+}
+
+/// Latency against the LP kernel's wave state (light, heavy) at one T, for each level: how Lv3's
+/// CWSR save grows with the state it moves. GPU only: the host device has no wave state.
+pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
+    if let Device::Host(_) = dev {
+        return Err(Failure::Usage(
+            HOST_HAS_NO_LP_STATE.replace("{what}", "sweep state") + "; the host device was selected",
+        ));
+    }
+    prepare(&a.out_dir)?;
+    let mut runs: Vec<RunResult> = Vec::new();
+    'outer: for &level in &a.levels {
+        for &state in &a.states {
+            if stop_requested() {
+                break 'outer;
+            }
+            let p = Params::new(level, a.t_ms, Some(state), a.samples, a.warmup, &a.common, 0);
+            eprintln!(
+                "sweep state: Lv{} {state} T={} ms ({} samples)",
+                p.level, a.t_ms, p.samples
+            );
+            runs.push(dev.measure(&p, a.common.mechanism, a.common.quiet)?);
+        }
+    }
+    write_runs(&a.out_dir, "sweep-state", &runs)?;
+    let series = p99_series(&runs, &a.levels, state_kib);
+    lines(
+        &a.out_dir.join("sweep-state.svg"),
+        &format!("P99 preemption latency vs LP wave state ({dev}, T = {} ms)", a.t_ms),
+        &state_axis(&runs, &a.states),
+        "P99 latency (us)",
+        false,
+        &series,
+    )?;
+    for r in &runs {
+        let p99 =
+            |s: &Option<crate::stats::Summary>| s.as_ref().map_or("-".into(), |s| format!("{:.1}", s.p99 as f64 / 1e3));
+        println!(
+            "  Lv{} {} ({:.0} KiB/CU): p99 suspend {} us, HP start {} us{}",
+            r.params.level,
+            r.params.lp_state.map_or("n.a.", LpState::name),
+            state_kib(r).unwrap_or(0.0),
+            p99(&r.latency_ns.suspend),
+            p99(&r.latency_ns.hp_start),
+            if r.correctness.ok { "" } else { "; correctness FAILED" }
+        );
+    }
+    let ok = runs.iter().all(|r| r.correctness.ok);
+    println!(
+        "sweep state: {} runs -> {}/sweep-state.{{csv,json,svg}}; correctness {}",
+        runs.len(),
+        a.out_dir.display(),
+        if ok { "OK" } else { "FAILED" }
+    );
+    Ok(Verdict::from_ok(ok))
+}
+
 #[derive(Debug, Serialize)]
 struct OverheadPoint {
     device: String,
     t_ms: f64,
+    /// The GPU's LP kernel; null on the host device.
+    lp_state: Option<&'static str>,
     threshold: u32,
     batch: u32,
     commands: u32,
@@ -108,10 +202,8 @@ struct OverheadPoint {
 
 /// Lv1 overhead against the threshold, for each T.
 pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
-    let (workers, device) = match dev {
-        Device::Host(w) => (w, "host".to_string()),
-        Device::Hip(i) => (0, format!("hip:{i}")),
-    };
+    let (workers, device) = (dev.workers(), dev.to_string());
+    let lp_state = dev.lp_state(a.lp_state)?;
     prepare(&a.out_dir)?;
     let mut pts = Vec::new();
     let total = (a.t_ms.len() * a.thresholds.len()) as u64;
@@ -129,7 +221,9 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
             for _ in 0..3 {
                 runs.push(match dev {
                     Device::Host(_) => host::lv1_overhead(t_ms, th, a.common.batch, commands, workers)?,
-                    Device::Hip(i) => crate::gpu::lv1_overhead(i, t_ms, th, a.common.batch, commands)?,
+                    Device::Hip(i) => {
+                        crate::gpu::lv1_overhead(i, t_ms, lp_state.unwrap_or_default(), th, a.common.batch, commands)?
+                    }
                 });
             }
             let median = |f: fn(&(f64, f64, f64)) -> f64| {
@@ -142,6 +236,7 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
             pts.push(OverheadPoint {
                 device: device.clone(),
                 t_ms,
+                lp_state: lp_state.map(LpState::name),
                 threshold: th,
                 batch: a.common.batch.min(th),
                 commands,
@@ -191,4 +286,74 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
         a.out_dir.display()
     );
     Ok(Verdict::Pass)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::fake_gpu_run as run;
+
+    #[test]
+    fn state_series_put_each_level_and_metric_against_the_wave_state() {
+        let runs = [
+            run(Level::Lv1, LpState::Light, 64, 4000),
+            run(Level::Lv1, LpState::Heavy, 576, 4000),
+            run(Level::Lv3, LpState::Light, 64, 40),
+            run(Level::Lv3, LpState::Heavy, 576, 90),
+        ];
+        let s = p99_series(&runs, &[Level::Lv1, Level::Lv3], state_kib);
+        let labels: Vec<&str> = s.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "Lv1 suspend P99",
+                "Lv1 HP start P99",
+                "Lv3 suspend P99",
+                "Lv3 HP start P99"
+            ]
+        );
+        // x = KiB per CU, y = the run's P99 in us (within the histogram's 3 significant digits).
+        let lv3 = &s[2].points;
+        assert_eq!(lv3.iter().map(|p| p.0).collect::<Vec<_>>(), [64.0, 576.0]);
+        assert!(
+            (lv3[0].1 - 40.0).abs() < 0.1 && (lv3[1].1 - 90.0).abs() < 0.1,
+            "{lv3:?}"
+        );
+        assert_eq!(
+            state_axis(&runs, &[LpState::Light, LpState::Heavy]),
+            "wave state per CU, KiB (light 64, heavy 576)"
+        );
+        // A level without runs gives no series; a run without an LP kernel (host) no point.
+        assert!(p99_series(&runs[..2], &[Level::Lv3], state_kib).is_empty());
+        let mut host = run(Level::Lv3, LpState::Light, 0, 10);
+        host.lp_kernel = None;
+        assert!(p99_series(&[host], &[Level::Lv3], state_kib).is_empty());
+    }
+
+    #[test]
+    fn the_state_sweep_refuses_the_host_device() {
+        let o = SweepStateOptions {
+            levels: vec![Level::Lv3],
+            states: LpState::ALL.to_vec(),
+            t_ms: 0.5,
+            samples: 1,
+            warmup: 0,
+            out_dir: std::env::temp_dir().join("preempt-lat-never-written"),
+            common: crate::options::Common {
+                threshold: 8,
+                batch: 4,
+                device: crate::options::DeviceSpec::Auto,
+                seed: 1,
+                mechanism: lv3::MechanismChoice::Auto,
+                grace: None,
+                workers: None,
+                quiet: true,
+            },
+        };
+        match state(&o, Device::Host(1)) {
+            Err(Failure::Usage(m)) => assert!(m.starts_with("sweep state needs an AMD GPU"), "{m}"),
+            other => panic!("the host device must be refused: {other:?}"),
+        }
+        assert!(!o.out_dir.exists(), "nothing is written when refused");
+    }
 }

@@ -1,4 +1,5 @@
-//! The preempt-lat binary end to end on the host device: bad input, output schemas, doctor.
+//! The preempt-lat binary end to end on the host device: bad input, output schemas, doctor,
+//! sweeps, and the LP state (`--lp-state`, `sweep state`), which is n.a. on the host device.
 use std::process::{Command, Output};
 
 fn pl(args: &[&str]) -> Output {
@@ -39,6 +40,17 @@ fn bad_input_is_exit_2_with_a_clear_reason() {
             "update-queue cannot set",
         ),
         (&["--grace", "300"], "0-255"),
+        (&["--lp-state", "medium"], "invalid value 'medium'"),
+        (
+            &["--device", "host", "--lp-state", "heavy"],
+            "--lp-state heavy needs an AMD GPU (--device hip:N)",
+        ),
+        (
+            &["sweep", "t", "--device", "host", "--lp-state", "heavy"],
+            "--lp-state heavy needs an AMD GPU",
+        ),
+        (&["sweep", "state", "--device", "host"], "sweep state needs an AMD GPU"),
+        (&["sweep", "state", "--states", "light,huge"], "invalid value 'huge'"),
     ];
     for (args, want) in cases {
         let o = pl(args);
@@ -98,6 +110,9 @@ fn auto_falls_back_to_host_and_json_carries_every_parameter() {
         (Some(3), Some(0.2), Some(20), Some(2), Some(5))
     );
     assert_eq!((p["threshold"].as_u64(), p["batch"].as_u64()), (Some(8), Some(4)));
+    // The host device has no LP wave state and its T needs no measuring: null, not a made-up value.
+    assert!(p["lp_state"].is_null(), "{p}");
+    assert!(v["lp_kernel"].is_null() && v["achieved_t"].is_null());
     assert_eq!(v["env"]["device"], "host");
     assert_eq!(v["env"]["mechanism"], "sigstop");
     assert_eq!(p["grace"], "1", "the grace period asked for is recorded");
@@ -153,7 +168,13 @@ fn lv1_csv_to_file_has_a_row_per_metric() {
     assert_eq!(lines.len(), 4, "{csv}");
     let cols = lines[0].split(',').count();
     assert!(lines[0].starts_with("device,mechanism,level,t_ms,threshold,batch"));
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let lp_state = header
+        .iter()
+        .position(|&h| h == "lp_state")
+        .expect("an lp_state column");
     for (l, metric) in lines[1..].iter().zip(["suspend", "hp_start", "resume"]) {
+        assert_eq!(l.split(',').nth(lp_state), Some(""), "n.a. on the host device: {l}");
         assert_eq!(l.split(',').count(), cols, "{l}");
         assert!(l.starts_with("host,progressive-launch,1,0.2,8,4,"), "{l}");
         assert!(l.contains(&format!(",{metric},")), "{l}");
@@ -197,8 +218,10 @@ fn help_teaches_the_words() {
         "host device",
         "--t-ms",
         "--threshold",
+        "--lp-state",
         "doctor",
         "sweep",
+        "sweep state",
         "Examples",
     ] {
         assert!(h.contains(w), "--help lacks {w:?}");
@@ -246,6 +269,61 @@ fn sigint_stops_cleanly_and_writes_partial_results() {
     assert_eq!(v["correctness"]["ok"], true, "{}", v["correctness"]);
 }
 
+#[test]
+fn text_output_says_the_lp_state_is_not_applicable_on_the_host() {
+    let o = pl(&[
+        "--device",
+        "host",
+        "--lp-state",
+        "light",
+        "--t-ms",
+        "0.2",
+        "--samples",
+        "3",
+        "--warmup",
+        "0",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("LP state n.a. (host device: CPU worker processes have no GPU wave state)"),
+        "{t}"
+    );
+}
+
+/// `--device auto` without a GPU falls back to the host device, where heavy has no meaning: a
+/// usage error that says so, not a silent light run.
+#[test]
+fn heavy_without_a_gpu_is_refused_after_the_auto_fallback() {
+    if std::path::Path::new("/dev/kfd").exists() {
+        eprintln!("SKIPPED heavy_without_a_gpu_is_refused_after_the_auto_fallback: /dev/kfd exists here");
+        return;
+    }
+    for args in [
+        &["--lp-state", "heavy", "--samples", "1", "--quiet"][..],
+        &[
+            "sweep",
+            "state",
+            "--samples",
+            "1",
+            "--out-dir",
+            "/nonexistent-never-made",
+            "--quiet",
+        ],
+    ] {
+        let o = pl(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("using the host device")
+                && e.contains("needs an AMD GPU")
+                && e.contains("host device was selected"),
+            "{args:?}: {e}"
+        );
+    }
+}
+
 fn scratch(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("preempt-lat-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -284,6 +362,10 @@ fn sweep_t_writes_csv_json_and_svg() {
         runs.iter()
             .all(|r| r["correctness"]["ok"] == true && r["env"]["device"] == "host")
     );
+    assert!(
+        runs.iter().all(|r| r["params"]["lp_state"].is_null()),
+        "n.a. on the host device"
+    );
     let svg = std::fs::read_to_string(dir.join("sweep-t.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     for label in ["Lv1 suspend P99", "Lv3 suspend P99", "host figures, not GPU"] {
@@ -317,6 +399,7 @@ fn sweep_threshold_writes_overhead_points() {
     assert_eq!(pts.len(), 2);
     for (p, th) in pts.iter().zip([1, 4]) {
         assert_eq!(p["threshold"], th);
+        assert!(p["lp_state"].is_null(), "n.a. on the host device: {p}");
         assert_eq!(p["batch"], th.min(4), "batch is capped by the threshold");
         assert!(p["direct_s"].as_f64().unwrap() > 0.0 && p["launcher_s"].as_f64().unwrap() > 0.0);
         assert!(

@@ -126,11 +126,11 @@ pub fn fit_line(points: &[(f64, f64)]) -> Option<Line> {
     })
 }
 
-/// One calibration run of the delay kernel: requested cycles, and its duration measured by
-/// events around the launch and by the kernel's own wall-clock stamps (end - start).
+/// One calibration run of the delay kernel: requested wall-clock ticks, and its duration
+/// measured by events around the launch and by the kernel's own wall-clock stamps (end - start).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CalSample {
-    pub cycles: u64,
+    pub ticks: u64,
     pub event_ms: f64,
     pub wall_ms: f64,
 }
@@ -138,44 +138,48 @@ pub struct CalSample {
 /// Relative tolerance beyond which a duration is flagged (5%).
 pub const TOLERANCE: f64 = 0.05;
 
-/// Shader-clock cycles per millisecond, fitted from [`CalSample`]s.
+/// The delay kernel's spin against its duration, fitted from [`CalSample`]s. The kernels spin on
+/// the wall clock (s_memrealtime) and stamp with it, so the wall-clock fit's slope is the rate
+/// the stamps are read at (by construction) and what it really measures is the fixed cost of a
+/// command (the intercept: dispatch skew between the first and last block, and the heavy
+/// kernel's register and LDS set-up). The events, timed by another clock, check the rate itself.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Calibration {
-    /// From the in-kernel wall clock: the rate the spin really ran at (the one used).
-    pub cycles_per_ms: f64,
-    /// Fixed cost of a command on the wall clock (ms; ~0: the stamps bracket the spin).
+    /// Wall-clock ticks per ms of a command's own stamps (the rate used; = the reported rate).
+    pub ticks_per_ms: f64,
+    /// Fixed cost of a command on the wall clock (ms), taken off every requested T.
     pub wall_overhead_ms: f64,
-    /// From events: includes launch/completion overhead in `event_overhead_ms`.
-    pub event_cycles_per_ms: f64,
+    /// Ticks per ms as events see them: includes launch/completion overhead in `event_overhead_ms`.
+    pub event_ticks_per_ms: f64,
     pub event_overhead_ms: f64,
-    /// The two rates disagree by more than [`TOLERANCE`]: the clock changed (DVFS) mid-run, or
-    /// the wall-clock rate is not what HIP reported.
+    /// The two rates disagree by more than [`TOLERANCE`]: the wall clock does not run at the rate
+    /// HIP reported (or, when HIP did not report one, at the per-target fallback).
     pub rates_disagree: bool,
 }
 
 impl Calibration {
-    /// Fits both lines (duration against cycles); needs runs at two or more cycle counts.
+    /// Fits both lines (duration against ticks); needs runs at two or more tick counts.
     pub fn fit(samples: &[CalSample]) -> Result<Calibration, Error> {
-        let pts = |f: fn(&CalSample) -> f64| samples.iter().map(|s| (s.cycles as f64, f(s))).collect::<Vec<_>>();
+        let pts = |f: fn(&CalSample) -> f64| samples.iter().map(|s| (s.ticks as f64, f(s))).collect::<Vec<_>>();
         let bad = |what: &str| Error::Invalid(format!("calibration failed: {what} ({} samples)", samples.len()));
-        let wall = fit_line(&pts(|s| s.wall_ms)).ok_or_else(|| bad("need runs at two or more cycle counts"))?;
-        let event = fit_line(&pts(|s| s.event_ms)).ok_or_else(|| bad("need runs at two or more cycle counts"))?;
+        let wall = fit_line(&pts(|s| s.wall_ms)).ok_or_else(|| bad("need runs at two or more tick counts"))?;
+        let event = fit_line(&pts(|s| s.event_ms)).ok_or_else(|| bad("need runs at two or more tick counts"))?;
         if !(wall.slope > 0.0 && event.slope > 0.0) {
-            return Err(bad("duration does not grow with the cycle count"));
+            return Err(bad("duration does not grow with the tick count"));
         }
-        let (cycles_per_ms, event_cycles_per_ms) = (1.0 / wall.slope, 1.0 / event.slope);
+        let (ticks_per_ms, event_ticks_per_ms) = (1.0 / wall.slope, 1.0 / event.slope);
         Ok(Calibration {
-            cycles_per_ms,
+            ticks_per_ms,
             wall_overhead_ms: wall.intercept,
-            event_cycles_per_ms,
+            event_ticks_per_ms,
             event_overhead_ms: event.intercept,
-            rates_disagree: relative_error(event_cycles_per_ms, cycles_per_ms) > TOLERANCE,
+            rates_disagree: relative_error(event_ticks_per_ms, ticks_per_ms) > TOLERANCE,
         })
     }
 
-    /// The cycle count for a command of `t_ms` (wall-clock time inside the kernel).
-    pub fn cycles_for(&self, t_ms: f64) -> u64 {
-        crate::num::round_u64((t_ms - self.wall_overhead_ms).max(0.0) * self.cycles_per_ms)
+    /// The tick count for a command of `t_ms` (wall-clock time inside the kernel).
+    pub fn ticks_for(&self, t_ms: f64) -> u64 {
+        crate::num::round_u64((t_ms - self.wall_overhead_ms).max(0.0) * self.ticks_per_ms)
     }
 }
 
@@ -204,7 +208,8 @@ pub fn achieved(requested_ms: f64, achieved_ms: f64) -> Achieved {
     }
 }
 
-/// Wall-clock ticks to milliseconds at `rate_khz` (hipDeviceAttributeWallClockRate, 100000).
+/// Wall-clock ticks to milliseconds at `rate_khz` (hipDeviceAttributeWallClockRate: 100000 on
+/// gfx942, 25000 on gfx90a).
 pub fn ticks_to_ms(ticks: u64, rate_khz: u32) -> f64 {
     ticks as f64 / rate_khz as f64
 }

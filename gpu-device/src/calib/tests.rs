@@ -60,35 +60,36 @@ fn line_fit_exact_and_degenerate() {
     assert_eq!(fit_line(&[(1.0, 1.0), (1.0, 2.0)]), None);
 }
 
-fn samples(cycles_per_ms: f64, wall_off: f64, event_rate: f64, event_off: f64) -> Vec<CalSample> {
-    [100_000u64, 500_000, 1_000_000, 2_000_000, 2_000_000]
+fn samples(ticks_per_ms: f64, wall_off: f64, event_rate: f64, event_off: f64) -> Vec<CalSample> {
+    [5_000u64, 25_000, 50_000, 100_000, 100_000]
         .iter()
-        .map(|&c| CalSample {
-            cycles: c,
-            wall_ms: c as f64 / cycles_per_ms + wall_off,
-            event_ms: c as f64 / event_rate + event_off,
+        .map(|&t| CalSample {
+            ticks: t,
+            wall_ms: t as f64 / ticks_per_ms + wall_off,
+            event_ms: t as f64 / event_rate + event_off,
         })
         .collect()
 }
 
 #[test]
 fn calibration_recovers_rate_and_overhead() {
-    // 2.1 GHz shader clock = 2.1e6 cycles/ms; events add 12 us of launch overhead.
-    let c = Calibration::fit(&samples(2.1e6, 0.0, 2.1e6, 0.012)).unwrap();
-    assert!((c.cycles_per_ms - 2.1e6).abs() < 1.0, "{c:?}");
-    assert!((c.event_overhead_ms - 0.012).abs() < 1e-9 && c.wall_overhead_ms.abs() < 1e-9);
+    // A 100 MHz wall clock = 1e5 ticks/ms; 3 us of fixed cost on the stamps, 12 us on events.
+    let c = Calibration::fit(&samples(1e5, 0.003, 1e5, 0.012)).unwrap();
+    assert!((c.ticks_per_ms - 1e5).abs() < 1e-3, "{c:?}");
+    assert!((c.event_overhead_ms - 0.012).abs() < 1e-9 && (c.wall_overhead_ms - 0.003).abs() < 1e-9);
     assert!(!c.rates_disagree);
-    assert_eq!(c.cycles_for(0.5), 1_050_000);
-    assert_eq!(c.cycles_for(0.0), 0);
-    // The nominal clock said 2.1 GHz but the events saw 1.5 GHz: flagged.
-    let c = Calibration::fit(&samples(2.1e6, 0.0, 1.5e6, 0.0)).unwrap();
+    // The overhead is taken off the request: 0.5 ms asks for 0.497 ms of spin.
+    assert_eq!(c.ticks_for(0.5), 49_700);
+    assert_eq!(c.ticks_for(0.001), 0);
+    // A 25 MHz clock (gfx90a) read as 100 MHz would make the stamps say 4x the events: flagged.
+    let c = Calibration::fit(&samples(1e5, 0.0, 2.5e4, 0.0)).unwrap();
     assert!(c.rates_disagree);
 }
 
 #[test]
 fn calibration_rejects_useless_samples() {
     let one = CalSample {
-        cycles: 1000,
+        ticks: 1000,
         event_ms: 1.0,
         wall_ms: 1.0,
     };
@@ -97,7 +98,7 @@ fn calibration_rejects_useless_samples() {
     let shrinking = [
         one,
         CalSample {
-            cycles: 2000,
+            ticks: 2000,
             event_ms: 0.5,
             wall_ms: 0.5,
         },

@@ -15,8 +15,8 @@ use lv3::mechanism::{Preemptor, QueueTarget, SuspendedQueue};
 
 use super::setup::{CLOCK_PAIRS, PROBE_TIMEOUT, clock_pairs, h};
 use crate::env::Environment;
-use crate::measure::Correctness;
 use crate::measure::backend::{Backend, Finished, HpStart, RawSample, Suspended};
+use crate::measure::{AchievedT, Correctness, LpKernel};
 use crate::options::Level;
 
 /// Lv3 on a GPU: the guard (resumes on drop) and the queue it acts on.
@@ -42,8 +42,12 @@ pub(super) struct GpuBackend {
     pub lpq: Arc<HipLpQueue>,
     pub probe: HpProbe,
     pub cmd: DelayCmd,
-    /// The achieved T, in ns.
+    /// T as achieved before the run (`kernel::check_t`), in ns: the unit of the random gaps.
     pub t_ns: f64,
+    /// T as requested, in ms.
+    pub t_ms: f64,
+    /// The LP kernel and its wave state, for the result.
+    pub lp_kernel: LpKernel,
     /// LP slots allocated: the run may submit no more commands.
     pub budget: u64,
     pub level: Level,
@@ -173,6 +177,7 @@ impl Backend for GpuBackend {
             .collect();
         let slots = self.lpq.read_slots(submitted).map_err(h("reading the LP slots"))?;
         let margin = map.late_bias_max_ns + 2_000.0;
+        let achieved_t = self.achieved_t(&slots, &windows, &map, margin);
         let check = verify::check_slots(
             &slots,
             self.lpq.nblocks(),
@@ -201,6 +206,8 @@ impl Backend for GpuBackend {
         Ok(Finished {
             hp_start_ns,
             correctness: Correctness::check(submitted, completions, &check.records, 1),
+            lp_kernel: Some(self.lp_kernel.clone()),
+            achieved_t,
             env: Environment::new(
                 format!("hip:{}", r.device_index),
                 format!(
@@ -218,6 +225,40 @@ impl Backend for GpuBackend {
 impl GpuBackend {
     fn grace_applied(&self) -> String {
         crate::env::gpu_grace(self.lv3.as_ref().map(|l| l.preemptor.kind()), self.grace)
+    }
+
+    /// The run's achieved T from its own slots ([`verify::achieved_t`]), with a warning on stderr
+    /// when it is more than 5% off the request or no command could be counted.
+    fn achieved_t(
+        &self,
+        slots: &[gpu_device::DelaySlot],
+        windows: &[Window],
+        map: &ClockMap,
+        margin: f64,
+    ) -> Option<AchievedT> {
+        let Some(t) = verify::achieved_t(slots, self.lpq.nblocks(), windows, map, margin) else {
+            eprintln!(
+                "preempt-lat: WARNING: no LP command ran untouched by a suspension: the run's achieved T is unknown"
+            );
+            return None;
+        };
+        let a = calib::achieved(self.t_ms, t.median_ns / 1e6);
+        if a.off {
+            eprintln!(
+                "preempt-lat: WARNING: the run's commands took {:.4} ms (median of {}), {:+.1}% off T = {} ms: every \
+                 figure is for the achieved T",
+                a.achieved_ms,
+                t.commands,
+                a.error * 100.0,
+                self.t_ms
+            );
+        }
+        Some(AchievedT {
+            ms: a.achieved_ms,
+            error: a.error,
+            commands: t.commands,
+            excluded: t.excluded,
+        })
     }
 
     fn mechanism_name(&self) -> &'static str {

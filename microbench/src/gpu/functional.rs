@@ -11,6 +11,7 @@ pub fn functional(device: u32, mechanism: MechanismChoice, t_ms: f64, cycles: u3
     let p = Params {
         level: crate::options::Level::Lv3,
         t_ms,
+        lp_state: Some(crate::options::LpState::Light),
         samples: cycles.max(1),
         warmup: 2,
         threshold: 8,

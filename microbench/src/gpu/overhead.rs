@@ -4,17 +4,19 @@ use std::time::Instant;
 
 use lv1::{Config, XQueue};
 
-use gpu_device::{DelayCmd, DelayKernel, HipLpQueue, SlotStatus, kernel};
+use gpu_device::{DelayCmd, DelayKernel, HipLpQueue, LpState, SlotStatus, kernel};
 use hip_rt::{Hip, StreamPriority};
 
-use super::setup::{calibration_points, h, lp_blocks_per_cu, lp_grid};
+use super::setup::{calibration_points, h, lp_blocks_per_cu, lp_grid_for};
 
-/// The GPU version of `measure::host::lv1_overhead`: `commands` LP commands of T launched
-/// directly on a dedicated stream, then the same through an XQueue with `threshold`/`batch`.
-/// Returns (direct s, launcher s, overhead %). Both phases must complete every command.
+/// The GPU version of `measure::host::lv1_overhead`: `commands` LP commands of T (of the `state`
+/// LP kernel) launched directly on a dedicated stream, then the same through an XQueue with
+/// `threshold`/`batch`. Returns (direct s, launcher s, overhead %). Both phases must complete
+/// every command.
 pub fn lv1_overhead(
     device_index: u32,
     t_ms: f64,
+    state: LpState,
     threshold: u32,
     batch: u32,
     commands: u32,
@@ -23,8 +25,9 @@ pub fn lv1_overhead(
     let dev = Arc::new(gpu_device::open(&hip, device_index).map_err(|e| e.to_string())?);
     let arch = gpu_device::gfx_target(&dev.info).map_err(|e| e.to_string())?;
     let code = kernel::compile(&hip, &arch).map_err(h("compiling delay.hip with hiprtc"))?;
-    let grid = lp_grid(dev.info.cu_count, dev.info.wave_size, lp_blocks_per_cu()).map_err(|e| e.to_string())?;
-    let k = Arc::new(DelayKernel::load(&dev, &code, grid).map_err(h("loading the delay kernel"))?);
+    let grid =
+        lp_grid_for(state, dev.info.cu_count, dev.info.wave_size, lp_blocks_per_cu()).map_err(|e| e.to_string())?;
+    let k = Arc::new(DelayKernel::load(&dev, &code, state, grid).map_err(h("loading the delay kernel"))?);
     let warm = dev.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
     let cal = kernel::calibrate(&k, &dev, &warm, &calibration_points(t_ms), 3)
         .map_err(h("calibrating T"))?
@@ -35,10 +38,10 @@ pub fn lv1_overhead(
     let xq_slots = kernel::slot_buffer(&dev, &warm, n).map_err(h("slot buffer"))?;
     let stream = dev.stream_own_queue().map_err(h("LP stream"))?;
     let lpq = Arc::new(HipLpQueue::new(Arc::clone(&dev), Arc::clone(&k), stream, xq_slots));
-    let cycles = cal.cycles_for(t_ms);
+    let ticks = cal.ticks_for(t_ms);
     let t0 = Instant::now();
     for id in 0..n32 {
-        k.launch(lpq.stream(), hip_rt::Mem::Device(&direct_slots), id, cycles)
+        k.launch(lpq.stream(), hip_rt::Mem::Device(&direct_slots), id, ticks)
             .map_err(h("direct launch"))?;
     }
     lpq.stream().synchronize().map_err(h("direct synchronize"))?;
@@ -47,7 +50,7 @@ pub fn lv1_overhead(
     let xq = XQueue::new(Arc::clone(&lpq), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
     let t1 = Instant::now();
     for _ in 0..n {
-        xq.submit(DelayCmd { cycles });
+        xq.submit(DelayCmd { ticks });
     }
     xq.wait_idle().map_err(|e| e.to_string())?;
     let launcher = t1.elapsed().as_secs_f64();

@@ -29,7 +29,7 @@ use hip_rt::{Hip, StreamPriority};
 use super::backend::{GpuBackend, Lv3, Report};
 use super::setup::*;
 use crate::measure::samples::{self, keep_ahead};
-use crate::measure::{Params, RunResult};
+use crate::measure::{LpKernel, Params, RunResult};
 use crate::options::Level;
 
 fn note(quiet: bool, msg: &str) {
@@ -60,9 +60,46 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     let hip_version = hip_rt::decode_version(hip.runtime_version().map_err(|e| e.to_string())?);
 
     // Kernel, warm-up and HP streams: every queue but the LP one exists after this block.
+    let state = p.lp_state.unwrap_or_default();
     let code = kernel::compile(&hip, &arch).map_err(h("compiling delay.hip with hiprtc"))?;
-    let grid = lp_grid(dev.info.cu_count, dev.info.wave_size, lp_blocks_per_cu()).map_err(|e| e.to_string())?;
-    let k = Arc::new(DelayKernel::load(&dev, &code, grid).map_err(h("loading the delay kernel"))?);
+    let grid =
+        lp_grid_for(state, dev.info.cu_count, dev.info.wave_size, lp_blocks_per_cu()).map_err(|e| e.to_string())?;
+    let k = Arc::new(DelayKernel::load(&dev, &code, state, grid).map_err(h("loading the delay kernel"))?);
+    let wave_state = k.wave_state(dev.info.cu_count, dev.info.wave_size);
+    let resources = k.resources();
+    let lp_kernel = LpKernel {
+        name: state.kernel_name().to_string(),
+        grid_blocks: grid.blocks,
+        block_threads: grid.threads,
+        waves_per_cu: wave_state.waves_per_cu,
+        vgprs_per_lane: wave_state.vgprs_per_lane,
+        agprs_per_lane: resources.agpr_count,
+        lds_bytes_per_block: wave_state.lds_bytes_per_block,
+        state_bytes_per_cu: wave_state.bytes_per_cu,
+    };
+    let lp_note = format!(
+        "LP state {state}: {} ({}{})",
+        state.kernel_name(),
+        wave_state.describe(),
+        if resources.vgpr_spill_count + resources.sgpr_spill_count > 0 {
+            format!(
+                "; {} VGPR / {} SGPR spills to scratch",
+                resources.vgpr_spill_count, resources.sgpr_spill_count
+            )
+        } else {
+            String::new()
+        }
+    );
+    note(quiet, &lp_note);
+    let wall_note = format!(
+        "wall clock {} kHz ({})",
+        dev.info.wall_clock_khz,
+        if dev.info.wall_clock_reported {
+            "reported by HIP".to_string()
+        } else {
+            format!("not reported by HIP: the {} fallback", arch.processor)
+        }
+    );
     let warm = dev.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
     let hp_stream = dev.stream(StreamPriority::High).map_err(h("HP stream"))?;
     let cal: Calibration = kernel::calibrate(&k, &dev, &warm, &calibration_points(p.t_ms), 3)
@@ -82,7 +119,9 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     }
     if cal.rates_disagree {
         eprintln!(
-            "preempt-lat: WARNING: wall-clock and event calibrations disagree by > 5% (clock changes under DVFS?)"
+            "preempt-lat: WARNING: the delay kernel's wall-clock stamps and the events disagree by > 5% on the tick \
+             rate ({:.0} vs {:.0} ticks/ms): the {wall_note} is not the clock's real rate",
+            cal.ticks_per_ms, cal.event_ticks_per_ms
         );
     }
     let budget = command_budget(p, keep_ahead(p));
@@ -177,7 +216,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         device_index,
         gfx: arch.offload_arch(),
         head: format!(
-            "{} ({}), {} CUs, wave{}; HIP {}.{}.{} ({}); LP grid {}x{} ({} per CU); {t_note}",
+            "{} ({}), {} CUs, wave{}; HIP {}.{}.{} ({}); {wall_note}; LP grid {}x{} ({} per CU); {lp_note}; {t_note}",
             dev.info.name,
             dev.info.pci_bus_id,
             dev.info.cu_count,
@@ -188,7 +227,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
             hip.library_path(),
             grid.blocks,
             grid.threads,
-            lp_blocks_per_cu(),
+            wave_state.blocks_per_cu,
         ),
         tail: format!(
             "HP floor on an idle GPU p50 {:.1} us{}{}",
@@ -205,9 +244,11 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         lpq,
         probe,
         cmd: DelayCmd {
-            cycles: cal.cycles_for(p.t_ms),
+            ticks: cal.ticks_for(p.t_ms),
         },
         t_ns: achieved.achieved_ms * 1e6,
+        t_ms: p.t_ms,
+        lp_kernel,
         budget,
         level: p.level,
         lv3,
@@ -282,6 +323,7 @@ mod tests {
         Params {
             level: Level::Lv3,
             t_ms,
+            lp_state: Some(gpu_device::LpState::Light),
             samples,
             warmup: 10,
             threshold: 8,

@@ -4,7 +4,7 @@
 //! `gpu_device::setup`'s (re-exported here).
 use std::time::{Duration, Instant};
 
-pub use gpu_device::setup::{calibration_points, lp_grid, probe_co_ran};
+pub use gpu_device::setup::{calibration_points, lp_grid_for, probe_co_ran};
 use gpu_device::verify;
 use gpu_device::{Calibration, ClockMap, ClockPair, DelayKernel, HipLpQueue, HpProbe, calib, kernel};
 
@@ -17,9 +17,10 @@ pub(super) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 pub(super) const CLOCK_PAIRS: u32 = 32;
 /// HP probes on an idle GPU: the floor of the HP start latency (launch + dispatch).
 pub(super) const FLOOR_PROBES: u32 = 16;
-/// LP blocks per CU (of 1024 threads = 16 waves each): 2 fill the 32 wave slots of a gfx90a/
+/// Light LP blocks per CU (of 1024 threads = 16 waves each): 2 fill the 32 wave slots of a gfx90a/
 /// gfx942 CU (8 per SIMD), so the HP probe cannot slip in beside a running LP command.
-/// `PREEMPT_LP_BLOCKS_PER_CU` overrides it (1..=8).
+/// `PREEMPT_LP_BLOCKS_PER_CU` overrides it (1..=8). The heavy kernel always runs one block per
+/// CU (`gpu_device::setup::lp_grid_for`): it fills the CU's registers and LDS by itself.
 pub(super) const LP_BLOCKS_PER_CU: u32 = 2;
 
 /// Context for a HIP error: `hip: <what>: <error>`.
@@ -93,7 +94,7 @@ pub(super) fn co_run_check(
     idx: u32,
     wall_khz: u32,
 ) -> Result<Option<String>, String> {
-    k.launch(lpq.stream(), hip_rt::Mem::Device(slots), 0, cal.cycles_for(20.0))
+    k.launch(lpq.stream(), hip_rt::Mem::Device(slots), 0, cal.ticks_for(20.0))
         .map_err(h("co-run check"))?;
     std::thread::sleep(Duration::from_millis(2));
     probe.launch(idx).map_err(h("co-run check"))?;

@@ -52,6 +52,10 @@ pub struct Finished {
     pub hp_start_ns: Vec<u64>,
     pub correctness: Correctness,
     pub env: Environment,
+    /// The GPU's LP kernel (`None` on the host device).
+    pub lp_kernel: Option<super::LpKernel>,
+    /// T as the run's commands achieved it (`None` where the device cannot say).
+    pub achieved_t: Option<super::AchievedT>,
 }
 
 /// A device set up for one run: an LP hardware queue fed by the Lv1 launcher, an HP probe, and

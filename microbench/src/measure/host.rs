@@ -110,6 +110,8 @@ impl Backend for HostBackend {
             } else {
                 "sigstop"
             }),
+            lp_kernel: None,
+            achieved_t: None,
         })
     }
 }

@@ -6,7 +6,7 @@ pub mod host;
 pub mod rng;
 pub mod samples;
 
-use crate::options::{Common, Level};
+use crate::options::{Common, Level, LpState};
 use crate::stats::Summary;
 use kfd::GracePeriod;
 use serde::Serialize;
@@ -16,6 +16,10 @@ use serde::Serialize;
 pub struct Params {
     pub level: Level,
     pub t_ms: f64,
+    /// The GPU's LP kernel (`light` or `heavy`); `None` (JSON null, CSV empty, text "n.a.") on the
+    /// host device, whose LP commands have no GPU wave state.
+    #[serde(serialize_with = "lp_state_name")]
+    pub lp_state: Option<LpState>,
     pub samples: u32,
     pub warmup: u32,
     pub threshold: u32,
@@ -33,11 +37,20 @@ impl Params {
     pub const GAP_T: (f64, f64) = (1.0, 3.0);
 
     /// A run's parameters from the shared options; `workers` is the host device's LP workers
-    /// (0 on a GPU).
-    pub fn new(level: Level, t_ms: f64, samples: u32, warmup: u32, c: &Common, workers: u32) -> Self {
+    /// (0 on a GPU), `lp_state` the GPU's LP kernel (`None` on the host device).
+    pub fn new(
+        level: Level,
+        t_ms: f64,
+        lp_state: Option<LpState>,
+        samples: u32,
+        warmup: u32,
+        c: &Common,
+        workers: u32,
+    ) -> Self {
         Params {
             level,
             t_ms,
+            lp_state,
             samples,
             warmup,
             threshold: c.threshold,
@@ -48,6 +61,43 @@ impl Params {
             grace: c.grace(),
         }
     }
+}
+
+/// The LP state's name, or null.
+fn lp_state_name<S: serde::Serializer>(v: &Option<LpState>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(state) => s.serialize_str(state.name()),
+        None => s.serialize_none(),
+    }
+}
+
+/// The LP kernel a GPU run used and the wave state it keeps resident (from its code object).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LpKernel {
+    /// `delay_kernel` or `delay_kernel_heavy`.
+    pub name: String,
+    pub grid_blocks: u32,
+    pub block_threads: u32,
+    pub waves_per_cu: u32,
+    /// VGPRs (with AGPRs) allocated per lane.
+    pub vgprs_per_lane: u64,
+    pub agprs_per_lane: u64,
+    pub lds_bytes_per_block: u64,
+    /// VGPR + LDS bytes resident per CU: what a CWSR save moves per CU (SGPRs left out).
+    pub state_bytes_per_cu: u64,
+}
+
+/// T as the run's own LP commands achieved it (GPU: the slots' wall-clock stamps).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct AchievedT {
+    /// Median end - start of the commands counted.
+    pub ms: f64,
+    /// (ms - params.t_ms) / params.t_ms.
+    pub error: f64,
+    /// Commands counted: complete and not touched by a suspension window.
+    pub commands: usize,
+    /// Complete commands left out because they were suspended part-way.
+    pub excluded: usize,
 }
 
 /// One preemption, in nanoseconds.
@@ -143,6 +193,11 @@ pub struct Summaries {
 pub struct RunResult {
     pub params: Params,
     pub env: crate::env::Environment,
+    /// The GPU's LP kernel and its wave state (null on the host device).
+    pub lp_kernel: Option<LpKernel>,
+    /// T as the run's commands achieved it (null on the host device, whose commands spin on
+    /// thread CPU time: T by construction).
+    pub achieved_t: Option<AchievedT>,
     pub latency_ns: Summaries,
     pub correctness: Correctness,
     /// Measured samples (after warm-up), in order.
@@ -172,6 +227,69 @@ impl RunResult {
             hp_start: h.summary(),
             resume: r.summary(),
         }
+    }
+}
+
+#[cfg(test)]
+/// For tests: a GPU run at level `level` with LP state `state` whose kernel keeps `kib` KiB per CU and
+/// whose every sample took `suspend_us` to suspend and twice that to start the HP probe.
+pub(crate) fn fake_gpu_run(level: Level, state: LpState, kib: u64, suspend_us: u64) -> RunResult {
+    let samples = vec![
+        Sample {
+            suspend_ns: suspend_us * 1000,
+            preempt_call_ns: Some(suspend_us * 500),
+            hp_start_ns: 2 * suspend_us * 1000,
+            resume_ns: 1000,
+        };
+        10
+    ];
+    RunResult {
+        params: Params {
+            level,
+            t_ms: 0.5,
+            lp_state: Some(state),
+            samples: 10,
+            warmup: 0,
+            threshold: 8,
+            batch: 4,
+            seed: 1,
+            workers: 0,
+            gap_t: Params::GAP_T,
+            grace: kfd::GracePeriod::SHORTEST,
+        },
+        env: crate::env::Environment {
+            device: "hip:0".into(),
+            device_detail: String::new(),
+            kernel: String::new(),
+            kfd_version: None,
+            gfx_target: None,
+            mechanism: "dbg-trap".into(),
+            grace_period: "1".into(),
+            cores: 2,
+            git_revision: "test",
+            tool_version: "test",
+        },
+        lp_kernel: Some(LpKernel {
+            name: state.kernel_name().into(),
+            grid_blocks: 80,
+            block_threads: 256,
+            waves_per_cu: 4,
+            vgprs_per_lane: 512,
+            agprs_per_lane: 256,
+            lds_bytes_per_block: 0,
+            state_bytes_per_cu: kib * 1024,
+        }),
+        achieved_t: Some(AchievedT {
+            ms: 0.501,
+            error: 0.002,
+            commands: 40,
+            excluded: 10,
+        }),
+        latency_ns: RunResult::summarize(&samples),
+        correctness: Correctness::check(0, &[], &[], 1),
+        samples,
+        interrupted: false,
+        wall_time_s: 1.0,
     }
 }
 

@@ -107,6 +107,8 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         latency_ns: RunResult::summarize(&samples),
         params: p.clone(),
         env: fin.env,
+        lp_kernel: fin.lp_kernel,
+        achieved_t: fin.achieved_t,
         correctness: fin.correctness,
         interrupted: samples.len() < p.samples as usize,
         samples,

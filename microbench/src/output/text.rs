@@ -30,6 +30,37 @@ pub fn run(r: &RunResult, w: &mut dyn Write) -> Result<()> {
         e.kfd_version.as_deref().unwrap_or("none"),
         e.git_revision
     )?;
+    match (&p.lp_state, &r.lp_kernel) {
+        (Some(state), Some(k)) => writeln!(
+            w,
+            "LP state {state}: {} on {}x{}, {} waves/CU x {} VGPRs ({} AGPRs) + {} KiB LDS/block = {} KiB of wave state per CU",
+            k.name,
+            k.grid_blocks,
+            k.block_threads,
+            k.waves_per_cu,
+            k.vgprs_per_lane,
+            k.agprs_per_lane,
+            k.lds_bytes_per_block / 1024,
+            k.state_bytes_per_cu / 1024
+        )?,
+        (Some(state), None) => writeln!(w, "LP state {state}")?,
+        (None, _) => writeln!(
+            w,
+            "LP state n.a. (host device: CPU worker processes have no GPU wave state)"
+        )?,
+    }
+    match &r.achieved_t {
+        Some(a) => writeln!(
+            w,
+            "achieved T {:.4} ms ({:+.1}%): median of {} LP commands ({} left out: suspended part-way)",
+            a.ms,
+            a.error * 100.0,
+            a.commands,
+            a.excluded
+        )?,
+        None if p.lp_state.is_none() => {}
+        None => writeln!(w, "achieved T unknown: no LP command ran untouched by a suspension")?,
+    }
     if r.interrupted {
         writeln!(w, "INTERRUPTED: {} of {} samples measured", r.samples.len(), p.samples)?;
     }
