@@ -121,8 +121,10 @@ fn level(l: c_int) -> Result<Level> {
 /// As `preempt_session_open`'s `opts`.
 unsafe fn options(opts: *const preempt_options) -> Result<Options> {
     let mut o = Options::default();
+    // No default worker found is not an error here: only a host session needs one, and it says so.
+    let default_worker = || crate::worker::default_worker((anchor as fn()) as usize).ok();
     if opts.is_null() {
-        o.worker = Some(crate::worker::default_worker((anchor as fn()) as usize)?);
+        o.worker = default_worker();
         return Ok(o);
     }
     // SAFETY: non-NULL; the caller guarantees at least the first field is readable.
@@ -159,13 +161,13 @@ unsafe fn options(opts: *const preempt_options) -> Result<Options> {
     )
     .map_err(|e| invalid(format!("lv1 settings: {e}")))?;
     let exe = match worker {
-        Some(w) => WorkerExe::new(w),
-        None => crate::worker::default_worker((anchor as fn()) as usize).unwrap_or_else(|_| WorkerExe::new("")),
+        Some(w) => Some(WorkerExe::new(w)),
+        None => default_worker(),
     };
-    o.worker = Some(match worker_arg {
-        Some(a) => exe.arg(a),
-        None => exe,
-    });
+    o.worker = match (exe, worker_arg) {
+        (Some(e), Some(a)) => Some(e.arg(a)),
+        (e, _) => e,
+    };
     Ok(o)
 }
 
@@ -695,3 +697,6 @@ pub extern "C" fn preempt_status_name(code: c_int) -> *const c_char {
 pub extern "C" fn preempt_version() -> *const c_char {
     VERSION.as_ptr()
 }
+
+#[cfg(test)]
+mod tests;
