@@ -15,3 +15,6 @@ export CARGO_TARGET_DIR=$PWD/target VIRTUAL_ENV=$V PATH=$V/bin:$PATH
 (cd preempt-py && maturin develop -q --locked)
 "$V/bin/python" -c 'import preempt_kfd, sys; print("check-python: preempt_kfd imports from", preempt_kfd.__file__, "on Python", sys.version.split()[0])'
 "$V/bin/python" -m pytest -q -p no:cacheprovider preempt-py/tests
+# The example (examples/hpf_requests.py) on the host device, short: it must print its table and
+# find every LP command exactly once in each configuration (exit status 3 otherwise).
+"$V/bin/python" examples/hpf_requests.py --device host --requests 20 --gap-ms 10

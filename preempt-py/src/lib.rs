@@ -6,7 +6,7 @@
 #![deny(unsafe_code)]
 
 use preempt_api::{
-    Check, DeviceSpec, Error, ErrorKind, HpStream, Level, Lv1Config, LpStream, MechanismInfo, Options, QueueDesc,
+    Check, DeviceSpec, Error, ErrorKind, HpStream, Level, LpStream, Lv1Config, MechanismInfo, Options, QueueDesc,
     Session, SuspendInfo, WorkerExe, grace_from_units, parse_mechanism,
 };
 use pyo3::exceptions::PyRuntimeError;
@@ -39,8 +39,13 @@ fn class_name(kind: ErrorKind) -> &'static str {
 fn py_err(e: Error) -> PyErr {
     Python::attach(|py| {
         let made = py.import("preempt_kfd._errors").and_then(|m| {
-            m.getattr(class_name(e.kind))?
-                .call1((e.message.clone(), e.kind.name(), e.kind.code(), e.errno, e.meaning.clone()))
+            m.getattr(class_name(e.kind))?.call1((
+                e.message.clone(),
+                e.kind.name(),
+                e.kind.code(),
+                e.errno,
+                e.meaning.clone(),
+            ))
         });
         match made {
             Ok(obj) => PyErr::from_value(obj),

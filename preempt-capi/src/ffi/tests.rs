@@ -127,7 +127,7 @@ fn codes_names_and_kinds_agree() {
 
 #[test]
 fn put_str_truncates_and_terminates() {
-    let mut buf = [b'x' as c_char; 6];
+    let mut buf = [c_char::try_from(b'x').unwrap(); 6];
     // SAFETY: `buf` is valid for its length.
     unsafe { put_str(buf.as_mut_ptr(), buf.len(), "dbg-trap") };
     // SAFETY: put_str NUL-terminated it.
