@@ -32,6 +32,9 @@ pub(crate) struct Gpu {
     pub dev: Arc<Device>,
     kernel: Mutex<Option<Arc<DelayKernel>>>,
     cal: Mutex<Option<Calibration>>,
+    /// Held while this session creates a HIP stream: a discovery diffs the process's queues, so
+    /// no other stream of the session may appear during it.
+    creating: Mutex<()>,
     slots: usize,
 }
 
@@ -54,6 +57,7 @@ impl Gpu {
             dev: Arc::new(dev),
             kernel: Mutex::new(None),
             cal: Mutex::new(None),
+            creating: Mutex::new(()),
             slots: if slots == 0 { DEFAULT_SLOTS } else { slots },
         })
     }
@@ -76,7 +80,10 @@ impl Gpu {
         let mut cal = self.cal.lock().unwrap_or_else(PoisonError::into_inner);
         if cal.is_none() {
             let k = self.kernel()?;
-            let warm = self.dev.stream(StreamPriority::Normal)?;
+            let warm = {
+                let _one_at_a_time = self.creating.lock().unwrap_or_else(PoisonError::into_inner);
+                self.dev.stream(StreamPriority::Normal)?
+            };
             let report = kernel::calibrate(&k, &self.dev, &warm, &setup::calibration_points(1.0), 3)?;
             *cal = Some(report.calibration);
         }
@@ -89,6 +96,7 @@ impl Gpu {
     /// the session's mechanism is dbg-trap (debugging is on already).
     pub fn lp_stream(self: &Arc<Self>, discover_queue: bool, debug_is_ours: bool, cfg: Config) -> Result<GpuLp> {
         let k = self.kernel()?;
+        let _one_at_a_time = self.creating.lock().unwrap_or_else(PoisonError::into_inner);
         let first_use = |s: &hip_rt::Stream| -> std::result::Result<(), gpu_device::Error> {
             let b = self.dev.alloc_device(4096)?;
             b.zero_async(s)?;
@@ -119,6 +127,7 @@ impl Gpu {
 
     pub fn hp_stream(self: &Arc<Self>) -> Result<GpuHp> {
         let k = self.kernel()?;
+        let _one_at_a_time = self.creating.lock().unwrap_or_else(PoisonError::into_inner);
         let stream = self.dev.stream(StreamPriority::High)?;
         let slots = kernel::slot_buffer(&self.dev, &stream, self.slots)?;
         Ok(GpuHp {

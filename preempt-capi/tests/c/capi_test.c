@@ -17,6 +17,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +242,59 @@ static void host_tests(void)
 	EXPECT(PREEMPT_OK, preempt_session_close(d), "close the session");
 }
 
+/* The child of signal_test: resume-on-signals installed first, a host stream suspended, then it
+ * waits for a signal. */
+static int signal_child(void)
+{
+	preempt_options o = host_options();
+	preempt_session_t s;
+	preempt_stream_t lp;
+	uint32_t unblocked = 99;
+	if (preempt_resume_on_signals(&unblocked) != PREEMPT_OK || unblocked != 0 ||
+	    preempt_session_open("host", &o, &s) != PREEMPT_OK ||
+	    preempt_stream_create(s, PREEMPT_LEVEL_LV3, &lp) != PREEMPT_OK ||
+	    preempt_submit_delay(lp, 500 * MS, NULL) != PREEMPT_OK || preempt_suspend(lp, NULL) != PREEMPT_OK) {
+		printf("signal-child: %s\n", preempt_last_error());
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+/* SIGTERM to a process that called preempt_resume_on_signals with a queue suspended: the library
+ * resumes it, then the signal takes its course (the process dies by SIGTERM, not by a hang). */
+static void signal_test(void)
+{
+	int fds[2];
+	char line[64] = "";
+	if (pipe(fds) != 0) {
+		check(0, "pipe", errno);
+		return;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		execl("/proc/self/exe", "capi_test", "signal-child", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	FILE *f = fdopen(fds[0], "r");
+	int ready = f && fgets(line, sizeof(line), f) && strcmp(line, "ready\n") == 0;
+	check(ready, "a child with resume-on-signals suspends a host stream", 0);
+	if (!ready)
+		printf("  child said: %s\n", line);
+	kill(pid, SIGTERM);
+	int st = 0;
+	for (int i = 0; i < 200 && waitpid(pid, &st, WNOHANG) == 0; i++)
+		sleep_ms(50);
+	check(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM,
+	      "SIGTERM: the library resumes, then the process dies by SIGTERM", st);
+	if (f)
+		fclose(f);
+}
+
 static void kfd_tests(int patched)
 {
 	char name[32], why[1024], probe[2048];
@@ -340,8 +395,11 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], WORKER_ARG) == 0)
 		return preempt_host_worker_main() == PREEMPT_OK ? 0 : 1;
+	if (argc > 1 && strcmp(argv[1], "signal-child") == 0)
+		return signal_child();
 	if (argc > 1 && strcmp(argv[1], "host") == 0) {
 		host_tests();
+		signal_test();
 	} else if (argc > 2 && strcmp(argv[1], "kfd") == 0 &&
 		   (strcmp(argv[2], "--stock") == 0 || strcmp(argv[2], "--patched") == 0)) {
 		kfd_tests(strcmp(argv[2], "--patched") == 0);
