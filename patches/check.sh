@@ -94,10 +94,10 @@ log "3. patched kernel: $BZ ($(( $(date +%s) - s ))s)"
 
 # 4. The Rust side against the patched header: kfd-sys's compile-time ABI check.
 s=$(date +%s)
-(cd "$REPO" && KFD_IOCTL_H=$KHDR cargo check -q -p lv3 --features kfd-sys/bindgen --target-dir target/patched-check) ||
+(cd "$REPO" && KFD_IOCTL_H=$KHDR cargo check -q -p kfd-sys -p lv3 --features kfd-sys/bindgen --target-dir target/patched-check) ||
   die "kfd-sys/lv3 do not build against the patched header (ABI mismatch?)"
 # The build script's cfgs (reported for fresh builds too): kfd_has_preempt = the check ran.
-cfgs=$(cd "$REPO" && KFD_IOCTL_H=$KHDR cargo check -q -p lv3 --features kfd-sys/bindgen --target-dir target/patched-check --message-format=json 2>/dev/null |
+cfgs=$(cd "$REPO" && KFD_IOCTL_H=$KHDR cargo check -q -p kfd-sys -p lv3 --features kfd-sys/bindgen --target-dir target/patched-check --message-format=json 2>/dev/null |
   python3 -c 'import json, sys
 for l in sys.stdin:
     m = json.loads(l)

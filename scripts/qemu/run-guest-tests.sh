@@ -42,7 +42,7 @@ cd "$REPO"
 tests_json=$(cargo test --release -q -p kfd -p lv3 "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo" \
   --test kfd_kernel --test mechanism_kernel --test preempt_ioctl_kernel --test conformance_kernel \
   --no-run --message-format=json 2>/dev/null)
-cargo build --release -q -p microbench --bin preempt-lat "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo"
+cargo build --release -q -p kfd-sys -p microbench --bin preempt-lat "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo"
 mapfile -t test_bins < <(printf '%s\n' "$tests_json" | python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -60,7 +60,7 @@ log "static binaries built in $(( $(date +%s) - t1 ))s: $(basename -a "${test_bi
 # ---- BEGIN C ABI (issue 9): capi_test, a static C program linked with libpreempt.a -------------
 # The C ABI's test (preempt-capi/tests/c/capi_test.c) against the real kernel: open, probe, bind
 # made-up queue ids (INVALID), suspend/resume of bogus ids, close; run by guest-init.sh.
-cargo build --release -q -p preempt-capi --lib "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo"
+cargo build --release -q -p kfd-sys -p preempt-capi --lib "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo"
 CAPI=$OUT/capi_test
 gcc -static -O2 -Wall -Werror -I"$REPO/preempt-capi/include" -o "$CAPI" "$REPO/preempt-capi/tests/c/capi_test.c" \
   "$OUT/cargo/$TARGET/release/libpreempt.a" -lpthread -ldl -lm 2>&1 | grep -v "statically linked applications requires at runtime" >&2 || true
