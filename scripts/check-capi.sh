@@ -13,7 +13,7 @@ export PKG_CONFIG_PATH=$P/lib/pkgconfig
 BIN=target/capi-test
 # shellcheck disable=SC2046
 cc -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -o "$BIN" preempt-capi/tests/c/capi_test.c $(pkg-config --cflags --libs preempt) -lpthread
-ldd "$BIN" | grep -q "$P/lib/libpreempt.so" || { echo "check-capi: $BIN does not use the installed libpreempt.so"; exit 1; }
+ldd "$BIN" | grep "$P/lib/libpreempt.so" >/dev/null || { echo "check-capi: $BIN does not use the installed libpreempt.so"; exit 1; }
 # The installed worker (libexec) is the one a session with default options must find.
 env -u PREEMPT_HOST_WORKER "$BIN" host
 env -u PREEMPT_HOST_WORKER "$BIN" kfd --stock
