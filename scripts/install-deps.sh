@@ -8,6 +8,8 @@
 #         (KFD ioctl 1.17) from bookworm-backports; bookworm's own 6.1 header is KFD 1.11,
 #         older than the 1.13 minimum (the debugger API). The tests use both: the
 #         regeneration check, the old-header refusal and the patched-header build.
+#         Also python3-venv: the Python package's tests build it into a virtual environment
+#         (a fresh Debian 12 has python3 but not its venv module).
 # kernel: what the QEMU real-kernel harness needs: linux-source-6.12 (bookworm-backports),
 #         (bookworm-security carries the 6.12 series), the kernel build tools, busybox-static,
 #         and qemu-system-x86 from bookworm-backports (to match the machine's qemu-utils).
@@ -20,7 +22,7 @@ what=${1:-all}
 
 need_root() { if [ "$(id -u)" != 0 ]; then echo "install-deps: run as root (apt-get)" >&2; exit 1; fi; }
 
-BUILD_PKGS=(libclang-dev clang pkg-config)
+BUILD_PKGS=(libclang-dev clang pkg-config python3-venv)
 KERNEL_PKGS=(file python3 patch util-linux flex bison bc libelf-dev libssl-dev cpio xz-utils busybox-static make gcc perl
              clang-19 llvm-19 lld-19 libamdhip64-5 linux-source-6.12)
 BPO_PKGS_BUILD=(linux-libc-dev)

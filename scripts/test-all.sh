@@ -7,8 +7,10 @@
 # Steps: system packages -> rustfmt check -> clippy (-D warnings) -> cargo test (workspace) ->
 # cargo doc -> kfd-sys: committed bindings equal a fresh generation, the old-header refusal, a
 # workspace build with libclang and the header hidden -> the unsafe-code fence -> the offline
-# delay-kernel compile check -> the QEMU guest tests on the stock kernel -> the patch series
-# (apply, checkpatch, build after each patch, QEMU guest tests on the patched kernel).
+# delay-kernel compile check -> the C ABI (header regeneration, install, the C test on the host
+# device) -> the Python package (maturin into target/py-venv, pytest) -> the QEMU guest tests on
+# the stock kernel -> the patch series (apply, checkpatch, build after each patch, QEMU guest
+# tests on the patched kernel). Both guests also run the C ABI's test statically linked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -19,9 +21,12 @@ if [ "$(id -u)" = 0 ]; then bash scripts/install-deps.sh all; else sudo bash scr
 
 step "rustfmt (rustfmt.toml), no diff allowed"
 cargo fmt --all --check
+cargo fmt --manifest-path preempt-py/Cargo.toml --check
 
 step "clippy, warnings denied"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# preempt-py (pyo3) is outside the workspace; it shares the target directory.
+CARGO_TARGET_DIR=$PWD/target cargo clippy --manifest-path preempt-py/Cargo.toml --all-targets --locked -- -D warnings
 
 step "cargo test --workspace"
 # PREEMPT_REQUIRE_HIP: the Debian HIP runtime is installed by install-deps, so its tests must
@@ -45,11 +50,22 @@ bash scripts/check-build-without-headers.sh
 step "no module cycle inside any crate"
 python3 scripts/check-module-cycles.py
 
-step "unsafe only in the ioctl wrappers and the HIP FFI"
+step "unsafe only in the ioctl wrappers, the HIP FFI and the C ABI's entry points"
 bash scripts/check-unsafe.sh
 
 step "offline compile check of the delay kernel (clang-19, gfx942 and gfx90a)"
 bash scripts/check-delay-kernel.sh
+
+step "C ABI: the committed header equals cbindgen's output (and compiles as C and C++)"
+bash scripts/check-capi-header.sh
+
+step "C ABI from C: install-capi.sh, pkg-config, the C test on the host device (no /dev/kfd: documented errors)"
+bash scripts/check-capi.sh | tee "$log"
+passed=$(( passed + $(grep -c '^PASS capi' "$log") ))
+
+step "Python package: maturin develop into target/py-venv, pytest on the host device"
+bash scripts/check-python.sh | tee "$log"
+passed=$(( passed + $(awk '/ passed/ {for (i = 1; i < NF; i++) if ($(i+1) ~ /^passed/) p = $i} END {print p+0}' "$log") ))
 
 if [ "${PREEMPT_SKIP_QEMU:-0}" = 1 ]; then
   echo "SKIPPED the QEMU real-kernel tests: PREEMPT_SKIP_QEMU=1"

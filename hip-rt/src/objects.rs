@@ -45,6 +45,13 @@ impl Stream {
     pub fn synchronize(&self) -> Result<(), HipError> {
         self.api.stream_synchronize(self.raw())
     }
+
+    /// The raw `hipStream_t`, as a number, for other libraries to launch on (PyTorch's
+    /// `torch.cuda.ExternalStream`, a C++ scheduler). It stays valid while this `Stream` lives:
+    /// the owner must outlive every use of the number.
+    pub fn handle(&self) -> usize {
+        self.raw().addr()
+    }
 }
 
 /// A HIP event (destroyed on drop): a point in a stream to wait for or time against.

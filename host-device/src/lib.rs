@@ -46,7 +46,7 @@ mod worker;
 
 pub use proto::{PROTOCOL_VERSION, expected_result};
 pub use queue::{HostCommand, HostQueue, HostSync, KernelRecord};
-pub use stop::{HostSuspension, proc_state};
+pub use stop::{HostSuspension, SharedHostSuspension, proc_state};
 pub use worker::{spin_cpu, worker_main};
 
 use std::ffi::OsString;

@@ -5,6 +5,7 @@ use lv1::clock::now_ns;
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a worker may take to report stopped/continued before we give up.
@@ -60,6 +61,28 @@ impl HostQueue {
     /// while a guard is alive fails with [`HostError::AlreadySuspended`]. If waiting for
     /// the stop fails, the workers are continued before the error is returned.
     pub fn suspend(&self) -> Result<HostSuspension<'_>, HostError> {
+        let stopped_ns = self.stop()?;
+        Ok(HostSuspension {
+            queue: self,
+            stopped_ns,
+            active: true,
+        })
+    }
+
+    /// [`HostQueue::suspend`] for a queue held in an `Arc`: the guard owns a reference, so it
+    /// can be kept in a long-lived object (a session of an application API). Same semantics: it
+    /// resumes on drop, and a second suspend while it is alive fails.
+    pub fn suspend_shared(self: &Arc<Self>) -> Result<SharedHostSuspension, HostError> {
+        let stopped_ns = self.stop()?;
+        Ok(SharedHostSuspension {
+            queue: Arc::clone(self),
+            stopped_ns,
+            active: true,
+        })
+    }
+
+    /// SIGSTOP every worker and wait for each stop; marks the queue suspended. Returns when.
+    fn stop(&self) -> Result<u64, HostError> {
         let mut suspended = self.suspended.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if *suspended {
             return Err(HostError::AlreadySuspended);
@@ -74,11 +97,14 @@ impl HostQueue {
             return Err(e);
         }
         *suspended = true;
-        Ok(HostSuspension {
-            queue: self,
-            stopped_ns: now_ns(),
-            active: true,
-        })
+        Ok(now_ns())
+    }
+
+    /// Resume after a suspension: SIGCONT every worker, then mark the queue running.
+    fn release(&self) -> Result<(), HostError> {
+        let r = self.continue_all();
+        *self.suspended.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = false;
+        r
     }
 
     /// `SIGCONT` every worker and consume each continue event.
@@ -115,13 +141,7 @@ impl HostSuspension<'_> {
     }
 
     fn release(&self) -> Result<(), HostError> {
-        let r = self.queue.continue_all();
-        *self
-            .queue
-            .suspended
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = false;
-        r
+        self.queue.release()
     }
 }
 
@@ -129,6 +149,41 @@ impl Drop for HostSuspension<'_> {
     fn drop(&mut self) {
         if self.active {
             let _ = self.release();
+        }
+    }
+}
+
+/// A suspended host queue held through an `Arc` ([`HostQueue::suspend_shared`]). Resumes it on
+/// drop, like [`HostSuspension`].
+#[must_use = "dropping the guard resumes the queue at once"]
+pub struct SharedHostSuspension {
+    queue: Arc<HostQueue>,
+    stopped_ns: u64,
+    active: bool,
+}
+
+impl SharedHostSuspension {
+    /// When every worker had been reported stopped (`CLOCK_MONOTONIC` ns).
+    pub fn stopped_ns(&self) -> u64 {
+        self.stopped_ns
+    }
+
+    /// The suspended queue.
+    pub fn queue(&self) -> &Arc<HostQueue> {
+        &self.queue
+    }
+
+    /// Resume the queue, reporting errors (dropping the guard resumes and ignores them).
+    pub fn resume(mut self) -> Result<(), HostError> {
+        self.active = false;
+        self.queue.release()
+    }
+}
+
+impl Drop for SharedHostSuspension {
+    fn drop(&mut self) {
+        if self.active {
+            let _ = self.queue.release();
         }
     }
 }

@@ -52,6 +52,13 @@ rc=$?
 echo "=== guest: validate json end"
 cat /tmp/validate.err
 echo "=== guest: validate exit $rc"
+# ---- BEGIN C ABI (issue 9): the static C program over libpreempt.a ----
+if [ -x /tests/capi_test ]; then
+  echo "=== guest: running capi_test"
+  if [ "${PREEMPT_EXPECT_PATCHED:-}" = 1 ]; then /tests/capi_test kfd --patched; else /tests/capi_test kfd --stock; fi
+  echo "=== guest: capi_test exit $?"
+fi
+# ---- END C ABI ----
 if [ -x /tests/guest-extra.sh ]; then . /tests/guest-extra.sh; fi
 echo "=== guest: dmesg begin"
 dmesg

@@ -42,7 +42,7 @@ cd "$REPO"
 tests_json=$(cargo test --release -q -p kfd -p lv3 "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo" \
   --test kfd_kernel --test mechanism_kernel --test preempt_ioctl_kernel --test conformance_kernel --test exit_kernel \
   --no-run --message-format=json 2>/dev/null)
-cargo build --release -q -p microbench --bin preempt-lat "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo"
+cargo build --release -q -p kfd-sys -p microbench --bin preempt-lat "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo"
 mapfile -t test_bins < <(printf '%s\n' "$tests_json" | python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -57,12 +57,23 @@ for b in "${test_bins[@]}" "$PL"; do
 done
 log "static binaries built in $(( $(date +%s) - t1 ))s: $(basename -a "${test_bins[@]}" | tr '\n' ' ')"
 
+# ---- BEGIN C ABI (issue 9): capi_test, a static C program linked with libpreempt.a -------------
+# The C ABI's test (preempt-capi/tests/c/capi_test.c) against the real kernel: open, probe, bind
+# made-up queue ids (INVALID), suspend/resume of bogus ids, close; run by guest-init.sh.
+cargo build --release -q -p kfd-sys -p preempt-capi --lib "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo"
+CAPI=$OUT/capi_test
+gcc -static -O2 -Wall -Werror -I"$REPO/preempt-capi/include" -o "$CAPI" "$REPO/preempt-capi/tests/c/capi_test.c" \
+  "$OUT/cargo/$TARGET/release/libpreempt.a" -lpthread -ldl -lm 2>&1 | grep -v "statically linked applications requires at runtime" >&2 || true
+file -L "$CAPI" 2>/dev/null | grep -qE 'static(-pie)? linked|statically linked' || { log "$CAPI is not statically linked"; exit 1; }
+# ---- END C ABI ----------------------------------------------------------------------------------
+
 # initramfs
 R=$OUT/initramfs-$flavor; rm -rf "$R"; mkdir -p "$R"/{bin,dev,proc,sys,tmp,tests/bin}
 cp /bin/busybox "$R/bin/busybox"
 install -m755 "$HERE/guest-init.sh" "$R/init"
 for b in "${test_bins[@]}"; do cp "$b" "$R/tests/bin/$(basename "$b" | sed 's/-[0-9a-f]\{16\}$//')"; done
 cp "$PL" "$R/bin/preempt-lat"
+cp "$CAPI" "$R/tests/capi_test" # C ABI (issue 9)
 printf 'PREEMPT_REQUIRE_KFD=1\nPREEMPT_EXPECT_KFD_VERSION=%s\nRUST_BACKTRACE=1\n' "$kver" > "$R/tests/env"
 if [ "$flavor" = patched ]; then printf 'PREEMPT_EXPECT_PATCHED=1\n' >> "$R/tests/env"; fi
 (cd "$R" && find . | cpio -o -H newc --quiet | gzip -1) > "$OUT/initramfs-$flavor.cpio.gz"
@@ -142,6 +153,15 @@ if errs: print("FAIL guest validate:", " | ".join(errs)); sys.exit(1)
 print(f"PASS guest validate: {d['passed']} passed, {d['failed']} failed, {d['skipped']} skipped (hardware part: skipped: no GPU)")
 PY
 grep -q '^=== guest: validate exit 0' "$SER" || { echo "FAIL guest validate exit status"; fail=1; }
+# ---- BEGIN C ABI (issue 9) ----------------------------------------------------------------------
+cline=$(grep "^=== guest: capi_test exit " "$SER" || true)
+csum=$(grep '^capi_test: ' "$SER" | tail -1 || true)
+if [ "$cline" = "=== guest: capi_test exit 0" ]; then
+  echo "PASS guest capi_test (C ABI, static libpreempt.a, $flavor kernel): ${csum#capi_test: }"
+else
+  echo "FAIL guest capi_test (${cline:-no exit line})"; grep '^FAIL capi' "$SER" | head -20; fail=1
+fi
+# ---- END C ABI ----------------------------------------------------------------------------------
 splats=$(sed -n '/^=== guest: dmesg begin/,/^=== guest: dmesg end/p' "$SER" |
   grep -E 'WARNING:|BUG:|Oops|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|suspicious RCU' |
   grep -v 'lockdep: \(Lock dependency validator\|Linux\)' || true)

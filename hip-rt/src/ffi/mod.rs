@@ -141,6 +141,14 @@ macro_rules! raw_handle {
 }
 raw_handle!(RawStream, RawEvent);
 
+impl RawStream {
+    /// The `hipStream_t` value, for handing to other libraries (its provenance is exposed: a
+    /// binding may turn the number back into the pointer it hands to C).
+    pub(crate) fn addr(&self) -> usize {
+        self.0.expose_provenance()
+    }
+}
+
 /// A loaded module, with the kernel metadata of the image it was loaded from.
 pub(crate) struct RawModule {
     ptr: Ptr,

@@ -1,0 +1,323 @@
+//! Highest-priority-first (HPF): which registered queues must be suspended while blocks of
+//! higher-priority work run, and which may run again when those blocks leave.
+//!
+//! The rule: a registered queue of priority `p` is suspended exactly while at least one active
+//! block has a priority strictly greater than `p`. [`Policy`] keeps the registered queues and the
+//! multiset of active block priorities, and every change ([`Policy::enter`], [`Policy::leave`],
+//! [`Policy::register`], [`Policy::unregister`]) returns the [`Action`]s that bring the queues
+//! to that rule. It is pure (no I/O, no clock, no threads): the caller carries the actions out
+//! through whatever level it uses (Lv3 preemption, Lv1 launcher suspension, host SIGSTOP), under
+//! one lock with the policy, and reports the ones that failed ([`Policy::failed`]), so that the
+//! recorded state is always what the queues are.
+//!
+//! The policy knows nothing of devices, FFI or Python: `preempt-api`'s helper drives it, and any
+//! other scheduler (e.g. a `preempt-lat` priority mode) can reuse it with its own queue keys.
+//!
+//! ```
+//! use hpf::{Action, Policy};
+//! let mut p = Policy::new();
+//! assert!(p.register("lp-a", 0).is_empty()); // nothing runs above it: it keeps running
+//! assert!(p.register("lp-b", 0).is_empty());
+//! // An HP block enters: both LP queues are suspended.
+//! assert_eq!(p.enter(1), vec![Action::Suspend("lp-a"), Action::Suspend("lp-b")]);
+//! assert!(p.enter(1).is_empty()); // a second, concurrent HP block: nothing more to do
+//! assert!(p.leave(1).unwrap().is_empty()); // one HP block is still running
+//! // The last HP block leaves (after its GPU work is done): both resume.
+//! assert_eq!(p.leave(1).unwrap(), vec![Action::Resume("lp-a"), Action::Resume("lp-b")]);
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A priority: larger runs first. The helper of `preempt-api` registers low-priority queues at
+/// 0 and runs high-priority blocks at 1.
+pub type Priority = i32;
+
+/// What the caller must do to one queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action<Q> {
+    /// Suspend the queue (it is recorded as suspended from now on).
+    Suspend(Q),
+    /// Resume the queue (it is recorded as running from now on).
+    Resume(Q),
+}
+
+impl<Q: Copy> Action<Q> {
+    /// The queue the action is about.
+    pub fn queue(&self) -> Q {
+        match *self {
+            Action::Suspend(q) | Action::Resume(q) => q,
+        }
+    }
+}
+
+/// [`Policy::leave`] of a priority with no active block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotActive(pub Priority);
+
+impl fmt::Display for NotActive {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no block of priority {} is active", self.0)
+    }
+}
+
+impl std::error::Error for NotActive {}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Queue {
+    priority: Priority,
+    suspended: bool,
+}
+
+/// The HPF state: registered queues (each with a priority and whether it is suspended) and the
+/// active blocks (a multiset of priorities). See the [crate documentation](crate).
+#[derive(Debug, Clone)]
+pub struct Policy<Q: Ord + Copy> {
+    queues: BTreeMap<Q, Queue>,
+    active: BTreeMap<Priority, usize>,
+}
+
+impl<Q: Ord + Copy> Default for Policy<Q> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<Q: Ord + Copy> Policy<Q> {
+    /// No queue, no active block.
+    pub fn new() -> Self {
+        Policy {
+            queues: BTreeMap::new(),
+            active: BTreeMap::new(),
+        }
+    }
+
+    /// The highest priority among the active blocks.
+    pub fn ceiling(&self) -> Option<Priority> {
+        self.active.keys().next_back().copied()
+    }
+
+    /// Active blocks (of every priority).
+    pub fn active_blocks(&self) -> usize {
+        self.active.values().sum()
+    }
+
+    /// Whether the rule wants `priority` suspended now.
+    fn wants_suspended(&self, priority: Priority) -> bool {
+        self.ceiling().is_some_and(|c| c > priority)
+    }
+
+    /// Whether `q` is registered and recorded as suspended.
+    pub fn is_suspended(&self, q: Q) -> bool {
+        self.queues.get(&q).is_some_and(|s| s.suspended)
+    }
+
+    /// The registered queues, in key order, with their priority and suspended flag.
+    pub fn queues(&self) -> impl Iterator<Item = (Q, Priority, bool)> + '_ {
+        self.queues.iter().map(|(&q, s)| (q, s.priority, s.suspended))
+    }
+
+    /// The actions that bring every queue to the rule, recording the new states. Also what to
+    /// call after [`Policy::failed`] to try again.
+    pub fn reconcile(&mut self) -> Vec<Action<Q>> {
+        let ceiling = self.ceiling();
+        let mut out = Vec::new();
+        for (&q, s) in self.queues.iter_mut() {
+            let want = ceiling.is_some_and(|c| c > s.priority);
+            if want != s.suspended {
+                s.suspended = want;
+                out.push(if want { Action::Suspend(q) } else { Action::Resume(q) });
+            }
+        }
+        out
+    }
+
+    /// Registers `q` at `priority` (or changes its priority); suspends it at once if a block of
+    /// higher priority is active.
+    pub fn register(&mut self, q: Q, priority: Priority) -> Vec<Action<Q>> {
+        let suspended = self.queues.get(&q).is_some_and(|s| s.suspended);
+        self.queues.insert(q, Queue { priority, suspended });
+        self.reconcile()
+    }
+
+    /// Forgets `q`; if it was suspended, the one action is its resume (a queue leaves the
+    /// policy running).
+    pub fn unregister(&mut self, q: Q) -> Vec<Action<Q>> {
+        match self.queues.remove(&q) {
+            Some(s) if s.suspended => vec![Action::Resume(q)],
+            _ => Vec::new(),
+        }
+    }
+
+    /// A block of `priority` starts: every queue of lower priority that runs is suspended.
+    pub fn enter(&mut self, priority: Priority) -> Vec<Action<Q>> {
+        *self.active.entry(priority).or_insert(0) += 1;
+        self.reconcile()
+    }
+
+    /// A block of `priority` is done (call it once the block's device work has completed):
+    /// queues that no other active block outranks resume.
+    pub fn leave(&mut self, priority: Priority) -> Result<Vec<Action<Q>>, NotActive> {
+        match self.active.get_mut(&priority) {
+            None => return Err(NotActive(priority)),
+            Some(1) => {
+                self.active.remove(&priority);
+            }
+            Some(n) => *n -= 1,
+        }
+        Ok(self.reconcile())
+    }
+
+    /// Reports that `action` could not be carried out: the queue's recorded state goes back to
+    /// what it was (a failed suspend: running; a failed resume: still suspended, so that a later
+    /// [`Policy::reconcile`] tries again). Unknown queues are ignored.
+    pub fn failed(&mut self, action: Action<Q>) {
+        if let Some(s) = self.queues.get_mut(&action.queue()) {
+            s.suspended = matches!(action, Action::Resume(_));
+        }
+    }
+
+    /// Whether the rule and the recorded states agree for every queue (true after every call
+    /// unless an action failed).
+    pub fn settled(&self) -> bool {
+        self.queues
+            .values()
+            .all(|s| s.suspended == self.wants_suspended(s.priority))
+    }
+
+    /// Drops every active block and returns the resumes of every suspended queue (a session
+    /// closing, or recovery after an error).
+    pub fn clear_blocks(&mut self) -> Vec<Action<Q>> {
+        self.active.clear();
+        self.reconcile()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Action::{Resume, Suspend};
+
+    #[test]
+    fn an_hp_block_suspends_every_lp_queue_until_the_last_block_leaves() {
+        let mut p = Policy::new();
+        p.register(1, 0);
+        p.register(2, 0);
+        assert_eq!(p.enter(1), vec![Suspend(1), Suspend(2)]);
+        assert!(p.is_suspended(1) && p.is_suspended(2));
+        assert_eq!(p.enter(1), vec![]);
+        assert_eq!(p.active_blocks(), 2);
+        assert_eq!(p.leave(1), Ok(vec![]));
+        assert_eq!(p.leave(1), Ok(vec![Resume(1), Resume(2)]));
+        assert!(!p.is_suspended(1));
+        assert_eq!(p.leave(1), Err(NotActive(1)));
+        assert!(p.settled());
+    }
+
+    #[test]
+    fn only_strictly_higher_priorities_suspend() {
+        let mut p = Policy::new();
+        p.register('a', 0);
+        p.register('b', 5);
+        assert_eq!(
+            p.enter(5),
+            vec![Suspend('a')],
+            "a block of equal priority does not suspend b"
+        );
+        assert_eq!(p.enter(9), vec![Suspend('b')]);
+        assert_eq!(p.leave(9), Ok(vec![Resume('b')]));
+        assert_eq!(p.leave(5), Ok(vec![Resume('a')]));
+        assert_eq!(p.enter(-1), vec![], "a block below every queue suspends nothing");
+    }
+
+    #[test]
+    fn a_queue_registered_during_a_block_is_suspended_at_once_and_leaves_running() {
+        let mut p = Policy::new();
+        p.enter(1);
+        assert_eq!(p.register(7, 0), vec![Suspend(7)]);
+        assert_eq!(p.register(7, 0), vec![], "re-registering keeps the state");
+        assert_eq!(p.register(7, 3), vec![Resume(7)], "raised above the block: runs");
+        assert_eq!(p.register(7, 0), vec![Suspend(7)]);
+        assert_eq!(p.unregister(7), vec![Resume(7)]);
+        assert_eq!(p.unregister(7), vec![]);
+        assert_eq!(p.leave(1), Ok(vec![]));
+    }
+
+    #[test]
+    fn failures_keep_the_recorded_state_true_and_reconcile_retries() {
+        let mut p = Policy::new();
+        p.register(1, 0);
+        let a = p.enter(1);
+        p.failed(a[0]);
+        assert!(!p.is_suspended(1) && !p.settled());
+        assert_eq!(p.reconcile(), vec![Suspend(1)]);
+        let r = p.leave(1).unwrap();
+        p.failed(r[0]);
+        assert!(p.is_suspended(1), "a failed resume leaves it recorded as suspended");
+        assert_eq!(p.reconcile(), vec![Resume(1)]);
+        assert!(p.settled());
+        p.failed(Suspend(99)); // unknown: ignored
+    }
+
+    #[test]
+    fn clear_blocks_resumes_everything() {
+        let mut p = Policy::new();
+        p.register(1, 0);
+        p.register(2, 1);
+        p.enter(3);
+        p.enter(3);
+        assert_eq!(p.clear_blocks(), vec![Resume(1), Resume(2)]);
+        assert_eq!(p.ceiling(), None);
+        assert_eq!(p.queues().collect::<Vec<_>>(), vec![(1, 0, false), (2, 1, false)]);
+    }
+
+    /// Any interleaving of enters, leaves, registrations and failures keeps the invariant:
+    /// after a reconcile, a queue is suspended iff an active block outranks it.
+    #[test]
+    fn random_interleavings_keep_the_rule() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut p: Policy<u64> = Policy::new();
+        let mut blocks: Vec<Priority> = Vec::new();
+        for _ in 0..20_000 {
+            let r = next();
+            let prio = Priority::try_from(r % 4).unwrap();
+            match (r >> 8) % 6 {
+                0 => {
+                    p.register((r >> 16) % 5, prio);
+                }
+                1 => {
+                    p.unregister((r >> 16) % 5);
+                }
+                2 | 3 => {
+                    p.enter(prio);
+                    blocks.push(prio);
+                }
+                4 => {
+                    if let Some(b) = blocks.pop() {
+                        let acts = p.leave(b).unwrap();
+                        if let Some(&a) = acts.first().filter(|_| r % 3 == 0) {
+                            p.failed(a);
+                        }
+                    }
+                }
+                _ => {
+                    p.reconcile();
+                }
+            }
+            p.reconcile();
+            assert!(p.settled());
+            let ceiling = blocks.iter().max().copied();
+            for (_, prio, suspended) in p.queues() {
+                assert_eq!(suspended, ceiling.is_some_and(|c| c > prio));
+            }
+        }
+    }
+}

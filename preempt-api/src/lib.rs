@@ -1,0 +1,85 @@
+//! The application API of this toolkit's preemption, behind the C ABI (`preempt-capi`) and the
+//! Python package (`preempt-py`): everything those bindings do is done here, in safe Rust.
+//!
+//! - [`Session`] on a device ([`DeviceSpec`]: `host`, `hip:N`, `kfd`, `auto`) with its Lv3
+//!   mechanism ([`MechanismInfo`]: which one and why), its low-priority streams and one
+//!   high-priority stream.
+//! - [`LpStream`]: created by the session (host: a queue of worker processes; GPU: a HIP stream
+//!   with a queue of its own, whose KFD queue is discovered, its `hipStream_t` handed out) or
+//!   bound to an explicit KFD queue id; suspended and resumed at its [`Level`] (Lv3: the
+//!   mechanism, or SIGSTOP on the host; Lv1: the launcher's drain).
+//! - The highest-priority-first helper ([`Session::helper_enter`] / [`Session::helper_leave`]):
+//!   `hpf`'s policy over the session's streams.
+//! - [`Error`]: a kind with a stable code, a message, and errno plus meaning where a system call
+//!   failed.
+//!
+//! Guarantees (the lv3 guards' rules, kept through every binding): a suspended queue is held by
+//! a guard that resumes it on drop and during a panic's unwinding; closing a session (or
+//! dropping its last handle) resumes everything; every Lv3 suspension is in lv3's signal
+//! registry, so [`resume_on_signals`] (or [`resume_all_and_close`] from an application's own
+//! signal handling) resumes it before the process dies. Nothing here prints or exits.
+#![deny(unsafe_code)]
+
+mod check;
+mod error;
+mod gpu;
+mod helper;
+pub mod host;
+mod mech;
+mod options;
+mod session;
+mod stream;
+
+pub use check::Check;
+pub use error::{Error, ErrorKind, Result};
+pub use hpf::Priority;
+pub use mech::{MechanismInfo, probe};
+pub use options::{DeviceSpec, Level, Options, grace_from_units, parse_mechanism};
+pub use session::{KFD_PRIORITY_NORMAL, QueueDesc, Session};
+pub use stream::{HpStream, LpStream, SuspendInfo};
+
+pub use host_device::{WorkerExe, worker_main};
+pub use lv1::Config as Lv1Config;
+pub use nix::errno::Errno;
+
+use nix::sys::signal::{SigSet, kill};
+use nix::unistd::getpid;
+
+/// Resumes every queue in lv3's signal registry (every Lv3 suspension of every session) and
+/// refuses later suspends: for an application's own SIGINT/SIGTERM handling, before it exits.
+/// Returns each queue's label with its outcome.
+pub fn resume_all_and_close() -> Vec<(String, std::result::Result<(), String>)> {
+    lv3::signals::resume_all_and_close()
+}
+
+/// Blocks SIGINT and SIGTERM in the calling thread and starts a thread that, on either, resumes
+/// every registered queue and then lets the signal take its course (it unblocks it in that
+/// thread and sends it to the process again: the default action, or the application's own
+/// handler, runs). Resume failures are reported through `kfd::events`. Call it first in `main`,
+/// before any other thread exists (threads inherit the mask); returns the threads that do not
+/// block the signals (the install came too late for them).
+pub fn resume_on_signals() -> Result<Vec<u32>> {
+    let installed = lv3::signals::install_resume_on_signals(|r| {
+        for (label, res) in &r.results {
+            if let Err(e) = res {
+                kfd::events::emit(
+                    kfd::events::Severity::Warning,
+                    "preempt signals",
+                    format!("{label}: resume on {:?} failed: {e}", r.signal),
+                );
+            }
+        }
+        let mut set = SigSet::empty();
+        set.add(r.signal);
+        let _ = set.thread_unblock();
+        let _ = kill(getpid(), r.signal);
+    })
+    .map_err(|e| Error::new(ErrorKind::Device, format!("installing the signal thread: {e}")))?;
+    Ok(installed.unblocked_threads)
+}
+
+/// What the library reported but could not return (a resume-on-drop that failed, a debug
+/// session that could not be closed), oldest first; taking them empties the list.
+pub fn take_events() -> Vec<String> {
+    kfd::events::take_unhandled().iter().map(ToString::to_string).collect()
+}

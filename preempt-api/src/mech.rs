@@ -1,0 +1,153 @@
+//! The Lv3 mechanism of a `hip:N` or `kfd` session: lv3's `auto` chooser or the one asked for,
+//! built once per session (dbg-trap opens its self-debug session here), with the reasons kept
+//! for [`MechanismInfo`].
+use crate::error::{Error, ErrorKind, Result};
+use kfd::sysfs::SysRoot;
+use kfd::{GracePeriod, Kfd};
+use lv3::MechanismChoice;
+use lv3::mechanism::{self, MechanismKind, Preempt, Preemptor, ProbeFacts};
+use std::sync::Arc;
+
+/// The mechanism a session suspends with, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MechanismInfo {
+    /// `ioctl`, `dbg-trap` or `update-queue` on a GPU or `kfd` session; `sigstop` on the host
+    /// device; `None` where no Lv3 mechanism works (streams then default to Lv1).
+    pub name: Option<String>,
+    /// What was asked (`auto` or a mechanism name).
+    pub asked: String,
+    /// Why this mechanism (or why none): one line.
+    pub why: String,
+    /// Every mechanism in `auto` order with its verdict on this machine, one line each.
+    pub verdicts: Vec<String>,
+}
+
+/// What [`build`] produced.
+pub(crate) struct Lv3Setup {
+    pub preemptor: Option<Arc<Preemptor>>,
+    pub info: MechanismInfo,
+}
+
+/// The verdict lines of this machine: `/dev/kfd`, then each mechanism in `auto` order.
+pub fn probe() -> Vec<String> {
+    let facts = ProbeFacts::gather(&SysRoot::default());
+    let kfd = match &facts.kfd {
+        Some(Ok(v)) => format!("kfd: /dev/kfd opens, KFD ioctl {v}"),
+        Some(Err(e)) => format!("kfd: {e}"),
+        None => "kfd: not probed".to_string(),
+    };
+    std::iter::once(kfd)
+        .chain(mechanism::probe_order(&facts).iter().map(ToString::to_string))
+        .collect()
+}
+
+/// Builds the mechanism per `choice`. `required`: a session that is nothing without Lv3 (`kfd`)
+/// fails when none works; a GPU session opens anyway and says why in the info.
+pub(crate) fn build(choice: MechanismChoice, grace: GracePeriod, force: bool, required: bool) -> Result<Lv3Setup> {
+    // Open /dev/kfd first ourselves so that its failure keeps its errno.
+    if let Err(e) = Kfd::open() {
+        let err = Error::from(e);
+        if required || choice != MechanismChoice::Auto {
+            return Err(err);
+        }
+        return Ok(Lv3Setup {
+            preemptor: None,
+            info: MechanismInfo {
+                name: None,
+                asked: choice.to_string(),
+                why: format!("no Lv3 mechanism: {err}"),
+                verdicts: Vec::new(),
+            },
+        });
+    }
+    let facts = ProbeFacts::gather(&SysRoot::default());
+    let verdicts: Vec<String> = mechanism::probe_order(&facts).iter().map(ToString::to_string).collect();
+    let order = MechanismKind::AUTO_ORDER.map(|k| k.name()).join(", ");
+    let built: std::result::Result<(Arc<dyn Preempt>, String), Error> = match choice {
+        MechanismChoice::Auto if !force => mechanism::build_auto(&facts, Kfd::open, grace)
+            .map(|(m, skipped)| {
+                let why = if skipped.is_empty() {
+                    format!("auto: the first usable mechanism in the order {order}")
+                } else {
+                    format!(
+                        "auto: the first usable mechanism in the order {order}; skipped {}",
+                        skipped.join("; ")
+                    )
+                };
+                (m, why)
+            })
+            .map_err(|lines| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("no Lv3 mechanism works here: {}", lines.join("; ")),
+                )
+            }),
+        MechanismChoice::Auto => {
+            // Forced: try every mechanism's setup in order, whatever the facts say.
+            let mut failed = Vec::new();
+            let mut out = None;
+            for kind in MechanismKind::AUTO_ORDER {
+                match Kfd::open()
+                    .map_err(Error::from)
+                    .and_then(|k| Ok(mechanism::build(kind, k, grace)?))
+                {
+                    Ok(m) => {
+                        out = Some(m);
+                        break;
+                    }
+                    Err(e) => failed.push(format!("{kind}: setup failed: {e}")),
+                }
+            }
+            out.map(|m| {
+                (
+                    m,
+                    format!("auto (forced, facts ignored): first setup that succeeded in the order {order}"),
+                )
+            })
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("no Lv3 mechanism could be set up: {}", failed.join("; ")),
+                )
+            })
+        }
+        MechanismChoice::Only(kind) => {
+            let verdict = mechanism::probe_order(&facts).into_iter().find(|v| v.kind == kind);
+            match verdict.filter(|v| !v.usable() && !force) {
+                Some(v) => Err(Error::new(ErrorKind::Unavailable, v.to_string())),
+                None => Kfd::open()
+                    .map_err(Error::from)
+                    .and_then(|k| Ok(mechanism::build(kind, k, grace)?))
+                    .map(|m| {
+                        let why = if force {
+                            format!("asked for {kind} (forced: the facts were not checked)")
+                        } else {
+                            format!("asked for {kind}, usable here")
+                        };
+                        (m, why)
+                    }),
+            }
+        }
+    };
+    match built {
+        Ok((m, why)) => Ok(Lv3Setup {
+            info: MechanismInfo {
+                name: Some(m.kind().name().to_string()),
+                asked: choice.to_string(),
+                why,
+                verdicts,
+            },
+            preemptor: Some(Arc::new(Preemptor::from_arc(m))),
+        }),
+        Err(e) if required || choice != MechanismChoice::Auto => Err(e),
+        Err(e) => Ok(Lv3Setup {
+            preemptor: None,
+            info: MechanismInfo {
+                name: None,
+                asked: choice.to_string(),
+                why: e.message,
+                verdicts,
+            },
+        }),
+    }
+}

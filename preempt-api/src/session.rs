@@ -1,0 +1,409 @@
+//! [`Session`]: one device, its Lv3 mechanism, its streams and its helper.
+use crate::error::{Error, ErrorKind, Result};
+use crate::gpu::Gpu;
+use crate::helper::Helper;
+use crate::host::{self, HostHp, HostLp};
+use crate::mech::{self, MechanismInfo};
+use crate::options::{DeviceSpec, Level, Options};
+use crate::stream::{Body, HpBody, HpStream, LpStream};
+use host_device::WorkerExe;
+use hpf::Priority;
+use kfd::{Kfd, KfdOps};
+use lv3::MechanismChoice;
+use lv3::mechanism::{MechanismKind, Preemptor, QueueTarget};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// KFD priority ROCr gives a normal-priority queue (LOW 0, NORMAL 7, HIGH 11): what a bound
+/// queue is restored with when its descriptor does not say.
+pub const KFD_PRIORITY_NORMAL: u32 = 7;
+
+enum Backend {
+    Host { exe: WorkerExe, workers: usize },
+    Gpu(Arc<Gpu>),
+    Kfd,
+}
+
+/// An explicit KFD queue to bind ([`Session::bind_queue`]). Zero ring fields: looked up in
+/// GET_QUEUE_SNAPSHOT when this process's debug trap is on (dbg-trap sessions), else unknown,
+/// which only update-queue needs (it restores the ring from them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueDesc {
+    pub queue_id: u32,
+    /// The KFD gpu id (`/sys/class/kfd/kfd/topology/nodes/N/gpu_id`); 0 = unknown.
+    pub gpu_id: u32,
+    pub ring_base_address: u64,
+    /// Bytes, a power of two.
+    pub ring_size: u32,
+    /// KFD priority 0..=15; `None` = 7 (ROCr's normal).
+    pub priority: Option<u32>,
+}
+
+struct Inner {
+    device: DeviceSpec,
+    backend: Backend,
+    preemptor: Option<Arc<Preemptor>>,
+    info: MechanismInfo,
+    opts: Options,
+    streams: Mutex<BTreeMap<u64, Arc<LpStream>>>,
+    hp: Mutex<Option<Arc<HpStream>>>,
+    helper: Helper,
+    next: AtomicU64,
+    closed: AtomicBool,
+}
+
+/// A session on one device. Cheap to clone (a shared handle); thread-safe. Closing (or dropping
+/// the last handle) resumes everything it suspended, then tears the mechanism down.
+///
+/// ```no_run
+/// use preempt_api::{DeviceSpec, Level, Options, Session};
+/// let s = Session::open(DeviceSpec::Host, Options::default())?;
+/// let lp = s.create_lp_stream(Level::Auto)?; // host: Lv3 = SIGSTOP of its workers
+/// for _ in 0..10 {
+///     lp.submit_delay(1_000_000)?; // 1 ms of work per command
+/// }
+/// let info = lp.suspend()?; // the running command stops where it is
+/// // ... the high-priority work runs here ...
+/// lp.resume()?;
+/// lp.synchronize()?;
+/// assert!(lp.check()?.ok(), "every command ran exactly once");
+/// println!("suspended via {} in {} ns", info.mechanism, info.latency_ns);
+/// s.close()?;
+/// # Ok::<(), preempt_api::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("device", &self.inner.device)
+            .field("mechanism", &self.inner.info.name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Session {
+    /// Opens a session. `auto` picks `hip:0` where it can run, else the host device. On a GPU
+    /// the Lv3 mechanism is built now (`auto`: the first usable one; none: the session opens and
+    /// its streams default to Lv1); a `kfd` session fails without one. The host device accepts
+    /// only the `auto` mechanism (its Lv3 is SIGSTOP/SIGCONT).
+    pub fn open(device: DeviceSpec, opts: Options) -> Result<Session> {
+        let device = match device {
+            DeviceSpec::Auto if gpu_device::usable(0).is_ok() => DeviceSpec::Hip(0),
+            DeviceSpec::Auto => DeviceSpec::Host,
+            d => d,
+        };
+        let (backend, preemptor, info) = match device {
+            DeviceSpec::Host => {
+                if opts.mechanism != MechanismChoice::Auto {
+                    return Err(Error::invalid(format!(
+                        "mechanism {}: the host device's Lv3 is SIGSTOP/SIGCONT of its worker processes; KFD \
+                         mechanisms apply to hip:N and kfd sessions",
+                        opts.mechanism
+                    )));
+                }
+                let exe = match &opts.worker {
+                    Some(w) => w.clone(),
+                    None => host::default_worker()?,
+                };
+                let workers = if opts.host_workers == 0 {
+                    host::default_workers()
+                } else {
+                    opts.host_workers
+                };
+                let info = MechanismInfo {
+                    name: Some("sigstop".into()),
+                    asked: "auto".into(),
+                    why: "host device: Lv3 is SIGSTOP/SIGCONT of the stream's worker processes (host figures, not GPU \
+                          figures)"
+                        .into(),
+                    verdicts: Vec::new(),
+                };
+                (Backend::Host { exe, workers }, None, info)
+            }
+            DeviceSpec::Hip(n) => {
+                let gpu = Gpu::open(n, opts.gpu_slots)?;
+                let setup = mech::build(opts.mechanism, opts.grace, opts.force, false)?;
+                (Backend::Gpu(Arc::new(gpu)), setup.preemptor, setup.info)
+            }
+            DeviceSpec::Kfd => {
+                let setup = mech::build(opts.mechanism, opts.grace, opts.force, true)?;
+                (Backend::Kfd, setup.preemptor, setup.info)
+            }
+            DeviceSpec::Auto => unreachable!("resolved above"),
+        };
+        Ok(Session {
+            inner: Arc::new(Inner {
+                device,
+                backend,
+                preemptor,
+                info,
+                opts,
+                streams: Mutex::new(BTreeMap::new()),
+                hp: Mutex::new(None),
+                helper: Helper::default(),
+                next: AtomicU64::new(1),
+                closed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    fn live(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            Err(Error::closed())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The device the session runs on (`auto` resolved).
+    pub fn device(&self) -> DeviceSpec {
+        self.inner.device
+    }
+
+    /// The Lv3 mechanism and why (see [`MechanismInfo`]).
+    pub fn mechanism(&self) -> &MechanismInfo {
+        &self.inner.info
+    }
+
+    /// Whether Lv3 is available (a mechanism on a GPU/kfd session; always on the host device).
+    pub fn has_lv3(&self) -> bool {
+        matches!(self.inner.backend, Backend::Host { .. }) || self.inner.preemptor.is_some()
+    }
+
+    /// `auto` -> Lv3 where available, else Lv1; Lv3 where unavailable is an error.
+    pub fn resolve_level(&self, level: Level) -> Result<Level> {
+        match level {
+            Level::Auto if self.has_lv3() => Ok(Level::Lv3),
+            Level::Auto | Level::Lv1 => Ok(Level::Lv1),
+            Level::Lv3 if self.has_lv3() => Ok(Level::Lv3),
+            Level::Lv3 => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("Lv3 is unavailable on this session: {}", self.inner.info.why),
+            )),
+        }
+    }
+
+    fn add(&self, level: Level, body: Body) -> Arc<LpStream> {
+        let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
+        let s = Arc::new(LpStream::new(id, level, body, self.inner.preemptor.clone()));
+        lock(&self.inner.streams).insert(id, Arc::clone(&s));
+        s
+    }
+
+    /// A low-priority stream suspended at `level`. Host: a queue of worker processes running
+    /// delay commands. GPU: a HIP stream with a queue of its own (at Lv3 its KFD queue is
+    /// discovered now; launch on [`LpStream::handle`] with any library).
+    pub fn create_lp_stream(&self, level: Level) -> Result<Arc<LpStream>> {
+        self.live()?;
+        let level = self.resolve_level(level)?;
+        let body = match &self.inner.backend {
+            Backend::Host { exe, workers } => Body::Host(HostLp::spawn(exe, *workers, self.inner.opts.lv1)?),
+            Backend::Gpu(gpu) => {
+                let dbg = self
+                    .inner
+                    .preemptor
+                    .as_ref()
+                    .is_some_and(|p| p.kind() == MechanismKind::DbgTrap);
+                Body::Gpu(gpu.lp_stream(level == Level::Lv3, dbg, self.inner.opts.lv1)?)
+            }
+            Backend::Kfd => {
+                return Err(Error::unsupported(
+                    "a kfd session has no HIP runtime to create streams with: bind a KFD queue id instead",
+                ));
+            }
+        };
+        Ok(self.add(level, body))
+    }
+
+    /// Binds an explicit KFD queue of this process (Lv3 only). Nothing is checked with the
+    /// kernel here: a suspend of a queue that does not exist is refused by the kernel (INVALID
+    /// for ioctl and dbg-trap, EFAULT for update-queue).
+    pub fn bind_queue(&self, desc: QueueDesc) -> Result<Arc<LpStream>> {
+        self.live()?;
+        let Some(p) = &self.inner.preemptor else {
+            return Err(match self.inner.backend {
+                Backend::Host { .. } => Error::unsupported("the host device has no KFD queues to bind"),
+                _ => Error::new(
+                    ErrorKind::Unavailable,
+                    format!("no Lv3 mechanism: {}", self.inner.info.why),
+                ),
+            });
+        };
+        let priority = desc.priority.unwrap_or(KFD_PRIORITY_NORMAL);
+        let mut target = QueueTarget {
+            queue_id: desc.queue_id,
+            gpu_id: desc.gpu_id,
+            ring_base_address: desc.ring_base_address,
+            ring_size: desc.ring_size,
+            priority,
+            percentage: 100,
+        };
+        if desc.ring_base_address == 0 {
+            let snap = Kfd::open()
+                .ok()
+                .and_then(|k| k.queue_snapshot(0).ok())
+                .and_then(|all| all.into_iter().find(|s| s.queue_id == desc.queue_id));
+            match snap {
+                Some(s) => target = QueueTarget::from_snapshot(&s, priority),
+                None if p.kind() == MechanismKind::UpdateQueue => {
+                    return Err(Error::invalid(format!(
+                        "queue {}: update-queue restores the queue from its ring address and size, which were not \
+                         given and are not in GET_QUEUE_SNAPSHOT (debugging is off, or no such queue)",
+                        desc.queue_id
+                    )));
+                }
+                // ioctl and dbg-trap name the queue by id only; the ring fields are placeholders
+                // that pass the target check and are never sent to the kernel.
+                None => {
+                    target.ring_base_address = QueueTarget::NONEXISTENT.ring_base_address;
+                    target.ring_size = QueueTarget::NONEXISTENT.ring_size;
+                }
+            }
+        }
+        target.validate()?;
+        Ok(self.add(Level::Lv3, Body::Bound(target)))
+    }
+
+    /// A stream by id.
+    pub fn stream(&self, id: u64) -> Result<Arc<LpStream>> {
+        lock(&self.inner.streams)
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| Error::new(ErrorKind::BadHandle, format!("no stream {id} in this session")))
+    }
+
+    /// Every open stream, by id.
+    pub fn streams(&self) -> Vec<Arc<LpStream>> {
+        lock(&self.inner.streams).values().cloned().collect()
+    }
+
+    /// Closes one stream: resumes it if suspended, leaves the helper, drops its commands not
+    /// yet launched. Its handle stays valid until its owner drops it; every call then fails.
+    pub fn close_stream(&self, id: u64) -> Result<()> {
+        let s = lock(&self.inner.streams).remove(&id);
+        let Some(s) = s else {
+            return Err(Error::new(
+                ErrorKind::BadHandle,
+                format!("no stream {id} in this session"),
+            ));
+        };
+        let r = self.inner.helper.unregister(id);
+        s.close().and(r)
+    }
+
+    /// The session's high-priority stream (created on first use).
+    pub fn hp_stream(&self) -> Result<Arc<HpStream>> {
+        self.live()?;
+        let mut hp = lock(&self.inner.hp);
+        if let Some(h) = &*hp {
+            return Ok(Arc::clone(h));
+        }
+        let made = Arc::new(HpStream(match &self.inner.backend {
+            Backend::Host { exe, .. } => HpBody::Host(HostHp::spawn(exe)?),
+            Backend::Gpu(g) => HpBody::Gpu(g.hp_stream()?),
+            Backend::Kfd => return Err(Error::unsupported("a kfd session has no streams")),
+        }));
+        *hp = Some(Arc::clone(&made));
+        Ok(made)
+    }
+
+    /// Suspends every stream of `set`, or none: on a failure the ones already suspended are
+    /// resumed and the failure is returned.
+    pub fn suspend_set(&self, set: &[Arc<LpStream>]) -> Result<()> {
+        self.live()?;
+        for (i, s) in set.iter().enumerate() {
+            if let Err(e) = s.suspend() {
+                for done in set[..i].iter().rev() {
+                    let _ = done.resume();
+                }
+                return Err(e.context(&format!("stream {} (set member {i})", s.id())));
+            }
+        }
+        Ok(())
+    }
+
+    /// Resumes every stream of `set`; returns the first failure after trying all.
+    pub fn resume_set(&self, set: &[Arc<LpStream>]) -> Result<()> {
+        let mut first = None;
+        for s in set {
+            if let Err(e) = s.resume() {
+                first.get_or_insert(e.context(&format!("stream {}", s.id())));
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Registers `stream` with the helper at `priority` (low-priority streams: 0).
+    pub fn helper_register(&self, stream: &Arc<LpStream>, priority: Priority) -> Result<()> {
+        self.live()?;
+        self.stream(stream.id())?;
+        self.inner.helper.register(stream, priority)
+    }
+
+    /// Removes `stream` from the helper (resuming it if the helper had suspended it).
+    pub fn helper_unregister(&self, stream: &LpStream) -> Result<()> {
+        self.inner.helper.unregister(stream.id())
+    }
+
+    /// A block of `priority` begins: every registered stream of lower priority is suspended at
+    /// its level (all or none).
+    pub fn helper_enter(&self, priority: Priority) -> Result<()> {
+        self.live()?;
+        self.inner.helper.enter(priority)
+    }
+
+    /// A block of `priority` ended; call it once the block's device work is done.
+    pub fn helper_leave(&self, priority: Priority) -> Result<()> {
+        self.inner.helper.leave(priority)
+    }
+
+    /// Blocks inside the helper now.
+    pub fn helper_active(&self) -> usize {
+        self.inner.helper.active()
+    }
+
+    /// Resumes everything, closes every stream, tears the mechanism down (dbg-trap: debugging
+    /// off). Idempotent; every later call on the session or its streams fails with `Closed`.
+    /// Returns the first failure (a queue that could not be resumed) after trying everything.
+    pub fn close(&self) -> Result<()> {
+        self.inner.close()
+    }
+}
+
+impl Inner {
+    fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let mut first = self.helper.clear().err();
+        let streams = std::mem::take(&mut *lock(&self.streams));
+        for s in streams.values() {
+            if let Err(e) = s.close() {
+                first.get_or_insert(e);
+            }
+        }
+        drop(streams);
+        drop(lock(&self.hp).take());
+        if let Some(p) = &self.preemptor
+            && let Err(e) = p.teardown()
+        {
+            first.get_or_insert(e.into());
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}

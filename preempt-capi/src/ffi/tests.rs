@@ -1,0 +1,137 @@
+//! The boundary's own rules, without a device: panics are caught (and the guards they unwind
+//! through resume), pointers and handles are checked, codes and names agree with the API.
+use super::*;
+use lv3::mechanism::{MechError, MechanismKind, Preempt, Preemptor, QueueTarget, SuspendReport};
+use std::ffi::CStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+/// A mechanism that records its resumes.
+struct Recording(Arc<AtomicU32>);
+
+impl Preempt for Recording {
+    fn kind(&self) -> MechanismKind {
+        MechanismKind::UpdateQueue
+    }
+    fn suspend(&self, q: &QueueTarget) -> std::result::Result<SuspendReport, MechError> {
+        Ok(SuspendReport {
+            mechanism: self.kind(),
+            queue_id: q.queue_id,
+            total: Duration::ZERO,
+            preempt_call: Duration::ZERO,
+            cleared_queue_new: false,
+            kernel: None,
+        })
+    }
+    fn resume(&self, _: &QueueTarget) -> std::result::Result<(), MechError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+fn last() -> String {
+    // SAFETY: preempt_last_error never returns NULL and its string lives until the next failing
+    // call on this thread.
+    unsafe { CStr::from_ptr(preempt_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn a_panic_is_a_code_and_the_guard_it_unwinds_through_resumes() {
+    let resumed = Arc::new(AtomicU32::new(0));
+    let p = Preemptor::new(Recording(Arc::clone(&resumed)));
+    let code = run(|| {
+        let _held = p.suspend(&QueueTarget::NONEXISTENT)?;
+        panic!("boom inside the library");
+    });
+    assert_eq!(code, preempt_status::PREEMPT_ERR_PANIC as c_int);
+    assert_eq!(resumed.load(Ordering::SeqCst), 1, "the guard resumed while unwinding");
+    assert!(!p.is_suspended(&QueueTarget::NONEXISTENT));
+    assert!(last().contains("boom inside the library"), "{}", last());
+}
+
+#[test]
+fn null_pointers_and_stale_handles_are_errors_not_crashes() {
+    let mut h: preempt_session_t = 0;
+    // SAFETY: NULL device (refused) and a valid out pointer.
+    let code = unsafe { preempt_session_open(std::ptr::null(), std::ptr::null(), &mut h) };
+    assert_eq!(code, preempt_status::PREEMPT_ERR_INVALID_ARGUMENT as c_int);
+    assert!(last().contains("device is NULL"), "{}", last());
+    // SAFETY: a valid string; NULL out is refused before anything else.
+    let code = unsafe { preempt_session_open(c"host".as_ptr(), std::ptr::null(), std::ptr::null_mut()) };
+    assert_eq!(code, preempt_status::PREEMPT_ERR_INVALID_ARGUMENT as c_int);
+    // SAFETY: valid strings and out pointer.
+    let code = unsafe { preempt_session_open(c"gpu:0".as_ptr(), std::ptr::null(), &mut h) };
+    assert_eq!(code, preempt_status::PREEMPT_ERR_INVALID_ARGUMENT as c_int);
+    assert!(last().contains("expected auto, host, kfd or hip:N"), "{}", last());
+    // SAFETY: handles only.
+    unsafe {
+        assert_eq!(
+            preempt_session_close(987_654),
+            preempt_status::PREEMPT_ERR_BAD_HANDLE as c_int
+        );
+        assert_eq!(preempt_resume(0), preempt_status::PREEMPT_ERR_BAD_HANDLE as c_int);
+        assert_eq!(
+            preempt_suspend_set(std::ptr::null(), 0),
+            preempt_status::PREEMPT_ERR_INVALID_ARGUMENT as c_int
+        );
+    }
+    assert!(last().contains("empty set"), "{}", last());
+}
+
+#[test]
+fn options_of_another_size_are_refused() {
+    let mut o = std::mem::MaybeUninit::<preempt_options>::uninit();
+    // SAFETY: a valid, writable preempt_options.
+    assert_eq!(unsafe { preempt_options_init(o.as_mut_ptr()) }, 0);
+    // SAFETY: initialised just above.
+    let mut o = unsafe { o.assume_init() };
+    o.struct_size -= 8;
+    o.mechanism = c"auto".as_ptr();
+    let mut h = 0;
+    // SAFETY: valid strings, struct and out pointer.
+    let code = unsafe { preempt_session_open(c"host".as_ptr(), &o, &mut h) };
+    assert_eq!(code, preempt_status::PREEMPT_ERR_INVALID_ARGUMENT as c_int);
+    assert!(last().contains("preempt_options_init"), "{}", last());
+    o.struct_size += 8;
+    o.mechanism = c"sigstop".as_ptr();
+    // SAFETY: as above.
+    let code = unsafe { preempt_session_open(c"host".as_ptr(), &o, &mut h) };
+    assert_eq!(code, preempt_status::PREEMPT_ERR_INVALID_ARGUMENT as c_int);
+    assert!(last().contains("unknown mechanism"), "{}", last());
+}
+
+#[test]
+fn codes_names_and_kinds_agree() {
+    for k in preempt_api::ErrorKind::ALL {
+        let s = preempt_status::of(k);
+        assert_eq!(s as i32, k.code());
+        // SAFETY: preempt_status_name returns a static C string.
+        let name = unsafe { CStr::from_ptr(preempt_status_name(s as c_int)) }
+            .to_str()
+            .unwrap();
+        assert_eq!(name.strip_prefix("PREEMPT_ERR_").unwrap().to_lowercase(), k.name());
+    }
+    // SAFETY: static C strings.
+    unsafe {
+        assert_eq!(CStr::from_ptr(preempt_status_name(0)), c"PREEMPT_OK");
+        assert_eq!(CStr::from_ptr(preempt_status_name(-99)), c"PREEMPT_ERR_UNKNOWN");
+        assert_eq!(
+            CStr::from_ptr(preempt_version()).to_str().unwrap(),
+            env!("CARGO_PKG_VERSION")
+        );
+    }
+}
+
+#[test]
+fn put_str_truncates_and_terminates() {
+    let mut buf = [c_char::try_from(b'x').unwrap(); 6];
+    // SAFETY: `buf` is valid for its length.
+    unsafe { put_str(buf.as_mut_ptr(), buf.len(), "dbg-trap") };
+    // SAFETY: put_str NUL-terminated it.
+    assert_eq!(unsafe { CStr::from_ptr(buf.as_ptr()) }, c"dbg-t");
+    // SAFETY: a NULL buffer is skipped.
+    unsafe { put_str(std::ptr::null_mut(), 10, "x") };
+}

@@ -1,0 +1,176 @@
+//! The ABI's types, as the header shows them (cbindgen copies these definitions and their
+//! documentation into `include/preempt.h`).
+#![allow(non_camel_case_types)]
+use preempt_api::ErrorKind;
+use std::ffi::c_char;
+
+/// A session handle (0 is never one).
+pub type preempt_session_t = u64;
+/// A stream handle (0 is never one).
+pub type preempt_stream_t = u64;
+
+/// What every function returns: `PREEMPT_OK` (0) or a negative error code. The message of the
+/// last failure on the calling thread is `preempt_last_error()`, its errno (0 if none)
+/// `preempt_last_errno()`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum preempt_status {
+    PREEMPT_OK = 0,
+    /// A bad argument: a NULL pointer, an unknown device, mechanism or level name, a queue
+    /// descriptor that cannot be restored, an options struct of an unknown size.
+    PREEMPT_ERR_INVALID_ARGUMENT = -1,
+    /// The handle is not (or no longer) open.
+    PREEMPT_ERR_BAD_HANDLE = -2,
+    /// The device does not exist or cannot run (no GPU, no HIP runtime, hip:N out of range).
+    PREEMPT_ERR_NO_DEVICE = -3,
+    /// /dev/kfd is missing or cannot be opened (errno set: ENOENT, EACCES, ...).
+    PREEMPT_ERR_NO_KFD = -4,
+    /// The asked mechanism or level cannot work here; the message says why.
+    PREEMPT_ERR_UNAVAILABLE = -5,
+    /// The kernel refused the queue: INVALID (no such queue in this process) or ERROR.
+    PREEMPT_ERR_QUEUE_REFUSED = -6,
+    /// A KFD call failed (errno set; the message gives amdkfd's meaning of it).
+    PREEMPT_ERR_KFD = -7,
+    /// The device failed (a HIP call, a host worker process).
+    PREEMPT_ERR_DEVICE = -8,
+    /// The stream is suspended already.
+    PREEMPT_ERR_ALREADY_SUSPENDED = -9,
+    /// Resume of a stream that is not suspended.
+    PREEMPT_ERR_NOT_SUSPENDED = -10,
+    /// Every try to resume failed: the queue may still be suspended.
+    PREEMPT_ERR_RESUME_FAILED = -11,
+    /// SIGINT/SIGTERM handling is resuming every queue before exit: no new suspend.
+    PREEMPT_ERR_SHUTTING_DOWN = -12,
+    /// The session is closed.
+    PREEMPT_ERR_CLOSED = -13,
+    /// The call does not apply to this object (e.g. submitting to a bound KFD queue).
+    PREEMPT_ERR_UNSUPPORTED = -14,
+    /// A panic inside the library was caught (a bug); what it held was resumed.
+    PREEMPT_ERR_PANIC = -15,
+}
+
+impl preempt_status {
+    /// Every status, in code order (0, -1, -2, ...).
+    pub const ALL: [preempt_status; 16] = [
+        preempt_status::PREEMPT_OK,
+        preempt_status::PREEMPT_ERR_INVALID_ARGUMENT,
+        preempt_status::PREEMPT_ERR_BAD_HANDLE,
+        preempt_status::PREEMPT_ERR_NO_DEVICE,
+        preempt_status::PREEMPT_ERR_NO_KFD,
+        preempt_status::PREEMPT_ERR_UNAVAILABLE,
+        preempt_status::PREEMPT_ERR_QUEUE_REFUSED,
+        preempt_status::PREEMPT_ERR_KFD,
+        preempt_status::PREEMPT_ERR_DEVICE,
+        preempt_status::PREEMPT_ERR_ALREADY_SUSPENDED,
+        preempt_status::PREEMPT_ERR_NOT_SUSPENDED,
+        preempt_status::PREEMPT_ERR_RESUME_FAILED,
+        preempt_status::PREEMPT_ERR_SHUTTING_DOWN,
+        preempt_status::PREEMPT_ERR_CLOSED,
+        preempt_status::PREEMPT_ERR_UNSUPPORTED,
+        preempt_status::PREEMPT_ERR_PANIC,
+    ];
+
+    /// The status of an API error kind.
+    pub fn of(kind: ErrorKind) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|s| *s as i32 == kind.code())
+            .unwrap_or(preempt_status::PREEMPT_ERR_PANIC)
+    }
+
+    /// Its name as a C string.
+    pub fn name(self) -> &'static std::ffi::CStr {
+        match self {
+            preempt_status::PREEMPT_OK => c"PREEMPT_OK",
+            preempt_status::PREEMPT_ERR_INVALID_ARGUMENT => c"PREEMPT_ERR_INVALID_ARGUMENT",
+            preempt_status::PREEMPT_ERR_BAD_HANDLE => c"PREEMPT_ERR_BAD_HANDLE",
+            preempt_status::PREEMPT_ERR_NO_DEVICE => c"PREEMPT_ERR_NO_DEVICE",
+            preempt_status::PREEMPT_ERR_NO_KFD => c"PREEMPT_ERR_NO_KFD",
+            preempt_status::PREEMPT_ERR_UNAVAILABLE => c"PREEMPT_ERR_UNAVAILABLE",
+            preempt_status::PREEMPT_ERR_QUEUE_REFUSED => c"PREEMPT_ERR_QUEUE_REFUSED",
+            preempt_status::PREEMPT_ERR_KFD => c"PREEMPT_ERR_KFD",
+            preempt_status::PREEMPT_ERR_DEVICE => c"PREEMPT_ERR_DEVICE",
+            preempt_status::PREEMPT_ERR_ALREADY_SUSPENDED => c"PREEMPT_ERR_ALREADY_SUSPENDED",
+            preempt_status::PREEMPT_ERR_NOT_SUSPENDED => c"PREEMPT_ERR_NOT_SUSPENDED",
+            preempt_status::PREEMPT_ERR_RESUME_FAILED => c"PREEMPT_ERR_RESUME_FAILED",
+            preempt_status::PREEMPT_ERR_SHUTTING_DOWN => c"PREEMPT_ERR_SHUTTING_DOWN",
+            preempt_status::PREEMPT_ERR_CLOSED => c"PREEMPT_ERR_CLOSED",
+            preempt_status::PREEMPT_ERR_UNSUPPORTED => c"PREEMPT_ERR_UNSUPPORTED",
+            preempt_status::PREEMPT_ERR_PANIC => c"PREEMPT_ERR_PANIC",
+        }
+    }
+}
+
+/// The level a low-priority stream is suspended at.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum preempt_level {
+    /// Lv3 where the session has an Lv3 mechanism, else Lv1.
+    PREEMPT_LEVEL_AUTO = 0,
+    /// Progressive launching: suspend stops the library's launcher and waits until everything
+    /// on the stream completed (only work submitted through the library is held back).
+    PREEMPT_LEVEL_LV1 = 1,
+    /// Preemption where the work is (CWSR on a GPU, SIGSTOP on the host device).
+    PREEMPT_LEVEL_LV3 = 3,
+}
+
+/// How a session is opened. Initialise with `preempt_options_init` (which sets `struct_size`),
+/// then change fields; a NULL options pointer means all defaults.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct preempt_options {
+    /// `sizeof(preempt_options)`, for later versions of this struct.
+    pub struct_size: u32,
+    /// Nonzero: build the asked mechanism even where the facts gathered say it cannot work
+    /// (tests on a GPU-less kernel); its setup can still fail.
+    pub force: u32,
+    /// `"auto"` (also NULL), `"ioctl"`, `"dbg-trap"` or `"update-queue"`; the host device
+    /// accepts only `"auto"` (its Lv3 is SIGSTOP/SIGCONT).
+    pub mechanism: *const c_char,
+    /// The grace period of ioctl and dbg-trap suspends: 0 = the firmware's default, 1..255 =
+    /// that many units of about 1K GPU clocks (update-queue has none).
+    pub grace_period: u32,
+    /// Worker processes per host low-priority stream; 0 = every core but one (at least 1).
+    pub host_workers: u32,
+    /// The host worker program; NULL: `$PREEMPT_HOST_WORKER`, else `host-worker` beside
+    /// libpreempt (or in `../libexec/preempt-kfd/`), else beside the executable.
+    pub host_worker: *const c_char,
+    /// NULL, or one argument passed to the worker program first (a program that serves as its
+    /// own worker passes e.g. `"--preempt-host-worker"` and calls `preempt_host_worker_main`).
+    pub host_worker_arg: *const c_char,
+    /// Lv1 launcher: at most this many commands in flight; 0 = 8.
+    pub lv1_threshold: u32,
+    /// Lv1 launcher: a sync point every this many commands; 0 = 4.
+    pub lv1_batch: u32,
+}
+
+/// An explicit KFD queue of this process, for `preempt_queue_bind`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct preempt_queue_desc {
+    /// The KFD queue id (`/sys/class/kfd/kfd/proc/<pid>/queues/<id>`).
+    pub queue_id: u32,
+    /// The KFD gpu id; 0 = unknown.
+    pub gpu_id: u32,
+    /// The ring's address and size in bytes (a power of two); 0 = look them up in
+    /// GET_QUEUE_SNAPSHOT (needs this process's debug trap on: dbg-trap sessions). Only
+    /// update-queue needs them (it restores the ring from them).
+    pub ring_base_address: u64,
+    pub ring_size: u32,
+    /// KFD priority 0..=15; a negative value = 7 (ROCr's normal priority).
+    pub priority: i32,
+}
+
+/// What `preempt_check` found about the delay commands submitted through the library.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct preempt_check_result {
+    pub submitted: u64,
+    pub completed: u64,
+    /// Commands that ran exactly once with the right result.
+    pub exactly_once: u64,
+    /// 0 while commands are pending or in flight (a partial check).
+    pub finished: u32,
+    /// Number of problem lines (written to the caller's buffer).
+    pub problems: u32,
+}

@@ -1,0 +1,93 @@
+"""The exceptions of preempt_kfd: one class per error kind of the library, all PreemptError.
+
+Every exception carries what the C ABI returns too: ``kind`` (e.g. ``"queue_refused"``),
+``code`` (the C ABI's negative status), and where a system call failed its ``errno`` and
+``meaning`` (amdkfd's meaning of that errno for that call), else None.
+"""
+
+import errno as _errno
+
+
+class PreemptError(Exception):
+    """Base class of every error of preempt_kfd."""
+
+    def __init__(self, message, kind, code, errno=None, meaning=None):
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+        self.code = code
+        self.errno = errno
+        self.meaning = meaning
+
+    @property
+    def errno_name(self):
+        """The errno's symbolic name (``"EFAULT"``), or None."""
+        return _errno.errorcode.get(self.errno) if self.errno is not None else None
+
+    def __repr__(self):
+        extra = f", errno={self.errno_name}" if self.errno is not None else ""
+        return f"{type(self).__name__}({self.message!r}{extra})"
+
+
+class InvalidArgument(PreemptError, ValueError):
+    """A bad argument: unknown device, mechanism or level; a queue that cannot be restored."""
+
+
+class BadHandle(PreemptError):
+    """An object that is not (or no longer) open."""
+
+
+class NoDevice(PreemptError):
+    """The device does not exist or cannot run (no GPU, no HIP runtime)."""
+
+
+class NoKfd(PreemptError):
+    """/dev/kfd is missing or cannot be opened (errno: ENOENT, EACCES, ...)."""
+
+
+class Unavailable(PreemptError):
+    """The asked mechanism or level cannot work here; the message says why."""
+
+
+class QueueRefused(PreemptError):
+    """The kernel refused the queue (INVALID: no such queue in this process; ERROR)."""
+
+
+class KfdError(PreemptError, OSError):
+    """A KFD call failed; ``errno`` and ``meaning`` are set."""
+
+    def __init__(self, message, kind, code, errno=None, meaning=None):
+        PreemptError.__init__(self, message, kind, code, errno, meaning)
+        self.args = (message,)
+
+
+class DeviceError(PreemptError):
+    """The device failed (a HIP call, a host worker process)."""
+
+
+class AlreadySuspended(PreemptError):
+    """The stream is suspended already."""
+
+
+class NotSuspended(PreemptError):
+    """Resume of a stream that is not suspended."""
+
+
+class ResumeFailed(PreemptError):
+    """Every try to resume failed: the queue may still be suspended."""
+
+
+class ShuttingDown(PreemptError):
+    """A SIGINT/SIGTERM handler is resuming every queue before exit: no new suspend."""
+
+
+class Closed(PreemptError):
+    """The session is closed."""
+
+
+class Unsupported(PreemptError):
+    """The call does not apply to this object (e.g. a delay command on a bound KFD queue)."""
+
+
+class InternalError(PreemptError):
+    """A panic inside the library was caught (a bug); what it held was resumed."""

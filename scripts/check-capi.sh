@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The C ABI from C on this machine: installs libpreempt into a staging prefix with
+# scripts/install-capi.sh (debug build), compiles preempt-capi/tests/c/capi_test.c against the
+# installed header and library through pkg-config, and runs it: the host device end to end,
+# then the /dev/kfd calls (here, without /dev/kfd, each gives its documented error; the QEMU
+# guests run the same program statically linked against the real kernels).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+P=$PWD/target/capi-prefix
+rm -rf "$P"
+bash scripts/install-capi.sh --debug "$P" >/dev/null
+export PKG_CONFIG_PATH=$P/lib/pkgconfig
+BIN=target/capi-test
+# shellcheck disable=SC2046
+cc -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -o "$BIN" preempt-capi/tests/c/capi_test.c $(pkg-config --cflags --libs preempt) -lpthread
+ldd "$BIN" | grep "$P/lib/libpreempt.so" >/dev/null || { echo "check-capi: $BIN does not use the installed libpreempt.so"; exit 1; }
+# The installed worker (libexec) is the one a session with default options must find.
+env -u PREEMPT_HOST_WORKER "$BIN" host
+env -u PREEMPT_HOST_WORKER "$BIN" kfd --stock
