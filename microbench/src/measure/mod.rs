@@ -5,6 +5,7 @@ pub mod control;
 pub mod host;
 pub mod rng;
 pub mod samples;
+pub mod timeline;
 
 use crate::options::{Common, Level};
 use crate::stats::Summary;
@@ -150,6 +151,9 @@ pub struct RunResult {
     /// Stopped early by Ctrl-C/SIGTERM: fewer samples than asked.
     pub interrupted: bool,
     pub wall_time_s: f64,
+    /// What happened when, for `--trace` (not part of the result's outputs).
+    #[serde(skip)]
+    pub timeline: timeline::Timeline,
 }
 
 impl RunResult {
