@@ -58,6 +58,13 @@ pub enum Cmd {
         after_help = "Examples:\n  preempt-lat priority --device host --hp-rate 50 --hp-t-ms 1 --t-ms 0.5 --duration-s 3\n  preempt-lat priority --device host --modes standalone-hp,native,lv3 --arrival fixed --trace prio.trace.json"
     )]
     Priority(PriorityArgs),
+    /// Merge JSON results (run --format json, sweep-t.json, priority.json; from any number of
+    /// machines) into one table and one plot, grouped by device, mechanism, kernel and gfx
+    /// target; writes report.{csv,json,svg}.
+    #[command(
+        after_help = "Example (one JSON per node, then one report):\n  srun --ntasks-per-node=1 sh -c 'preempt-lat --format json --out results/$(hostname).json'\n  preempt-lat report results/*.json --out-dir results/"
+    )]
+    Report(ReportArgs),
     /// Internal: a host-device worker process (started by preempt-lat itself).
     #[command(name = "__host-worker", hide = true)]
     HostWorker,
@@ -197,7 +204,8 @@ pub struct RunArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct PriorityArgs {
-    /// Modes to run, in this order after the standalone ones (which the others are compared with).
+    /// Modes to run; they always run in the order listed here (the standalone ones first: the
+    /// others are compared with them).
     #[arg(
         long,
         value_enum,
@@ -282,6 +290,20 @@ pub struct LauncherCostArgs {
     pub commands: u32,
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// Arguments of `preempt-lat report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// JSON result files.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output format on stdout (the files in --out-dir are written either way).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Directory for report.csv, report.json and report.svg (created if missing).
+    #[arg(long, default_value = "preempt-lat-results")]
+    pub out_dir: PathBuf,
 }
 
 /// Arguments of `preempt-lat doctor`.
@@ -381,9 +403,8 @@ impl Cli {
                 common: common(a.common)?,
             }),
             Some(Cmd::Priority(a)) => {
-                let mut modes: Vec<Mode> = Mode::ALL.into_iter().filter(|m| a.modes.contains(m)).collect();
-                // Standalone modes first: the others are compared with them.
-                modes.sort_by_key(|m| !matches!(m, Mode::StandaloneHp | Mode::StandaloneLp));
+                // In Mode::ALL's order, standalone modes first: the others are compared with them.
+                let modes: Vec<Mode> = Mode::ALL.into_iter().filter(|m| a.modes.contains(m)).collect();
                 let o = options::PriorityOptions {
                     modes,
                     hp_rate: a.hp_rate,
@@ -400,6 +421,11 @@ impl Cli {
                 o.check()?;
                 Command::Priority(o)
             }
+            Some(Cmd::Report(a)) => Command::Report(options::ReportOptions {
+                files: a.files,
+                format: a.format,
+                out_dir: a.out_dir,
+            }),
             Some(Cmd::HostWorker) => Command::HostWorker,
         })
     }

@@ -15,6 +15,7 @@ mod options;
 mod output;
 mod plot;
 mod priority;
+mod report;
 mod stats;
 mod sweep;
 mod trace;
@@ -74,6 +75,7 @@ fn dispatch(command: Command) -> Outcome {
         Command::SweepThreshold(o) => sweep::threshold(&o, device::select(&o.common, hip_facts)?),
         Command::LauncherCost(o) => launcher_cost(&o, device::select(&o.common, hip_facts)?),
         Command::Priority(o) => priority::run(&o, device::select(&o.common, hip_facts)?),
+        Command::Report(o) => report::run(&o),
         Command::HostWorker => unreachable!("handled in main before any thread starts"),
     }
 }

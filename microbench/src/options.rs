@@ -397,6 +397,15 @@ impl PriorityOptions {
     }
 }
 
+/// `report`: JSON results merged into one table and one plot.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    pub files: Vec<PathBuf>,
+    pub format: Format,
+    /// report.{csv,json,svg} go here.
+    pub out_dir: PathBuf,
+}
+
 /// The command to run, as parsed.
 #[derive(Debug, Clone)]
 pub enum Command {
@@ -407,6 +416,7 @@ pub enum Command {
     SweepThreshold(SweepThresholdOptions),
     LauncherCost(LauncherCostOptions),
     Priority(PriorityOptions),
+    Report(ReportOptions),
     /// Internal: be a host-device worker process.
     HostWorker,
 }

@@ -158,9 +158,12 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
         .filter(|s| !s.points.is_empty())
         .collect();
     let title = format!("Lv1 overhead vs threshold ({})", plot::device_label(&device));
+    let (lo, hi) = pts
+        .iter()
+        .fold((u32::MAX, 0), |(a, b), p| (a.min(p.threshold), b.max(p.threshold)));
     let zero = RefLine {
         label: "no overhead (0 %)".into(),
-        points: pts.iter().map(|p| (f64::from(p.threshold), 0.0)).collect(),
+        points: vec![(f64::from(lo) - 0.5, 0.0), (f64::from(hi) + 0.5, 0.0)],
     };
     plot::draw(
         &a.out_dir.join("sweep-threshold.svg"),

@@ -603,3 +603,53 @@ fn priority_refuses_the_gpu_and_bad_input_with_a_reason() {
         );
     }
 }
+
+#[test]
+fn report_merges_json_results_into_one_table_and_plot() {
+    let dir = scratch("report");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for (level, t) in [("3", "0.2"), ("3", "0.5"), ("1", "0.2")] {
+        let f = dir.join(format!("lv{level}-{t}.json"));
+        let o = pl(&[
+            "--device",
+            "host",
+            "--level",
+            level,
+            "--t-ms",
+            t,
+            "--samples",
+            "5",
+            "--warmup",
+            "1",
+            "--quiet",
+            "--format",
+            "json",
+            "--out",
+            f.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        files.push(f);
+    }
+    let bad = dir.join("not-a-result.json");
+    std::fs::write(&bad, "{\"x\": 1}").unwrap();
+    let out = dir.join("out");
+    let mut args: Vec<&str> = vec!["report", "--out-dir", out.to_str().unwrap()];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    args.push(bad.to_str().unwrap());
+    let o = pl(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(t.contains("== device host, mechanism sigstop,"), "{t}");
+    assert!(t.contains("== device host, mechanism progressive-launch,"), "{t}");
+    assert!(t.contains("(host figures, not GPU figures)"), "{t}");
+    assert!(t.contains("skipped") && t.contains("not-a-result.json"), "{t}");
+    let csv = std::fs::read_to_string(out.join("report.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4, "a header and one row per run: {csv}");
+    let svg = std::fs::read_to_string(out.join("report.svg")).unwrap();
+    assert!(svg.contains("Lv3 host sigstop") && svg.contains("host figures, not GPU figures"));
+    let o = pl(&["report", "--out-dir", out.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no result in 1 file(s)"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

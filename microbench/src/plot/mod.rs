@@ -176,6 +176,7 @@ pub fn draw(path: &Path, fig: &Figure) -> Result<(), String> {
             }
             for (i, s) in fig.series.iter().enumerate() {
                 let c = COLORS[i % COLORS.len()];
+                let connect = s.connect;
                 if !s.spread.is_empty() && !categorical {
                     let band: Vec<(f64, f64)> = s
                         .spread
@@ -206,8 +207,10 @@ pub fn draw(path: &Path, fig: &Figure) -> Result<(), String> {
                     .map_err(|x| e(&x))?
                     .label(s.label.clone())
                     .legend(move |(x, y)| {
+                        // A line in the legend only where the points are joined by one.
+                        let line = if connect { vec![(0, 0), (20, 0)] } else { vec![(10, 0)] };
                         EmptyElement::at((x, y))
-                            + PathElement::new(vec![(0, 0), (20, 0)], c.stroke_width(2))
+                            + PathElement::new(line, c.stroke_width(2))
                             + Circle::new((10, 0), 4, c.filled())
                     });
             }

@@ -16,8 +16,9 @@ fn exponent(v: f64) -> i32 {
 }
 
 /// Ticks of a log axis over `[lo, hi]` (both > 0): `(major, minor)`. Majors are the powers of
-/// ten inside the range; where fewer than two fit, the 1-2-5 steps of each decade are majors
-/// instead. Minors are the other integer multiples (2..9) of each decade inside the range.
+/// ten inside the range; where fewer than three fit, the 1-2-5 steps of each decade, and where
+/// fewer than three of those fit or the range spans less than 20x, every integer multiple. Minors are the other
+/// integer multiples (2..9) of each decade inside the range.
 pub fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
     if !(lo > 0.0 && hi >= lo && hi.is_finite()) {
         return (Vec::new(), Vec::new());
@@ -29,13 +30,17 @@ pub fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
         .filter(|(_, v)| inside(v))
         .collect();
     let decades: Vec<f64> = all.iter().filter(|(m, _)| *m == 1).map(|p| p.1).collect();
-    let major: Vec<f64> = if decades.len() >= 2 {
+    let one_two_five: Vec<f64> = all
+        .iter()
+        .filter(|(m, _)| matches!(m, 1 | 2 | 5))
+        .map(|p| p.1)
+        .collect();
+    let major: Vec<f64> = if decades.len() >= 3 {
         decades
+    } else if one_two_five.len() >= 3 && hi / lo >= 20.0 {
+        one_two_five
     } else {
-        all.iter()
-            .filter(|(m, _)| matches!(m, 1 | 2 | 5))
-            .map(|p| p.1)
-            .collect()
+        all.iter().map(|p| p.1).collect()
     };
     let minor = all.iter().map(|p| p.1).filter(|v| !major.contains(v)).collect();
     (major, minor)
@@ -148,10 +153,19 @@ mod tests {
     }
 
     #[test]
-    fn narrow_log_range_falls_back_to_1_2_5() {
+    fn narrow_log_range_falls_back_to_1_2_5_then_to_every_multiple() {
+        let (major, minor) = log_ticks(1.5, 60.0);
+        assert_eq!(major, vec![2.0, 5.0, 10.0, 20.0, 50.0]);
+        assert_eq!(minor.len(), 14 - 5, "2..9 and 10..60 by tens, less the majors");
         let (major, minor) = log_ticks(12.0, 60.0);
-        assert_eq!(major, vec![20.0, 50.0]);
-        assert_eq!(minor, vec![30.0, 40.0, 60.0]);
+        assert_eq!(major, vec![20.0, 30.0, 40.0, 50.0, 60.0]);
+        assert!(minor.is_empty());
+        let (major, _) = log_ticks(1.9, 10.5);
+        assert_eq!(
+            major,
+            (2..=10).map(f64::from).collect::<Vec<_>>(),
+            "under 20x: every multiple"
+        );
         assert_eq!(log_ticks(0.0, 1.0), (vec![], vec![]), "a log axis needs lo > 0");
     }
 
