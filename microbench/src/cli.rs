@@ -53,7 +53,8 @@ pub enum Cmd {
     /// in modes standalone-hp, standalone-lp, native (no scheduling), lv1 and lv3 (highest
     /// priority first: the LP queue is suspended while HP work is pending). Reports HP request
     /// latency, its P99 against standalone, LP throughput against standalone, preemptions and
-    /// the LP correctness check; writes priority.{csv,json,svg}. Host device only for now.
+    /// the LP correctness check; writes priority.{csv,json,svg}. Host device only for now; there the
+    /// LP queue has one worker per core unless --workers says otherwise, so HP and LP share the CPUs.
     #[command(
         after_help = "Examples:\n  preempt-lat priority --device host --hp-rate 50 --hp-t-ms 1 --t-ms 0.5 --duration-s 3\n  preempt-lat priority --device host --modes standalone-hp,native,lv3 --arrival fixed --trace prio.trace.json"
     )]

@@ -116,9 +116,8 @@ impl Trace {
             .iter()
             .map(|e| {
                 let mut v = serde_json::to_value(e).unwrap_or(Value::Null);
-                if !e.meta {
-                    v["ts"] = json!(us(e.start_ns - zero));
-                }
+                // Metadata events carry ts 0 too: some importers expect every event to have one.
+                v["ts"] = if e.meta { json!(0) } else { json!(us(e.start_ns - zero)) };
                 if let Some(d) = e.dur_ns {
                     v["dur"] = json!(us(d));
                 }
