@@ -2,7 +2,8 @@
 //! once, in [`Cli::into_command`]. Nothing else in the crate imports this module. Bad input gets
 //! one clear line and exit status 2 (clap's convention), before anything is started.
 use crate::options::{
-    self, Command, Common, DeviceSpec, Format, Level, LpState, check_lp_state, parse_positive, parse_t_ms,
+    self, Arrival, Command, Common, DeviceSpec, Format, Level, LpState, Mode, check_lp_state, parse_positive,
+    parse_positive_f64, parse_t_ms,
 };
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -49,6 +50,23 @@ pub enum Cmd {
     Sweep(SweepCmd),
     /// Host CPU time per LP command of the Lv1 launcher at T -> 0 (host device), as JSON.
     LauncherCost(LauncherCostArgs),
+    /// Priority scheduling: HP requests (fixed rate or Poisson) against a saturating LP stream,
+    /// in modes standalone-hp, standalone-lp, native (no scheduling), lv1 and lv3 (highest
+    /// priority first: the LP queue is suspended while HP work is pending). Reports HP request
+    /// latency, its P99 against standalone, LP throughput against standalone, preemptions and
+    /// the LP correctness check; writes priority.{csv,json,svg}. Host device only for now; there the
+    /// LP queue has one worker per core unless --workers says otherwise, so HP and LP share the CPUs.
+    #[command(
+        after_help = "Examples:\n  preempt-lat priority --device host --hp-rate 50 --hp-t-ms 1 --t-ms 0.5 --duration-s 3\n  preempt-lat priority --device host --modes standalone-hp,native,lv3 --arrival fixed --trace prio.trace.json"
+    )]
+    Priority(PriorityArgs),
+    /// Merge JSON results (run --format json, sweep-t.json, priority.json; from any number of
+    /// machines) into one table and one plot, grouped by device, mechanism, kernel and gfx
+    /// target; writes report.{csv,json,svg}.
+    #[command(
+        after_help = "Example (one JSON per node, then one report):\n  srun --ntasks-per-node=1 sh -c 'preempt-lat --format json --out results/$(hostname).json'\n  preempt-lat report results/*.json --out-dir results/"
+    )]
+    Report(ReportArgs),
     /// Internal: a host-device worker process (started by preempt-lat itself).
     #[command(name = "__host-worker", hide = true)]
     HostWorker,
@@ -85,6 +103,30 @@ impl ValueEnum for Level {
 impl ValueEnum for Format {
     fn value_variants<'a>() -> &'a [Self] {
         &Format::ALL
+    }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()))
+    }
+}
+
+impl ValueEnum for Mode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Mode::ALL
+    }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()).help(match self {
+            Mode::StandaloneHp => "HP requests alone (the reference latency)",
+            Mode::StandaloneLp => "LP commands alone (the reference throughput)",
+            Mode::Native => "both, no scheduling (host: two sets of workers sharing the CPUs)",
+            Mode::Lv1 => "highest priority first through Lv1 (stop launching LP commands)",
+            Mode::Lv3 => "highest priority first through Lv3 (SIGSTOP on the host device)",
+        }))
+    }
+}
+
+impl ValueEnum for Arrival {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Arrival::ALL
     }
     fn to_possible_value(&self) -> Option<PossibleValue> {
         Some(PossibleValue::new(self.name()))
@@ -177,6 +219,55 @@ pub struct RunArgs {
     /// Write the result here instead of stdout (checked to be writable before the run starts).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also write a timeline of the run as Chrome trace-event JSON (open in Perfetto or
+    /// chrome://tracing): LP commands, suspend and resume calls, suspended windows, HP requests
+    /// and probes, on the host clock.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    #[command(flatten)]
+    pub lp: LpArgs,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PriorityArgs {
+    /// Modes to run; they always run in the order listed here (the standalone ones first: the
+    /// others are compared with them).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "standalone-hp,standalone-lp,native,lv1,lv3"
+    )]
+    pub modes: Vec<Mode>,
+    /// HP requests per second.
+    #[arg(long, default_value = "20", value_parser = |s: &str| parse_positive_f64(s, "--hp-rate", 100_000.0))]
+    pub hp_rate: f64,
+    /// How HP requests arrive: at a fixed rate, or as a Poisson process (seeded by --seed).
+    #[arg(long, value_enum, default_value_t = Arrival::Poisson)]
+    pub arrival: Arrival,
+    /// Execution time of one HP command, in ms.
+    #[arg(long = "hp-t-ms", default_value = "2", value_parser = parse_t_ms)]
+    pub hp_t_ms: f64,
+    /// HP commands per request (a request completes when its last command does).
+    #[arg(long, default_value_t = 1, value_parser = parse_positive)]
+    pub hp_cmds: u32,
+    /// T, the execution time of one LP command, in ms.
+    #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms)]
+    pub t_ms: f64,
+    /// How long each mode runs, in seconds.
+    #[arg(long, default_value = "3", value_parser = |s: &str| parse_positive_f64(s, "--duration-s", 3600.0))]
+    pub duration_s: f64,
+    /// Output format on stdout: text for people; json and csv carry every parameter and the environment.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Directory for priority.csv, priority.json and priority.svg (created if missing).
+    #[arg(long, default_value = "preempt-lat-results")]
+    pub out_dir: PathBuf,
+    /// Also write a timeline of every mode as Chrome trace-event JSON (Perfetto, chrome://tracing).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     #[command(flatten)]
     pub lp: LpArgs,
     #[command(flatten)]
@@ -259,6 +350,20 @@ pub struct LauncherCostArgs {
     pub common: CommonArgs,
 }
 
+/// Arguments of `preempt-lat report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// JSON result files.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output format on stdout (the files in --out-dir are written either way).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Directory for report.csv, report.json and report.svg (created if missing).
+    #[arg(long, default_value = "preempt-lat-results")]
+    pub out_dir: PathBuf,
+}
+
 /// Arguments of `preempt-lat doctor`.
 #[derive(Debug, Clone, Args)]
 pub struct DoctorArgs {
@@ -328,6 +433,7 @@ impl Cli {
                     warmup: r.warmup,
                     format: r.format,
                     out: r.out,
+                    trace: r.trace,
                     common: common(r.common)?,
                 })
             }
@@ -381,6 +487,30 @@ impl Cli {
             Some(Cmd::LauncherCost(a)) => Command::LauncherCost(options::LauncherCostOptions {
                 commands: a.commands,
                 common: common(a.common)?,
+            }),
+            Some(Cmd::Priority(a)) => {
+                // In Mode::ALL's order, standalone modes first: the others are compared with them.
+                let modes: Vec<Mode> = Mode::ALL.into_iter().filter(|m| a.modes.contains(m)).collect();
+                let o = options::PriorityOptions {
+                    modes,
+                    hp_rate: a.hp_rate,
+                    arrival: a.arrival,
+                    hp_t_ms: a.hp_t_ms,
+                    hp_cmds: a.hp_cmds,
+                    t_ms: a.t_ms,
+                    duration_s: a.duration_s,
+                    format: a.format,
+                    out_dir: a.out_dir,
+                    trace: a.trace,
+                    common: common(a.common)?,
+                };
+                o.check()?;
+                Command::Priority(o)
+            }
+            Some(Cmd::Report(a)) => Command::Report(options::ReportOptions {
+                files: a.files,
+                format: a.format,
+                out_dir: a.out_dir,
             }),
             Some(Cmd::HostWorker) => Command::HostWorker,
         })

@@ -14,8 +14,11 @@ mod num;
 mod options;
 mod output;
 mod plot;
+mod priority;
+mod report;
 mod stats;
 mod sweep;
+mod trace;
 mod validate;
 
 use clap::{CommandFactory, Parser, error::ErrorKind};
@@ -72,6 +75,8 @@ fn dispatch(command: Command) -> Outcome {
         Command::SweepState(o) => sweep::state(&o, device::select(&o.common, hip_facts)?),
         Command::SweepThreshold(o) => sweep::threshold(&o, device::select(&o.common, hip_facts)?),
         Command::LauncherCost(o) => launcher_cost(&o, device::select(&o.common, hip_facts)?),
+        Command::Priority(o) => priority::run(&o, device::select(&o.common, hip_facts)?),
+        Command::Report(o) => report::run(&o),
         Command::HostWorker => unreachable!("handled in main before any thread starts"),
     }
 }
@@ -87,9 +92,20 @@ fn run(o: &options::RunOptions) -> Outcome {
         ),
         None => Box::new(std::io::stdout().lock()),
     };
+    if let Some(t) = &o.trace {
+        std::fs::File::create(t).map_err(|e| Failure::Usage(format!("--trace {}: cannot write: {e}", t.display())))?;
+    }
     let p = measure::Params::new(o.level, o.t_ms, lp_state, o.samples, o.warmup, &o.common, dev.workers());
     let r = dev.measure(&p, o.common.mechanism, o.common.quiet)?;
     output::run(&r, o.format, &mut out).map_err(|e| format!("writing the result: {e}"))?;
+    if let Some(t) = &o.trace {
+        let note = if r.env.device == "host" {
+            "preempt-lat on the host device: host figures, not GPU figures"
+        } else {
+            "preempt-lat on a GPU: host-side stamps (the GPU's own stamps are not on this timeline)"
+        };
+        trace::write_file(&r.timeline.trace(p.level, &r.env.device), note, t)?;
+    }
     if !r.correctness.ok {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
     }

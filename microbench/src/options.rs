@@ -75,6 +75,71 @@ impl Format {
     }
 }
 
+/// How HP requests arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Every 1/rate seconds.
+    Fixed,
+    /// A Poisson process of the rate: exponential gaps (seeded).
+    Poisson,
+}
+
+impl Arrival {
+    pub const ALL: [Arrival; 2] = [Arrival::Fixed, Arrival::Poisson];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Fixed => "fixed",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
+/// A mode of `preempt-lat priority`: what runs, and which policy schedules it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// HP requests alone: the reference latency.
+    StandaloneHp,
+    /// LP commands alone: the reference throughput.
+    StandaloneLp,
+    /// Both, no scheduling.
+    Native,
+    /// Both; highest priority first through Lv1 (stop launching LP commands).
+    Lv1,
+    /// Both; highest priority first through Lv3 (suspend the LP queue where its work stands).
+    Lv3,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 5] = [
+        Mode::StandaloneHp,
+        Mode::StandaloneLp,
+        Mode::Native,
+        Mode::Lv1,
+        Mode::Lv3,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::StandaloneHp => "standalone-hp",
+            Mode::StandaloneLp => "standalone-lp",
+            Mode::Native => "native",
+            Mode::Lv1 => "lv1",
+            Mode::Lv3 => "lv3",
+        }
+    }
+
+    /// Whether HP requests are issued / LP commands run in this mode.
+    pub fn has_hp(self) -> bool {
+        self != Mode::StandaloneLp
+    }
+    pub fn has_lp(self) -> bool {
+        self != Mode::StandaloneHp
+    }
+}
+
 /// Where to run: `auto` (an AMD GPU if usable, else the host device), `host`, or `hip:N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -132,6 +197,21 @@ pub fn parse_t_ms(s: &str) -> Result<f64, String> {
     }
     if v * 1e6 < 1.0 {
         return Err(format!("T = {v} ms is below 1 ns"));
+    }
+    Ok(v)
+}
+
+/// A rate or a duration: a finite number > 0, at most `max`.
+pub fn parse_positive_f64(s: &str, what: &str, max: f64) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number ({what})"))?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!("{what} must be a finite number greater than 0 (got {s})"));
+    }
+    if v > max {
+        return Err(format!("{what} = {v} is too large: at most {max}"));
     }
     Ok(v)
 }
@@ -229,6 +309,8 @@ pub struct RunOptions {
     pub format: Format,
     /// Write here instead of stdout.
     pub out: Option<PathBuf>,
+    /// A Chrome trace-event timeline of the run.
+    pub trace: Option<PathBuf>,
     pub common: Common,
 }
 
@@ -292,6 +374,70 @@ pub struct ValidateOptions {
     pub cycles: u32,
 }
 
+/// `priority`: HP requests against a saturating LP stream, per mode.
+#[derive(Debug, Clone)]
+pub struct PriorityOptions {
+    /// In run order (standalone modes first: the others are compared with them).
+    pub modes: Vec<Mode>,
+    /// HP requests per second.
+    pub hp_rate: f64,
+    pub arrival: Arrival,
+    /// One HP command, in ms.
+    pub hp_t_ms: f64,
+    /// HP commands per request.
+    pub hp_cmds: u32,
+    /// One LP command (T), in ms.
+    pub t_ms: f64,
+    /// How long each mode runs, in seconds.
+    pub duration_s: f64,
+    /// Text, JSON or CSV on stdout (the files in `out_dir` are written either way).
+    pub format: Format,
+    /// priority.{csv,json,svg} go here.
+    pub out_dir: PathBuf,
+    /// A Chrome trace-event timeline of every mode.
+    pub trace: Option<PathBuf>,
+    pub common: Common,
+}
+
+impl PriorityOptions {
+    /// HP work per second of wall time: rate x commands x HP T.
+    pub fn hp_load(&self) -> f64 {
+        self.hp_rate * f64::from(self.hp_cmds) * self.hp_t_ms / 1000.0
+    }
+
+    /// Cross-field checks: the one-line reason a combination is refused (a usage error).
+    pub fn check(&self) -> Result<(), String> {
+        if let DeviceSpec::Hip(n) = self.common.device {
+            return Err(format!(
+                "priority --device hip:{n}: not implemented for the GPU device yet; it runs on the host device (--device host)"
+            ));
+        }
+        let load = self.hp_load();
+        if load >= 0.9 {
+            return Err(format!(
+                "--hp-rate x --hp-cmds x --hp-t-ms = {load:.2} s of HP work per second: the HP requests alone would \
+                 (nearly) saturate the device; lower one of them"
+            ));
+        }
+        if self.duration_s * self.hp_rate < 1.0 && self.modes.iter().any(|m| m.has_hp()) {
+            return Err(format!(
+                "--duration-s {} at --hp-rate {} makes no HP request: raise either",
+                self.duration_s, self.hp_rate
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `report`: JSON results merged into one table and one plot.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    pub files: Vec<PathBuf>,
+    pub format: Format,
+    /// report.{csv,json,svg} go here.
+    pub out_dir: PathBuf,
+}
+
 /// The command to run, as parsed.
 #[derive(Debug, Clone)]
 pub enum Command {
@@ -302,6 +448,8 @@ pub enum Command {
     SweepState(SweepStateOptions),
     SweepThreshold(SweepThresholdOptions),
     LauncherCost(LauncherCostOptions),
+    Priority(PriorityOptions),
+    Report(ReportOptions),
     /// Internal: be a host-device worker process.
     HostWorker,
 }

@@ -4,19 +4,20 @@ use crate::device::Device;
 use crate::exit::{Failure, Outcome, Verdict};
 use crate::measure::{Params, RunResult, control::stop_requested, host};
 use crate::options::{HOST_HAS_NO_LP_STATE, Level, LpState, SweepStateOptions, SweepTOptions, SweepThresholdOptions};
-use crate::plot::{Series, lines};
+use crate::plot::{self, Axis, RefLine, Scale, Series};
+use plotters::prelude::SeriesLabelPosition;
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 
 /// Writes one output file through `write` (an exporter of [`crate::output`]).
-fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), String> {
+pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), String> {
     let e = |e: std::io::Error| format!("{}: cannot write: {e}", path.display());
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(e)?);
     write(&mut f).and_then(|()| f.flush()).map_err(e)
 }
 
-fn prepare(dir: &Path) -> Result<(), Failure> {
+pub fn prepare(dir: &Path) -> Result<(), Failure> {
     std::fs::create_dir_all(dir).map_err(|e| format!("--out-dir {}: cannot create: {e}", dir.display()))?;
     let probe = dir.join(".preempt-lat-write-test");
     std::fs::write(&probe, b"").map_err(|e| format!("--out-dir {}: cannot write: {e}", dir.display()))?;
@@ -38,7 +39,7 @@ fn p99_series(runs: &[RunResult], levels: &[Level], x: impl Fn(&RunResult) -> Op
     let mut series = Vec::new();
     for &level in levels {
         for metric in ["suspend", "HP start"] {
-            let points: Vec<(f64, f64)> = runs
+            let points: Vec<(f64, f64, f64)> = runs
                 .iter()
                 .filter(|r| r.params.level == level)
                 .filter_map(|r| {
@@ -47,13 +48,16 @@ fn p99_series(runs: &[RunResult], levels: &[Level], x: impl Fn(&RunResult) -> Op
                     } else {
                         &r.latency_ns.hp_start
                     };
-                    Some((x(r)?, s.as_ref()?.p99 as f64 / 1000.0))
+                    let s = s.as_ref()?;
+                    Some((x(r)?, s.p50 as f64 / 1000.0, s.p99 as f64 / 1000.0))
                 })
                 .collect();
             if !points.is_empty() {
                 series.push(Series {
                     label: format!("Lv{} {metric} P99", level.number()),
-                    points,
+                    spread: points.clone(),
+                    points: points.iter().map(|&(x, _, p99)| (x, p99)).collect(),
+                    connect: true,
                 });
             }
         }
@@ -84,21 +88,29 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
     }
     write_runs(&a.out_dir, "sweep-t", &runs)?;
     let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
-    let series = p99_series(&runs, &a.levels, |r| Some(r.params.t_ms));
+    let (series, refs) = sweep_t_series(&runs, &a.levels, a.common.threshold);
     let title = format!(
-        "P99 preemption latency vs T ({device} device{})",
-        match lp_state {
-            None => ": host figures, not GPU".to_string(),
-            Some(s) => format!(", {s} LP kernel"),
-        }
+        "P99 preemption latency vs T ({}{})",
+        plot::device_label(&device),
+        lp_state.map_or(String::new(), |s| format!(", {s} LP kernel"))
     );
-    lines(
+    plot::draw(
         &a.out_dir.join("sweep-t.svg"),
-        &title,
-        "T (ms)",
-        "P99 latency (us)",
-        true,
-        &series,
+        &plot::Figure {
+            title: &title,
+            x: Axis {
+                title: "T, LP command time (ms)".into(),
+                scale: Scale::Log,
+            },
+            y: Axis {
+                title: "latency (µs): P99, band p50-p99".into(),
+                scale: Scale::Log,
+            },
+            series: &series,
+            refs: &refs,
+            x_names: &[],
+            legend: SeriesLabelPosition::UpperLeft,
+        },
     )?;
     let ok = runs.iter().all(|r| r.correctness.ok);
     println!(
@@ -153,13 +165,38 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
     }
     write_runs(&a.out_dir, "sweep-state", &runs)?;
     let series = p99_series(&runs, &a.levels, state_kib);
-    lines(
+    let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
+    let refs = if a.levels.contains(&Level::Lv3) && !series.is_empty() {
+        let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
+        let (lo, hi) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        vec![RefLine {
+            label: "100 µs: Lv3 target".into(),
+            points: vec![(lo / 1.3, 100.0), (hi * 1.3, 100.0)],
+        }]
+    } else {
+        Vec::new()
+    };
+    plot::draw(
         &a.out_dir.join("sweep-state.svg"),
-        &format!("P99 preemption latency vs LP wave state ({dev}, T = {} ms)", a.t_ms),
-        &state_axis(&runs, &a.states),
-        "P99 latency (us)",
-        false,
-        &series,
+        &plot::Figure {
+            title: &format!(
+                "P99 preemption latency vs LP wave state ({}, T = {} ms)",
+                plot::device_label(&device),
+                a.t_ms
+            ),
+            x: Axis {
+                title: state_axis(&runs, &a.states),
+                scale: Scale::Log,
+            },
+            y: Axis {
+                title: "latency (µs): P99, band p50-p99".into(),
+                scale: Scale::Log,
+            },
+            series: &series,
+            refs: &refs,
+            x_names: &[],
+            legend: SeriesLabelPosition::UpperLeft,
+        },
     )?;
     for r in &runs {
         let p99 =
@@ -258,27 +295,42 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
         .t_ms
         .iter()
         .map(|&t| Series {
-            label: format!("T = {t} ms"),
+            label: format!("T = {} ms", plot::ticks::fmt_num(t)),
             points: pts
                 .iter()
                 .filter(|p| p.t_ms == t)
                 .map(|p| (f64::from(p.threshold), p.overhead_percent))
                 .collect(),
+            spread: Vec::new(),
+            connect: true,
         })
         .filter(|s| !s.points.is_empty())
         .collect();
-    let title = if device == "host" {
-        "Lv1 overhead vs threshold (host device: host figures, not GPU)".to_string()
-    } else {
-        format!("Lv1 overhead vs threshold ({device})")
+    let title = format!("Lv1 overhead vs threshold ({})", plot::device_label(&device));
+    let (lo, hi) = pts
+        .iter()
+        .fold((u32::MAX, 0), |(a, b), p| (a.min(p.threshold), b.max(p.threshold)));
+    let zero = RefLine {
+        label: "no overhead (0 %)".into(),
+        points: vec![(f64::from(lo) - 0.5, 0.0), (f64::from(hi) + 0.5, 0.0)],
     };
-    lines(
+    plot::draw(
         &a.out_dir.join("sweep-threshold.svg"),
-        &title,
-        "threshold",
-        "overhead (%)",
-        false,
-        &series,
+        &plot::Figure {
+            title: &title,
+            x: Axis {
+                title: "threshold (LP commands in flight)".into(),
+                scale: Scale::Integer,
+            },
+            y: Axis {
+                title: "LP throughput overhead of the launcher (%), median of 3".into(),
+                scale: Scale::Linear,
+            },
+            series: &series,
+            refs: &[zero],
+            x_names: &[],
+            legend: SeriesLabelPosition::UpperRight,
+        },
     )?;
     println!(
         "sweep threshold: {} points -> {}/sweep-threshold.{{csv,json,svg}}",
@@ -286,6 +338,59 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
         a.out_dir.display()
     );
     Ok(Verdict::Pass)
+}
+
+/// The lines of `sweep t`'s plot: P99 per level and metric with its p50-p99 band (in µs), and
+/// the reference lines that explain them: threshold x T (where Lv1's suspend should sit) and
+/// the 100 µs target of Lv3.
+#[allow(clippy::cast_precision_loss)] // latencies in ns, far below 2^52
+fn sweep_t_series(runs: &[RunResult], levels: &[Level], threshold: u32) -> (Vec<Series>, Vec<RefLine>) {
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let mut series = Vec::new();
+    for &level in levels {
+        for metric in ["suspend", "HP start"] {
+            let mut points = Vec::new();
+            let mut spread = Vec::new();
+            for r in runs.iter().filter(|r| r.params.level == level) {
+                let s = if metric == "suspend" {
+                    &r.latency_ns.suspend
+                } else {
+                    &r.latency_ns.hp_start
+                };
+                if let Some(s) = s {
+                    points.push((r.params.t_ms, us(s.p99)));
+                    spread.push((r.params.t_ms, us(s.p50), us(s.p99)));
+                }
+            }
+            if !points.is_empty() {
+                series.push(Series {
+                    label: format!("Lv{} {metric} P99", level.number()),
+                    points,
+                    spread,
+                    connect: true,
+                });
+            }
+        }
+    }
+    let ts: Vec<f64> = runs.iter().map(|r| r.params.t_ms).collect();
+    let (lo, hi) = ts.iter().fold((f64::MAX, f64::MIN), |(a, b), &t| (a.min(t), b.max(t)));
+    let mut refs = Vec::new();
+    if lo <= hi && levels.contains(&Level::Lv1) {
+        refs.push(RefLine {
+            label: format!("threshold x T ({threshold} x T): Lv1's expected suspend"),
+            points: [lo / 1.3, hi * 1.3]
+                .iter()
+                .map(|&t| (t, f64::from(threshold) * t * 1000.0))
+                .collect(),
+        });
+    }
+    if lo <= hi && levels.contains(&Level::Lv3) {
+        refs.push(RefLine {
+            label: "100 µs: Lv3 target".into(),
+            points: vec![(lo / 1.3, 100.0), (hi * 1.3, 100.0)],
+        });
+    }
+    (series, refs)
 }
 
 #[cfg(test)]

@@ -222,6 +222,8 @@ fn help_teaches_the_words() {
         "doctor",
         "sweep",
         "sweep state",
+        "priority",
+        "--trace",
         "Examples",
     ] {
         assert!(h.contains(w), "--help lacks {w:?}");
@@ -477,4 +479,260 @@ fn validate_without_kfd_skips_visibly_and_passes() {
     ] {
         assert!(!v[k].is_null(), "{k}");
     }
+}
+
+/// Every non-metadata event of a Chrome trace lies inside the `run` span of its process.
+fn assert_trace_inside_runs(path: &std::path::Path) -> serde_json::Value {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("trace written")).expect("trace is JSON");
+    let events = v["traceEvents"].as_array().expect("traceEvents");
+    let timed: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] != "M").collect();
+    assert!(!timed.is_empty());
+    for e in &timed {
+        let run = timed
+            .iter()
+            .find(|r| r["name"] == "run" && r["pid"] == e["pid"])
+            .unwrap_or_else(|| panic!("no run span for pid {}", e["pid"]));
+        let (lo, hi) = (
+            run["ts"].as_f64().unwrap(),
+            run["ts"].as_f64().unwrap() + run["dur"].as_f64().unwrap(),
+        );
+        let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap_or(0.0));
+        assert!(ts >= lo && ts + dur <= hi, "{e} lies outside its run [{lo}, {hi}]");
+        assert!(["X", "i"].contains(&e["ph"].as_str().unwrap()), "{e}");
+    }
+    v
+}
+
+fn cats(v: &serde_json::Value) -> std::collections::BTreeSet<String> {
+    v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["cat"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn run_trace_is_a_chrome_trace_inside_the_run() {
+    let dir = scratch("run-trace");
+    std::fs::create_dir_all(&dir).unwrap();
+    for level in ["3", "1"] {
+        let trace = dir.join(format!("lv{level}.trace.json"));
+        let o = pl(&[
+            "--device",
+            "host",
+            "--level",
+            level,
+            "--t-ms",
+            "0.2",
+            "--samples",
+            "10",
+            "--warmup",
+            "1",
+            "--quiet",
+            "--trace",
+            trace.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v = assert_trace_inside_runs(&trace);
+        let c = cats(&v);
+        for want in ["run", "lp", "call", "suspended", "hp", "device"] {
+            assert!(c.contains(want), "Lv{level}: no {want:?} events: {c:?}");
+        }
+        let probes = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"].as_str().is_some_and(|n| n.starts_with("HP request ")))
+            .count();
+        assert_eq!(probes, 11, "one HP request per sample, warm-up included");
+    }
+    let o = pl(&[
+        "--device",
+        "host",
+        "--samples",
+        "1",
+        "--trace",
+        "/nonexistent-dir/t.json",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--trace /nonexistent-dir/t.json: cannot write"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn priority_runs_every_mode_and_writes_json_csv_svg_and_trace() {
+    let dir = scratch("priority");
+    let trace = std::env::temp_dir().join(format!("preempt-lat-priority-{}.trace.json", std::process::id()));
+    let o = pl(&[
+        "priority",
+        "--device",
+        "host",
+        "--duration-s",
+        "0.4",
+        "--hp-rate",
+        "25",
+        "--arrival",
+        "fixed",
+        "--hp-t-ms",
+        "1",
+        "--t-ms",
+        "0.2",
+        "--format",
+        "json",
+        "--quiet",
+        "--out-dir",
+        dir.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(v["env"]["device"], "host");
+    assert_eq!(v["params"]["arrival"], "fixed");
+    let modes = v["modes"].as_array().unwrap();
+    let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
+    assert_eq!(names, ["standalone-hp", "standalone-lp", "native", "lv1", "lv3"]);
+    for m in modes {
+        let name = m["mode"].as_str().unwrap();
+        if name != "standalone-lp" {
+            // 25/s for 0.4 s, the first one gap after the start.
+            assert_eq!(m["hp_requests"], 9, "{name}");
+            let s = &m["hp_latency_ns"];
+            assert!(s["p50"].as_u64() <= s["p90"].as_u64() && s["p99"].as_u64() <= s["max"].as_u64());
+            assert!(
+                s["p50"].as_u64().unwrap() >= 1_000_000,
+                "{name}: an HP request is 1 ms of work"
+            );
+        }
+        if name == "standalone-hp" {
+            assert!(m["correctness"].is_null() && m["lp_throughput_per_s"].is_null());
+        } else {
+            assert_eq!(m["correctness"]["ok"], true, "{name}: {}", m["correctness"]);
+            assert!(
+                m["lp_throughput_vs_standalone"].as_f64().is_some_and(|x| x > 0.0),
+                "{name}"
+            );
+        }
+        if matches!(name, "native" | "lv1" | "lv3") {
+            assert!(m["hp_p99_vs_standalone"].as_f64().is_some_and(|x| x > 0.0), "{name}");
+        }
+        let preemptions = m["preemptions"].as_u64().unwrap();
+        if matches!(name, "lv1" | "lv3") {
+            assert!((1..=9).contains(&preemptions), "{name}: {preemptions}");
+            assert_eq!(m["policy"], "highest-priority-first");
+        } else {
+            assert_eq!(preemptions, 0, "{name}");
+        }
+    }
+    let csv = std::fs::read_to_string(dir.join("priority.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 6, "{csv}");
+    assert!(lines[0].starts_with("device,mode,policy,mechanism,"));
+    for (line, name) in lines[1..].iter().zip(&names) {
+        assert!(line.starts_with(&format!("host,{name},")), "{line}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("priority.json")).unwrap()).unwrap();
+    assert_eq!(json["modes"].as_array().unwrap().len(), 5);
+    let svg = std::fs::read_to_string(dir.join("priority.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    for want in [
+        "host device: host figures, not GPU figures",
+        "standalone-hp",
+        "lv3",
+        "1.30 x standalone-hp P99",
+    ] {
+        assert!(svg.contains(want), "the plot lacks {want:?}");
+    }
+    let t = assert_trace_inside_runs(&trace);
+    let c = cats(&t);
+    for want in ["run", "lp", "hp", "scheduler", "suspended"] {
+        assert!(c.contains(want), "no {want:?} events: {c:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&trace);
+}
+
+#[test]
+fn priority_refuses_the_gpu_and_bad_input_with_a_reason() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["priority", "--device", "hip:0"],
+            "not implemented for the GPU device yet",
+        ),
+        (
+            &["priority", "--hp-rate", "0"],
+            "--hp-rate must be a finite number greater than 0",
+        ),
+        (
+            &["priority", "--hp-rate", "500", "--hp-t-ms", "2"],
+            "would (nearly) saturate",
+        ),
+        (
+            &["priority", "--duration-s", "0.01", "--hp-rate", "10"],
+            "makes no HP request",
+        ),
+        (&["priority", "--modes", "lv2"], "invalid value 'lv2'"),
+    ];
+    for (args, want) in cases {
+        let o = pl(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(want),
+            "{args:?}: stderr lacks {want:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn report_merges_json_results_into_one_table_and_plot() {
+    let dir = scratch("report");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for (level, t) in [("3", "0.2"), ("3", "0.5"), ("1", "0.2")] {
+        let f = dir.join(format!("lv{level}-{t}.json"));
+        let o = pl(&[
+            "--device",
+            "host",
+            "--level",
+            level,
+            "--t-ms",
+            t,
+            "--samples",
+            "5",
+            "--warmup",
+            "1",
+            "--quiet",
+            "--format",
+            "json",
+            "--out",
+            f.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        files.push(f);
+    }
+    let bad = dir.join("not-a-result.json");
+    std::fs::write(&bad, "{\"x\": 1}").unwrap();
+    let out = dir.join("out");
+    let mut args: Vec<&str> = vec!["report", "--out-dir", out.to_str().unwrap()];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    args.push(bad.to_str().unwrap());
+    let o = pl(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(t.contains("== device host, mechanism sigstop,"), "{t}");
+    assert!(t.contains("== device host, mechanism progressive-launch,"), "{t}");
+    assert!(t.contains("(host figures, not GPU figures)"), "{t}");
+    assert!(t.contains("skipped") && t.contains("not-a-result.json"), "{t}");
+    let csv = std::fs::read_to_string(out.join("report.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4, "a header and one row per run: {csv}");
+    let svg = std::fs::read_to_string(out.join("report.svg")).unwrap();
+    assert!(svg.contains("Lv3 host sigstop") && svg.contains("host figures, not GPU figures"));
+    let o = pl(&["report", "--out-dir", out.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no result in 1 file(s)"));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -89,6 +89,14 @@ impl Backend for GpuBackend {
     fn now_ns(&self) -> u64 {
         calib::host_ns(Instant::now())
     }
+    fn monotonic_offset_ns(&self) -> i64 {
+        // host_ns counts from a process epoch; CLOCK_MONOTONIC from boot: the midpoint of two
+        // monotonic reads around one host_ns read (off by at most half their gap, ~tens of ns).
+        let a = i128::from(lv1::clock::now_ns());
+        let h = i128::from(self.now_ns());
+        let b = i128::from(lv1::clock::now_ns());
+        i64::try_from((a + b) / 2 - h).unwrap_or(0)
+    }
     fn lp_queue(&self) -> Arc<HipLpQueue> {
         Arc::clone(&self.lpq)
     }
@@ -204,6 +212,7 @@ impl Backend for GpuBackend {
         }
         let r = &self.report;
         Ok(Finished {
+            device_spans: Vec::new(),
             hp_start_ns,
             correctness: Correctness::check(submitted, completions, &check.records, 1),
             lp_kernel: Some(self.lp_kernel.clone()),

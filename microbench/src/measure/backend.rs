@@ -46,8 +46,21 @@ pub struct RawSample {
     pub hp: HpStart,
 }
 
+/// Something the device itself timed (a worker running a command), for the timeline.
+#[derive(Debug, Clone)]
+pub struct DeviceSpan {
+    /// The timeline track: what ran it (e.g. `LP worker 0`, `HP worker`).
+    pub track: String,
+    pub name: String,
+    /// On `CLOCK_MONOTONIC` (as [`lv1::clock::now_ns`]).
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
 /// What the backend knows once the LP queue has drained.
 pub struct Finished {
+    /// For the timeline (`--trace`): what the device timed itself (empty where it reports nothing).
+    pub device_spans: Vec<DeviceSpan>,
     /// HP start latency of each raw sample (same order), in ns.
     pub hp_start_ns: Vec<u64>,
     pub correctness: Correctness,
@@ -65,6 +78,11 @@ pub trait Backend {
 
     /// The device's clock for request/suspend/resume stamps, in ns.
     fn now_ns(&self) -> u64;
+    /// What to add to a [`Backend::now_ns`] stamp to put it on `CLOCK_MONOTONIC`
+    /// ([`lv1::clock::now_ns`], the launcher's clock): 0 where `now_ns` is that clock.
+    fn monotonic_offset_ns(&self) -> i64 {
+        0
+    }
     /// The LP hardware queue (the launcher runs over it).
     fn lp_queue(&self) -> Arc<Self::Queue>;
     /// One LP command of T.

@@ -1,6 +1,6 @@
 //! Measurements on the host device (CPU worker processes; Lv3 = SIGSTOP/SIGCONT). Host figures,
 //! never GPU figures.
-use super::backend::{Backend, Finished, HpStart, RawSample, Suspended};
+use super::backend::{Backend, DeviceSpan, Finished, HpStart, RawSample, Suspended};
 use super::samples;
 use super::{Correctness, Params, RunResult};
 use crate::options::Level;
@@ -34,6 +34,8 @@ struct HostBackend {
     workers: u32,
     /// The HP probe records, by probe index: the host probe runs to completion at launch.
     probes: Mutex<HashMap<u32, KernelRecord>>,
+    /// Every probe's (index, start, end), for the timeline.
+    probe_spans: Mutex<Vec<(u32, u64, u64)>>,
 }
 
 /// A host Lv3 suspension (SIGSTOP of every LP worker); resumes (SIGCONT) on drop too.
@@ -83,6 +85,12 @@ impl Backend for HostBackend {
     }
     fn hp_wait(&self, index: u32) -> Result<HpStart, String> {
         let rec = self.probes.lock().unwrap_or_else(|p| p.into_inner()).remove(&index);
+        if let Some(r) = &rec {
+            self.probe_spans
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((index, r.start_ns, r.end_ns));
+        }
         rec.map(|r| HpStart::At(r.start_ns))
             .ok_or_else(|| format!("HP probe {index} was not run"))
     }
@@ -95,14 +103,26 @@ impl Backend for HostBackend {
             })
             .collect::<Result<_, _>>()?;
         // Every command runs on every LP worker: one record per worker.
-        let records: Vec<(u64, bool)> = self
-            .dev
-            .lp()
-            .take_records()
+        let lp_records = self.dev.lp().take_records();
+        let records: Vec<(u64, bool)> = lp_records.iter().map(|r| (r.id, r.is_correct())).collect();
+        let mut device_spans: Vec<DeviceSpan> = lp_records
             .iter()
-            .map(|r| (r.id, r.is_correct()))
+            .map(|r| DeviceSpan {
+                track: format!("LP worker {}", r.worker),
+                name: format!("LP {}", r.id),
+                start_ns: r.start_ns,
+                end_ns: r.end_ns,
+            })
             .collect();
+        let probes = std::mem::take(&mut *self.probe_spans.lock().unwrap_or_else(|p| p.into_inner()));
+        device_spans.extend(probes.into_iter().map(|(i, start_ns, end_ns)| DeviceSpan {
+            track: "HP worker".into(),
+            name: format!("HP probe {i}"),
+            start_ns,
+            end_ns,
+        }));
         Ok(Finished {
+            device_spans,
             hp_start_ns,
             correctness: Correctness::check(submitted, completions, &records, self.workers as usize),
             env: crate::env::host(if self.level == Level::Lv1 {
@@ -128,6 +148,7 @@ pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
         level: p.level,
         workers: p.workers,
         probes: Mutex::default(),
+        probe_spans: Mutex::default(),
     };
     samples::run(p, b, "host", quiet)
 }

@@ -5,6 +5,7 @@ pub mod control;
 pub mod host;
 pub mod rng;
 pub mod samples;
+pub mod timeline;
 
 use crate::options::{Common, Level, LpState};
 use crate::stats::Summary;
@@ -205,6 +206,9 @@ pub struct RunResult {
     /// Stopped early by Ctrl-C/SIGTERM: fewer samples than asked.
     pub interrupted: bool,
     pub wall_time_s: f64,
+    /// What happened when, for `--trace` (not part of the result's outputs).
+    #[serde(skip)]
+    pub timeline: timeline::Timeline,
 }
 
 impl RunResult {
@@ -290,6 +294,7 @@ pub(crate) fn fake_gpu_run(level: Level, state: LpState, kib: u64, suspend_us: u
         samples,
         interrupted: false,
         wall_time_s: 1.0,
+        timeline: timeline::Timeline::default(),
     }
 }
 

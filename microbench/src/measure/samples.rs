@@ -6,6 +6,7 @@
 use super::backend::{Backend, HpStart, RawSample};
 use super::control::{progress, stop_requested};
 use super::rng::SplitMix64;
+use super::timeline::{LpSpan, Timeline};
 use super::{Params, RunResult, Sample};
 use crate::options::Level;
 use lv1::{Config, SuspendMode, XQueue};
@@ -19,6 +20,7 @@ pub fn keep_ahead(p: &Params) -> u64 {
 /// Runs `p.warmup + p.samples` preemptions on `b`. `label` names the run on the progress bar.
 pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result<RunResult, String> {
     let t_start = std::time::Instant::now();
+    let run_start_ns = lv1::clock::now_ns();
     let cfg = Config::new(p.threshold as usize, p.batch as usize).map_err(|e| e.to_string())?;
     let xq = XQueue::new(b.lp_queue(), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
     let completions = xq.take_completions().ok_or("launcher completions already taken")?;
@@ -90,7 +92,17 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
     if let Some(e) = loop_err {
         return Err(e);
     }
-    let done: Vec<(u64, bool)> = completions.try_iter().map(|c| (c.id, c.outcome.is_ok())).collect();
+    let lp: Vec<LpSpan> = completions
+        .try_iter()
+        .map(|c| LpSpan {
+            id: c.id,
+            ok: c.outcome.is_ok(),
+            launched_ns: c.stamps.launched_ns,
+            completed_ns: c.stamps.completed_ns,
+        })
+        .collect();
+    let done: Vec<(u64, bool)> = lp.iter().map(|c| (c.id, c.ok)).collect();
+    let offset_ns = b.monotonic_offset_ns();
     let fin = b.finish(&raw, submitted, &done)?;
     let samples: Vec<Sample> = raw
         .iter()
@@ -113,6 +125,14 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         interrupted: samples.len() < p.samples as usize,
         samples,
         wall_time_s: t_start.elapsed().as_secs_f64(),
+        timeline: Timeline {
+            run_ns: (run_start_ns, lv1::clock::now_ns()),
+            offset_ns,
+            warmup: p.warmup,
+            lp,
+            samples: raw.iter().zip(&fin.hp_start_ns).map(|(r, &h)| (*r, h)).collect(),
+            device: fin.device_spans,
+        },
     })
 }
 

@@ -1,0 +1,284 @@
+//! `preempt-lat priority`: HP requests (fixed rate or Poisson) against a saturating stream of LP
+//! commands, once per mode: standalone-hp, standalone-lp, native (no scheduling), lv1 and lv3
+//! (highest priority first through that level). Per mode: HP request latency (arrival to
+//! completion) percentiles, its P99 against standalone-hp (XSched's headline; the MI308X plan's
+//! target is below [`TARGET_P99_RATIO`]), LP throughput against standalone-lp, preemptions, and
+//! the LP correctness check. Host device only for now (see [`run`]).
+pub mod arrivals;
+pub mod host;
+pub mod policy;
+pub mod report;
+
+use crate::device::Device;
+use crate::env::Environment;
+use crate::exit::{Failure, Outcome, Verdict};
+use crate::measure::Correctness;
+use crate::options::{Arrival, Mode, PriorityOptions};
+use crate::stats::Summary;
+use crate::trace::Trace;
+use serde::Serialize;
+use std::io::Write;
+
+/// The MI308X plan's target for HP P99 under priority scheduling, relative to HP alone.
+pub const TARGET_P99_RATIO: f64 = 1.30;
+
+/// Everything that defines a priority run (written into every output).
+#[derive(Debug, Clone, Serialize)]
+pub struct PriorityParams {
+    pub modes: Vec<Mode>,
+    pub hp_rate: f64,
+    pub arrival: Arrival,
+    pub hp_t_ms: f64,
+    pub hp_cmds: u32,
+    pub t_ms: f64,
+    pub duration_s: f64,
+    pub threshold: u32,
+    pub batch: u32,
+    pub seed: u64,
+    /// LP worker processes (host device).
+    pub workers: u32,
+    /// HP work per second of wall time (rate x commands x HP T).
+    pub hp_load: f64,
+}
+
+/// What one mode measured, before it is summarized.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// The policy's name ([`policy::Policy::name`]).
+    pub policy: &'static str,
+    /// Arrival to completion of each HP request, in ns.
+    pub hp_latency_ns: Vec<u64>,
+    /// LP commands completed within the measured window.
+    pub lp_completed: u64,
+    pub window_ns: u64,
+    pub preemptions: u64,
+    /// `None` where the mode runs no LP commands.
+    pub correctness: Option<Correctness>,
+    pub interrupted: bool,
+}
+
+/// One mode's row.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeResult {
+    pub mode: Mode,
+    /// The scheduling policy (`none` or `highest-priority-first`).
+    pub policy: &'static str,
+    /// How the LP queue is suspended (`-` where it never is).
+    pub mechanism: &'static str,
+    pub hp_requests: u64,
+    /// HP request latency, arrival to completion, in ns.
+    pub hp_latency_ns: Option<Summary>,
+    /// HP P99 / standalone-hp P99.
+    pub hp_p99_vs_standalone: Option<f64>,
+    pub lp_completed: u64,
+    pub lp_throughput_per_s: Option<f64>,
+    /// LP throughput / standalone-lp's.
+    pub lp_throughput_vs_standalone: Option<f64>,
+    pub preemptions: u64,
+    pub correctness: Option<Correctness>,
+    pub window_s: f64,
+    pub interrupted: bool,
+}
+
+/// The result of `preempt-lat priority`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PriorityResult {
+    pub params: PriorityParams,
+    pub env: Environment,
+    pub target_p99_ratio: f64,
+    pub modes: Vec<ModeResult>,
+    pub wall_time_s: f64,
+}
+
+impl PriorityResult {
+    /// Every LP command of every mode completed exactly once.
+    pub fn correct(&self) -> bool {
+        self.modes.iter().all(|m| m.correctness.as_ref().is_none_or(|c| c.ok))
+    }
+}
+
+fn mechanism_of(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Lv3 => "sigstop",
+        Mode::Lv1 => "stop-launching",
+        _ => "-",
+    }
+}
+
+/// Summarizes the measured modes, comparing each with the standalone ones.
+#[allow(clippy::cast_precision_loss)] // ns and counts of one run: far below 2^52
+pub fn summarize(measured: Vec<(Mode, Measured)>) -> Vec<ModeResult> {
+    let mut rows: Vec<ModeResult> = measured
+        .into_iter()
+        .map(|(mode, m)| {
+            let mut r = crate::stats::Recorder::default();
+            for &ns in &m.hp_latency_ns {
+                r.record(ns);
+            }
+            let window_s = m.window_ns as f64 / 1e9;
+            ModeResult {
+                mode,
+                policy: m.policy,
+                mechanism: mechanism_of(mode),
+                hp_requests: m.hp_latency_ns.len() as u64,
+                hp_latency_ns: r.summary(),
+                hp_p99_vs_standalone: None,
+                lp_completed: m.lp_completed,
+                lp_throughput_per_s: (mode.has_lp() && window_s > 0.0).then(|| m.lp_completed as f64 / window_s),
+                lp_throughput_vs_standalone: None,
+                preemptions: m.preemptions,
+                correctness: m.correctness,
+                window_s,
+                interrupted: m.interrupted,
+            }
+        })
+        .collect();
+    let hp_ref = rows
+        .iter()
+        .find(|r| r.mode == Mode::StandaloneHp)
+        .and_then(|r| r.hp_latency_ns)
+        .map(|s| s.p99);
+    let lp_ref = rows
+        .iter()
+        .find(|r| r.mode == Mode::StandaloneLp)
+        .and_then(|r| r.lp_throughput_per_s);
+    for r in &mut rows {
+        r.hp_p99_vs_standalone = match (r.hp_latency_ns, hp_ref) {
+            (Some(s), Some(base)) if base > 0 => Some(s.p99 as f64 / base as f64),
+            _ => None,
+        };
+        r.lp_throughput_vs_standalone = match (r.lp_throughput_per_s, lp_ref) {
+            (Some(t), Some(base)) if base > 0.0 => Some(t / base),
+            _ => None,
+        };
+    }
+    rows
+}
+
+/// Runs every mode of `o` on `dev`, writes priority.{csv,json,svg} (and the trace), and prints
+/// the report on stdout in `o.format`. The GPU device is refused: not implemented yet.
+pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
+    if let Device::Hip(i) = dev {
+        return Err(Failure::Usage(format!(
+            "priority on hip:{i}: not implemented for the GPU device yet; run it on the host device with --device host"
+        )));
+    }
+    let t_start = std::time::Instant::now();
+    let p = PriorityParams {
+        modes: o.modes.clone(),
+        hp_rate: o.hp_rate,
+        arrival: o.arrival,
+        hp_t_ms: o.hp_t_ms,
+        hp_cmds: o.hp_cmds,
+        t_ms: o.t_ms,
+        duration_s: o.duration_s,
+        threshold: o.common.threshold,
+        batch: o.common.batch,
+        seed: o.common.seed,
+        workers: o
+            .common
+            .workers
+            .unwrap_or_else(|| u32::try_from(crate::env::cores()).unwrap_or(1)),
+        hp_load: o.hp_load(),
+    };
+    crate::sweep::prepare(&o.out_dir)?;
+    // Same arrivals in every mode, so the modes differ only in what runs and how it is scheduled.
+    let arrivals = arrivals::times(
+        o.arrival,
+        o.hp_rate,
+        crate::num::round_u64(o.duration_s * 1e9),
+        o.common.seed,
+    );
+    let mut trace = Trace::default();
+    let mut measured = Vec::new();
+    for (pid, &mode) in (1u32..).zip(&o.modes) {
+        if crate::measure::control::stop_requested() {
+            break;
+        }
+        if !o.common.quiet {
+            eprintln!(
+                "priority: {} for {} s ({} HP requests; host device)",
+                mode.name(),
+                o.duration_s,
+                if mode.has_hp() { arrivals.len() } else { 0 }
+            );
+        }
+        measured.push((mode, host::run_mode(&p, mode, &arrivals, &mut trace, pid)?));
+    }
+    let result = PriorityResult {
+        params: p,
+        env: {
+            let mut env = crate::env::host("sigstop");
+            env.mechanism = "per mode: sigstop (lv3), stop-launching (lv1)".into();
+            env
+        },
+        target_p99_ratio: TARGET_P99_RATIO,
+        modes: summarize(measured),
+        wall_time_s: t_start.elapsed().as_secs_f64(),
+    };
+    let dir = &o.out_dir;
+    crate::sweep::write_file(&dir.join("priority.csv"), |w| {
+        crate::output::csv(report::rows(&result), w)
+    })?;
+    crate::sweep::write_file(&dir.join("priority.json"), |w| crate::output::json(&result, w))?;
+    report::plot(&result, &dir.join("priority.svg"))?;
+    if let Some(path) = &o.trace {
+        crate::trace::write_file(
+            &trace,
+            "preempt-lat priority on the host device: host figures, not GPU figures",
+            path,
+        )?;
+    }
+    let mut out = std::io::stdout().lock();
+    match o.format {
+        crate::options::Format::Json => crate::output::json(&result, &mut out),
+        crate::options::Format::Csv => crate::output::csv(report::rows(&result), &mut out),
+        crate::options::Format::Text => report::text(&result, &dir.display().to_string(), &mut out),
+    }
+    .and_then(|()| out.flush())
+    .map_err(|e| format!("writing the result: {e}"))?;
+    if !result.correct() {
+        eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
+    }
+    Ok(Verdict::from_ok(result.correct()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(lat: &[u64], lp: u64) -> Measured {
+        Measured {
+            policy: "none",
+            hp_latency_ns: lat.to_vec(),
+            lp_completed: lp,
+            window_ns: 1_000_000_000,
+            preemptions: 0,
+            correctness: None,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn modes_are_compared_with_the_standalone_ones() {
+        let rows = summarize(vec![
+            (Mode::StandaloneHp, m(&[1000; 10], 0)),
+            (Mode::StandaloneLp, m(&[], 400)),
+            (
+                Mode::Lv3,
+                Measured {
+                    policy: "highest-priority-first",
+                    ..m(&[1200; 10], 300)
+                },
+            ),
+        ]);
+        assert_eq!(rows[2].hp_p99_vs_standalone.map(|r| (r * 100.0).round()), Some(120.0));
+        assert_eq!(rows[2].lp_throughput_vs_standalone, Some(0.75));
+        assert_eq!(rows[0].lp_throughput_per_s, None, "standalone-hp runs no LP");
+        assert!(rows[1].hp_latency_ns.is_none() && rows[1].hp_p99_vs_standalone.is_none());
+        assert_eq!(
+            (rows[2].policy, rows[2].mechanism),
+            ("highest-priority-first", "sigstop")
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! The outputs of `preempt-lat priority`: text for people, one CSV row per mode, and the SVG.
+use super::PriorityResult;
+use crate::plot::{self, Axis, RefLine, Scale, Series};
+use plotters::prelude::SeriesLabelPosition;
+use serde::Serialize;
+use std::io::{Result, Write};
+
+#[allow(clippy::cast_precision_loss)] // ns: far below 2^52
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.digits$}"))
+}
+
+/// The text report.
+pub fn text(r: &PriorityResult, out_dir: &str, w: &mut dyn Write) -> Result<()> {
+    let p = &r.params;
+    writeln!(
+        w,
+        "preempt-lat priority on device {} ({})",
+        r.env.device, r.env.device_detail
+    )?;
+    writeln!(
+        w,
+        "HP: {} requests/s ({}), {} x {} ms per request (load {:.2}); LP: T = {} ms, threshold {}, batch {}, {} LP worker(s); {} s per mode, seed {}; rev {}",
+        p.hp_rate,
+        p.arrival.name(),
+        p.hp_cmds,
+        p.hp_t_ms,
+        p.hp_load,
+        p.t_ms,
+        p.threshold,
+        p.batch,
+        p.workers,
+        p.duration_s,
+        p.seed,
+        r.env.git_revision
+    )?;
+    writeln!(
+        w,
+        "{:<14} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11} {:>6} {:>11}",
+        "mode", "HP n", "p50 ms", "p90 ms", "p99 ms", "max ms", "p99/alone", "LP/alone", "preempt", "correctness"
+    )?;
+    for m in &r.modes {
+        let (p50, p90, p99, max) = m.hp_latency_ns.map_or_else(
+            || ("-".to_string(), "-".to_string(), "-".to_string(), "-".to_string()),
+            |s| {
+                (
+                    format!("{:.3}", ms(s.p50)),
+                    format!("{:.3}", ms(s.p90)),
+                    format!("{:.3}", ms(s.p99)),
+                    format!("{:.3}", ms(s.max)),
+                )
+            },
+        );
+        let correctness = match &m.correctness {
+            None => "-".to_string(),
+            Some(c) if c.ok => format!("OK ({})", c.submitted),
+            Some(c) => format!("FAILED ({} of {} once)", c.completed_once, c.submitted),
+        };
+        writeln!(
+            w,
+            "{:<14} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11} {:>6} {:>11}{}",
+            m.mode.name(),
+            m.hp_requests,
+            p50,
+            p90,
+            p99,
+            max,
+            opt(m.hp_p99_vs_standalone, 2),
+            opt(m.lp_throughput_vs_standalone, 2),
+            m.preemptions,
+            correctness,
+            if m.interrupted { "  INTERRUPTED" } else { "" }
+        )?;
+    }
+    writeln!(
+        w,
+        "p99/alone: HP P99 / standalone-hp P99 (target < {:.2}); LP/alone: LP throughput / standalone-lp's",
+        r.target_p99_ratio
+    )?;
+    writeln!(w, "files: {out_dir}/priority.{{csv,json,svg}}")?;
+    if r.env.device == "host" {
+        writeln!(w, "note: host device figures (CPU worker processes), not GPU figures")?;
+    }
+    Ok(())
+}
+
+/// One CSV row per mode, with every parameter and the environment.
+#[derive(Debug, Serialize)]
+pub struct Row<'a> {
+    pub device: &'a str,
+    pub mode: &'static str,
+    pub policy: &'static str,
+    pub mechanism: &'static str,
+    pub hp_rate: f64,
+    pub arrival: &'static str,
+    pub hp_t_ms: f64,
+    pub hp_cmds: u32,
+    pub t_ms: f64,
+    pub duration_s: f64,
+    pub threshold: u32,
+    pub batch: u32,
+    pub seed: u64,
+    pub workers: u32,
+    pub kernel: &'a str,
+    pub git_revision: &'a str,
+    pub hp_requests: u64,
+    pub hp_p50_ns: Option<u64>,
+    pub hp_p90_ns: Option<u64>,
+    pub hp_p99_ns: Option<u64>,
+    pub hp_max_ns: Option<u64>,
+    pub hp_p99_vs_standalone: Option<f64>,
+    pub lp_completed: u64,
+    pub lp_throughput_per_s: Option<f64>,
+    pub lp_throughput_vs_standalone: Option<f64>,
+    pub preemptions: u64,
+    /// Empty where the mode runs no LP commands.
+    pub correct: Option<bool>,
+    pub interrupted: bool,
+}
+
+pub fn rows(r: &PriorityResult) -> Vec<Row<'_>> {
+    let p = &r.params;
+    r.modes
+        .iter()
+        .map(|m| Row {
+            device: &r.env.device,
+            mode: m.mode.name(),
+            policy: m.policy,
+            mechanism: m.mechanism,
+            hp_rate: p.hp_rate,
+            arrival: p.arrival.name(),
+            hp_t_ms: p.hp_t_ms,
+            hp_cmds: p.hp_cmds,
+            t_ms: p.t_ms,
+            duration_s: p.duration_s,
+            threshold: p.threshold,
+            batch: p.batch,
+            seed: p.seed,
+            workers: p.workers,
+            kernel: &r.env.kernel,
+            git_revision: r.env.git_revision,
+            hp_requests: m.hp_requests,
+            hp_p50_ns: m.hp_latency_ns.map(|s| s.p50),
+            hp_p90_ns: m.hp_latency_ns.map(|s| s.p90),
+            hp_p99_ns: m.hp_latency_ns.map(|s| s.p99),
+            hp_max_ns: m.hp_latency_ns.map(|s| s.max),
+            hp_p99_vs_standalone: m.hp_p99_vs_standalone,
+            lp_completed: m.lp_completed,
+            lp_throughput_per_s: m.lp_throughput_per_s,
+            lp_throughput_vs_standalone: m.lp_throughput_vs_standalone,
+            preemptions: m.preemptions,
+            correct: m.correctness.as_ref().map(|c| c.ok),
+            interrupted: m.interrupted,
+        })
+        .collect()
+}
+
+/// HP request latency per mode: P99 (with the p50-p99 spread as an error bar), max, and the
+/// target (1.30 x standalone-hp P99) as a reference line; each mode's LP throughput against
+/// standalone is in its axis label.
+pub fn plot(r: &PriorityResult, path: &std::path::Path) -> std::result::Result<(), String> {
+    let names: Vec<String> = r
+        .modes
+        .iter()
+        .map(|m| match m.lp_throughput_vs_standalone {
+            Some(x) if m.mode.has_hp() => format!("{} (LP {x:.2}x)", m.mode.name()),
+            _ => m.mode.name().to_string(),
+        })
+        .collect();
+    let hp: Vec<(f64, crate::stats::Summary)> = (0u32..)
+        .zip(&r.modes)
+        .filter_map(|(i, m)| m.hp_latency_ns.map(|s| (f64::from(i), s)))
+        .collect();
+    let series = [
+        Series {
+            label: "HP request P99 (bar down to the open circle: p50)".into(),
+            points: hp.iter().map(|(x, s)| (*x, ms(s.p99))).collect(),
+            spread: hp.iter().map(|(x, s)| (*x, ms(s.p50), ms(s.p99))).collect(),
+            connect: false,
+        },
+        Series {
+            label: "HP request max (beside the bar)".into(),
+            points: hp.iter().map(|(x, s)| (*x + 0.12, ms(s.max))).collect(),
+            spread: Vec::new(),
+            connect: false,
+        },
+    ];
+    let mut refs = Vec::new();
+    let alone = r
+        .modes
+        .iter()
+        .find(|m| m.mode == crate::options::Mode::StandaloneHp)
+        .and_then(|m| m.hp_latency_ns);
+    if let Some(s) = alone {
+        let y = ms(s.p99) * r.target_p99_ratio;
+        let last = f64::from(u32::try_from(r.modes.len()).unwrap_or(1));
+        refs.push(RefLine {
+            label: format!("target: {:.2} x standalone-hp P99", r.target_p99_ratio),
+            points: vec![(-0.5, y), (last - 0.5, y)],
+        });
+    }
+    let p = &r.params;
+    let title = format!(
+        "HP request latency per mode: {}/s {}, HP {} x {} ms, LP T = {} ms ({})",
+        p.hp_rate,
+        p.arrival.name(),
+        p.hp_cmds,
+        p.hp_t_ms,
+        p.t_ms,
+        plot::device_label(&r.env.device)
+    );
+    plot::draw(
+        path,
+        &plot::Figure {
+            title: &title,
+            x: Axis {
+                title: "mode (LP throughput relative to standalone-lp)".into(),
+                scale: Scale::Integer,
+            },
+            y: Axis {
+                title: "HP request latency, arrival to completion (ms)".into(),
+                scale: Scale::Log,
+            },
+            series: &series,
+            refs: &refs,
+            x_names: &names,
+            legend: SeriesLabelPosition::UpperLeft,
+        },
+    )
+}

@@ -1,0 +1,384 @@
+//! `preempt-lat report FILE...`: JSON results from many runs (and machines) merged into one
+//! table and one plot, grouped by device, mechanism, kernel and gfx target. Reads what `run
+//! --format json`, `sweep t` (`sweep-t.json`) and `priority` (`priority.json`) write; other JSON
+//! is listed as skipped, with the reason.
+use crate::exit::{Failure, Outcome, Verdict};
+use crate::options::{Format, ReportOptions};
+use crate::plot::{self, Axis, Scale, Series};
+use plotters::prelude::SeriesLabelPosition;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+/// What a row is grouped by.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Group {
+    pub device: String,
+    pub mechanism: String,
+    pub kernel: String,
+    pub gfx_target: String,
+}
+
+/// One measurement (a run, or one mode of a priority run) of one file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub device: String,
+    pub mechanism: String,
+    pub kernel: String,
+    pub gfx_target: String,
+    /// `run` (latency of a preemption) or `priority:<mode>`.
+    pub kind: String,
+    pub level: Option<u64>,
+    pub t_ms: Option<f64>,
+    /// run: suspend latency; priority: HP request latency.
+    pub p50_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+    /// run: HP start P99.
+    pub hp_start_p99_ns: Option<u64>,
+    /// priority: HP P99 / standalone-hp P99.
+    pub hp_p99_vs_standalone: Option<f64>,
+    pub count: Option<u64>,
+    /// `None` where nothing was checked (standalone-hp).
+    pub correct: Option<bool>,
+    pub git_revision: String,
+    pub file: String,
+}
+
+impl Row {
+    fn new(g: Group, kind: String, file: &str, git_revision: String) -> Self {
+        Row {
+            device: g.device,
+            mechanism: g.mechanism,
+            kernel: g.kernel,
+            gfx_target: g.gfx_target,
+            kind,
+            level: None,
+            t_ms: None,
+            p50_ns: None,
+            p99_ns: None,
+            max_ns: None,
+            hp_start_p99_ns: None,
+            hp_p99_vs_standalone: None,
+            count: None,
+            correct: None,
+            git_revision,
+            file: file.into(),
+        }
+    }
+
+    /// What the row is grouped by.
+    pub fn group(&self) -> Group {
+        Group {
+            device: self.device.clone(),
+            mechanism: self.mechanism.clone(),
+            kernel: self.kernel.clone(),
+            gfx_target: self.gfx_target.clone(),
+        }
+    }
+}
+
+fn s(v: &Value) -> String {
+    v.as_str().map(str::to_string).unwrap_or_default()
+}
+
+fn group(env: &Value) -> Group {
+    Group {
+        device: s(&env["device"]),
+        mechanism: s(&env["mechanism"]),
+        kernel: s(&env["kernel"]),
+        gfx_target: env["gfx_target"].as_str().unwrap_or("-").to_string(),
+    }
+}
+
+/// The rows of one run result (`run --format json`, an element of `sweep-t.json`).
+fn run_row(v: &Value, file: &str) -> Option<Row> {
+    let (p, lat) = (&v["params"], &v["latency_ns"]);
+    let sus = &lat["suspend"];
+    (p.is_object() && lat.is_object() && v["env"].is_object()).then(|| Row {
+        level: p["level"].as_u64(),
+        t_ms: p["t_ms"].as_f64(),
+        p50_ns: sus["p50"].as_u64(),
+        p99_ns: sus["p99"].as_u64(),
+        max_ns: sus["max"].as_u64(),
+        hp_start_p99_ns: lat["hp_start"]["p99"].as_u64(),
+        count: sus["count"].as_u64(),
+        correct: v["correctness"]["ok"].as_bool(),
+        ..Row::new(group(&v["env"]), "run".into(), file, s(&v["env"]["git_revision"]))
+    })
+}
+
+/// The rows of a priority result: one per mode.
+fn priority_rows(v: &Value, file: &str) -> Vec<Row> {
+    let modes = v["modes"].as_array().map(Vec::as_slice).unwrap_or_default();
+    modes
+        .iter()
+        .map(|m| {
+            let mut g = group(&v["env"]);
+            g.mechanism = m["mechanism"].as_str().unwrap_or("-").to_string();
+            let h = &m["hp_latency_ns"];
+            Row {
+                t_ms: v["params"]["t_ms"].as_f64(),
+                p50_ns: h["p50"].as_u64(),
+                p99_ns: h["p99"].as_u64(),
+                max_ns: h["max"].as_u64(),
+                hp_p99_vs_standalone: m["hp_p99_vs_standalone"].as_f64(),
+                count: h["count"].as_u64(),
+                correct: m["correctness"]["ok"].as_bool(),
+                ..Row::new(
+                    g,
+                    format!("priority:{}", s(&m["mode"])),
+                    file,
+                    s(&v["env"]["git_revision"]),
+                )
+            }
+        })
+        .collect()
+}
+
+/// The rows of one file's JSON, or why it holds none.
+pub fn rows_of(v: &Value, file: &str) -> Result<Vec<Row>, String> {
+    let rows: Vec<Row> = if v["modes"].is_array() && v["target_p99_ratio"].is_number() {
+        priority_rows(v, file)
+    } else if let Some(a) = v.as_array() {
+        a.iter().filter_map(|x| run_row(x, file)).collect()
+    } else {
+        run_row(v, file).into_iter().collect()
+    };
+    if rows.is_empty() {
+        return Err("not a preempt-lat run, sweep-t or priority result".into());
+    }
+    Ok(rows)
+}
+
+#[allow(clippy::cast_precision_loss)] // ns: far below 2^52
+fn us(ns: Option<u64>) -> String {
+    ns.map_or_else(|| "-".into(), |n| format!("{:.1}", n as f64 / 1000.0))
+}
+
+/// The merged table, grouped, for people.
+fn text(rows: &[Row], skipped: &[(String, String)], w: &mut dyn Write) -> std::io::Result<()> {
+    let mut groups: BTreeMap<Group, Vec<&Row>> = BTreeMap::new();
+    for r in rows {
+        groups.entry(r.group()).or_default().push(r);
+    }
+    for (g, rs) in &groups {
+        let note = if g.device == "host" {
+            " (host figures, not GPU figures)"
+        } else {
+            ""
+        };
+        writeln!(
+            w,
+            "== device {}, mechanism {}, kernel {}, gfx {}{note}",
+            g.device, g.mechanism, g.kernel, g.gfx_target
+        )?;
+        writeln!(
+            w,
+            "{:<24} {:>5} {:>8} {:>10} {:>10} {:>10} {:>12} {:>7} {:>7}  file",
+            "kind", "level", "T ms", "p50 us", "p99 us", "max us", "HP start p99", "count", "correct"
+        )?;
+        for r in rs {
+            writeln!(
+                w,
+                "{:<24} {:>5} {:>8} {:>10} {:>10} {:>10} {:>12} {:>7} {:>7}  {}",
+                r.kind,
+                r.level.map_or_else(|| "-".into(), |l| l.to_string()),
+                r.t_ms.map_or_else(|| "-".into(), plot::ticks::fmt_num),
+                us(r.p50_ns),
+                us(r.p99_ns),
+                us(r.max_ns),
+                r.hp_p99_vs_standalone
+                    .map_or_else(|| us(r.hp_start_p99_ns), |x| format!("{x:.2}x alone")),
+                r.count.map_or_else(|| "-".into(), |c| c.to_string()),
+                match r.correct {
+                    Some(true) => "OK",
+                    Some(false) => "FAILED",
+                    None => "-",
+                },
+                r.file
+            )?;
+        }
+        writeln!(w)?;
+    }
+    writeln!(
+        w,
+        "run rows: suspend latency (HP start P99 beside it); priority rows: HP request latency (P99 against standalone-hp beside it)"
+    )?;
+    for (f, why) in skipped {
+        writeln!(w, "skipped {f}: {why}")?;
+    }
+    Ok(())
+}
+
+/// P99 suspend latency against T, one line (with its p50-p99 band) per group and level.
+#[allow(clippy::cast_precision_loss)] // ns: far below 2^52
+fn plot_rows(rows: &[Row], path: &Path) -> Result<(), String> {
+    let mut lines: BTreeMap<(Group, u64), Vec<&Row>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.kind == "run") {
+        if let (Some(level), Some(_), Some(_)) = (r.level, r.t_ms, r.p99_ns) {
+            lines.entry((r.group(), level)).or_default().push(r);
+        }
+    }
+    let series: Vec<Series> = lines
+        .into_iter()
+        .map(|((g, level), mut rs)| {
+            rs.sort_by(|a, b| a.t_ms.unwrap_or(0.0).total_cmp(&b.t_ms.unwrap_or(0.0)));
+            let us = |ns: Option<u64>| ns.unwrap_or(0) as f64 / 1000.0;
+            Series {
+                label: format!(
+                    "Lv{level} {} {}{}",
+                    g.device,
+                    g.mechanism,
+                    if g.gfx_target == "-" {
+                        String::new()
+                    } else {
+                        format!(" {}", g.gfx_target)
+                    }
+                ),
+                points: rs.iter().map(|r| (r.t_ms.unwrap_or(0.0), us(r.p99_ns))).collect(),
+                spread: rs
+                    .iter()
+                    .map(|r| (r.t_ms.unwrap_or(0.0), us(r.p50_ns), us(r.p99_ns)))
+                    .collect(),
+                connect: true,
+            }
+        })
+        .collect();
+    if series.is_empty() {
+        return Ok(());
+    }
+    let devices: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.device.as_str()).collect();
+    let label = match (devices.contains("host"), devices.len()) {
+        (true, 1) => plot::device_label("host"),
+        (true, _) => "host and GPU devices: host figures are not GPU figures".into(),
+        (false, _) => format!("GPU {}", devices.into_iter().collect::<Vec<_>>().join(", ")),
+    };
+    plot::draw(
+        path,
+        &plot::Figure {
+            title: &format!("P99 suspend latency vs T, merged results ({label})"),
+            x: Axis {
+                title: "T, LP command time (ms)".into(),
+                scale: Scale::Log,
+            },
+            y: Axis {
+                title: "suspend latency (µs): P99, band p50-p99".into(),
+                scale: Scale::Log,
+            },
+            series: &series,
+            refs: &[],
+            x_names: &[],
+            legend: SeriesLabelPosition::UpperLeft,
+        },
+    )
+}
+
+/// `preempt-lat report`.
+pub fn run(o: &ReportOptions) -> Outcome {
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    for f in &o.files {
+        let name = f.display().to_string();
+        let text = std::fs::read_to_string(f).map_err(|e| Failure::Usage(format!("{name}: cannot read: {e}")))?;
+        let v: Value = match serde_json::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                skipped.push((name, format!("not JSON: {e}")));
+                continue;
+            }
+        };
+        match rows_of(&v, &name) {
+            Ok(r) => rows.extend(r),
+            Err(why) => skipped.push((name, why)),
+        }
+    }
+    if rows.is_empty() {
+        return Err(Failure::Usage(format!(
+            "no result in {} file(s): {}",
+            o.files.len(),
+            skipped
+                .iter()
+                .map(|(f, w)| format!("{f}: {w}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    rows.sort_by(|a, b| {
+        (a.group(), &a.kind, a.level)
+            .cmp(&(b.group(), &b.kind, b.level))
+            .then(a.t_ms.unwrap_or(0.0).total_cmp(&b.t_ms.unwrap_or(0.0)))
+    });
+    crate::sweep::prepare(&o.out_dir)?;
+    crate::sweep::write_file(&o.out_dir.join("report.csv"), |w| crate::output::csv(&rows, w))?;
+    crate::sweep::write_file(&o.out_dir.join("report.json"), |w| crate::output::json(&rows, w))?;
+    plot_rows(&rows, &o.out_dir.join("report.svg"))?;
+    let mut out = std::io::stdout().lock();
+    match o.format {
+        Format::Json => crate::output::json(&rows, &mut out),
+        Format::Csv => crate::output::csv(&rows, &mut out),
+        Format::Text => text(&rows, &skipped, &mut out),
+    }
+    .map_err(|e| format!("writing the report: {e}"))?;
+    Ok(Verdict::from_ok(rows.iter().all(|r| r.correct != Some(false))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run_json(device: &str, level: u64, t: f64, p99: u64) -> Value {
+        json!({
+            "params": {"level": level, "t_ms": t},
+            "env": {"device": device, "mechanism": "sigstop", "kernel": "6.12", "gfx_target": null, "git_revision": "x"},
+            "latency_ns": {"suspend": {"p50": p99 / 2, "p99": p99, "max": p99 * 2, "count": 10}, "hp_start": {"p99": p99}},
+            "correctness": {"ok": true},
+        })
+    }
+
+    #[test]
+    fn runs_sweeps_and_priority_results_become_rows() {
+        let one = rows_of(&run_json("host", 3, 0.5, 20_000), "a.json").unwrap();
+        assert_eq!((one.len(), one[0].level, one[0].p99_ns), (1, Some(3), Some(20_000)));
+        assert_eq!(one[0].gfx_target, "-");
+        let sweep = json!([run_json("host", 1, 0.1, 1), run_json("host", 3, 0.1, 2), {"other": 1}]);
+        assert_eq!(rows_of(&sweep, "s.json").unwrap().len(), 2);
+        let prio = json!({
+            "env": {"device": "host", "mechanism": "per mode", "kernel": "k", "git_revision": "x"},
+            "params": {"t_ms": 0.5},
+            "target_p99_ratio": 1.3,
+            "modes": [
+                {"mode": "standalone-hp", "mechanism": "-", "hp_latency_ns": {"p50": 1, "p99": 2, "max": 3, "count": 4}, "correctness": null},
+                {"mode": "lv3", "mechanism": "sigstop", "hp_latency_ns": {"p99": 2}, "hp_p99_vs_standalone": 1.0, "correctness": {"ok": true}},
+            ],
+        });
+        let p = rows_of(&prio, "p.json").unwrap();
+        assert_eq!(
+            p.iter().map(|r| r.kind.as_str()).collect::<Vec<_>>(),
+            ["priority:standalone-hp", "priority:lv3"]
+        );
+        assert_eq!(
+            (p[0].correct, p[1].correct, p[1].mechanism.as_str()),
+            (None, Some(true), "sigstop")
+        );
+        assert!(rows_of(&json!({"device": "host"}), "d.json").is_err());
+    }
+
+    #[test]
+    fn text_groups_by_device_mechanism_kernel_and_gfx() {
+        let mut rows = rows_of(&run_json("host", 3, 0.5, 20_000), "a.json").unwrap();
+        let mut gpu = run_json("hip:0", 3, 0.5, 30_000);
+        gpu["env"]["mechanism"] = json!("dbg-trap");
+        gpu["env"]["gfx_target"] = json!("gfx942");
+        rows.extend(rows_of(&gpu, "b.json").unwrap());
+        let mut out = Vec::new();
+        text(&rows, &[("c.json".into(), "not JSON".into())], &mut out).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(t.contains("== device host, mechanism sigstop, kernel 6.12, gfx - (host figures, not GPU figures)"));
+        assert!(t.contains("== device hip:0, mechanism dbg-trap, kernel 6.12, gfx gfx942\n"));
+        assert!(t.contains("skipped c.json: not JSON"));
+    }
+}
