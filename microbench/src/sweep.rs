@@ -65,6 +65,29 @@ fn p99_series(runs: &[RunResult], levels: &[Level], x: impl Fn(&RunResult) -> Op
     series
 }
 
+/// A sweep's latency plot: P99 lines with their p50-p99 bands against `x_title` (log), on a
+/// log latency axis, with the reference lines.
+fn latency_plot(path: &Path, title: &str, x_title: String, series: &[Series], refs: &[RefLine]) -> Result<(), String> {
+    plot::draw(
+        path,
+        &plot::Figure {
+            title,
+            x: Axis {
+                title: x_title,
+                scale: Scale::Log,
+            },
+            y: Axis {
+                title: "latency (µs): P99, band p50-p99".into(),
+                scale: Scale::Log,
+            },
+            series,
+            refs,
+            x_names: &[],
+            legend: SeriesLabelPosition::UpperLeft,
+        },
+    )
+}
+
 /// Latency against T for each level.
 pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
     let workers = dev.workers();
@@ -94,23 +117,12 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
         plot::device_label(&device),
         lp_state.map_or(String::new(), |s| format!(", {s} LP kernel"))
     );
-    plot::draw(
+    latency_plot(
         &a.out_dir.join("sweep-t.svg"),
-        &plot::Figure {
-            title: &title,
-            x: Axis {
-                title: "T, LP command time (ms)".into(),
-                scale: Scale::Log,
-            },
-            y: Axis {
-                title: "latency (µs): P99, band p50-p99".into(),
-                scale: Scale::Log,
-            },
-            series: &series,
-            refs: &refs,
-            x_names: &[],
-            legend: SeriesLabelPosition::UpperLeft,
-        },
+        &title,
+        "T, LP command time (ms)".into(),
+        &series,
+        &refs,
     )?;
     let ok = runs.iter().all(|r| r.correctness.ok);
     println!(
@@ -176,27 +188,17 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
     } else {
         Vec::new()
     };
-    plot::draw(
+    let title = format!(
+        "P99 preemption latency vs LP wave state ({}, T = {} ms)",
+        plot::device_label(&device),
+        a.t_ms
+    );
+    latency_plot(
         &a.out_dir.join("sweep-state.svg"),
-        &plot::Figure {
-            title: &format!(
-                "P99 preemption latency vs LP wave state ({}, T = {} ms)",
-                plot::device_label(&device),
-                a.t_ms
-            ),
-            x: Axis {
-                title: state_axis(&runs, &a.states),
-                scale: Scale::Log,
-            },
-            y: Axis {
-                title: "latency (µs): P99, band p50-p99".into(),
-                scale: Scale::Log,
-            },
-            series: &series,
-            refs: &refs,
-            x_names: &[],
-            legend: SeriesLabelPosition::UpperLeft,
-        },
+        &title,
+        state_axis(&runs, &a.states),
+        &series,
+        &refs,
     )?;
     for r in &runs {
         let p99 =
