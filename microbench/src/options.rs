@@ -407,11 +407,6 @@ impl PriorityOptions {
 
     /// Cross-field checks: the one-line reason a combination is refused (a usage error).
     pub fn check(&self) -> Result<(), String> {
-        if let DeviceSpec::Hip(n) = self.common.device {
-            return Err(format!(
-                "priority --device hip:{n}: not implemented for the GPU device yet; it runs on the host device (--device host)"
-            ));
-        }
         let load = self.hp_load();
         if load >= 0.9 {
             return Err(format!(

@@ -656,12 +656,8 @@ fn priority_runs_every_mode_and_writes_json_csv_svg_and_trace() {
 }
 
 #[test]
-fn priority_refuses_the_gpu_and_bad_input_with_a_reason() {
+fn priority_refuses_bad_input_and_an_unusable_gpu_with_a_reason() {
     let cases: &[(&[&str], &str)] = &[
-        (
-            &["priority", "--device", "hip:0"],
-            "not implemented for the GPU device yet",
-        ),
         (
             &["priority", "--hp-rate", "0"],
             "--hp-rate must be a finite number greater than 0",
@@ -685,6 +681,11 @@ fn priority_refuses_the_gpu_and_bad_input_with_a_reason() {
             stderr(&o)
         );
     }
+    // The GPU path exists; without a GPU it stops at device selection with doctor's reason,
+    // before anything starts (as a plain run does).
+    let o = pl(&["priority", "--device", "hip:0", "--out-dir", "/nonexistent-dir/never"]);
+    assert!(!o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--device hip:0: cannot run"), "{}", stderr(&o));
 }
 
 #[test]

@@ -282,7 +282,7 @@ fn scratch_reclaim_risk(lp_uses_scratch: bool, reclaim_env: Option<String>) -> O
 }
 
 /// Builds the Lv3 mechanism: `auto` in lv3's robustness order, or the one asked for.
-fn build_mechanism(choice: MechanismChoice, grace: GracePeriod, quiet: bool) -> Result<Preemptor, String> {
+pub(crate) fn build_mechanism(choice: MechanismChoice, grace: GracePeriod, quiet: bool) -> Result<Preemptor, String> {
     let facts = ProbeFacts::gather(&SysRoot::default());
     let m: Arc<dyn Preempt> = match choice {
         MechanismChoice::Auto => {

@@ -24,7 +24,7 @@ pub(super) const FLOOR_PROBES: u32 = 16;
 pub(super) const LP_BLOCKS_PER_CU: u32 = 2;
 
 /// Context for a HIP error: `hip: <what>: <error>`.
-pub(super) fn h<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
+pub(crate) fn h<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
     move |e| format!("hip: {what}: {e}")
 }
 

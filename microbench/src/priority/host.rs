@@ -274,6 +274,7 @@ pub fn run_mode(
         let (window_ns, lp_completed, hp_latency_ns, interrupted) = result?;
         Ok(Measured {
             policy: sched.policy.name(),
+            mechanism: super::host_mechanism(mode),
             hp_latency_ns,
             lp_completed,
             window_ns,

@@ -5,13 +5,14 @@
 //! target is below [`TARGET_P99_RATIO`]), LP throughput against standalone-lp, preemptions, and
 //! the LP correctness check. Host device only for now (see [`run`]).
 pub mod arrivals;
+pub mod gpu;
 pub mod host;
 pub mod policy;
 pub mod report;
 
 use crate::device::Device;
 use crate::env::Environment;
-use crate::exit::{Failure, Outcome, Verdict};
+use crate::exit::{Outcome, Verdict};
 use crate::measure::Correctness;
 use crate::options::{Arrival, Mode, PriorityOptions};
 use crate::stats::Summary;
@@ -46,6 +47,8 @@ pub struct PriorityParams {
 pub struct Measured {
     /// The policy's name ([`policy::Policy::name`]).
     pub policy: &'static str,
+    /// How the LP queue was suspended (`-` where it never is).
+    pub mechanism: &'static str,
     /// Arrival to completion of each HP request, in ns.
     pub hp_latency_ns: Vec<u64>,
     /// LP commands completed within the measured window.
@@ -97,7 +100,8 @@ impl PriorityResult {
     }
 }
 
-fn mechanism_of(mode: Mode) -> &'static str {
+/// How the host device suspends the LP queue in `mode`.
+pub fn host_mechanism(mode: Mode) -> &'static str {
     match mode {
         Mode::Lv3 => "sigstop",
         Mode::Lv1 => "stop-launching",
@@ -119,7 +123,7 @@ pub fn summarize(measured: Vec<(Mode, Measured)>) -> Vec<ModeResult> {
             ModeResult {
                 mode,
                 policy: m.policy,
-                mechanism: mechanism_of(mode),
+                mechanism: m.mechanism,
                 hp_requests: m.hp_latency_ns.len() as u64,
                 hp_latency_ns: r.summary(),
                 hp_p99_vs_standalone: None,
@@ -156,13 +160,13 @@ pub fn summarize(measured: Vec<(Mode, Measured)>) -> Vec<ModeResult> {
 }
 
 /// Runs every mode of `o` on `dev`, writes priority.{csv,json,svg} (and the trace), and prints
-/// the report on stdout in `o.format`. The GPU device is refused: not implemented yet.
+/// the report on stdout in `o.format`. On a GPU ([`gpu`]: written for hardware, not yet run on
+/// one) the device is set up once and every mode runs on it.
 pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
-    if let Device::Hip(i) = dev {
-        return Err(Failure::Usage(format!(
-            "priority on hip:{i}: not implemented for the GPU device yet; run it on the host device with --device host"
-        )));
-    }
+    let gpu = match dev {
+        Device::Hip(i) => Some(gpu::Gpu::open(i, o.common.mechanism, o.common.grace(), o.common.quiet)?),
+        Device::Host(_) => None,
+    };
     let t_start = std::time::Instant::now();
     let p = PriorityParams {
         modes: o.modes.clone(),
@@ -175,10 +179,13 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         threshold: o.common.threshold,
         batch: o.common.batch,
         seed: o.common.seed,
-        workers: o
-            .common
-            .workers
-            .unwrap_or_else(|| u32::try_from(crate::env::cores()).unwrap_or(1)),
+        workers: if gpu.is_some() {
+            0
+        } else {
+            o.common
+                .workers
+                .unwrap_or_else(|| u32::try_from(crate::env::cores()).unwrap_or(1))
+        },
         hp_load: o.hp_load(),
     };
     crate::sweep::prepare(&o.out_dir)?;
@@ -197,20 +204,28 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         }
         if !o.common.quiet {
             eprintln!(
-                "priority: {} for {} s ({} HP requests; host device)",
+                "priority: {} for {} s ({} HP requests; {})",
                 mode.name(),
                 o.duration_s,
-                if mode.has_hp() { arrivals.len() } else { 0 }
+                if mode.has_hp() { arrivals.len() } else { 0 },
+                gpu.as_ref().map_or("host device".to_string(), gpu::Gpu::device_label)
             );
         }
-        measured.push((mode, host::run_mode(&p, mode, &arrivals, &mut trace, pid)?));
+        let m = match &gpu {
+            Some(g) => gpu::run_mode(g, &p, mode, &arrivals, &mut trace, pid)?,
+            None => host::run_mode(&p, mode, &arrivals, &mut trace, pid)?,
+        };
+        measured.push((mode, m));
     }
     let result = PriorityResult {
         params: p,
-        env: {
-            let mut env = crate::env::host("sigstop");
-            env.mechanism = "per mode: sigstop (lv3), stop-launching (lv1)".into();
-            env
+        env: match &gpu {
+            None => {
+                let mut env = crate::env::host("sigstop");
+                env.mechanism = "per mode: sigstop (lv3), stop-launching (lv1)".into();
+                env
+            }
+            Some(g) => g.environment(),
         },
         target_p99_ratio: TARGET_P99_RATIO,
         modes: summarize(measured),
@@ -223,11 +238,11 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     crate::sweep::write_file(&dir.join("priority.json"), |w| crate::output::json(&result, w))?;
     report::plot(&result, &dir.join("priority.svg"))?;
     if let Some(path) = &o.trace {
-        crate::trace::write_file(
-            &trace,
-            "preempt-lat priority on the host device: host figures, not GPU figures",
-            path,
-        )?;
+        let what = match &gpu {
+            None => "preempt-lat priority on the host device: host figures, not GPU figures".to_string(),
+            Some(g) => format!("preempt-lat priority on {}", g.device_label()),
+        };
+        crate::trace::write_file(&trace, &what, path)?;
     }
     let mut out = std::io::stdout().lock();
     match o.format {
@@ -250,6 +265,7 @@ mod tests {
     fn m(lat: &[u64], lp: u64) -> Measured {
         Measured {
             policy: "none",
+            mechanism: "-",
             hp_latency_ns: lat.to_vec(),
             lp_completed: lp,
             window_ns: 1_000_000_000,
@@ -268,6 +284,7 @@ mod tests {
                 Mode::Lv3,
                 Measured {
                     policy: "highest-priority-first",
+                    mechanism: "sigstop",
                     ..m(&[1200; 10], 300)
                 },
             ),
