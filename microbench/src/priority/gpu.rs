@@ -29,7 +29,6 @@ use super::policy::{Action, Event, HighestPriorityFirst, NoScheduling, Policy};
 use super::{Measured, PriorityParams};
 use crate::gpu::setup::{calibration_points, h};
 use crate::measure::Correctness;
-use crate::measure::control::stop_requested;
 use crate::options::Mode;
 use crate::trace::{Trace, Track};
 
@@ -329,58 +328,33 @@ pub fn run_mode(
             let lp_c0 = xq.as_ref().map_or(0, |x| x.stats().completed);
             let duration_ns = crate::num::round_u64(p.duration_s * 1e9);
             let mut latencies = Vec::new();
-            let mut interrupted = false;
+            let interrupted;
             if mode.has_hp() {
-                let mut fed = 0usize;
-                for (i, &a) in arrivals.iter().enumerate() {
-                    if stop_requested() {
-                        interrupted = true;
-                        break;
-                    }
-                    let arrival = t0 + a;
-                    if fed <= i {
-                        sleep_until(arrival);
-                        sched.on(Event::HpArrival, trace)?;
-                        fed = i + 1;
-                    }
-                    for j in 0..p.hp_cmds {
-                        let id = hp_id(i, p.hp_cmds, j)?;
-                        g.k.launch(&hp_stream, hip_rt::Mem::Device(&hp_slots), id, hp_ticks)
-                            .map_err(h("HP launch"))?;
-                    }
-                    hp_done.record(&hp_stream).map_err(h("HP event"))?;
-                    if !hp_done.wait_timeout(HP_TIMEOUT).map_err(h("HP event"))? {
-                        return Err(format!("HP request {i} did not complete within {HP_TIMEOUT:?}"));
-                    }
-                    let done = now_ns();
-                    trace.span(
-                        t(HP_REQUESTS),
-                        "hp",
-                        format!("HP request {i}"),
-                        arrival,
-                        done,
-                        json!({ "latency_us": done.saturating_sub(arrival) as f64 / 1000.0 }),
-                    );
-                    latencies.push(done.saturating_sub(arrival));
-                    let now = now_ns();
-                    while fed < arrivals.len() && t0 + arrivals[fed] <= now {
-                        sched.on(Event::HpArrival, trace)?;
-                        fed += 1;
-                    }
-                    sched.on(Event::HpCompletion, trace)?;
-                }
+                (latencies, interrupted) = super::requests::drive(
+                    arrivals,
+                    t0,
+                    t(HP_REQUESTS),
+                    trace,
+                    &mut |e, trace| sched.on(e, trace),
+                    &mut |i, _| {
+                        for j in 0..p.hp_cmds {
+                            let id = hp_id(i, p.hp_cmds, j)?;
+                            g.k.launch(&hp_stream, hip_rt::Mem::Device(&hp_slots), id, hp_ticks)
+                                .map_err(h("HP launch"))?;
+                        }
+                        hp_done.record(&hp_stream).map_err(h("HP event"))?;
+                        if !hp_done.wait_timeout(HP_TIMEOUT).map_err(h("HP event"))? {
+                            return Err(format!("HP request {i} did not complete within {HP_TIMEOUT:?}"));
+                        }
+                        Ok(now_ns())
+                    },
+                )?;
                 if !interrupted && sched.policy.lp_suspended() {
                     return Err("the policy holds the LP queue suspended with no HP request pending".into());
                 }
                 sleep_until(t0 + duration_ns);
             } else {
-                while now_ns() < t0 + duration_ns {
-                    if stop_requested() {
-                        interrupted = true;
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
+                interrupted = super::requests::idle_until(t0 + duration_ns);
             }
             let t_end = now_ns();
             let lp_done = xq.as_ref().map_or(0, |x| x.stats().completed) - lp_c0;

@@ -5,7 +5,6 @@
 use super::policy::{Action, Event, HighestPriorityFirst, NoScheduling, Policy};
 use super::{Measured, PriorityParams};
 use crate::measure::Correctness;
-use crate::measure::control::stop_requested;
 use crate::options::Mode;
 use crate::trace::{Trace, Track};
 use host_device::{HostCommand, HostDevice, HostQueue, HostSuspension};
@@ -183,76 +182,41 @@ pub fn run_mode(
             let lp_c0 = xq.stats().completed;
             let duration_ns = crate::num::round_u64(p.duration_s * 1e9);
             let mut latencies = Vec::new();
-            let mut interrupted = false;
+            let interrupted;
             if mode.has_hp() {
                 let hp = dev.hp();
-                let mut fed = 0usize;
-                for (i, &a) in arrivals.iter().enumerate() {
-                    if stop_requested() {
-                        interrupted = true;
-                        break;
-                    }
-                    let arrival = t0 + a;
-                    if fed <= i {
-                        sleep_until(arrival);
-                        trace.instant(
-                            t(HP_REQUESTS),
-                            "hp",
-                            format!("HP request {i} arrives"),
-                            arrival,
-                            json!({}),
-                        );
-                        sched.on(Event::HpArrival, trace)?;
-                        fed = i + 1;
-                    }
-                    let ids = (0..u64::from(p.hp_cmds)).map(|j| i as u64 * u64::from(p.hp_cmds) + j);
-                    for id in ids {
-                        hp.launch(id, HostCommand::delay_ns(hp_ns)).map_err(herr("HP launch"))?;
-                    }
-                    hp.synchronize().map_err(herr("HP synchronize"))?;
-                    let recs = hp.take_records();
-                    let done = recs.iter().map(|r| r.end_ns).max().unwrap_or_else(now_ns);
-                    for r in &recs {
-                        trace.span(
-                            t(HP_WORKER),
-                            "hp",
-                            format!("HP {}", r.id),
-                            r.start_ns,
-                            r.end_ns,
-                            json!({ "request": i }),
-                        );
-                    }
-                    trace.span(
-                        t(HP_REQUESTS),
-                        "hp",
-                        format!("HP request {i}"),
-                        arrival,
-                        done,
-                        json!({ "latency_us": done.saturating_sub(arrival) as f64 / 1000.0 }),
-                    );
-                    latencies.push(done.saturating_sub(arrival));
-                    // Requests that arrived while this one ran are pending before it completes.
-                    let now = now_ns();
-                    while fed < arrivals.len() && t0 + arrivals[fed] <= now {
-                        let at = t0 + arrivals[fed];
-                        trace.instant(t(HP_REQUESTS), "hp", format!("HP request {fed} arrives"), at, json!({}));
-                        sched.on(Event::HpArrival, trace)?;
-                        fed += 1;
-                    }
-                    sched.on(Event::HpCompletion, trace)?;
-                }
+                let hp_cmds = u64::from(p.hp_cmds);
+                (latencies, interrupted) = super::requests::drive(
+                    arrivals,
+                    t0,
+                    t(HP_REQUESTS),
+                    trace,
+                    &mut |e, trace| sched.on(e, trace),
+                    &mut |i, trace| {
+                        for id in (0..hp_cmds).map(|j| i as u64 * hp_cmds + j) {
+                            hp.launch(id, HostCommand::delay_ns(hp_ns)).map_err(herr("HP launch"))?;
+                        }
+                        hp.synchronize().map_err(herr("HP synchronize"))?;
+                        let recs = hp.take_records();
+                        for r in &recs {
+                            trace.span(
+                                t(HP_WORKER),
+                                "hp",
+                                format!("HP {}", r.id),
+                                r.start_ns,
+                                r.end_ns,
+                                json!({ "request": i }),
+                            );
+                        }
+                        Ok(recs.iter().map(|r| r.end_ns).max().unwrap_or_else(now_ns))
+                    },
+                )?;
                 if !interrupted && sched.policy.lp_suspended() {
                     return Err("the policy holds the LP queue suspended with no HP request pending".into());
                 }
                 sleep_until(t0 + duration_ns);
             } else {
-                while now_ns() < t0 + duration_ns {
-                    if stop_requested() {
-                        interrupted = true;
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(10).min(Duration::from_nanos(duration_ns)));
-                }
+                interrupted = super::requests::idle_until(t0 + duration_ns);
             }
             let t_end = now_ns();
             let lp_done = xq.stats().completed - lp_c0;

@@ -9,6 +9,7 @@ pub mod gpu;
 pub mod host;
 pub mod policy;
 pub mod report;
+pub mod requests;
 
 use crate::device::Device;
 use crate::env::Environment;
