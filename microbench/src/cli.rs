@@ -269,8 +269,6 @@ pub struct PriorityArgs {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     #[command(flatten)]
-    pub lp: LpArgs,
-    #[command(flatten)]
     pub common: CommonArgs,
 }
 
