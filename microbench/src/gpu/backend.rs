@@ -61,22 +61,37 @@ pub(super) struct GpuBackend {
     pub report: Report,
 }
 
-/// The guard, and the null-stream fence for as long as the LP stream (a blocking stream) is
-/// stopped: field order drops the guard (resume) before the fence.
-struct GpuSuspended(SuspendedQueue, hip_rt::NullStreamBlocked);
+/// An Lv3 suspension of an own-queue LP stream (a blocking stream): the guard, and the
+/// null-stream fence for as long as the queue is stopped. Field order drops the guard (resume)
+/// before the fence. Used by the latency run and by `priority`.
+pub(crate) struct FencedSuspension(SuspendedQueue, hip_rt::NullStreamBlocked);
 
-impl Suspended for GpuSuspended {
-    fn resume(self: Box<Self>) -> Result<(), String> {
-        let GpuSuspended(guard, fence) = *self;
+impl FencedSuspension {
+    /// Raises the fence, then suspends `target` (the fence goes again if the suspend fails).
+    pub(crate) fn suspend(pre: &Preemptor, target: &QueueTarget) -> Result<Self, String> {
+        let fence = hip_rt::NullStreamBlocked::new();
+        let guard = pre.suspend(target).map_err(|e| e.to_string())?;
+        Ok(FencedSuspension(guard, fence))
+    }
+
+    /// Resumes; the fence goes only if the resume worked. After a failed one the queue may
+    /// still be stopped: null-stream calls keep being refused (an error later beats a hang; the
+    /// mechanism's teardown resumes everything at the end).
+    pub(crate) fn resume(self) -> Result<(), String> {
+        let FencedSuspension(guard, fence) = self;
         let r = guard.resume().map_err(|e| e.to_string());
         if r.is_ok() {
             drop(fence);
         } else {
-            // The queue may still be stopped: keep refusing null-stream calls (an error later
-            // beats a hang; the mechanism's teardown resumes everything at the end).
             std::mem::forget(fence);
         }
         r
+    }
+}
+
+impl Suspended for FencedSuspension {
+    fn resume(self: Box<Self>) -> Result<(), String> {
+        FencedSuspension::resume(*self)
     }
     fn preempt_call_ns(&self) -> Option<u64> {
         Some(u64::try_from(self.0.report().preempt_call.as_nanos()).unwrap_or(u64::MAX))
@@ -124,9 +139,7 @@ impl Backend for GpuBackend {
             .lv3
             .as_ref()
             .ok_or("Lv3 suspend without a mechanism (an Lv1 run)")?;
-        let fence = hip_rt::NullStreamBlocked::new();
-        let guard = lv3.preemptor.suspend(&lv3.target).map_err(|e| e.to_string())?;
-        Ok(Box::new(GpuSuspended(guard, fence)))
+        Ok(Box::new(FencedSuspension::suspend(&lv3.preemptor, &lv3.target)?))
     }
     fn hp_launch(&self, index: u32) -> Result<(), String> {
         self.probe.launch(index).map_err(h("HP probe"))

@@ -11,7 +11,7 @@
 //!
 //! No `unsafe` here: the HIP handles are `Send + Sync` by the reasoning in hip-rt's `ffi` module.
 
-mod backend;
+pub(crate) mod backend;
 pub mod functional;
 pub mod overhead;
 pub mod run;

@@ -17,16 +17,17 @@ use gpu_device::verify::{self, Window};
 use gpu_device::{
     Calibration, ClockMap, DelayCmd, DelayKernel, HipLpQueue, LpState, SlotStatus, calib, discover, kernel,
 };
-use hip_rt::{Device, Hip, NullStreamBlocked, StreamPriority};
+use hip_rt::{Device, Hip, StreamPriority};
 use kfd::GracePeriod;
 use lv1::clock::now_ns;
 use lv1::{Config, SuspendMode, XQueue};
 use lv3::MechanismChoice;
-use lv3::mechanism::{MechanismKind, Preemptor, QueueTarget, SuspendedQueue};
+use lv3::mechanism::{MechanismKind, Preemptor, QueueTarget};
 use serde_json::json;
 
 use super::policy::{Action, Event, HighestPriorityFirst, NoScheduling, Policy};
 use super::{Measured, PriorityParams};
+use crate::gpu::backend::FencedSuspension;
 use crate::gpu::setup::{calibration_points, h};
 use crate::measure::Correctness;
 use crate::options::Mode;
@@ -110,16 +111,12 @@ impl Gpu {
     }
 }
 
-/// The LP queue's suspension for Lv3: the guard and the null-stream fence (the own-queue LP
-/// stream is a blocking stream), dropped in that order.
-type Lv3Hold = (SuspendedQueue, NullStreamBlocked);
-
 struct Scheduler<'a> {
     mode: Mode,
     policy: Box<dyn Policy>,
     xq: Option<&'a XQueue<HipLpQueue>>,
     lv3: Option<(&'a Preemptor, QueueTarget)>,
-    held: Option<Lv3Hold>,
+    held: Option<FencedSuspension>,
     /// Suspension windows on `calib::host_ns` (the clock map's host clock), for the slot check.
     windows: Vec<Window>,
     suspended_at: Option<(u64, u64)>,
@@ -140,9 +137,8 @@ impl Scheduler<'_> {
                 let t0 = now_ns();
                 let name = match self.lv3 {
                     Some((pre, target)) if self.mode == Mode::Lv3 => {
-                        let fence = NullStreamBlocked::new();
-                        let guard = pre.suspend(&target).map_err(|e| format!("Lv3 suspend: {e}"))?;
-                        self.held = Some((guard, fence));
+                        let held = FencedSuspension::suspend(pre, &target).map_err(|e| format!("Lv3 suspend: {e}"))?;
+                        self.held = Some(held);
                         "suspend (Lv3)"
                     }
                     _ => {
@@ -166,14 +162,8 @@ impl Scheduler<'_> {
             Action::ResumeLp => {
                 let t0 = now_ns();
                 let host0 = calib::host_ns(Instant::now());
-                if let Some((guard, fence)) = self.held.take() {
-                    match guard.resume() {
-                        Ok(()) => drop(fence),
-                        Err(e) => {
-                            std::mem::forget(fence); // the queue may still be stopped
-                            return Err(format!("Lv3 resume: {e}"));
-                        }
-                    }
+                if let Some(held) = self.held.take() {
+                    held.resume().map_err(|e| format!("Lv3 resume: {e}"))?;
                 } else {
                     xq.resume();
                 }
@@ -194,12 +184,8 @@ impl Scheduler<'_> {
 
     /// Leaves the LP queue running whatever the policy last decided (end of a mode, an error).
     fn release(&mut self) {
-        if let Some((guard, fence)) = self.held.take() {
-            if guard.resume().is_ok() {
-                drop(fence);
-            } else {
-                std::mem::forget(fence);
-            }
+        if let Some(held) = self.held.take() {
+            let _ = held.resume(); // the mode's error, if any, is already on its way
         }
         if let Some(xq) = self.xq {
             xq.resume();
