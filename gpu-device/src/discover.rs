@@ -12,7 +12,7 @@
 //! 2. Take sysfs and snapshot sets, create the LP stream with `hipExtStreamCreateWithCUMask` (a
 //!    dedicated queue), run one tiny launch on it (in case this HIP creates queues lazily), take
 //!    both sets again, and require exactly one new compute queue, the same in both.
-use kfd::sysfs::{self, ProcQueue, SysRoot};
+use kfd::sysfs::{self, ProcQueue, SysRoot, SysfsErrorKind};
 use kfd::{GracePeriod, Kfd, KfdOps, QueueSnapshot};
 use lv3::discovery;
 use lv3::mechanism::{DbgTrap, Preempt, QueueTarget};
@@ -64,8 +64,25 @@ pub fn expected_gpu_id(root: &SysRoot, pci_bus_id: &str) -> Option<u32> {
     }
 }
 
+/// This process's queues from sysfs. A KFD without `/sys/class/kfd/kfd/proc` cannot take part
+/// in discovery: say so, instead of letting an empty list read as "no new queue".
+fn proc_queue_set(root: &SysRoot, pid: u32) -> Result<Vec<ProcQueue>, Error> {
+    sysfs::proc_queues(root, pid).map_err(|e| {
+        if e.kind == SysfsErrorKind::Missing && e.path == root.kfd_proc() {
+            let message = format!(
+                "queue discovery: {e}: this KFD publishes no per-process queue list, so the LP stream's \
+                 queue cannot be cross-checked against GET_QUEUE_SNAPSHOT and Lv3 cannot target it \
+                 (docs/kfd-facts.md#per-process-queues); Lv1 needs no queue discovery"
+            );
+            Error::discovery(message, e)
+        } else {
+            qd(e)
+        }
+    })
+}
+
 fn sets(root: &SysRoot, kfd: &Kfd) -> Result<(Vec<ProcQueue>, Vec<QueueSnapshot>), Error> {
-    let sys = sysfs::proc_queues(root, std::process::id()).map_err(qd)?;
+    let sys = proc_queue_set(root, std::process::id())?;
     // Clear mask 0: discovery must not clear EC_QUEUE_NEW (dbg-trap's suspend does that itself,
     // and a debugger owning the session expects to see it).
     let snap = kfd.queue_snapshot(0).map_err(qd)?;
@@ -144,5 +161,17 @@ mod tests {
         assert_eq!(expected_gpu_id(&fixture(), "0000:04:00.0"), Some(48063));
         assert_eq!(expected_gpu_id(&fixture(), "0000:05:00.0"), None);
         assert_eq!(expected_gpu_id(&SysRoot::new("/nonexistent"), "0000:04:00.0"), None);
+    }
+
+    #[test]
+    fn a_kfd_without_per_process_queues_is_refused_with_a_reason() {
+        let no_proc = SysRoot::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../kfd/tests/fixtures/cpu-only"));
+        let e = proc_queue_set(&no_proc, 1).expect_err("no proc directory must not read as no queues");
+        let text = e.to_string();
+        assert!(text.contains("kfd/kfd/proc: does not exist"), "{text}");
+        assert!(text.contains("publishes no per-process queue list"), "{text}");
+        // With the directory, a process without a KFD context simply has no queues.
+        assert!(proc_queue_set(&fixture(), 1).unwrap().is_empty());
+        assert_eq!(proc_queue_set(&fixture(), 4242).unwrap().len(), 2);
     }
 }

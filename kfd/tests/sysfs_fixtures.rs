@@ -97,6 +97,15 @@ fn proc_queues_without_trailing_newlines() {
 }
 
 #[test]
+fn a_kfd_without_a_proc_directory_is_an_error_not_an_empty_queue_list() {
+    // cpu-only has a KFD topology but no sys/class/kfd/kfd/proc: nothing says which queues exist.
+    let e = sysfs::proc_queues(&root("cpu-only"), 1).unwrap_err();
+    assert_eq!(e.kind, SysfsErrorKind::Missing);
+    assert!(e.path.ends_with("sys/class/kfd/kfd/proc"), "{e}");
+    assert!(e.to_string().contains("kfd/kfd/proc: does not exist"), "{e}");
+}
+
+#[test]
 fn no_kfd_is_a_missing_error_naming_the_directory() {
     let e = sysfs::topology_nodes(&root("empty")).unwrap_err();
     assert_eq!(e.kind, SysfsErrorKind::Missing);

@@ -14,12 +14,18 @@ pub struct ProcQueue {
 }
 
 /// The KFD queues of process `pid`. A process without a KFD context has no directory: that is
-/// an empty list, not an error. A queue directory that vanishes while we read it (queue
-/// destroyed) is skipped.
+/// an empty list, not an error. A KFD with no `proc` directory at all publishes no per-process
+/// queue list (amdkfd creates it at module init and carries on if that fails,
+/// docs/kfd-facts.md#per-process-queues): that is a [`SysfsErrorKind::Missing`] error naming
+/// the `proc` directory, because "no queues" would be a claim nothing backs. A queue directory
+/// that vanishes while we read it (queue destroyed) is skipped.
 pub fn proc_queues(root: &SysRoot, pid: u32) -> Result<Vec<ProcQueue>> {
     let dir = root.kfd_proc().join(pid.to_string()).join("queues");
     let entries = match numbered_entries(&dir) {
         Ok(e) => e,
+        Err(e) if e.kind == SysfsErrorKind::Missing && !root.kfd_proc().is_dir() => {
+            return Err(err(&root.kfd_proc(), SysfsErrorKind::Missing));
+        }
         Err(e) if e.kind == SysfsErrorKind::Missing => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
