@@ -50,7 +50,7 @@ configure() { # $1 src $2 build dir
   "$1/scripts/config" --file "$2/.config" "${args[@]}"
   make -s -C "$1" O="$2" olddefconfig >/dev/null
   local must
-  for must in HSA_AMD DRM_AMDGPU PROVE_LOCKING; do
+  for must in HSA_AMD DRM_AMDGPU PROVE_LOCKING KASAN DEBUG_LIST KALLSYMS; do
     grep -q "^CONFIG_$must=y" "$2/.config" || { log "CONFIG_$must was lost by olddefconfig"; exit 1; }
   done
 }

@@ -13,13 +13,21 @@ export PATH=/bin
 echo 1 > /proc/sys/kernel/printk
 set -a; . /tests/env; set +a
 echo "=== guest: uname $(uname -r) $(uname -v)"
-# A boot of its own for the C tests of patches/tests: the id checks of the patched ioctls, then the
-# stock use-after-free reproducer (kfd-exec-reopen.c), last: the stock kernel oopses on it, so it
-# must not share a boot with the other tests.
+# A boot of its own for the C tests of patches/tests: the id checks of the patched ioctls, the
+# hostile-input suite, then the stock use-after-free reproducer (kfd-exec-reopen.c), last: the
+# stock kernel oopses on it, so it must not share a boot with the other tests.
 if grep -q 'kfd_guest=exec-reopen' /proc/cmdline; then
   echo "=== guest: running kfd-preempt-ids"
   if [ "${PREEMPT_EXPECT_PATCHED:-}" = 1 ]; then /tests/kfd-preempt-ids --patched; else /tests/kfd-preempt-ids --stock; fi
   echo "=== guest: kfd-preempt-ids exit $?"
+  # The hostile-input suite (patches/tests/kfd-hostile.c), then the kernel log it left, cleared
+  # so that the use-after-free reproducer's splats below are not counted against it.
+  echo "=== guest: running kfd-hostile"
+  if [ "${PREEMPT_EXPECT_PATCHED:-}" = 1 ]; then /tests/kfd-hostile --patched $(cat /tests/hostile-args); else /tests/kfd-hostile --stock $(cat /tests/hostile-args); fi
+  echo "=== guest: kfd-hostile exit $?"
+  echo "=== guest: hostile dmesg begin"
+  dmesg -c
+  echo "=== guest: hostile dmesg end"
   echo "=== guest: running kfd-exec-reopen"
   /tests/kfd-exec-reopen 3
   echo "=== guest: kfd-exec-reopen exit $?"

@@ -167,7 +167,8 @@ splats=$(sed -n '/^=== guest: dmesg begin/,/^=== guest: dmesg end/p' "$SER" |
   grep -v 'lockdep: \(Lock dependency validator\|Linux\)' || true)
 if [ -n "$splats" ]; then echo "FAIL guest kernel log has splats:"; echo "$splats" | head -20; fail=1
 elif ! grep -q 'Lock dependency validator' "$SER"; then echo "FAIL guest kernel log: lockdep is not on, so no splat check is worth anything"; fail=1
-else echo "PASS guest kernel log: lockdep on, no WARNING/BUG/lockdep splat"; fi
+elif ! grep -q 'KernelAddressSanitizer initialized' "$SER"; then echo "FAIL guest kernel log: KASAN is not on (scripts/qemu/kernel.config)"; fail=1
+else echo "PASS guest kernel log: lockdep and KASAN on, no WARNING/BUG/KASAN/lockdep splat"; fi
 
 # ---- BEGIN patches/tests (C): kfd-preempt-ids, kfd-exec-reopen (patches/0001) ----------------
 # A second boot, after every result above is in: kfd-preempt-ids (the patched ioctls' id handling;
@@ -178,15 +179,22 @@ else echo "PASS guest kernel log: lockdep on, no WARNING/BUG/lockdep splat"; fi
 # and patch 0001 should go.
 t3=$(date +%s)
 REO=$OUT/kfd-exec-reopen
+# The hostile suite's seed: PREEMPT_HOSTILE_SEED replays a run (the seed is in every log).
+HSEED=${PREEMPT_HOSTILE_SEED:-$(date +%s)}
+case "$HSEED" in ''|*[!0-9]*) log "PREEMPT_HOSTILE_SEED=$HSEED: not a number"; exit 1;; esac
 if ! gcc -static -O2 -Wall -o "$REO" "$REPO/patches/tests/kfd-exec-reopen.c" ||
-   ! gcc -static -O2 -Wall -o "$OUT/kfd-preempt-ids" "$REPO/patches/tests/kfd-preempt-ids.c"; then
+   ! gcc -static -O2 -Wall -o "$OUT/kfd-preempt-ids" "$REPO/patches/tests/kfd-preempt-ids.c" ||
+   ! gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$OUT/kfd-hostile" \
+       "$REPO/patches/tests/kfd-hostile.c" "$REPO/patches/tests/kfd-hostile-races.c" 2> >(grep -v 'statically linked' >&2); then
   echo "FAIL guest patches/tests: cannot build patches/tests/*.c (gcc -static)"; fail=1
 else
   R2=$OUT/initramfs-$flavor-reopen; rm -rf "$R2"; cp -a "$R" "$R2"; cp "$REO" "$R2/tests/kfd-exec-reopen"
-  cp "$OUT/kfd-preempt-ids" "$R2/tests/kfd-preempt-ids"
+  cp "$OUT/kfd-preempt-ids" "$OUT/kfd-hostile" "$R2/tests/"
+  echo "--seed $HSEED" > "$R2/tests/hostile-args"
   (cd "$R2" && find . | cpio -o -H newc --quiet | gzip -1) > "$R2.cpio.gz"
   SER2=$OUT/serial-$flavor-reopen.log
-  timeout 300 qemu-system-x86_64 -m 1G -smp 1 -nographic -no-reboot -accel tcg \
+  # Two vCPUs: the hostile suite's threads and processes race for real (MTTCG).
+  timeout 600 qemu-system-x86_64 -m 1G -smp 2 -nographic -no-reboot -accel tcg \
     -kernel "$BZ" -initrd "$R2.cpio.gz" \
     -append "console=ttyS0 panic=-1 oops=panic loglevel=4 kfd_guest=exec-reopen" > "$SER2.raw" 2>&1 || true
   tr -d '\r' < "$SER2.raw" > "$SER2"; rm -f "$SER2.raw"
@@ -194,9 +202,23 @@ else
   iout=$(grep -a '^kfd-preempt-ids: \|^FAIL: ' "$SER2" || true)
   if [ "$iline" = "=== guest: kfd-preempt-ids exit 0" ]; then echo "PASS guest $(printf '%s\n' "$iout" | tail -1 | sed 's/^kfd-preempt-ids: PASS /kfd-preempt-ids: /')"
   else echo "FAIL guest kfd-preempt-ids (${iline:-no exit line})"; printf '%s\n' "$iout" | head -20 | sed 's/^/  /'; fail=1; fi
+  # kfd-hostile: its own verdict, and no splat in the kernel log it left (lockdep, KASAN, WARN, BUG).
+  hline=$(grep -a '^=== guest: kfd-hostile exit ' "$SER2" || true)
+  hout=$(grep -a '^kfd-hostile: \|^UNEXPECTED ' "$SER2" || true)
+  hsplat=$(sed -n '/^=== guest: hostile dmesg begin/,/^=== guest: hostile dmesg end/p' "$SER2" |
+    grep -aE 'WARNING:|BUG:|KASAN|Oops|general protection|list_(add|del) corruption|refcount_t|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU|hung_task|blocked for more than' || true)
+  if [ "$hline" = "=== guest: kfd-hostile exit 0" ] && [ -z "$hsplat" ] && grep -aq '^=== guest: hostile dmesg end' "$SER2"; then
+    echo "PASS guest kfd-hostile (seed $HSEED, $flavor kernel): $(printf '%s\n' "$hout" | grep '^kfd-hostile: PASS' | sed 's/^kfd-hostile: PASS: //; s/ (seed .*//') in the args, threads and procs phases; no splat"
+  else
+    echo "FAIL guest kfd-hostile (seed $HSEED; replay: PREEMPT_HOSTILE_SEED=$HSEED): ${hline:-no exit line: crash or hang}"
+    [ -z "$hout" ] || printf '%s\n' "$hout" | head -20 | sed 's/^/  /'
+    [ -z "$hsplat" ] || printf '%s\n' "$hsplat" | head -10 | sed 's/^/  kernel: /'
+    echo "  serial log: $SER2"; fail=1
+  fi
   rline=$(grep -a '^=== guest: kfd-exec-reopen exit ' "$SER2" || true)
   rout=$(grep -a '^kfd-exec-reopen: \|^kernel: \|^round ' "$SER2" | head -8 || true)
-  rsplat=$(grep -aE 'WARNING:|BUG:|Oops|refcount_t|possible circular locking|possible recursive locking|inconsistent lock state' "$SER2" || true)
+  rsplat=$(sed -n '/^=== guest: hostile dmesg end/,$p' "$SER2" |
+    grep -aE 'WARNING:|BUG:|Oops|refcount_t|possible circular locking|possible recursive locking|inconsistent lock state' || true)
   if grep -aq '^=== guest: done' "$SER2" && [ "$rline" = "=== guest: kfd-exec-reopen exit 0" ] && [ -z "$rsplat" ]; then
     if [ "$flavor" = patched ]; then
       echo "PASS guest kfd-exec-reopen: exec with /dev/kfd open, then reopen: no use-after-free ($(( $(date +%s) - t3 ))s)"
