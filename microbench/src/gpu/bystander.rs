@@ -44,6 +44,9 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// (skip); Err((false, why)): ran and failed.
 pub fn bystander(device: u32, kind: MechanismKind, plan: &Plan, program: &Path) -> Result<Measured, (bool, String)> {
     usable(device).map_err(|why| (true, format!("skipped: no GPU ({why})")))?;
+    if crate::measure::control::stop_requested() {
+        return Err((true, "skipped: interrupted (Ctrl-C/SIGTERM)".into()));
+    }
     if let Some(v) = mechanism::probe_order(&ProbeFacts::gather(&SysRoot::default()))
         .into_iter()
         .find(|v| v.kind == kind && !v.usable())

@@ -17,6 +17,8 @@
 //! no figures: its timeline does not cover the window.
 use serde::Serialize;
 
+use super::ns_f64;
+
 /// A closed interval of `CLOCK_MONOTONIC` ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Span {
@@ -126,12 +128,6 @@ pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
 #[allow(clippy::cast_precision_loss)]
 fn len_f64(n: usize) -> f64 {
     n as f64
-}
-
-/// ns as f64 (window lengths: far below 2^53 ns).
-#[allow(clippy::cast_precision_loss)]
-fn ns_f64(ns: u64) -> f64 {
-    ns as f64
 }
 
 /// A duration difference in ns; durations are far below i64::MAX.
