@@ -43,7 +43,8 @@ pub enum Cmd {
     Doctor(DoctorArgs),
     /// Validate the preemption paths of this machine's kernel and GPUs: capability probe,
     /// error-path checks (anywhere /dev/kfd opens), functional cycles with the correctness check
-    /// (GPU only). Exit status 0 when nothing failed: a CI gate.
+    /// and the bystander cost (what each preemption costs another process's kernels on the same
+    /// GPU, per mechanism) (GPU only). Exit status 0 when nothing failed: a CI gate.
     Validate(ValidateArgs),
     /// Sweep T, the LP kernel's wave state or the Lv1 threshold and write CSV, JSON and an SVG plot.
     #[command(subcommand)]
@@ -70,6 +71,24 @@ pub enum Cmd {
     /// Internal: a host-device worker process (started by preempt-lat itself).
     #[command(name = "__host-worker", hide = true)]
     HostWorker,
+    /// Internal: validate's bystander process (started by preempt-lat itself): delay kernels one
+    /// after another, their host stamps as JSON lines on stdout, until stdin closes.
+    #[command(name = "__bystander-worker", hide = true)]
+    BystanderWorker(BystanderWorkerArgs),
+}
+
+/// Arguments of the hidden `__bystander-worker`.
+#[derive(Debug, Clone, Args)]
+pub struct BystanderWorkerArgs {
+    /// host (a CPU spin in place of the kernel) or hip:N.
+    #[arg(long, value_parser = str::parse::<DeviceSpec>)]
+    pub device: DeviceSpec,
+    /// One kernel, in us.
+    #[arg(long, default_value = "200", value_parser = |s: &str| parse_positive_f64(s, "--kernel-us", 1e6))]
+    pub kernel_us: f64,
+    /// Stop after this long even if stdin stays open, in ms.
+    #[arg(long, default_value_t = 60_000)]
+    pub max_duration_ms: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -511,6 +530,11 @@ impl Cli {
                 out_dir: a.out_dir,
             }),
             Some(Cmd::HostWorker) => Command::HostWorker,
+            Some(Cmd::BystanderWorker(a)) => Command::BystanderWorker(options::BystanderWorkerOptions {
+                device: a.device,
+                kernel_us: a.kernel_us,
+                max_duration_ms: a.max_duration_ms,
+            }),
         })
     }
 }

@@ -3,6 +3,7 @@
 //! No `unsafe` here: the HIP binding (with its FFI) is the `hip-rt` crate, the GPU device `gpu-device`.
 #![deny(unsafe_code)]
 
+mod bystander;
 mod cli;
 mod device;
 mod doctor;
@@ -43,6 +44,15 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Command::BystanderWorker(o) = &command {
+        return match bystander::worker::main(o) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("preempt-lat bystander worker: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     // Before any thread exists: Ctrl-C/SIGTERM only raise a flag (see measure::control).
     measure::control::install_stop_on_signals();
     // What the libraries report from drops and retries (they never print themselves).
@@ -77,7 +87,9 @@ fn dispatch(command: Command) -> Outcome {
         Command::LauncherCost(o) => launcher_cost(&o, device::select(&o.common, hip_facts)?),
         Command::Priority(o) => priority::run(&o, device::select(&o.common, hip_facts)?),
         Command::Report(o) => report::run(&o),
-        Command::HostWorker => unreachable!("handled in main before any thread starts"),
+        Command::HostWorker | Command::BystanderWorker(_) => {
+            unreachable!("handled in main before any thread starts")
+        }
     }
 }
 

@@ -447,6 +447,19 @@ pub enum Command {
     Report(ReportOptions),
     /// Internal: be a host-device worker process.
     HostWorker,
+    /// Internal: be `validate`'s bystander process.
+    BystanderWorker(BystanderWorkerOptions),
+}
+
+/// `__bystander-worker`: delay kernels one after another until stdin closes.
+#[derive(Debug, Clone, Copy)]
+pub struct BystanderWorkerOptions {
+    /// `host` (a CPU spin, for tests) or `hip:N`.
+    pub device: DeviceSpec,
+    /// One kernel, in us.
+    pub kernel_us: f64,
+    /// Stop after this long even if stdin stays open.
+    pub max_duration_ms: u64,
 }
 
 #[cfg(test)]

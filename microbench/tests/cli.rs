@@ -737,3 +737,101 @@ fn report_merges_json_results_into_one_table_and_plot() {
     assert!(stderr(&o).contains("no result in 1 file(s)"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// validate's bystander worker on the host device (a CPU spin in place of the kernel): the
+/// protocol, and that it stops on its limit or when its stdin closes.
+#[test]
+fn bystander_worker_speaks_the_protocol_on_the_host_device() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let kernel_us = 200u64;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
+        .args([
+            "__bystander-worker",
+            "--device",
+            "host",
+            "--kernel-us",
+            &kernel_us.to_string(),
+            "--max-duration-ms",
+            "100",
+        ])
+        .stdin(Stdio::piped()) // kept open: the worker stops on its limit
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines: Vec<serde_json::Value> = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    assert!(child.wait().unwrap().success());
+    let (ready, rest) = lines.split_first().unwrap();
+    assert_eq!(ready["line"], "ready");
+    assert_eq!(ready["pid"], child.id());
+    assert_eq!(ready["kernel_ns"], kernel_us * 1000);
+    let (done, kernels) = rest.split_last().unwrap();
+    assert_eq!(done["line"], "done");
+    assert_eq!(done["reason"], "--max-duration-ms reached");
+    assert_eq!(done["kernels"], kernels.len());
+    assert!(!kernels.is_empty());
+    let mut last_end = 0;
+    for k in kernels {
+        assert_eq!(k["line"], "kernel");
+        let (s, e) = (k["start_ns"].as_u64().unwrap(), k["end_ns"].as_u64().unwrap());
+        assert!(s >= last_end, "one after another: {k}");
+        assert!(e - s >= kernel_us * 1000, "a spin lasts at least its length: {k}");
+        last_end = e;
+    }
+    assert!(done["stopped_ns"].as_u64().unwrap() >= last_end);
+
+    // Its stdin closing stops it (the parent's signal, and what a dead parent leaves).
+    let o = Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
+        .args(["__bystander-worker", "--device", "host", "--max-duration-ms", "60000"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let last = String::from_utf8_lossy(&o.stdout).lines().last().unwrap().to_string();
+    assert!(last.contains(r#""reason":"stdin closed""#), "{last}");
+}
+
+/// Without a GPU the worker refuses before `ready`: no protocol line, the reason on stderr.
+#[test]
+fn bystander_worker_refuses_a_gpu_it_cannot_run_on() {
+    let o = pl(&["__bystander-worker", "--device", "hip:0", "--max-duration-ms", "1000"]);
+    if o.status.success() {
+        eprintln!("a GPU is usable here: the worker ran");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "no `ready` line");
+    assert!(
+        stderr(&o).starts_with("preempt-lat bystander worker: hip:0 cannot run here: "),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn bystander_worker_is_hidden_and_validate_has_the_bystander_check() {
+    let help = pl(&["--help"]);
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("bystander-worker"));
+    let o = pl(&["validate", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON report");
+    assert!(v["bystander"].is_array());
+    if !std::path::Path::new("/dev/kfd").exists() {
+        assert_eq!(v["bystander"].as_array().unwrap().len(), 0, "no figures without a GPU");
+        let b: Vec<_> = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["name"].as_str().unwrap().contains("bystander"))
+            .collect();
+        assert_eq!(b.len(), 1, "{b:?}");
+        assert_eq!(b[0]["category"], "functional");
+        assert_eq!(b[0]["status"], "skip");
+        assert!(
+            b[0]["detail"].as_str().unwrap().starts_with("skipped: no GPU ("),
+            "{b:?}"
+        );
+    }
+}

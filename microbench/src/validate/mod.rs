@@ -2,7 +2,9 @@
 //! the preemption paths: lv3's conformance probes (capability and error paths, which run
 //! anywhere /dev/kfd opens, including the QEMU guest without a GPU), and, per GPU and mechanism, functional
 //! preempt/resume cycles on a running delay-kernel workload with the correctness check and a
-//! latency summary (hardware only: skipped with the reason where there is no GPU).
+//! latency summary, and the bystander check: what our preemptions cost another process's
+//! kernels on the same GPU, per mechanism ([`crate::bystander`]; hardware only: skipped with the
+//! reason where there is no GPU).
 //! Exit status: 0 when no check failed (skips do not fail), 3 when a check failed, 1 when the
 //! suite itself could not run.
 use crate::doctor::facts::{self, Fact, HipInfo};
@@ -20,6 +22,8 @@ pub struct Report {
     pub git_revision: &'static str,
     pub kernel: String,
     pub checks: Vec<Check>,
+    /// The bystander check's figures, one per GPU and mechanism that ran (empty without a GPU).
+    pub bystander: Vec<crate::bystander::Measured>,
     pub passed: usize,
     pub failed: usize,
     pub skipped: usize,
@@ -29,7 +33,8 @@ pub struct Report {
 /// Runs every check and writes the report; `CheckFailed` (exit 3) when a check failed.
 pub fn run(a: &ValidateOptions, hip: Fact<HipInfo>, w: &mut dyn Write) -> Outcome {
     let mut checks = conformance::run();
-    checks.extend(functional(a, &hip));
+    let (hw, bystander) = functional(a, &hip);
+    checks.extend(hw);
     let count = |s| checks.iter().filter(|c| c.status == s).count();
     let (passed, failed, skipped) = (count(Status::Pass), count(Status::Fail), count(Status::Skip));
     let r = Report {
@@ -39,6 +44,7 @@ pub fn run(a: &ValidateOptions, hip: Fact<HipInfo>, w: &mut dyn Write) -> Outcom
         kernel: crate::env::kernel_release(),
         ok: failed == 0,
         checks,
+        bystander,
         passed,
         failed,
         skipped,
@@ -66,31 +72,78 @@ fn text(r: &Report, w: &mut dyn Write) -> std::io::Result<()> {
         };
         writeln!(w, "{s} {:<11} {:<44} {}", c.category, c.name, c.detail)?;
     }
+    crate::bystander::text(&r.bystander, w)?;
     writeln!(w, "{} passed, {} failed, {} skipped", r.passed, r.failed, r.skipped)
 }
 
-/// The hardware part: preempt/resume cycles with the correctness check, per GPU and mechanism.
-fn functional(a: &ValidateOptions, hip: &Fact<HipInfo>) -> Vec<Check> {
+/// The name of the bystander check's skip where there is no GPU.
+const BYSTANDER: &str = "bystander cost of our preemptions";
+
+/// The hardware part: preempt/resume cycles with the correctness check, per GPU and mechanism,
+/// then the bystander check per GPU and mechanism.
+fn functional(a: &ValidateOptions, hip: &Fact<HipInfo>) -> (Vec<Check>, Vec<crate::bystander::Measured>) {
     let facts = facts::gather(&kfd::sysfs::SysRoot::default(), hip.clone());
     if let Err(why) = crate::doctor::verdict::gpu_path(&facts) {
-        return vec![Check::new(
-            Category::Functional,
-            "preempt/resume cycles with correctness check",
-            Status::Skip,
-            format!("skipped: no GPU ({why})"),
-        )];
+        let skip = |name: &str| {
+            Check::new(
+                Category::Functional,
+                name,
+                Status::Skip,
+                format!("skipped: no GPU ({why})"),
+            )
+        };
+        return (
+            vec![skip("preempt/resume cycles with correctness check"), skip(BYSTANDER)],
+            Vec::new(),
+        );
     }
     let devices = match hip.ok().map(|h| &h.devices) {
         Some(Fact::Ok(n)) if a.all_gpus => (0..*n).collect::<Vec<_>>(),
         _ => vec![0],
     };
     let mut out = Vec::new();
-    for d in devices {
+    let mut figures = Vec::new();
+    for &d in &devices {
         for m in MechanismKind::AUTO_ORDER {
             out.push(functional_one(a, d, m));
         }
     }
-    out
+    for &d in &devices {
+        for m in MechanismKind::AUTO_ORDER {
+            let (check, measured) = bystander_one(d, m);
+            out.push(check);
+            figures.extend(measured);
+        }
+    }
+    (out, figures)
+}
+
+/// The bystander check of one GPU and mechanism; the bystander is this executable.
+fn bystander_one(device: u32, mechanism: MechanismKind) -> (Check, Option<crate::bystander::Measured>) {
+    let plan = crate::bystander::Plan::VALIDATE;
+    let name = format!("hip:{device} Lv3 {mechanism}: bystander cost");
+    let program = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            let why = format!("cannot find this executable to start the bystander: {e}");
+            return (Check::new(Category::Functional, name, Status::Fail, why), None);
+        }
+    };
+    match crate::gpu::bystander(device, mechanism, &plan, &program) {
+        Ok(m) => (
+            Check::new(Category::Functional, name, Status::Pass, m.summary()),
+            Some(m),
+        ),
+        Err((skip, why)) => (
+            Check::new(
+                Category::Functional,
+                name,
+                if skip { Status::Skip } else { Status::Fail },
+                why,
+            ),
+            None,
+        ),
+    }
 }
 
 fn functional_one(a: &ValidateOptions, device: u32, mechanism: MechanismKind) -> Check {
