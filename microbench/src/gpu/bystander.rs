@@ -21,13 +21,12 @@ use std::time::Duration;
 use gpu_device::{DelayKernel, LpState, SlotStatus, discover, kernel};
 use hip_rt::{Hip, Mem, StreamPriority};
 use kfd::GracePeriod;
-use kfd::sysfs::SysRoot;
 use lv1::clock::now_ns;
 use lv3::MechanismChoice;
-use lv3::mechanism::{self, MechanismKind, Preemptor, ProbeFacts, QueueTarget};
+use lv3::mechanism::{MechanismKind, Preemptor, QueueTarget};
 
 use super::backend::FencedSuspension;
-use super::run::{build_mechanism, usable};
+use super::run::{build_mechanism, unusable_reason, usable};
 use super::setup::{calibration_points, h};
 use crate::bystander::analysis::{self, Span, Timeline, nearest_rank};
 use crate::bystander::child::Worker;
@@ -47,11 +46,8 @@ pub fn bystander(device: u32, kind: MechanismKind, plan: &Plan, program: &Path) 
     if crate::measure::control::stop_requested() {
         return Err((true, "skipped: interrupted (Ctrl-C/SIGTERM)".into()));
     }
-    if let Some(v) = mechanism::probe_order(&ProbeFacts::gather(&SysRoot::default()))
-        .into_iter()
-        .find(|v| v.kind == kind && !v.usable())
-    {
-        return Err((true, format!("skipped: {v}")));
+    if let Some(why) = unusable_reason(kind) {
+        return Err((true, why));
     }
     let mut worker = Worker::spawn(program, &plan.worker_args(&format!("hip:{device}"))).map_err(|e| (false, e))?;
     // `worker` is stopped on the way through, and dropped (killed if still running) on every

@@ -1,5 +1,5 @@
 //! `validate`'s hardware check on a GPU: Lv3 cycles with the correctness check, one line out.
-use super::run::{run, usable};
+use super::run::{run, unusable_reason, usable};
 use crate::measure::Params;
 use lv3::MechanismChoice;
 
@@ -8,6 +8,11 @@ use lv3::MechanismChoice;
 /// Err((true, why)): cannot run here (skip). Err((false, why)): ran and failed.
 pub fn functional(device: u32, mechanism: MechanismChoice, t_ms: f64, cycles: u32) -> Result<String, (bool, String)> {
     usable(device).map_err(|why| (true, why))?;
+    if let MechanismChoice::Only(kind) = mechanism
+        && let Some(why) = unusable_reason(kind)
+    {
+        return Err((true, why));
+    }
     let p = Params {
         level: crate::options::Level::Lv3,
         t_ms,

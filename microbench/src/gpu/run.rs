@@ -44,6 +44,16 @@ pub fn usable(device_index: u32) -> Result<(), String> {
     gpu_device::usable(device_index).map_err(|e| e.to_string())
 }
 
+/// Why `kind` cannot run on this machine (doctor's probe, e.g. the patched ioctl on a stock
+/// kernel), or None when it can. `validate`'s per-mechanism checks turn this into a skip: a
+/// mechanism the kernel does not offer is not a failure of the mechanism.
+pub fn unusable_reason(kind: MechanismKind) -> Option<String> {
+    mechanism::probe_order(&ProbeFacts::gather(&SysRoot::default()))
+        .into_iter()
+        .find(|v| v.kind == kind && !v.usable())
+        .map(|v| format!("skipped: {v}"))
+}
+
 /// Runs one measurement on `hip:device_index`. `mechanism` applies to Lv3; Lv1 is progressive
 /// launching and ignores it.
 pub fn run(p: &Params, device_index: u32, mechanism: MechanismChoice, quiet: bool) -> Result<RunResult, String> {
