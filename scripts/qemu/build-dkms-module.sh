@@ -61,6 +61,26 @@ if [ ! -f "$W/.built" ]; then
       -e '/^ *subdir-ccflags-y += -DCONFIG_DRM_AMD_DC\(_HDCP\|_FP\)\?$/d' "$W/amd/dkms/Kbuild"
     ! grep -q 'CONFIG_DRM_AMD_DC' "$W/amd/dkms/Kbuild" || { log "could not take DC out of amd/dkms/Kbuild"; exit 1; }
   fi
+  # Fix-ups of the work copy (not of the series) for kernels newer than the package knows:
+  # - 6.12.y stable (Debian 6.12.117 among them) backported pci_resize_resource()'s fourth
+  #   argument, exclude_bars (upstream 6.18), after amdgpu-dkms 6.4.1 was released; its configure
+  #   does not test for it. Pass what the kernel's own amdgpu passes.
+  if grep -q 'int exclude_bars);' "$KSRC/include/linux/pci.h" &&
+     grep -q 'pci_resize_resource(adev->pdev, 0, rbar_size);' "$W/amd/amdgpu/amdgpu_device.c"; then
+    sed -i 's/pci_resize_resource(adev->pdev, 0, rbar_size);/pci_resize_resource(adev->pdev, 0, rbar_size,\n\t\t\t\t(adev->asic_type >= CHIP_BONAIRE) ? 1 << 5 : 1 << 2);/' \
+      "$W/amd/amdgpu/amdgpu_device.c"
+    log "fix-up: pci_resize_resource() with exclude_bars (this kernel's 4-argument form)"
+  fi
+  # - 6.12.y stable also backported the removal of drm_exec_for_each_locked_object()'s index
+  #   argument (upstream 6.16); configure then uses the kernel's <drm/drm_exec.h>, and the
+  #   package's callers still pass an index.
+  if grep -q '^#define drm_exec_for_each_locked_object(exec, obj)' "$KSRC/include/drm/drm_exec.h" 2>/dev/null; then
+    mapfile -t uses < <(grep -l 'drm_exec_for_each_locked_object(' "$W"/amd/amdgpu/*.c "$W"/amd/amdkfd/*.c || true)
+    if [ "${#uses[@]}" -gt 0 ]; then
+      sed -i 's/drm_exec_for_each_locked_object(\([^,()]*\), *[a-z_]*, *\([^,()]*\))/drm_exec_for_each_locked_object(\1, \2)/' "${uses[@]}"
+      log "fix-up: drm_exec_for_each_locked_object() without index in $(basename -a "${uses[@]}" | tr '\n' ' ')"
+    fi
+  fi
   # amd/dkms/Makefile: kernel_build_dir and num_cpu_cores are plain variables (overridden from
   # the command line); its configure takes the kernel from with_linux/with_linux_obj (autoconf's
   # variables for --with-linux=, --with-linux-obj=), else from /lib/modules/$KERNELVER.

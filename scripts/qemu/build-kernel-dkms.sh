@@ -75,7 +75,7 @@ build() {
 if [ ! -f "$KB/arch/x86/boot/bzImage" ] || [ ! -f "$KB/harness-modules.txt" ]; then
   rm -rf "$KB"; mkdir -p "$KB"
   step configure configure
-  step bzImage+modules_prepare build
+  step bzImage+modules build
   echo "$SRCVER" > "$KB/DEBIAN_SOURCE_VERSION"
 fi
 echo "$KB"
