@@ -64,7 +64,7 @@ install -m755 "$HERE/guest-init.sh" "$R/guest-init.sh"
 for b in "${test_bins[@]}"; do cp "$b" "$R/tests/bin/$(basename "$b" | sed 's/-[0-9a-f]\{16\}$//')"; done
 cp "$PL" "$R/bin/preempt-lat"
 cp "$OUT/capi_test" "$OUT/kfd-exec-reopen" "$OUT/kfd-preempt-ids" "$R/tests/"
-printf 'PREEMPT_REQUIRE_KFD=1\nPREEMPT_EXPECT_KFD_VERSION=%s\nRUST_BACKTRACE=1\nPREEMPT_EXPECT_PATCHED=1\n' "$kver" > "$R/tests/env"
+printf 'PREEMPT_REQUIRE_KFD=1\nPREEMPT_EXPECT_KFD_VERSION=%s\nRUST_BACKTRACE=1\nPREEMPT_EXPECT_PATCHED=1\nPREEMPT_EXPECT_DKMS=1\n' "$kver" > "$R/tests/env"
 # Load order: the kernel's helper modules (harness-modules.txt, retried until their own
 # dependencies are in), then the DKMS modules in the order of their dependencies.
 order=()
