@@ -16,7 +16,9 @@
 #     5. builds the modules out of tree against a module-capable 6.12 harness kernel
 #        (scripts/qemu/build-kernel-dkms.sh, scripts/qemu/build-dkms-module.sh);
 #     6. boots that kernel in QEMU, loads the modules and runs the guest tests
-#        (scripts/qemu/run-guest-tests-dkms.sh; skipped with PREEMPT_SKIP_QEMU=1).
+#        (scripts/qemu/run-guest-tests-dkms.sh; skipped with PREEMPT_SKIP_QEMU=1);
+#     7. the same with the unpatched modules (run-guest-tests-dkms.sh --stock): the zero-count
+#        probe answers EINVAL there (kfd::PreemptProbe::AbsentEinval), where upstream says ENOTTY.
 #
 #   bash patches/dkms/check.sh
 set -euo pipefail
@@ -151,5 +153,7 @@ if [ "${PREEMPT_SKIP_QEMU:-0}" = 1 ]; then
 else
   "$REPO/scripts/qemu/run-guest-tests-dkms.sh" || die "guest tests on the patched amdgpu-dkms modules"
   log "6. guest tests with the patched amdgpu-dkms modules: pass"
+  "$REPO/scripts/qemu/run-guest-tests-dkms.sh" --stock || die "the unpatched amdgpu-dkms modules in the guest"
+  log "7. unpatched amdgpu-dkms: the probe answers EINVAL: pass"
 fi
 log "all checks passed in $(( $(date +%s) - t0 ))s (amdgpu-dkms $DVER + ${#PATCHES[@]} patches)"
