@@ -76,9 +76,9 @@ log "1. checkpatch --strict: clean"
 # The kfd-sys ABI proof against a header (patches/check.sh step 4).
 abi_proof() { # $1 header, $2 what
   local s cfgs; s=$(date +%s)
-  (cd "$REPO" && KFD_IOCTL_H=$1 nice -n 10 cargo check -q -p lv3 -p kfd-sys --features kfd-sys/bindgen --target-dir target/dkms-check) ||
+  (cd "$REPO" && KFD_IOCTL_H=$1 nice -n 10 cargo check -q -p lv3 -p kfd-sys --features kfd-sys/bindgen --target-dir target/patched-check) ||
     die "kfd-sys/lv3 do not build against $2 ($1): ABI mismatch?"
-  cfgs=$(cd "$REPO" && KFD_IOCTL_H=$1 cargo check -q -p lv3 -p kfd-sys --features kfd-sys/bindgen --target-dir target/dkms-check --message-format=json 2>/dev/null |
+  cfgs=$(cd "$REPO" && KFD_IOCTL_H=$1 cargo check -q -p lv3 -p kfd-sys --features kfd-sys/bindgen --target-dir target/patched-check --message-format=json 2>/dev/null |
     python3 -c 'import json, sys
 for l in sys.stdin:
     m = json.loads(l)
