@@ -76,24 +76,9 @@ done
 [ "$bad" = 0 ] || die "checkpatch --strict is not clean"
 log "2. checkpatch --strict: clean"
 
-# 2b. Sign-off: the committed series carries the template identity (a Signed-off-by is a person's
-#     DCO statement, added by patches/sign-off.sh when someone sends the series), each patch exactly
-#     one Signed-off-by equal to its From:, and a copy signed by sign-off.sh is checkpatch-clean too.
-TEMPLATE='TEMPLATE Replace Before Sending <replace-before-sending@example.invalid>'
-for p in 0000-cover-letter.patch "${PATCHES[@]}"; do
-  from=$(sed -n 's/^From: //p' "$HERE/$p" | head -1)
-  [ "$from" = "$TEMPLATE" ] || die "$p: From: is \"$from\", not the template identity (sign real copies with patches/sign-off.sh; never commit them)"
-  [ "$p" = 0000-cover-letter.patch ] && continue
-  sobs=$(grep -c '^Signed-off-by: ' "$HERE/$p" || true)
-  [ "$sobs" = 1 ] && grep -qxF "Signed-off-by: $TEMPLATE" "$HERE/$p" ||
-    die "$p: needs exactly one Signed-off-by, the template identity (has $sobs)"
-done
-bash "$HERE/sign-off.sh" "Check Script <check@kernel.test>" "$WORK/signed" "$HERE" >/dev/null
-for p in "${PATCHES[@]}"; do
-  perl "$SRC/scripts/checkpatch.pl" --strict --no-tree "$WORK/signed/$p" 2>&1 | grep -qE '^total: 0 errors, 0 warnings, 0 checks, ' ||
-    die "the copy of $p signed by patches/sign-off.sh is not checkpatch-clean"
-done
-log "2b. sign-off: template identity in every patch (patches/sign-off.sh signs a copy before sending; the signed copy is checkpatch-clean)"
+# 2b. Sign-off: the template identity until someone sends the series (patches/README.md).
+so=$(bash "$HERE/check-sign-off.sh" "$HERE" "$SRC/scripts/checkpatch.pl") || die "the sign-off rules (patches/README.md)"
+log "2b. $so"
 
 # 3. The patched kernel, after each patch of the series (bisectable: every prefix builds; each
 #    prefix has a build cache of its own, incremental from the stock objects).

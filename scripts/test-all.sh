@@ -8,9 +8,11 @@
 # cargo doc -> kfd-sys: committed bindings equal a fresh generation, the old-header refusal, a
 # workspace build with libclang and the header hidden -> the unsafe-code fence -> the offline
 # delay-kernel compile check -> the C ABI (header regeneration, install, the C test on the host
-# device) -> the Python package (maturin into target/py-venv, pytest) -> the QEMU guest tests on
-# the stock kernel -> the patch series (apply, checkpatch, build after each patch, QEMU guest
-# tests on the patched kernel). Both guests also run the C ABI's test statically linked.
+# device) -> the Python package (maturin into target/py-venv, pytest) -> the DKMS flavour of the
+# series (patches/dkms/check.sh) -> the QEMU guest tests on the stock kernel -> the patch series
+# (apply, checkpatch, sign-off, build after each patch, QEMU guest tests on the patched kernel;
+# the hostile-input suite runs on both kernels). Both guests also run the C ABI's test statically
+# linked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -66,6 +68,13 @@ passed=$(( passed + $(grep -c '^PASS capi' "$log") ))
 step "Python package: maturin develop into target/py-venv, pytest on the host device"
 bash scripts/check-python.sh | tee "$log"
 passed=$(( passed + $(awk '/ passed/ {for (i = 1; i < NF; i++) if ($(i+1) ~ /^passed/) p = $i} END {print p+0}' "$log") ))
+
+# Outside the QEMU block: it always runs checkpatch, the sign-off rules and the ABI proof; the
+# apply/module build/guest steps need PREEMPT_DKMS_SRC (no CI machine has the amdgpu-dkms source)
+# and honour PREEMPT_SKIP_QEMU themselves.
+step "kernel patch series, DKMS flavour: checkpatch, sign-off, ABI proof; with PREEMPT_DKMS_SRC also apply, module build, guest (patches/dkms/check.sh)"
+bash patches/dkms/check.sh | tee "$log"
+passed=$(( passed + $(grep -c '^PASS' "$log") ))
 
 if [ "${PREEMPT_SKIP_QEMU:-0}" = 1 ]; then
   echo "SKIPPED the QEMU real-kernel tests: PREEMPT_SKIP_QEMU=1"

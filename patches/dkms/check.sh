@@ -72,6 +72,8 @@ for p in "${PATCHES[@]}"; do
 done
 [ "$bad" = 0 ] || die "checkpatch --strict is not clean"
 log "1. checkpatch --strict: clean"
+so=$(bash "$HERE/../check-sign-off.sh" "$HERE" "$LSRC/scripts/checkpatch.pl") || die "the sign-off rules (patches/README.md)"
+log "1b. $so"
 
 # The kfd-sys ABI proof against a header (patches/check.sh step 4).
 abi_proof() { # $1 header, $2 what
