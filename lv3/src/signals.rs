@@ -204,13 +204,13 @@ pub fn threads_not_blocking() -> Vec<u32> {
         .flatten()
         .filter_map(|t| {
             let tid = t.file_name().to_str()?.parse::<u32>().ok()?;
-            if WAITER_TID.get() == Some(&tid) {
-                return None;
-            }
             let status = std::fs::read_to_string(t.path().join("status")).ok()?;
             let blk = status.lines().find_map(|l| l.strip_prefix("SigBlk:"))?;
             let mask = u64::from_str_radix(blk.trim(), 16).ok()?;
-            (mask & want != want).then_some(tid)
+            // The waiter is asked for only after its mask was read: while it sits in sigwait the
+            // kernel takes the awaited signals out of its mask, and it records its tid before
+            // that. Asking first raced with a waiter that started between the two reads.
+            (mask & want != want && WAITER_TID.get() != Some(&tid)).then_some(tid)
         })
         .collect();
     out.sort_unstable();
