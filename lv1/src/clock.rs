@@ -13,6 +13,14 @@ pub fn now_ns() -> u64 {
     read(ClockId::CLOCK_MONOTONIC)
 }
 
+/// Sleeps until `t`, a [`now_ns`] stamp; returns at once if `t` has passed.
+pub fn sleep_until(t: u64) {
+    let now = now_ns();
+    if t > now {
+        std::thread::sleep(Duration::from_nanos(t - now));
+    }
+}
+
 /// CPU time consumed so far by the calling thread, in nanoseconds
 /// (`CLOCK_THREAD_CPUTIME_ID`). It does not advance while the thread is stopped or
 /// descheduled, which is what makes the host delay kernel preemption-transparent.
@@ -40,5 +48,15 @@ mod tests {
         }
         assert!(x > 0);
         assert!(now_ns() >= a + 1_000_000, "1 ms of CPU work takes >= 1 ms of wall time");
+    }
+
+    #[test]
+    fn sleep_until_reaches_its_stamp_and_skips_the_past() {
+        let t = now_ns() + 2_000_000;
+        sleep_until(t);
+        assert!(now_ns() >= t);
+        let before = now_ns();
+        sleep_until(0);
+        assert!(now_ns() - before < 1_000_000_000, "a past stamp must not sleep");
     }
 }

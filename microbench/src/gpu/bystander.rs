@@ -21,7 +21,7 @@ use std::time::Duration;
 use gpu_device::{DelayKernel, LpState, SlotStatus, discover, kernel};
 use hip_rt::{Hip, Mem, StreamPriority};
 use kfd::GracePeriod;
-use lv1::clock::now_ns;
+use lv1::clock::{now_ns, sleep_until};
 use lv3::MechanismChoice;
 use lv3::mechanism::{MechanismKind, Preemptor, QueueTarget};
 
@@ -199,13 +199,6 @@ fn run_windows(plan: &Plan, pre: &Preemptor, target: &QueueTarget, worker: &mut 
         to_ns: now_ns(),
     };
     Ok((baseline, measured, preemptions, suspend_ns, resume_ns))
-}
-
-fn sleep_until(t: u64) {
-    let now = now_ns();
-    if t > now {
-        std::thread::sleep(Duration::from_nanos(t - now));
-    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use gpu_device::{
 };
 use hip_rt::{Device, Hip, StreamPriority};
 use kfd::GracePeriod;
-use lv1::clock::now_ns;
+use lv1::clock::{now_ns, sleep_until};
 use lv1::{Config, SuspendMode, XQueue};
 use lv3::MechanismChoice;
 use lv3::mechanism::{MechanismKind, Preemptor, QueueTarget};
@@ -190,13 +190,6 @@ impl Scheduler<'_> {
         if let Some(xq) = self.xq {
             xq.resume();
         }
-    }
-}
-
-fn sleep_until(t: u64) {
-    let now = now_ns();
-    if t > now {
-        std::thread::sleep(Duration::from_nanos(t - now));
     }
 }
 

@@ -8,7 +8,7 @@ use crate::measure::Correctness;
 use crate::options::Mode;
 use crate::trace::{Trace, Track};
 use host_device::{HostCommand, HostDevice, HostQueue, HostSuspension};
-use lv1::clock::now_ns;
+use lv1::clock::{now_ns, sleep_until};
 use lv1::{Config, HwQueue, SuspendMode, XQueue};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,13 +107,6 @@ impl Scheduler<'_> {
         if let Some((_, xq)) = self.lp {
             xq.resume();
         }
-    }
-}
-
-fn sleep_until(t: u64) {
-    let now = now_ns();
-    if t > now {
-        std::thread::sleep(Duration::from_nanos(t - now));
     }
 }
 

@@ -5,17 +5,9 @@
 use super::policy::Event;
 use crate::measure::control::stop_requested;
 use crate::trace::{Trace, Track};
-use lv1::clock::now_ns;
+use lv1::clock::{now_ns, sleep_until};
 use serde_json::json;
 use std::time::Duration;
-
-/// Sleeps until `t` on `lv1::clock::now_ns`'s clock (CLOCK_MONOTONIC).
-pub fn sleep_until(t: u64) {
-    let now = now_ns();
-    if t > now {
-        std::thread::sleep(Duration::from_nanos(t - now));
-    }
-}
 
 /// Waits out a mode without HP requests until `t_end`; true if Ctrl-C cut it short.
 pub fn idle_until(t_end: u64) -> bool {
