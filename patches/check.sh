@@ -19,6 +19,8 @@ REPO=$(cd "$HERE/.." && pwd)
 CACHE=${PREEMPT_QEMU_CACHE:-$HOME/.cache/preempt-kfd-qemu}
 t0=$(date +%s)
 log() { echo "patches/check: $*" >&2; }
+# shellcheck source=patches/lib.sh
+. "$HERE/lib.sh"
 die() { echo >&2; echo "patches/check: FAIL: $*" >&2; exit 1; }
 
 # The version the series was made against (also named in 0000-cover-letter.patch).
@@ -61,19 +63,7 @@ for p in "${PATCHES[@]}"; do
 done
 
 # 2. checkpatch, strict: every patch must be clean.
-bad=0
-for p in "${PATCHES[@]}"; do
-  out=$(perl "$SRC/scripts/checkpatch.pl" --strict --no-tree "$HERE/$p" 2>&1 || true)
-  summary=$(printf '%s\n' "$out" | grep -E '^total: ' || echo "total: (no summary)")
-  verdict=$(printf '%s\n' "$out" | grep -E 'ready for submission|has style problems' || true)
-  echo "checkpatch $p: $summary"
-  [ -z "$verdict" ] || echo "  $verdict"
-  if ! printf '%s\n' "$summary" | grep -qE '^total: 0 errors, 0 warnings, 0 checks, '; then
-    printf '%s\n' "$out" | grep -E '^(ERROR|WARNING|CHECK)|^#|^\+' >&2 || true
-    bad=1
-  fi
-done
-[ "$bad" = 0 ] || die "checkpatch --strict is not clean"
+checkpatch_series "$SRC/scripts/checkpatch.pl" "" "$HERE" "${PATCHES[@]}" || die "checkpatch --strict is not clean"
 log "2. checkpatch --strict: clean"
 
 # 2b. Sign-off: the template identity until someone sends the series (patches/README.md).
@@ -98,15 +88,7 @@ log "3. patched kernel: $BZ ($(( $(date +%s) - s ))s)"
 
 # 4. The Rust side against the patched header: kfd-sys's compile-time ABI check.
 s=$(date +%s)
-(cd "$REPO" && KFD_IOCTL_H=$KHDR cargo check -q -p lv3 -p kfd-sys --features kfd-sys/bindgen --target-dir target/patched-check) ||
-  die "kfd-sys/lv3 do not build against the patched header (ABI mismatch?)"
-# The build script's cfgs (reported for fresh builds too): kfd_has_preempt = the check ran.
-cfgs=$(cd "$REPO" && KFD_IOCTL_H=$KHDR cargo check -q -p lv3 -p kfd-sys --features kfd-sys/bindgen --target-dir target/patched-check --message-format=json 2>/dev/null |
-  python3 -c 'import json, sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "build-script-executed" and "kfd-sys" in m["package_id"]: print(" ".join(m["cfgs"]))')
-case " $cfgs " in *" kfd_has_preempt "*) ;; *) die "kfd-sys did not set cfg(kfd_has_preempt) for $KHDR: the ABI check did not run";; esac
+abi_proof "$REPO" "$KHDR" || die "the Rust ABI check against the patched header"
 log "4. kfd-sys/lv3 build against $KHDR: hand-written ABI equals the patch ($(( $(date +%s) - s ))s)"
 
 # 5. Boot it.

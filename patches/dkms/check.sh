@@ -29,6 +29,8 @@ CACHE=${PREEMPT_DKMS_CACHE:-$HOME/.cache/preempt-dkms}
 t0=$(date +%s)
 log() { echo "patches/dkms/check: $*" >&2; }
 die() { echo >&2; echo "patches/dkms/check: FAIL: $*" >&2; exit 1; }
+# shellcheck source=patches/lib.sh
+. "$HERE/../lib.sh"
 
 BASE=$(sed -n 's/^# base: //p' "$HERE/series")
 PINNED_DIR=$(sed -n 's/^# source dir: //p' "$HERE/series")
@@ -60,32 +62,16 @@ fi
 WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT
 
 # 1. checkpatch, strict: every patch must be clean.
-bad=0
-for p in "${PATCHES[@]}"; do
-  out=$(perl "$LSRC/scripts/checkpatch.pl" --strict --no-tree "$HERE/$p" 2>&1 || true)
-  summary=$(printf '%s\n' "$out" | grep -E '^total: ' || echo "total: (no summary)")
-  echo "checkpatch dkms/$p: $summary"
-  if ! printf '%s\n' "$summary" | grep -qE '^total: 0 errors, 0 warnings, 0 checks, '; then
-    printf '%s\n' "$out" | grep -E '^(ERROR|WARNING|CHECK)|^#|^\+' >&2 || true
-    bad=1
-  fi
-done
-[ "$bad" = 0 ] || die "checkpatch --strict is not clean"
+checkpatch_series "$LSRC/scripts/checkpatch.pl" "dkms/" "$HERE" "${PATCHES[@]}" || die "checkpatch --strict is not clean"
 log "1. checkpatch --strict: clean"
 so=$(bash "$HERE/../check-sign-off.sh" "$HERE" "$LSRC/scripts/checkpatch.pl") || die "the sign-off rules (patches/README.md)"
 log "1b. $so"
 
 # The kfd-sys ABI proof against a header (patches/check.sh step 4).
-abi_proof() { # $1 header, $2 what
-  local s cfgs; s=$(date +%s)
-  (cd "$REPO" && KFD_IOCTL_H=$1 nice -n 10 cargo check -q -p lv3 -p kfd-sys --features kfd-sys/bindgen --target-dir target/patched-check) ||
-    die "kfd-sys/lv3 do not build against $2 ($1): ABI mismatch?"
-  cfgs=$(cd "$REPO" && KFD_IOCTL_H=$1 cargo check -q -p lv3 -p kfd-sys --features kfd-sys/bindgen --target-dir target/patched-check --message-format=json 2>/dev/null |
-    python3 -c 'import json, sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "build-script-executed" and "kfd-sys" in m["package_id"]: print(" ".join(m["cfgs"]))')
-  case " $cfgs " in *" kfd_has_preempt "*) ;; *) die "kfd-sys did not set cfg(kfd_has_preempt) for $1: the ABI check did not run";; esac
+# The kfd-sys ABI proof against a header (lib.sh, as patches/check.sh step 4).
+dkms_abi_proof() { # $1 header, $2 what
+  local s; s=$(date +%s)
+  abi_proof "$REPO" "$1" || die "the Rust ABI check against $2"
   echo "PASS dkms abi: kfd-sys's hand-written ABI equals $2 ($(( $(date +%s) - s ))s)"
 }
 
@@ -98,7 +84,7 @@ cp "$LSRC/include/uapi/linux/kfd_ioctl.h" "$LSRC/include/uapi/linux/kfd_sysfs.h"
 (cd "$WORK/up" && git apply -p1 --include=include/uapi/linux/kfd_ioctl.h "$UPATCH") ||
   die "the uapi hunk of $(basename "$UPATCH") does not apply to linux-source-6.12's kfd_ioctl.h without fuzz"
 grep -q '#define AMDKFD_IOC_PREEMPT_QUEUES' "$WORK/up/include/uapi/linux/kfd_ioctl.h" || die "no AMDKFD_IOC_PREEMPT_QUEUES after the uapi hunk"
-abi_proof "$WORK/up/include/uapi/linux/kfd_ioctl.h" "the uapi hunk of $(basename "$UPATCH") (on linux-source-6.12 $SRCVER's kfd_ioctl.h)"
+dkms_abi_proof "$WORK/up/include/uapi/linux/kfd_ioctl.h" "the uapi hunk of $(basename "$UPATCH") (on linux-source-6.12 $SRCVER's kfd_ioctl.h)"
 log "2. ABI proof without the DKMS source: pass"
 
 # 3..6 need the amdgpu-dkms source.
@@ -140,7 +126,7 @@ mkdir -p "$WORK/dk/include/uapi/linux"
 cp "$WORK/dkms/include/uapi/linux/kfd_ioctl.h" "$WORK/dk/include/uapi/linux/"
 cp "$WORK/dkms/include/uapi/linux/kfd_sysfs.h" "$WORK/dk/include/uapi/linux/" 2>/dev/null ||
   cp "$LSRC/include/uapi/linux/kfd_sysfs.h" "$WORK/dk/include/uapi/linux/"
-abi_proof "$WORK/dk/include/uapi/linux/kfd_ioctl.h" "the patched amdgpu-dkms $DVER kfd_ioctl.h"
+dkms_abi_proof "$WORK/dk/include/uapi/linux/kfd_ioctl.h" "the patched amdgpu-dkms $DVER kfd_ioctl.h"
 log "4. ABI proof against the patched amdgpu-dkms header: pass"
 
 # 5. The modules, out of tree, against the module-capable harness kernel.

@@ -1,0 +1,42 @@
+# Shell functions shared by patches/check.sh and patches/dkms/check.sh (sourced, not run): the
+# checks a patch series gets whatever tree it is for. Each returns non-zero with the reason on
+# stderr; the caller decides how to fail.
+
+# checkpatch_series CHECKPATCH_PL LABEL DIR PATCH...: checkpatch.pl --strict --no-tree on each
+# patch, one "checkpatch LABEL<patch>: total: ..." line each; 1 unless all are 0/0/0.
+checkpatch_series() {
+  local checkpatch=$1 label=$2 dir=$3 bad=0 p out summary verdict
+  shift 3
+  for p in "$@"; do
+    out=$(perl "$checkpatch" --strict --no-tree "$dir/$p" 2>&1 || true)
+    summary=$(printf '%s\n' "$out" | grep -E '^total: ' || echo "total: (no summary)")
+    verdict=$(printf '%s\n' "$out" | grep -E 'ready for submission|has style problems' || true)
+    echo "checkpatch $label$p: $summary"
+    [ -z "$verdict" ] || echo "  $verdict"
+    if ! printf '%s\n' "$summary" | grep -qE '^total: 0 errors, 0 warnings, 0 checks, '; then
+      printf '%s\n' "$out" | grep -E '^(ERROR|WARNING|CHECK)|^#|^\+' >&2 || true
+      bad=1
+    fi
+  done
+  return "$bad"
+}
+
+# abi_proof REPO HEADER: kfd-sys (bindgen feature) and lv3 built against HEADER, a patched
+# kfd_ioctl.h; kfd-sys's build script then sets cfg(kfd_has_preempt) and its compile-time asserts
+# prove the hand-written ABI copy (kfd-sys/src/preempt.rs) equal to the header's. 1 if the build
+# fails (an ABI mismatch) or the cfg is missing (the check did not run).
+abi_proof() {
+  local repo=$1 header=$2 cfgs
+  (cd "$repo" && KFD_IOCTL_H=$header nice -n 10 cargo check -q -p lv3 -p kfd-sys --features kfd-sys/bindgen --target-dir target/patched-check) || {
+    echo "kfd-sys/lv3 do not build against $header (ABI mismatch?)" >&2; return 1; }
+  # The build script's cfgs (reported for fresh builds too).
+  cfgs=$(cd "$repo" && KFD_IOCTL_H=$header cargo check -q -p lv3 -p kfd-sys --features kfd-sys/bindgen --target-dir target/patched-check --message-format=json 2>/dev/null |
+    python3 -c 'import json, sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "build-script-executed" and "kfd-sys" in m["package_id"]: print(" ".join(m["cfgs"]))')
+  case " $cfgs " in
+    *" kfd_has_preempt "*) ;;
+    *) echo "kfd-sys did not set cfg(kfd_has_preempt) for $header: the ABI check did not run" >&2; return 1 ;;
+  esac
+}
