@@ -93,18 +93,26 @@ static void *closer_main(void *p)
 	return NULL;
 }
 
-/* A DBG_TRAP call on this process; EBADF is tolerated when the closer ran. */
-static int dbg(struct kfd_ioctl_dbg_trap_args *a, uint32_t op)
+/* A call on the shared fd, made again when it met EBADF because the closer
+ * closed the fd under it (a debugger step must not be skipped: a RUNTIME_ENABLE
+ * while the debug trap stays on would wait for a debugger). */
+static int shared_call(unsigned long cmd, void *arg)
 {
 	int r, gen;
 
 	do {
 		gen = atomic_load(&fd_gen);
-		a->pid = getpid();
-		a->op = op;
-		r = kcall(atomic_load(&cur_fd), AMDKFD_IOC_DBG_TRAP, a);
+		r = kcall(atomic_load(&cur_fd), cmd, arg);
 	} while (r == -EBADF && (gen & 1 || atomic_load(&fd_gen) != gen));
 	return r;
+}
+
+/* A DBG_TRAP call on this process. */
+static int dbg(struct kfd_ioctl_dbg_trap_args *a, uint32_t op)
+{
+	a->pid = getpid();
+	a->op = op;
+	return shared_call(AMDKFD_IOC_DBG_TRAP, a);
 }
 
 #define END_OK INT32_MIN	/* ends a list of accepted kcall() results */
@@ -136,13 +144,9 @@ static void *debugger_main(void *p)
 	while (!atomic_load(&stop_workers)) {
 		struct kfd_ioctl_runtime_enable_args rt = { .mode_mask = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK };
 		struct kfd_ioctl_dbg_trap_args a;
-		int r, k, gen;
+		int k;
 
-		do {
-			gen = atomic_load(&fd_gen);
-			r = kcall(atomic_load(&cur_fd), AMDKFD_IOC_RUNTIME_ENABLE, &rt);
-		} while (r == -EBADF && (gen & 1 || atomic_load(&fd_gen) != gen));
-		expect(r, "RUNTIME_ENABLE", ok_rt);
+		expect(shared_call(AMDKFD_IOC_RUNTIME_ENABLE, &rt), "RUNTIME_ENABLE", ok_rt);
 		memset(&a, 0, sizeof(a));
 		a.enable.rinfo_ptr = (uintptr_t)&rinfo;
 		a.enable.rinfo_size = sizeof(rinfo);
@@ -179,11 +183,7 @@ static void *debugger_main(void *p)
 		memset(&a, 0, sizeof(a));
 		expect(dbg(&a, KFD_IOC_DBG_TRAP_DISABLE), "DBG_TRAP DISABLE", ok_zero);
 		rt.mode_mask = 0;
-		do {
-			gen = atomic_load(&fd_gen);
-			r = kcall(atomic_load(&cur_fd), AMDKFD_IOC_RUNTIME_ENABLE, &rt);
-		} while (r == -EBADF && (gen & 1 || atomic_load(&fd_gen) != gen));
-		expect(r, "runtime disable", ok_zero);
+		expect(shared_call(AMDKFD_IOC_RUNTIME_ENABLE, &rt), "runtime disable", ok_zero);
 		rounds++;
 	}
 	close(pipefd[0]);
