@@ -130,33 +130,25 @@ fn bystander_one(device: u32, mechanism: MechanismKind) -> (Check, Option<crate:
         }
     };
     match crate::gpu::bystander(device, mechanism, &plan, &program) {
-        Ok(m) => (
-            Check::new(Category::Functional, name, Status::Pass, m.summary()),
-            Some(m),
-        ),
-        Err((skip, why)) => (
-            Check::new(
-                Category::Functional,
-                name,
-                if skip { Status::Skip } else { Status::Fail },
-                why,
-            ),
-            None,
-        ),
+        Ok(m) => (outcome(&name, Ok(m.summary())), Some(m)),
+        Err(e) => (outcome(&name, Err(e)), None),
     }
 }
 
 fn functional_one(a: &ValidateOptions, device: u32, mechanism: MechanismKind) -> Check {
     let name = format!("hip:{device} Lv3 {mechanism}: {} cycles at T={} ms", a.cycles, a.t_ms);
-    crate::gpu::functional(device, lv3::MechanismChoice::Only(mechanism), a.t_ms, a.cycles).map_or_else(
-        |(skip, why)| {
-            Check::new(
-                Category::Functional,
-                &name,
-                if skip { Status::Skip } else { Status::Fail },
-                why,
-            )
-        },
-        |detail| Check::new(Category::Functional, &name, Status::Pass, detail),
+    outcome(
+        &name,
+        crate::gpu::functional(device, lv3::MechanismChoice::Only(mechanism), a.t_ms, a.cycles),
     )
+}
+
+/// A hardware check's line from its outcome: Ok(detail) passes; Err((true, why)) could not run
+/// here (skip), Err((false, why)) ran and failed.
+fn outcome(name: &str, r: Result<String, (bool, String)>) -> Check {
+    match r {
+        Ok(detail) => Check::new(Category::Functional, name, Status::Pass, detail),
+        Err((true, why)) => Check::new(Category::Functional, name, Status::Skip, why),
+        Err((false, why)) => Check::new(Category::Functional, name, Status::Fail, why),
+    }
 }
