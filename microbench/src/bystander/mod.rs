@@ -55,7 +55,7 @@ impl Plan {
             "--device".into(),
             device.into(),
             "--kernel-us".into(),
-            format!("{}", ns_f64(self.kernel_ns) / 1e3),
+            format!("{}", self.kernel_ns as f64 / 1e3),
             "--max-duration-ms".into(),
             self.worker_max_ms.to_string(),
         ]
@@ -75,15 +75,9 @@ impl Plan {
     /// Our LP commands: enough to keep the LP queue busy through both windows, suspensions
     /// included (they only make the chain last longer), plus a quarter for the set-up between.
     pub fn lp_commands(&self) -> u32 {
-        let ms = ns_f64(self.baseline_ns + self.window_ns) / 1e6;
+        let ms = (self.baseline_ns + self.window_ns) as f64 / 1e6;
         crate::num::ceil_u32(1.25 * ms / self.lp_t_ms.max(1e-3)).saturating_add(16)
     }
-}
-
-/// ns as f64 (plan and window lengths: far below 2^53 ns).
-#[allow(clippy::cast_precision_loss)]
-fn ns_f64(ns: u64) -> f64 {
-    ns as f64
 }
 
 /// One mechanism's result, as validate's JSON carries it.
@@ -111,12 +105,7 @@ pub struct Measured {
 }
 
 fn us(ns: Option<i64>) -> String {
-    ns.map_or("-".to_string(), |v| format!("{:.1}", ns_as_f64(v) / 1e3))
-}
-
-#[allow(clippy::cast_precision_loss)]
-fn ns_as_f64(ns: i64) -> f64 {
-    ns as f64
+    ns.map_or("-".to_string(), |v| format!("{:.1}", v as f64 / 1e3))
 }
 
 fn signed(v: Option<u64>) -> Option<i64> {
@@ -151,8 +140,8 @@ pub fn text(results: &[Measured], w: &mut dyn Write) -> std::io::Result<()> {
             r.device,
             r.mechanism,
             c.preemptions,
-            ns_f64(r.period_ns) / 1e6,
-            ns_f64(r.hold_ns) / 1e6,
+            r.period_ns as f64 / 1e6,
+            r.hold_ns as f64 / 1e6,
             r.bystander_pid,
             r.bystander
         )?;
@@ -237,7 +226,7 @@ mod tests {
     fn lp_chain_outlasts_both_windows() {
         let p = Plan::VALIDATE;
         let chain_ns = f64::from(p.lp_commands()) * p.lp_t_ms * 1e6;
-        assert!(chain_ns >= ns_f64(p.baseline_ns + p.window_ns) * 1.25);
+        assert!(chain_ns >= (p.baseline_ns + p.window_ns) as f64 * 1.25);
     }
 
     fn measured(mechanism: &'static str) -> Measured {
@@ -331,6 +320,6 @@ mod tests {
         let us: f64 = a[a.iter().position(|x| x == "--kernel-us").unwrap() + 1]
             .parse()
             .unwrap();
-        assert_eq!(us * 1e3, ns_f64(Plan::VALIDATE.kernel_ns));
+        assert_eq!(us * 1e3, Plan::VALIDATE.kernel_ns as f64);
     }
 }

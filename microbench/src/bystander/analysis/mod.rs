@@ -17,8 +17,6 @@
 //! no figures: its timeline does not cover the window.
 use serde::Serialize;
 
-use super::ns_f64;
-
 /// A closed interval of `CLOCK_MONOTONIC` ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Span {
@@ -120,14 +118,8 @@ pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
         return None;
     }
     let n = sorted.len();
-    let rank = crate::num::ceil_u32(q * len_f64(n)).max(1) as usize;
+    let rank = crate::num::ceil_u32(q * n as f64).max(1) as usize;
     sorted.get(rank.min(n) - 1).copied()
-}
-
-/// A count as f64 (counts of kernels: far below 2^53).
-#[allow(clippy::cast_precision_loss)]
-fn len_f64(n: usize) -> f64 {
-    n as f64
 }
 
 /// A duration difference in ns; durations are far below i64::MAX.
@@ -140,7 +132,7 @@ fn rate_per_s(kernels: &[Span], w: Span) -> f64 {
     if w.len_ns() == 0 {
         0.0
     } else {
-        len_f64(n) / (ns_f64(w.len_ns()) / 1e9)
+        n as f64 / (w.len_ns() as f64 / 1e9)
     }
 }
 
@@ -199,7 +191,7 @@ pub fn analyze(t: &Timeline<'_>) -> Result<Cost, Problem> {
         measured_kernels_per_s,
         throughput_loss_fraction,
         lost_time_per_preemption_ns: (!t.preemptions.is_empty())
-            .then(|| throughput_loss_fraction * ns_f64(t.measured.len_ns()) / len_f64(t.preemptions.len())),
+            .then(|| throughput_loss_fraction * t.measured.len_ns() as f64 / t.preemptions.len() as f64),
     })
 }
 
