@@ -54,6 +54,11 @@ impl HipLpQueue {
         &self.stream
     }
 
+    /// Commands the slot buffer holds: ids from 0 up to this (a launch past it fails).
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
     /// Blocks per command: a slot is complete when this many blocks finished.
     pub fn nblocks(&self) -> u32 {
         self.kernel.grid().blocks

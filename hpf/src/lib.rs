@@ -31,6 +31,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// The policy's name in outputs (`preempt-lat priority`'s `policy` column).
+pub const NAME: &str = "highest-priority-first";
+
 /// A priority: larger runs first. The helper of `preempt-api` registers low-priority queues at
 /// 0 and runs high-priority blocks at 1.
 pub type Priority = i32;

@@ -1,15 +1,16 @@
 //! The host device behind the API: a low-priority stream is one [`HostQueue`] of worker
 //! processes driven by lv1's launcher ([`XQueue`]); Lv3 is SIGSTOP/SIGCONT of its workers
 //! (registered with lv3's signal registry like a GPU queue), Lv1 the launcher's drain.
-use crate::check::Check;
+use crate::check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
 use crate::error::{Error, ErrorKind, Result};
-use host_device::{HostCommand, HostQueue, SharedHostSuspension, WorkerExe};
-use lv1::{Config, HwQueue, XQueue};
+use host_device::{HostCommand, HostError, HostQueue, KernelRecord, SharedHostSuspension, WorkerExe};
+use lv1::{Completion, Config, HwQueue, XQueue};
 use lv3::signals::{self, Refused, Registration};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The variable naming the host worker program (see [`default_worker`]).
@@ -51,19 +52,49 @@ pub(crate) struct HostLp {
     workers: usize,
     /// Worker records seen so far: id -> (records, all correct).
     seen: Mutex<BTreeMap<u64, (usize, bool)>>,
+    /// The launcher's completions, kept for [`HostLp::take_completions`] when asked.
+    completions: Mutex<Option<Receiver<Completion<HostError>>>>,
+}
+
+/// A worker's record as the API reports it.
+fn device_record(r: &KernelRecord) -> DeviceRecord {
+    DeviceRecord {
+        id: r.id,
+        correct: r.is_correct(),
+        worker: Some(WorkerSpan {
+            worker: r.worker,
+            start_ns: r.start_ns,
+            end_ns: r.end_ns,
+        }),
+    }
 }
 
 impl HostLp {
-    pub fn spawn(exe: &WorkerExe, workers: usize, cfg: Config) -> Result<Self> {
+    /// `keep`: keep the launcher's completions (otherwise they are only counted).
+    pub fn spawn(exe: &WorkerExe, workers: usize, cfg: Config, keep: bool) -> Result<Self> {
         let queue = Arc::new(HostQueue::spawn(exe, workers)?);
         let xq = XQueue::new(Arc::clone(&queue), cfg)
             .map_err(|e| Error::new(ErrorKind::Device, format!("starting the launcher: {e}")))?;
-        drop(xq.take_completions()); // only counted from here on
+        let rx = xq.take_completions();
         Ok(HostLp {
             queue,
             xq,
             workers: workers.max(1),
             seen: Mutex::new(BTreeMap::new()),
+            completions: Mutex::new(if keep { rx } else { None }),
+        })
+    }
+
+    pub fn take_completions(&self) -> Vec<LpCompletion> {
+        let rx = self.completions.lock().unwrap_or_else(PoisonError::into_inner);
+        rx.as_ref().map_or_else(Vec::new, |rx| {
+            rx.try_iter()
+                .map(|c| LpCompletion {
+                    id: c.id,
+                    stamps: c.stamps,
+                    ok: c.outcome.is_ok(),
+                })
+                .collect()
         })
     }
 
@@ -92,23 +123,20 @@ impl HostLp {
         }
     }
 
-    pub fn check(&self) -> Check {
+    /// The exactly-once check over every worker record seen so far, with the records taken by
+    /// this call.
+    pub fn verify(&self) -> Verified {
         let stats = self.xq.stats();
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        for r in self.queue.take_records() {
+        let taken: Vec<DeviceRecord> = self.queue.take_records().iter().map(device_record).collect();
+        for r in &taken {
             let e = seen.entry(r.id).or_insert((0, true));
             e.0 += 1;
-            e.1 &= r.is_correct();
+            e.1 &= r.correct;
         }
-        let mut c = Check {
-            submitted: stats.submitted,
-            completed: stats.completed,
-            finished: stats.pending == 0 && stats.in_flight == 0,
-            ..Check::default()
-        };
-        if stats.errors > 0 {
-            c.problem(format!("{} command(s) failed to launch or complete", stats.errors));
-        }
+        let mut v = Verified::new(&stats, self.workers);
+        v.records = taken;
+        let c = &mut v.check;
         for id in 0..stats.submitted {
             match seen.get(&id) {
                 Some(&(n, true)) if n == self.workers => c.exactly_once += 1,
@@ -127,7 +155,7 @@ impl HostLp {
         if let Some((&id, _)) = seen.range(stats.submitted..).next() {
             c.problem(format!("a record for command {id}, which was never submitted"));
         }
-        c
+        v
     }
 }
 
@@ -166,6 +194,15 @@ impl Drop for HostHeld {
 pub(crate) struct HostHp {
     queue: HostQueue,
     next: AtomicU64,
+    /// The running check: one worker runs the commands in launch order, so each record must be
+    /// the next id (constant memory however long the stream lives).
+    tally: Mutex<HpTally>,
+}
+
+#[derive(Default)]
+struct HpTally {
+    expected: u64,
+    check: Check,
 }
 
 impl HostHp {
@@ -173,6 +210,7 @@ impl HostHp {
         Ok(HostHp {
             queue: HostQueue::spawn(exe, 1)?,
             next: AtomicU64::new(0),
+            tally: Mutex::new(HpTally::default()),
         })
     }
 
@@ -182,9 +220,40 @@ impl HostHp {
         Ok(id)
     }
 
-    pub fn synchronize(&self) -> Result<()> {
+    /// Waits for everything submitted; returns the worker's records of what completed since the
+    /// last call.
+    pub fn synchronize(&self) -> Result<Vec<DeviceRecord>> {
         self.queue.synchronize()?;
-        drop(self.queue.take_records());
-        Ok(())
+        let taken: Vec<DeviceRecord> = self.queue.take_records().iter().map(device_record).collect();
+        let mut t = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
+        for r in &taken {
+            if r.id == t.expected && r.correct {
+                t.check.exactly_once += 1;
+            } else {
+                let want = t.expected;
+                t.check.problem(format!(
+                    "HP command {}: {} (expected command {want} next)",
+                    r.id,
+                    if r.correct { "out of order" } else { "wrong result" }
+                ));
+            }
+            t.expected = r.id + 1;
+        }
+        Ok(taken)
+    }
+
+    /// Every command submitted so far ran exactly once with its own result (after synchronize).
+    pub fn check(&self) -> Check {
+        let n = self.next.load(Ordering::Relaxed);
+        let t = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut c = t.check.clone();
+        (c.submitted, c.completed, c.finished) = (n, t.expected, t.expected == n);
+        if t.expected < n {
+            c.problem(format!(
+                "HP commands {}..{n}: not run yet (synchronize first)",
+                t.expected
+            ));
+        }
+        c
     }
 }

@@ -22,7 +22,7 @@
 
 mod check;
 mod error;
-mod gpu;
+pub mod gpu;
 mod helper;
 pub mod host;
 mod mech;
@@ -30,10 +30,10 @@ mod options;
 mod session;
 mod stream;
 
-pub use check::Check;
+pub use check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
 pub use error::{Error, ErrorKind, Result};
 pub use hpf::Priority;
-pub use mech::{MechanismInfo, probe};
+pub use mech::{Lv3Setup, MechanismInfo, probe};
 pub use options::{DeviceSpec, Level, Options, grace_from_units, parse_mechanism};
 pub use session::{KFD_PRIORITY_NORMAL, QueueDesc, Session};
 pub use stream::{HpStream, LpStream, SuspendInfo};

@@ -22,8 +22,9 @@ pub struct MechanismInfo {
     pub verdicts: Vec<String>,
 }
 
-/// What [`build`] produced.
-pub(crate) struct Lv3Setup {
+/// A session's Lv3 mechanism: the guard-issuing [`Preemptor`] (none where no mechanism works or
+/// none was asked for) and why. The one place a mechanism is chosen and built for a GPU.
+pub struct Lv3Setup {
     pub preemptor: Option<Arc<Preemptor>>,
     pub info: MechanismInfo,
 }
@@ -41,8 +42,31 @@ pub fn probe() -> Vec<String> {
         .collect()
 }
 
-/// Builds the mechanism per `choice`. `required`: a session that is nothing without Lv3 (`kfd`)
-/// fails when none works; a GPU session opens anyway and says why in the info.
+impl Lv3Setup {
+    /// Builds the mechanism per `choice` (see [`build`]).
+    pub fn build(choice: MechanismChoice, grace: GracePeriod, force: bool, required: bool) -> Result<Lv3Setup> {
+        build(choice, grace, force, required)
+    }
+
+    /// No mechanism, on purpose (an Lv1-only session).
+    pub fn none(asked: MechanismChoice) -> Lv3Setup {
+        Lv3Setup {
+            preemptor: None,
+            info: MechanismInfo {
+                name: None,
+                asked: asked.to_string(),
+                why: "Lv1 only: no Lv3 mechanism was built".into(),
+                verdicts: Vec::new(),
+            },
+        }
+    }
+}
+
+/// Builds the mechanism per `choice`: `auto` takes the first usable one in lv3's order (a setup
+/// that fails at run time falls back to the next, and the info says what was skipped), a named
+/// one is refused where the facts say it cannot work (unless `force`). `required`: a session
+/// that is nothing without Lv3 (`kfd`, a latency run at Lv3) fails when none works; a GPU session
+/// opens anyway and says why in the info.
 pub(crate) fn build(choice: MechanismChoice, grace: GracePeriod, force: bool, required: bool) -> Result<Lv3Setup> {
     // Open /dev/kfd first ourselves so that its failure keeps its errno.
     if let Err(e) = Kfd::open() {

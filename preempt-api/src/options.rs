@@ -106,7 +106,8 @@ pub fn grace_from_units(units: u32) -> Result<GracePeriod> {
 }
 
 /// How a session is opened. `Default`: `auto` mechanism, the firmware's grace period, no force,
-/// the default host workers and worker program, XSched's Lv1 settings.
+/// the default host workers and worker program, XSched's Lv1 settings, the light delay kernel,
+/// Lv3 armed, Lv1 suspends that wait, no records kept.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// The Lv3 mechanism on a GPU or `kfd` session (`auto` on the host device).
@@ -125,6 +126,18 @@ pub struct Options {
     pub lv1: lv1::Config,
     /// GPU: command slots per delay stream (each submitted delay command books one); 0 = 65536.
     pub gpu_slots: usize,
+    /// GPU: the delay kernel behind `submit_delay` (light, 2 blocks per CU by default).
+    pub gpu_kernel: crate::gpu::KernelChoice,
+    /// Build no Lv3 mechanism: the session's streams are Lv1 only (a GPU process that never
+    /// preempts at Lv3 is then never put in debug mode by dbg-trap).
+    pub no_lv3: bool,
+    /// Lv1 suspend only stops the launcher and returns at once (XSched's scheduler); by default
+    /// it also waits until the commands in flight completed, so the stream holds no running work.
+    pub lv1_no_wait: bool,
+    /// Keep what measurements need: the launcher's completions and the device's records
+    /// ([`crate::LpStream::take_completions`], [`crate::LpStream::verify`]). Off by default: an
+    /// application that never reads them would keep them all.
+    pub keep_records: bool,
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! [`Session`]: one device, its Lv3 mechanism, its streams and its helper.
 use crate::error::{Error, ErrorKind, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{GpuDevice, GpuHp, GpuLp};
 use crate::helper::Helper;
 use crate::host::{self, HostHp, HostLp};
-use crate::mech::{self, MechanismInfo};
+use crate::mech::{self, Lv3Setup, MechanismInfo};
 use crate::options::{DeviceSpec, Level, Options};
 use crate::stream::{Body, HpBody, HpStream, LpStream};
 use host_device::WorkerExe;
@@ -21,7 +21,7 @@ pub const KFD_PRIORITY_NORMAL: u32 = 7;
 
 enum Backend {
     Host { exe: WorkerExe, workers: usize },
-    Gpu(Arc<Gpu>),
+    Gpu(Arc<GpuDevice>),
     Kfd,
 }
 
@@ -129,23 +129,36 @@ impl Session {
                 };
                 (Backend::Host { exe, workers }, None, info)
             }
-            DeviceSpec::Hip(n) => {
-                let gpu = Gpu::open(n, opts.gpu_slots)?;
-                let setup = mech::build(opts.mechanism, opts.grace, opts.force, false)?;
-                (Backend::Gpu(Arc::new(gpu)), setup.preemptor, setup.info)
-            }
+            DeviceSpec::Hip(n) => return Session::on_gpu(Arc::new(GpuDevice::open(n, opts.gpu_kernel)?), opts),
             DeviceSpec::Kfd => {
                 let setup = mech::build(opts.mechanism, opts.grace, opts.force, true)?;
                 (Backend::Kfd, setup.preemptor, setup.info)
             }
             DeviceSpec::Auto => unreachable!("resolved above"),
         };
-        Ok(Session {
+        Ok(Session::assemble(device, backend, Lv3Setup { preemptor, info }, opts))
+    }
+
+    /// A session on a GPU opened already (its kernel and calibration are shared): how a program
+    /// that opens several sessions in turn (one per experiment) keeps one device. The Lv3
+    /// mechanism is built now, unless [`Options::no_lv3`].
+    pub fn on_gpu(gpu: Arc<GpuDevice>, opts: Options) -> Result<Session> {
+        let device = DeviceSpec::Hip(gpu.device().info.index);
+        let lv3 = if opts.no_lv3 {
+            Lv3Setup::none(opts.mechanism)
+        } else {
+            mech::build(opts.mechanism, opts.grace, opts.force, false)?
+        };
+        Ok(Session::assemble(device, Backend::Gpu(gpu), lv3, opts))
+    }
+
+    fn assemble(device: DeviceSpec, backend: Backend, lv3: Lv3Setup, opts: Options) -> Session {
+        Session {
             inner: Arc::new(Inner {
                 device,
                 backend,
-                preemptor,
-                info,
+                preemptor: lv3.preemptor,
+                info: lv3.info,
                 opts,
                 streams: Mutex::new(BTreeMap::new()),
                 hp: Mutex::new(None),
@@ -153,7 +166,15 @@ impl Session {
                 next: AtomicU64::new(1),
                 closed: AtomicBool::new(false),
             }),
-        })
+        }
+    }
+
+    /// The GPU the session runs on (`None` on the host device and `kfd`).
+    pub fn gpu(&self) -> Option<&Arc<GpuDevice>> {
+        match &self.inner.backend {
+            Backend::Gpu(g) => Some(g),
+            _ => None,
+        }
     }
 
     fn live(&self) -> Result<()> {
@@ -174,9 +195,13 @@ impl Session {
         &self.inner.info
     }
 
-    /// Whether Lv3 is available (a mechanism on a GPU/kfd session; always on the host device).
+    /// Whether Lv3 is available (a mechanism on a GPU/kfd session; on the host device unless
+    /// [`Options::no_lv3`]).
     pub fn has_lv3(&self) -> bool {
-        matches!(self.inner.backend, Backend::Host { .. }) || self.inner.preemptor.is_some()
+        match self.inner.backend {
+            Backend::Host { .. } => !self.inner.opts.no_lv3,
+            _ => self.inner.preemptor.is_some(),
+        }
     }
 
     /// `auto` -> Lv3 where available, else Lv1; Lv3 where unavailable is an error.
@@ -194,7 +219,8 @@ impl Session {
 
     fn add(&self, level: Level, body: Body) -> Arc<LpStream> {
         let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
-        let s = Arc::new(LpStream::new(id, level, body, self.inner.preemptor.clone()));
+        let lv1_wait = !self.inner.opts.lv1_no_wait;
+        let s = Arc::new(LpStream::new(id, level, body, self.inner.preemptor.clone(), lv1_wait));
         lock(&self.inner.streams).insert(id, Arc::clone(&s));
         s
     }
@@ -205,15 +231,12 @@ impl Session {
     pub fn create_lp_stream(&self, level: Level) -> Result<Arc<LpStream>> {
         self.live()?;
         let level = self.resolve_level(level)?;
+        let o = &self.inner.opts;
         let body = match &self.inner.backend {
-            Backend::Host { exe, workers } => Body::Host(HostLp::spawn(exe, *workers, self.inner.opts.lv1)?),
+            Backend::Host { exe, workers } => Body::Host(HostLp::spawn(exe, *workers, o.lv1, o.keep_records)?),
             Backend::Gpu(gpu) => {
-                let dbg = self
-                    .inner
-                    .preemptor
-                    .as_ref()
-                    .is_some_and(|p| p.kind() == MechanismKind::DbgTrap);
-                Body::Gpu(gpu.lp_stream(level == Level::Lv3, dbg, self.inner.opts.lv1)?)
+                let lv3 = self.inner.preemptor.as_deref().filter(|_| level == Level::Lv3);
+                Body::Gpu(GpuLp::new(gpu, lv3, o.gpu_slots, o.lv1, o.keep_records)?)
             }
             Backend::Kfd => {
                 return Err(Error::unsupported(
@@ -309,7 +332,7 @@ impl Session {
         }
         let made = Arc::new(HpStream(match &self.inner.backend {
             Backend::Host { exe, .. } => HpBody::Host(HostHp::spawn(exe)?),
-            Backend::Gpu(g) => HpBody::Gpu(g.hp_stream()?),
+            Backend::Gpu(g) => HpBody::Gpu(GpuHp::new(g, self.inner.opts.gpu_slots)?),
             Backend::Kfd => return Err(Error::unsupported("a kfd session has no streams")),
         }));
         *hp = Some(Arc::clone(&made));

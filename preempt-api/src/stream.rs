@@ -1,15 +1,15 @@
 //! Streams: a low-priority stream ([`LpStream`]) is what gets suspended; the high-priority
 //! stream ([`HpStream`]) runs the work that must not wait.
-use crate::check::Check;
+use crate::check::{Check, DeviceRecord, LpCompletion, Verified};
 use crate::error::{Error, ErrorKind, Result};
-use crate::gpu::{GpuHp, GpuLp};
+use crate::gpu::{GpuHeld, GpuHp, GpuLp};
 use crate::host::{HostHeld, HostHp, HostLp};
 use crate::options::Level;
 use lv1::{SuspendMode, WaitIdleError};
 use lv3::mechanism::{Preemptor, QueueTarget, SuspendedQueue};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What backs a low-priority stream.
 pub(crate) enum Body {
@@ -22,7 +22,10 @@ pub(crate) enum Body {
 /// A suspension a stream holds; dropping it resumes (the guards' rule).
 enum Held {
     Lv1,
+    /// A bound KFD queue (no HIP stream, so no null-stream fence).
     Kfd(SuspendedQueue),
+    /// A GPU stream: [`crate::gpu::GpuSuspension`] and its window.
+    Gpu(GpuHeld),
     Host(HostHeld),
 }
 
@@ -44,6 +47,8 @@ pub struct LpStream {
     level: Level,
     body: Body,
     preemptor: Option<Arc<Preemptor>>,
+    /// Lv1 suspend waits for the commands in flight ([`crate::Options::lv1_no_wait`]).
+    lv1_wait: bool,
     held: Mutex<Option<Held>>,
     closed: AtomicBool,
 }
@@ -63,12 +68,13 @@ fn ns(t: Instant) -> u64 {
 }
 
 impl LpStream {
-    pub(crate) fn new(id: u64, level: Level, body: Body, preemptor: Option<Arc<Preemptor>>) -> Self {
+    pub(crate) fn new(id: u64, level: Level, body: Body, preemptor: Option<Arc<Preemptor>>, lv1_wait: bool) -> Self {
         LpStream {
             id,
             level,
             body,
             preemptor,
+            lv1_wait,
             held: Mutex::new(None),
             closed: AtomicBool::new(false),
         }
@@ -154,7 +160,8 @@ impl LpStream {
 
     fn mechanism_name(&self) -> String {
         match (self.level, &self.body) {
-            (Level::Lv1, _) => "lv1-drain".into(),
+            (Level::Lv1, _) if self.lv1_wait => "lv1-drain".into(),
+            (Level::Lv1, _) => "lv1-stop".into(),
             (_, Body::Host(_)) => "sigstop".into(),
             _ => self
                 .preemptor
@@ -182,36 +189,35 @@ impl LpStream {
             ));
         }
         let t0 = Instant::now();
+        let mode = if self.lv1_wait {
+            SuspendMode::Drain
+        } else {
+            SuspendMode::Stop
+        };
+        let no_mechanism = || {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("stream {}: no Lv3 mechanism or no known KFD queue", self.id),
+            )
+        };
         let h = match (self.level, &self.body) {
             (Level::Lv1, Body::Host(h)) => {
-                if let Err(e) = h.xq.suspend(SuspendMode::Drain) {
+                if let Err(e) = h.xq.suspend(mode) {
                     h.xq.resume();
                     return Err(Error::from(e).context("Lv1 drain"));
                 }
                 Held::Lv1
             }
             (Level::Lv1, Body::Gpu(g)) => {
-                if let Err(e) = g.xq.suspend(SuspendMode::Drain) {
+                if let Err(e) = g.xq.suspend(mode) {
                     g.xq.resume();
                     return Err(Error::from(e).context("Lv1 drain"));
                 }
                 Held::Lv1
             }
             (_, Body::Host(h)) => Held::Host(h.suspend_lv3(format!("host LP stream {} (SIGSTOP)", self.id))?),
-            (_, body) => {
-                let target = match body {
-                    Body::Gpu(g) => g.target,
-                    Body::Bound(t) => Some(*t),
-                    Body::Host(_) => None,
-                };
-                let (Some(p), Some(t)) = (&self.preemptor, target) else {
-                    return Err(Error::new(
-                        ErrorKind::Unavailable,
-                        format!("stream {}: no Lv3 mechanism or no known KFD queue", self.id),
-                    ));
-                };
-                Held::Kfd(p.suspend(&t)?)
-            }
+            (_, Body::Gpu(g)) => Held::Gpu(g.suspend_lv3(self.preemptor.as_deref().ok_or_else(no_mechanism)?)?),
+            (_, Body::Bound(t)) => Held::Kfd(self.preemptor.as_ref().ok_or_else(no_mechanism)?.suspend(t)?),
         };
         *held = Some(h);
         Ok(SuspendInfo {
@@ -244,6 +250,10 @@ impl LpStream {
                 Ok(())
             }
             Held::Kfd(g) => Ok(g.resume()?),
+            Held::Gpu(g) => match &self.body {
+                Body::Gpu(b) => b.resume_lv3(g),
+                _ => unreachable!("a GPU suspension is only made of a GPU stream"),
+            },
             Held::Host(g) => g.resume(),
         }
     }
@@ -286,11 +296,59 @@ impl LpStream {
     /// The exactly-once check of the delay commands submitted so far (call after
     /// [`LpStream::synchronize`] for a complete answer).
     pub fn check(&self) -> Result<Check> {
+        self.verify().map(|v| v.check)
+    }
+
+    /// [`LpStream::check`] with the device records it rests on: on the host the worker records
+    /// taken since the last call (with each worker's own timing), on a GPU every command's slot
+    /// (at Lv3 also checked against the stream's suspension windows, which needs the stream idle
+    /// and running: while it is suspended that part is left out).
+    pub fn verify(&self) -> Result<Verified> {
         match &self.body {
-            Body::Host(h) => Ok(h.check()),
-            Body::Gpu(g) => Ok(g.check()),
+            Body::Host(h) => Ok(h.verify()),
+            Body::Gpu(g) => Ok(g.verify(!self.is_suspended())),
             Body::Bound(_) => Err(Error::unsupported("a bound KFD queue has no delay commands to check")),
         }
+    }
+
+    /// The launcher's counters (submitted, launched, completed, pending, in flight, ...);
+    /// `None` for a bound KFD queue.
+    pub fn stats(&self) -> Option<lv1::Stats> {
+        match &self.body {
+            Body::Host(h) => Some(h.xq.stats()),
+            Body::Gpu(g) => Some(g.xq.stats()),
+            Body::Bound(_) => None,
+        }
+    }
+
+    /// How many delay commands the stream can take in all (GPU: its slots); `None`: no limit.
+    pub fn capacity(&self) -> Option<u64> {
+        match &self.body {
+            Body::Gpu(g) => Some(g.capacity()),
+            _ => None,
+        }
+    }
+
+    /// The launcher's completions since the last call, in completion order (kept only for
+    /// sessions opened with [`crate::Options::keep_records`]; empty otherwise).
+    pub fn take_completions(&self) -> Vec<LpCompletion> {
+        match &self.body {
+            Body::Host(h) => h.take_completions(),
+            Body::Gpu(g) => g.take_completions(),
+            Body::Bound(_) => Vec::new(),
+        }
+    }
+
+    /// Waits until every command submitted through the library completed, at most `limit`.
+    /// Unlike [`LpStream::synchronize`], fails at once under a suspension with work pending.
+    pub fn wait_idle_for(&self, limit: Duration) -> Result<()> {
+        self.live()?;
+        let r = match &self.body {
+            Body::Host(h) => h.xq.wait_idle_for(limit),
+            Body::Gpu(g) => g.xq.wait_idle_for(limit),
+            Body::Bound(_) => return Err(Error::unsupported("a bound KFD queue has no launcher to wait for")),
+        };
+        r.map_err(|e| Error::new(ErrorKind::Device, format!("stream {}: {e} (waited {limit:?})", self.id)))
     }
 
     /// Resumes whatever is held, refuses every later call, and drops the commands not yet
@@ -328,9 +386,24 @@ impl HpStream {
 
     /// Waits for everything submitted so far.
     pub fn synchronize(&self) -> Result<()> {
+        self.wait(None).map(drop)
+    }
+
+    /// Waits for everything submitted so far, on a GPU at most `limit` (a stuck GPU is an error,
+    /// not a hang; the host device's worker always finishes). Returns the device's records of
+    /// what completed since the last call: the host worker's own timing; nothing on a GPU.
+    pub fn wait(&self, limit: Option<Duration>) -> Result<Vec<DeviceRecord>> {
         match &self.0 {
             HpBody::Host(h) => h.synchronize(),
-            HpBody::Gpu(g) => g.synchronize(),
+            HpBody::Gpu(g) => g.synchronize(limit).map(|()| Vec::new()),
+        }
+    }
+
+    /// Every command submitted so far completed exactly once (call after waiting).
+    pub fn check(&self) -> Check {
+        match &self.0 {
+            HpBody::Host(h) => h.check(),
+            HpBody::Gpu(g) => g.check(),
         }
     }
 

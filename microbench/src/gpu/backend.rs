@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use gpu_device::verify::{self, Window};
 use gpu_device::{ClockMap, ClockPair, DelayCmd, HipLpQueue, HpProbe, calib};
-use hip_rt::Device;
-use lv3::mechanism::{Preemptor, QueueTarget, SuspendedQueue};
+use lv3::mechanism::{Preemptor, QueueTarget};
+use preempt_api::gpu::{GpuDevice, GpuSuspension};
 
 use super::setup::{CLOCK_PAIRS, PROBE_TIMEOUT, clock_pairs, h};
 use crate::env::Environment;
@@ -21,7 +21,7 @@ use crate::options::Level;
 
 /// Lv3 on a GPU: the guard (resumes on drop) and the queue it acts on.
 pub(super) struct Lv3 {
-    pub preemptor: Preemptor,
+    pub preemptor: Arc<Preemptor>,
     pub target: QueueTarget,
 }
 
@@ -38,7 +38,7 @@ pub(super) struct Report {
 
 /// A GPU set up for one run by [`super::run()`].
 pub(super) struct GpuBackend {
-    pub dev: Arc<Device>,
+    pub gpu: Arc<GpuDevice>,
     pub lpq: Arc<HipLpQueue>,
     pub probe: HpProbe,
     pub cmd: DelayCmd,
@@ -61,40 +61,13 @@ pub(super) struct GpuBackend {
     pub report: Report,
 }
 
-/// An Lv3 suspension of an own-queue LP stream (a blocking stream): the guard, and the
-/// null-stream fence for as long as the queue is stopped. Field order drops the guard (resume)
-/// before the fence. Used by the latency run and by `priority`.
-pub(crate) struct FencedSuspension(SuspendedQueue, hip_rt::NullStreamBlocked);
-
-impl FencedSuspension {
-    /// Raises the fence, then suspends `target` (the fence goes again if the suspend fails).
-    pub(crate) fn suspend(pre: &Preemptor, target: &QueueTarget) -> Result<Self, String> {
-        let fence = hip_rt::NullStreamBlocked::new();
-        let guard = pre.suspend(target).map_err(|e| e.to_string())?;
-        Ok(FencedSuspension(guard, fence))
-    }
-
-    /// Resumes; the fence goes only if the resume worked. After a failed one the queue may
-    /// still be stopped: null-stream calls keep being refused (an error later beats a hang; the
-    /// mechanism's teardown resumes everything at the end).
-    pub(crate) fn resume(self) -> Result<(), String> {
-        let FencedSuspension(guard, fence) = self;
-        let r = guard.resume().map_err(|e| e.to_string());
-        if r.is_ok() {
-            drop(fence);
-        } else {
-            std::mem::forget(fence);
-        }
-        r
-    }
-}
-
-impl Suspended for FencedSuspension {
+/// The API's GPU guard as the loop's [`Suspended`].
+impl Suspended for GpuSuspension {
     fn resume(self: Box<Self>) -> Result<(), String> {
-        FencedSuspension::resume(*self)
+        GpuSuspension::resume(*self).map_err(|e| e.to_string())
     }
     fn preempt_call_ns(&self) -> Option<u64> {
-        Some(u64::try_from(self.0.report().preempt_call.as_nanos()).unwrap_or(u64::MAX))
+        Some(u64::try_from(self.report().preempt_call.as_nanos()).unwrap_or(u64::MAX))
     }
 }
 
@@ -139,7 +112,9 @@ impl Backend for GpuBackend {
             .lv3
             .as_ref()
             .ok_or("Lv3 suspend without a mechanism (an Lv1 run)")?;
-        Ok(Box::new(FencedSuspension::suspend(&lv3.preemptor, &lv3.target)?))
+        Ok(Box::new(
+            GpuSuspension::suspend(&lv3.preemptor, &lv3.target).map_err(|e| e.to_string())?,
+        ))
     }
     fn hp_launch(&self, index: u32) -> Result<(), String> {
         self.probe.launch(index).map_err(h("HP probe"))
@@ -167,7 +142,7 @@ impl Backend for GpuBackend {
         // The clock map over the whole run, then the HP start of every sample.
         let post = clock_pairs(&self.probe, self.pairs_post_idx, CLOCK_PAIRS)?;
         self.pairs.extend(post);
-        let map = ClockMap::fit(&self.pairs, self.dev.info.wall_clock_khz).map_err(|e| e.to_string())?;
+        let map = ClockMap::fit(&self.pairs, self.gpu.device().info.wall_clock_khz).map_err(|e| e.to_string())?;
         let mut negative = 0usize;
         let mut hp_start_ns = Vec::with_capacity(raw.len());
         for r in raw {

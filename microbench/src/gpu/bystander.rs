@@ -1,8 +1,8 @@
 //! `validate`'s bystander check on a GPU, our side: for one mechanism, a bystander process
 //! ([`crate::bystander::worker`], started from this executable) runs short delay kernels on the
 //! same GPU while we keep an LP queue of our own busy, leave it alone for a baseline window, then
-//! suspend and resume it at a fixed period with the mechanism ([`FencedSuspension`], as the
-//! latency run does); the bystander's kernel stamps against our preemption windows
+//! suspend and resume it at a fixed period with the mechanism (the API's [`GpuSuspension`], as
+//! the latency run does); the bystander's kernel stamps against our preemption windows
 //! ([`crate::bystander::analysis`]) give its cost.
 //!
 //! Written for hardware from the same pieces as the latency run and `priority`; it has NOT run
@@ -18,14 +18,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gpu_device::{DelayKernel, LpState, SlotStatus, discover, kernel};
-use hip_rt::{Hip, Mem, StreamPriority};
+use gpu_device::{DelayCmd, LpState, SlotStatus, kernel};
+use hip_rt::StreamPriority;
 use kfd::GracePeriod;
+use lv1::HwQueue;
 use lv1::clock::{now_ns, sleep_until};
 use lv3::MechanismChoice;
 use lv3::mechanism::{MechanismKind, Preemptor, QueueTarget};
+use preempt_api::gpu::{GpuDevice, GpuSuspension, KernelChoice};
 
-use super::backend::FencedSuspension;
 use super::run::{build_mechanism, unusable_reason, usable};
 use super::setup::{calibration_points, h};
 use crate::bystander::analysis::{self, Span, Timeline, nearest_rank};
@@ -56,19 +57,20 @@ pub fn bystander(device: u32, kind: MechanismKind, plan: &Plan, program: &Path) 
 }
 
 fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -> Result<Measured, String> {
-    let hip = Hip::load().map_err(|e| e.to_string())?;
-    let dev = Arc::new(gpu_device::open(&hip, device).map_err(|e| e.to_string())?);
-    let arch = gpu_device::gfx_target(&dev.info).map_err(|e| e.to_string())?;
-    let code = kernel::compile(&hip, &arch).map_err(h("compiling delay.hip with hiprtc"))?;
-    let grid = gpu_device::setup::lp_grid(dev.info.cu_count, dev.info.wave_size, 1).map_err(|e| e.to_string())?;
-    let k = DelayKernel::load(&dev, &code, LpState::Light, grid).map_err(h("loading the delay kernel"))?;
-    let warm = dev.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
-    let cal = kernel::calibrate(&k, &dev, &warm, &calibration_points(plan.lp_t_ms), 3)
+    // One light block (16 waves) per CU: room beside it for the bystander's 4 waves.
+    let choice = KernelChoice {
+        state: LpState::Light,
+        blocks_per_cu: 1,
+    };
+    let gpu = Arc::new(GpuDevice::open(device, choice).map_err(|e| e.to_string())?);
+    let k = gpu
+        .kernel()
+        .map_err(|e| format!("hip: preparing the delay kernel: {e}"))?;
+    let warm = gpu.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
+    let cal = kernel::calibrate(&k, gpu.device(), &warm, &calibration_points(plan.lp_t_ms), 3)
         .map_err(h("calibrating T"))?
         .calibration;
     let n_lp = plan.lp_commands();
-    let slots = kernel::slot_buffer(&dev, &warm, n_lp as usize).map_err(h("LP slot buffer"))?;
-    let stamps = dev.alloc_host(8).map_err(h("first-use stamp"))?;
     warm.synchronize().map_err(h("warm-up"))?;
 
     // The bystander ready (its set-up is no part of any window), then the mechanism (dbg-trap
@@ -83,23 +85,20 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
         ));
     }
     let pre = build_mechanism(MechanismChoice::Only(kind), GracePeriod::SHORTEST, true)?;
-    let first_use = |s: &hip_rt::Stream| -> Result<(), gpu_device::Error> {
-        k.launch_probe(s, Mem::Host(&stamps), 0)?;
-        Ok(s.synchronize()?)
-    };
-    let d =
-        discover::lp_stream_with_queue(&dev, first_use, kind == MechanismKind::DbgTrap).map_err(|e| e.to_string())?;
+    let lp = gpu.lp_queue(Some(&pre), n_lp as usize).map_err(|e| e.to_string())?;
+    let target = lp.target.ok_or("the LP queue was set up without its KFD queue")?;
 
     // Our LP chain: enqueued at once, it outlasts both windows (Plan::lp_commands).
     let ticks = cal.ticks_for(plan.lp_t_ms);
     for i in 0..n_lp {
-        k.launch(&d.stream, Mem::Device(&slots), i, ticks)
+        lp.queue
+            .launch(u64::from(i), DelayCmd { ticks })
             .map_err(h("LP launch"))?;
     }
-    let lp_done = dev.event(false).map_err(h("LP event"))?;
-    lp_done.record(&d.stream).map_err(h("LP event"))?;
+    let lp_done = gpu.device().event(false).map_err(h("LP event"))?;
+    lp_done.record(lp.queue.stream()).map_err(h("LP event"))?;
     std::thread::sleep(Duration::from_millis(20));
-    let windows = run_windows(plan, &pre, &d.target, worker);
+    let windows = run_windows(plan, &pre, &target, worker);
     let rec = worker.finish(EXIT_TIMEOUT);
     // The mechanism goes first (dbg-trap: debug mode off, which resumes anything a failed
     // resume left suspended), then our LP chain must end, then every LP command is checked.
@@ -115,10 +114,13 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
             std::process::id()
         ));
     }
-    let got = kernel::read_slots(&slots, n_lp as usize).map_err(h("reading the LP slots"))?;
+    let got = lp
+        .queue
+        .read_slots(u64::from(n_lp))
+        .map_err(h("reading the LP slots"))?;
     if let Some((i, s)) = (0u32..)
         .zip(&got)
-        .map(|(i, s)| (i, s.status(i, grid.blocks)))
+        .map(|(i, s)| (i, s.status(i, lp.queue.nblocks())))
         .find(|(_, s)| *s != SlotStatus::Complete)
     {
         return Err(format!("our LP command {i} did not complete exactly once: {s:?}"));
@@ -183,7 +185,7 @@ fn run_windows(plan: &Plan, pre: &Preemptor, target: &QueueTarget, worker: &mut 
             return Err("interrupted".into());
         }
         let t0 = now_ns();
-        let held = FencedSuspension::suspend(pre, target).map_err(|e| format!("{kind} suspend: {e}"))?;
+        let held = GpuSuspension::suspend(pre, target).map_err(|e| format!("{kind} suspend: {e}"))?;
         let t1 = now_ns();
         std::thread::sleep(Duration::from_nanos(plan.hold_ns));
         let t2 = now_ns();

@@ -4,10 +4,10 @@ use std::time::Instant;
 
 use lv1::{Config, XQueue};
 
-use gpu_device::{DelayCmd, DelayKernel, HipLpQueue, LpState, SlotStatus, kernel};
-use hip_rt::{Hip, StreamPriority};
+use gpu_device::{DelayCmd, LpState, SlotStatus, kernel};
+use hip_rt::StreamPriority;
 
-use super::setup::{calibration_points, h, lp_blocks_per_cu, lp_grid_for};
+use super::setup::{calibration_points, h};
 
 /// The GPU version of `measure::host::lv1_overhead`: `commands` LP commands of T (of the `state`
 /// LP kernel) launched directly on a dedicated stream, then the same through an XQueue with
@@ -21,23 +21,20 @@ pub fn lv1_overhead(
     batch: u32,
     commands: u32,
 ) -> Result<(f64, f64, f64), String> {
-    let hip = Hip::load().map_err(|e| e.to_string())?;
-    let dev = Arc::new(gpu_device::open(&hip, device_index).map_err(|e| e.to_string())?);
-    let arch = gpu_device::gfx_target(&dev.info).map_err(|e| e.to_string())?;
-    let code = kernel::compile(&hip, &arch).map_err(h("compiling delay.hip with hiprtc"))?;
-    let grid =
-        lp_grid_for(state, dev.info.cu_count, dev.info.wave_size, lp_blocks_per_cu()).map_err(|e| e.to_string())?;
-    let k = Arc::new(DelayKernel::load(&dev, &code, state, grid).map_err(h("loading the delay kernel"))?);
-    let warm = dev.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
-    let cal = kernel::calibrate(&k, &dev, &warm, &calibration_points(t_ms), 3)
+    let gpu = super::run::open_device(device_index, state)?;
+    let k = gpu
+        .kernel()
+        .map_err(|e| format!("hip: preparing the delay kernel: {e}"))?;
+    let dev = gpu.device();
+    let warm = gpu.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
+    let cal = kernel::calibrate(&k, dev, &warm, &calibration_points(t_ms), 3)
         .map_err(h("calibrating T"))?
         .calibration;
     let n32 = commands.max(1);
     let n = n32 as usize;
-    let direct_slots = kernel::slot_buffer(&dev, &warm, n).map_err(h("slot buffer"))?;
-    let xq_slots = kernel::slot_buffer(&dev, &warm, n).map_err(h("slot buffer"))?;
-    let stream = dev.stream_own_queue().map_err(h("LP stream"))?;
-    let lpq = Arc::new(HipLpQueue::new(Arc::clone(&dev), Arc::clone(&k), stream, xq_slots));
+    let direct_slots = kernel::slot_buffer(dev, &warm, n).map_err(h("slot buffer"))?;
+    // The LP queue of the API's set-up (Lv1: no KFD queue to find), its slots for the launcher.
+    let lpq = gpu.lp_queue(None, n).map_err(|e| e.to_string())?.queue;
     let ticks = cal.ticks_for(t_ms);
     let t0 = Instant::now();
     for id in 0..n32 {

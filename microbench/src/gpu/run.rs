@@ -2,15 +2,21 @@
 //! request) through the same loop ([`crate::measure::samples`]), on an AMD GPU through HIP, over
 //! the [`GpuBackend`] this module sets up.
 //!
-//! Set-up order matters for queue discovery (see [`gpu_device::discover`]):
-//! load HIP, open the device, compile and load the delay kernel, create the warm-up stream and the
-//! HP stream and run work on both (ROCr's utility queue, blit kernels, the HP queue all exist
-//! afterwards), calibrate T, fit the clock map, build the Lv3 mechanism (dbg-trap enables the
-//! debug trap now), then create the LP stream while diffing the queue sets.
+//! The device, the LP queue (a stream with a queue of its own, its KFD queue discovered), the Lv3
+//! mechanism and its guard come from the application API's device layer
+//! ([`preempt_api::gpu`], [`preempt_api::Lv3Setup`]): the same code a C or Python program runs.
+//! What only a latency run needs comes from gpu-device: T calibrated at the requested T, the HP
+//! probe and its stamps, the clock map, the HP floor and the co-run check.
+//!
+//! Set-up order matters for queue discovery (see [`gpu_device::discover`]): every other queue
+//! (ROCr's utility queue, blit kernels, the warm-up and HP queues) exists before the LP stream is
+//! created while the queue sets are diffed, and the mechanism is built before it (dbg-trap
+//! enables the debug trap then). [`set_up`] runs the steps in that order, one function each.
 //!
 //! Lv1: the LP stream behind the loop's [`lv1::XQueue`]; suspend = `XQueue::suspend(Drain)`.
 //! Lv3: the LP stream behind the XQueue too (commands keep flowing to the hardware queue), and
-//! suspend = the chosen mechanism on the discovered queue through a [`Preemptor`] guard.
+//! suspend = the chosen mechanism on the discovered queue through the API's
+//! [`preempt_api::gpu::GpuSuspension`] guard.
 //!
 //! A Ctrl-C while the LP queue is suspended must resume it: main's signal thread
 //! (`measure::control`) raises the stop flag on the first signal, the loop stops at the next
@@ -18,13 +24,14 @@
 //! registry (the guards register there). Nothing stays suspended.
 use std::sync::Arc;
 
+use kfd::GracePeriod;
 use kfd::sysfs::SysRoot;
-use kfd::{GracePeriod, Kfd};
 use lv3::MechanismChoice;
-use lv3::mechanism::{self, MechanismKind, Preempt, Preemptor, ProbeFacts};
+use lv3::mechanism::{self, MechanismKind, Preemptor, ProbeFacts};
+use preempt_api::gpu::{GpuDevice, KernelChoice};
 
-use gpu_device::{Calibration, ClockMap, DelayCmd, DelayKernel, HipLpQueue, HpProbe, discover, kernel};
-use hip_rt::{Hip, StreamPriority};
+use gpu_device::{Achieved, Calibration, ClockMap, DelayCmd, DelayKernel, HpProbe, kernel};
+use hip_rt::{Stream, StreamPriority};
 
 use super::backend::{GpuBackend, Lv3, Report};
 use super::setup::*;
@@ -61,21 +68,23 @@ pub fn run(p: &Params, device_index: u32, mechanism: MechanismChoice, quiet: boo
     samples::run(p, b, &format!("hip:{device_index}"), quiet)
 }
 
-/// Everything before the samples: device, kernel, calibration, HP probe, clock pairs, HP floor,
-/// the Lv3 mechanism, the LP stream (and its KFD queue) and the co-run check.
-fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -> Result<GpuBackend, String> {
-    let hip = Hip::load().map_err(|e| e.to_string())?;
-    let dev = Arc::new(gpu_device::open(&hip, device_index).map_err(|e| e.to_string())?);
-    let arch = gpu_device::gfx_target(&dev.info).map_err(|e| e.to_string())?;
-    let hip_version = hip_rt::decode_version(hip.runtime_version().map_err(|e| e.to_string())?);
+/// Opens `hip:N` through the API's device layer with the run's LP kernel (`--lp-state`, and
+/// `PREEMPT_LP_BLOCKS_PER_CU` for the light one).
+pub(crate) fn open_device(device_index: u32, state: gpu_device::LpState) -> Result<Arc<GpuDevice>, String> {
+    let choice = KernelChoice {
+        state,
+        blocks_per_cu: lp_blocks_per_cu(),
+    };
+    let gpu = GpuDevice::open(device_index, choice).map_err(|e| e.to_string())?;
+    Ok(Arc::new(gpu))
+}
 
-    // Kernel, warm-up and HP streams: every queue but the LP one exists after this block.
-    let state = p.lp_state.unwrap_or_default();
-    let code = kernel::compile(&hip, &arch).map_err(h("compiling delay.hip with hiprtc"))?;
-    let grid =
-        lp_grid_for(state, dev.info.cu_count, dev.info.wave_size, lp_blocks_per_cu()).map_err(|e| e.to_string())?;
-    let k = Arc::new(DelayKernel::load(&dev, &code, state, grid).map_err(h("loading the delay kernel"))?);
-    let wave_state = k.wave_state(dev.info.cu_count, dev.info.wave_size);
+/// The LP kernel as the result records it, and its report line.
+fn describe_kernel(gpu: &GpuDevice, k: &DelayKernel) -> Result<(LpKernel, String), String> {
+    let info = &gpu.device().info;
+    let state = gpu.kernel_choice().state;
+    let grid = k.grid();
+    let wave_state = k.wave_state(info.cu_count, info.wave_size);
     let resources = k.resources();
     let lp_kernel = LpKernel {
         name: state.kernel_name().to_string(),
@@ -87,11 +96,12 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         lds_bytes_per_block: wave_state.lds_bytes_per_block,
         state_bytes_per_cu: wave_state.bytes_per_cu,
     };
-    let lp_note = format!(
+    let spills = resources.vgpr_spill_count + resources.sgpr_spill_count;
+    let note = format!(
         "LP state {state}: {} ({}{})",
         state.kernel_name(),
         wave_state.describe(),
-        if resources.vgpr_spill_count + resources.sgpr_spill_count > 0 {
+        if spills > 0 {
             format!(
                 "; {} VGPR / {} SGPR spills to scratch",
                 resources.vgpr_spill_count, resources.sgpr_spill_count
@@ -100,25 +110,25 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
             String::new()
         }
     );
-    note(quiet, &lp_note);
-    let wall_note = format!(
-        "wall clock {} kHz ({})",
-        dev.info.wall_clock_khz,
-        if dev.info.wall_clock_reported {
-            "reported by HIP".to_string()
-        } else {
-            format!("not reported by HIP: the {} fallback", arch.processor)
-        }
-    );
-    let warm = dev.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
-    let hp_stream = dev.stream(StreamPriority::High).map_err(h("HP stream"))?;
-    let cal: Calibration = kernel::calibrate(&k, &dev, &warm, &calibration_points(p.t_ms), 3)
+    Ok((lp_kernel, note))
+}
+
+/// T calibrated at the requested T and checked; warns when the achieved T is > 5% off or the
+/// two clocks disagree on the tick rate.
+fn calibrate_t(
+    gpu: &GpuDevice,
+    k: &DelayKernel,
+    warm: &Stream,
+    t_ms: f64,
+    quiet: bool,
+) -> Result<(Calibration, Achieved, String), String> {
+    let dev = gpu.device();
+    let cal = kernel::calibrate(k, dev, warm, &calibration_points(t_ms), 3)
         .map_err(h("calibrating T"))?
         .calibration;
-    let achieved = kernel::check_t(&k, &dev, &warm, &cal, p.t_ms, 5).map_err(h("checking T"))?;
+    let achieved = kernel::check_t(k, dev, warm, &cal, t_ms, 5).map_err(h("checking T"))?;
     let t_note = format!(
-        "T requested {} ms, achieved {:.4} ms ({:+.1}%)",
-        p.t_ms,
+        "T requested {t_ms} ms, achieved {:.4} ms ({:+.1}%)",
         achieved.achieved_ms,
         achieved.error * 100.0
     );
@@ -130,58 +140,143 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     if cal.rates_disagree {
         eprintln!(
             "preempt-lat: WARNING: the delay kernel's wall-clock stamps and the events disagree by > 5% on the tick \
-             rate ({:.0} vs {:.0} ticks/ms): the {wall_note} is not the clock's real rate",
-            cal.ticks_per_ms, cal.event_ticks_per_ms
+             rate ({:.0} vs {:.0} ticks/ms): the {} is not the clock's real rate",
+            cal.ticks_per_ms,
+            cal.event_ticks_per_ms,
+            wall_clock_note(gpu)
         );
     }
-    let budget = command_budget(p, keep_ahead(p));
-    let total = p.warmup + p.samples;
-    let lp_slots = kernel::slot_buffer(&dev, &warm, budget_usize(budget)).map_err(h("LP slot buffer"))?;
-    let check_slots = kernel::slot_buffer(&dev, &warm, 1).map_err(h("co-run check slot"))?;
-    // Probe stamps: samples, then the floor probes, the co-run check, the LP stream's first
-    // launch, and the clock pairs before and after the run.
-    let (floor_idx, corun_idx, first_use_idx) = (total, total + FLOOR_PROBES, total + FLOOR_PROBES + 1);
-    let pairs_pre_idx = first_use_idx + 1;
-    let pairs_post_idx = pairs_pre_idx + CLOCK_PAIRS;
-    let n_probes = (pairs_post_idx + CLOCK_PAIRS) as usize;
-    let probe = HpProbe::new(Arc::clone(&dev), Arc::clone(&k), hp_stream, n_probes).map_err(h("HP probe"))?;
-    let pairs = clock_pairs(&probe, pairs_pre_idx, CLOCK_PAIRS)?;
-    let map0 = ClockMap::fit(&pairs, dev.info.wall_clock_khz).map_err(|e| e.to_string())?;
-    let floor = hp_floor(&probe, &map0, floor_idx)?;
-    warm.synchronize().map_err(h("warm-up"))?;
+    Ok((cal, achieved, t_note))
+}
 
-    if p.level == Level::Lv3 {
-        let count = hip.device_count().map_or(1, |n| n as usize);
-        let env = |k: &str| std::env::var(k).ok();
-        if let Some(n) = crate::doctor::verdict::multi_gpu_note(
-            count,
-            env("ROCR_VISIBLE_DEVICES").as_deref(),
-            env("HIP_VISIBLE_DEVICES").as_deref(),
-        ) {
-            eprintln!("preempt-lat: WARNING: {n}");
+fn wall_clock_note(gpu: &GpuDevice) -> String {
+    let info = &gpu.device().info;
+    format!(
+        "wall clock {} kHz ({})",
+        info.wall_clock_khz,
+        if info.wall_clock_reported {
+            "reported by HIP".to_string()
+        } else {
+            format!("not reported by HIP: the {} fallback", gpu.arch().processor)
+        }
+    )
+}
+
+/// Lv3 on a process that sees several GPUs: the warning doctor gives.
+fn warn_multi_gpu(gpu: &GpuDevice) {
+    let count = gpu.hip().device_count().map_or(1, |n| n as usize);
+    let env = |k: &str| std::env::var(k).ok();
+    if let Some(n) = crate::doctor::verdict::multi_gpu_note(
+        count,
+        env("ROCR_VISIBLE_DEVICES").as_deref(),
+        env("HIP_VISIBLE_DEVICES").as_deref(),
+    ) {
+        eprintln!("preempt-lat: WARNING: {n}");
+    }
+}
+
+/// The Lv3 mechanism through the API ([`preempt_api::Lv3Setup`]): `auto` in lv3's order, or the
+/// one asked for; a run at Lv3 without one is an error.
+pub(crate) fn build_mechanism(
+    choice: MechanismChoice,
+    grace: GracePeriod,
+    quiet: bool,
+) -> Result<Arc<Preemptor>, String> {
+    let setup = preempt_api::Lv3Setup::build(choice, grace, false, true).map_err(|e| e.message)?;
+    let pre = setup
+        .preemptor
+        .ok_or_else(|| format!("no Lv3 mechanism works here: {}", setup.info.why))?;
+    note(quiet, &format!("--mechanism {choice}: {}", setup.info.why));
+    note(
+        quiet,
+        &format!(
+            "Lv3 mechanism: {}, grace period {}",
+            pre.kind(),
+            crate::env::gpu_grace(Some(pre.kind()), grace)
+        ),
+    );
+    Ok(pre)
+}
+
+/// update-queue with an LP kernel that uses scratch: the warning, or the note that it is safe.
+fn warn_scratch_reclaim(pre: &Preemptor, k: &DelayKernel, quiet: bool) {
+    if pre.kind() != MechanismKind::UpdateQueue {
+        return;
+    }
+    match scratch_reclaim_risk(
+        k.lp_uses_scratch(),
+        std::env::var("HSA_ENABLE_SCRATCH_ASYNC_RECLAIM").ok(),
+    ) {
+        Some(w) => eprintln!("preempt-lat: WARNING: {w}"),
+        None => note(
+            quiet,
+            "update-queue: the LP kernel uses no scratch, so ROCr's scratch reclaim leaves its queue alone",
+        ),
+    }
+}
+
+/// Probe stamp indices of a run: the samples, then the floor probes, the co-run check, and the
+/// clock pairs before and after the run.
+struct ProbeIndex {
+    floor: u32,
+    corun: u32,
+    pairs_pre: u32,
+    pairs_post: u32,
+    count: usize,
+}
+
+impl ProbeIndex {
+    fn new(p: &Params) -> Self {
+        let total = p.warmup + p.samples;
+        let (floor, corun) = (total, total + FLOOR_PROBES);
+        let pairs_pre = corun + 1;
+        let pairs_post = pairs_pre + CLOCK_PAIRS;
+        ProbeIndex {
+            floor,
+            corun,
+            pairs_pre,
+            pairs_post,
+            count: (pairs_post + CLOCK_PAIRS) as usize,
         }
     }
+}
+
+/// Everything before the samples, in discovery's order (see the module docs): device, kernel,
+/// warm-up and HP streams, T, the HP probe with its clock pairs and floor, the Lv3 mechanism,
+/// the LP queue (and its KFD queue), the co-run check.
+fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -> Result<GpuBackend, String> {
+    let gpu = open_device(device_index, p.lp_state.unwrap_or_default())?;
+    let dev = Arc::clone(gpu.device());
+    let hip_version = hip_rt::decode_version(gpu.hip().runtime_version().map_err(|e| e.to_string())?);
+    let k = gpu
+        .kernel()
+        .map_err(|e| format!("hip: preparing the delay kernel: {e}"))?;
+    let (lp_kernel, lp_note) = describe_kernel(&gpu, &k)?;
+    note(quiet, &lp_note);
+
+    // Every queue but the LP one exists after this block.
+    let warm = gpu.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
+    let hp_stream = gpu.stream(StreamPriority::High).map_err(h("HP stream"))?;
+    let (cal, achieved, t_note) = calibrate_t(&gpu, &k, &warm, p.t_ms, quiet)?;
+    let budget = command_budget(p, keep_ahead(p));
+    let check_slots = kernel::slot_buffer(&dev, &warm, 1).map_err(h("co-run check slot"))?;
+    let idx = ProbeIndex::new(p);
+    let probe = HpProbe::new(Arc::clone(&dev), Arc::clone(&k), hp_stream, idx.count).map_err(h("HP probe"))?;
+    let pairs = clock_pairs(&probe, idx.pairs_pre, CLOCK_PAIRS)?;
+    let map0 = ClockMap::fit(&pairs, dev.info.wall_clock_khz).map_err(|e| e.to_string())?;
+    let floor = hp_floor(&probe, &map0, idx.floor)?;
+    warm.synchronize().map_err(h("warm-up"))?;
 
     // Lv3: the mechanism (dbg-trap turns the debug trap on now, before the LP queue exists).
     let preemptor = match p.level {
         Level::Lv1 => None,
-        Level::Lv3 => Some(build_mechanism(choice, p.grace, quiet)?),
-    };
-    if preemptor
-        .as_ref()
-        .is_some_and(|m| m.kind() == MechanismKind::UpdateQueue)
-    {
-        match scratch_reclaim_risk(
-            k.lp_uses_scratch(),
-            std::env::var("HSA_ENABLE_SCRATCH_ASYNC_RECLAIM").ok(),
-        ) {
-            Some(w) => eprintln!("preempt-lat: WARNING: {w}"),
-            None => note(
-                quiet,
-                "update-queue: the LP kernel uses no scratch, so ROCr's scratch reclaim leaves its queue alone",
-            ),
+        Level::Lv3 => {
+            warn_multi_gpu(&gpu);
+            let pre = build_mechanism(choice, p.grace, quiet)?;
+            warn_scratch_reclaim(&pre, &k, quiet);
+            Some(pre)
         }
-    }
+    };
     if hip_version >= (6, 5, 0) {
         note(
             quiet,
@@ -189,44 +284,38 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         );
     }
 
-    // The LP stream and (Lv3) the queue behind it.
-    let first_use = |s: &hip_rt::Stream| -> Result<(), gpu_device::Error> {
-        k.launch_probe(s, hip_rt::Mem::Host(probe.stamps()), first_use_idx)?;
-        Ok(s.synchronize()?)
-    };
-    let (lp_stream, lv3) = match preemptor {
-        None => {
-            let s = dev.stream_own_queue().map_err(h("LP stream"))?;
-            first_use(&s).map_err(h("first launch on the LP stream"))?;
-            (s, None)
-        }
-        Some(preemptor) => {
-            let d = discover::lp_stream_with_queue(&dev, first_use, preemptor.kind() == MechanismKind::DbgTrap)
-                .map_err(|e| e.to_string())?;
-            let t = d.target;
+    // The LP queue (and at Lv3 the KFD queue behind it): the API's one set-up.
+    let lp = gpu
+        .lp_queue(preemptor.as_deref(), budget_usize(budget))
+        .map_err(|e| e.to_string())?;
+    let lv3 = match (preemptor, lp.target) {
+        (Some(preemptor), Some(target)) => {
             note(
                 quiet,
                 &format!(
                     "LP stream -> KFD queue {} on gpu 0x{:x}, ring 0x{:x} ({} bytes), priority {}",
-                    t.queue_id, t.gpu_id, t.ring_base_address, t.ring_size, t.priority
+                    target.queue_id, target.gpu_id, target.ring_base_address, target.ring_size, target.priority
                 ),
             );
-            for n in &d.notes {
+            for n in &lp.notes {
                 note(quiet, n);
             }
-            (d.stream, Some(Lv3 { preemptor, target: t }))
+            Some(Lv3 { preemptor, target })
         }
+        (Some(_), None) => return Err("the LP queue was set up without its KFD queue at Lv3".into()),
+        (None, _) => None,
     };
-    let lpq = Arc::new(HipLpQueue::new(Arc::clone(&dev), Arc::clone(&k), lp_stream, lp_slots));
-    let corun = co_run_check(&lpq, &k, &check_slots, &probe, &cal, corun_idx, dev.info.wall_clock_khz)?;
+    let lpq = lp.queue;
+    let corun = co_run_check(&lpq, &k, &check_slots, &probe, &cal, idx.corun, dev.info.wall_clock_khz)?;
     if let Some(w) = &corun {
         eprintln!("preempt-lat: WARNING: {w}");
     }
+    let grid = k.grid();
     let report = Report {
         device_index,
-        gfx: arch.offload_arch(),
+        gfx: gpu.arch().offload_arch(),
         head: format!(
-            "{} ({}), {} CUs, wave{}; HIP {}.{}.{} ({}); {wall_note}; LP grid {}x{} ({} per CU); {lp_note}; {t_note}",
+            "{} ({}), {} CUs, wave{}; HIP {}.{}.{} ({}); {}; LP grid {}x{} ({} per CU); {lp_note}; {t_note}",
             dev.info.name,
             dev.info.pci_bus_id,
             dev.info.cu_count,
@@ -234,10 +323,11 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
             hip_version.0,
             hip_version.1,
             hip_version.2,
-            hip.library_path(),
+            gpu.hip().library_path(),
+            wall_clock_note(&gpu),
             grid.blocks,
             grid.threads,
-            wave_state.blocks_per_cu,
+            k.wave_state(dev.info.cu_count, dev.info.wave_size).blocks_per_cu,
         ),
         tail: format!(
             "HP floor on an idle GPU p50 {:.1} us{}{}",
@@ -250,7 +340,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         ),
     };
     Ok(GpuBackend {
-        dev,
+        gpu,
         lpq,
         probe,
         cmd: DelayCmd {
@@ -264,7 +354,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         lv3,
         grace: p.grace,
         pairs,
-        pairs_post_idx,
+        pairs_post_idx: idx.pairs_post,
         quiet,
         report,
     })
@@ -291,43 +381,10 @@ fn scratch_reclaim_risk(lp_uses_scratch: bool, reclaim_env: Option<String>) -> O
     )
 }
 
-/// Builds the Lv3 mechanism: `auto` in lv3's robustness order, or the one asked for.
-pub(crate) fn build_mechanism(choice: MechanismChoice, grace: GracePeriod, quiet: bool) -> Result<Preemptor, String> {
-    let facts = ProbeFacts::gather(&SysRoot::default());
-    let m: Arc<dyn Preempt> = match choice {
-        MechanismChoice::Auto => {
-            let (m, skipped) = mechanism::build_auto(&facts, Kfd::open, grace)
-                .map_err(|why| format!("no Lv3 mechanism works here:\n  {}", why.join("\n  ")))?;
-            for s in skipped {
-                note(quiet, &format!("--mechanism auto: skipped {s}"));
-            }
-            m
-        }
-        MechanismChoice::Only(kind) => {
-            if let Some(v) = mechanism::probe_order(&facts)
-                .into_iter()
-                .find(|v| v.kind == kind && !v.usable())
-            {
-                return Err(format!("--mechanism {kind}: {v}"));
-            }
-            let kfd = Kfd::open().map_err(|e| e.to_string())?;
-            mechanism::build(kind, kfd, grace).map_err(|e| e.to_string())?
-        }
-    };
-    note(
-        quiet,
-        &format!(
-            "Lv3 mechanism: {}, grace period {}",
-            m.kind(),
-            crate::env::gpu_grace(Some(m.kind()), grace)
-        ),
-    );
-    Ok(Preemptor::from_arc(m))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hip_rt::Hip;
 
     fn params(t_ms: f64, samples: u32) -> Params {
         Params {

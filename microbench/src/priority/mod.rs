@@ -3,11 +3,11 @@
 //! (highest priority first through that level). Per mode: HP request latency (arrival to
 //! completion) percentiles, its P99 against standalone-hp (XSched's headline; the MI308X plan's
 //! target is below [`TARGET_P99_RATIO`]), LP throughput against standalone-lp, preemptions, and
-//! the LP correctness check. Host device only for now (see [`run`]).
+//! the LP correctness check. On the host device and on a GPU, through the application API: one
+//! session per mode ([`Target::session`]), one mode frame for every device ([`modes`]), `hpf`'s
+//! rule as the policy.
 pub mod arrivals;
-pub mod gpu;
-pub mod host;
-pub mod policy;
+pub mod modes;
 pub mod report;
 pub mod requests;
 
@@ -18,8 +18,13 @@ use crate::measure::Correctness;
 use crate::options::{Arrival, Mode, PriorityOptions};
 use crate::stats::Summary;
 use crate::trace::Trace;
+use kfd::GracePeriod;
+use lv3::MechanismChoice;
+use preempt_api::gpu::{GpuDevice, KernelChoice};
+use preempt_api::{Options, Session, WorkerExe};
 use serde::Serialize;
 use std::io::Write;
+use std::sync::Arc;
 
 /// The MI308X plan's target for HP P99 under priority scheduling, relative to HP alone.
 pub const TARGET_P99_RATIO: f64 = 1.30;
@@ -46,7 +51,7 @@ pub struct PriorityParams {
 /// What one mode measured, before it is summarized.
 #[derive(Debug, Clone)]
 pub struct Measured {
-    /// The policy's name ([`policy::Policy::name`]).
+    /// The policy's name (`none` or [`hpf::NAME`]).
     pub policy: &'static str,
     /// How the LP queue was suspended (`-` where it never is).
     pub mechanism: &'static str,
@@ -101,15 +106,6 @@ impl PriorityResult {
     }
 }
 
-/// How the host device suspends the LP queue in `mode`.
-pub fn host_mechanism(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Lv3 => "sigstop",
-        Mode::Lv1 => "stop-launching",
-        _ => "-",
-    }
-}
-
 /// Summarizes the measured modes, comparing each with the standalone ones.
 #[allow(clippy::cast_precision_loss)] // ns and counts of one run: far below 2^52
 pub fn summarize(measured: Vec<(Mode, Measured)>) -> Vec<ModeResult> {
@@ -160,14 +156,105 @@ pub fn summarize(measured: Vec<(Mode, Measured)>) -> Vec<ModeResult> {
     rows
 }
 
+/// Where the modes run: the host device, or a GPU opened once (its kernel and calibration are
+/// shared by the modes' sessions).
+enum Target {
+    Host(WorkerExe),
+    Gpu {
+        gpu: Arc<GpuDevice>,
+        choice: MechanismChoice,
+        grace: GracePeriod,
+    },
+}
+
+impl Target {
+    fn open(o: &PriorityOptions, dev: Device) -> Result<Target, String> {
+        Ok(match dev {
+            Device::Host(_) => Target::Host(crate::measure::host::worker_exe()?),
+            Device::Hip(i) => Target::Gpu {
+                gpu: Arc::new(GpuDevice::open(i, KernelChoice::default()).map_err(|e| e.to_string())?),
+                choice: o.common.mechanism,
+                grace: o.common.grace(),
+            },
+        })
+    }
+
+    /// The session of one mode: Lv3 armed only for the lv3 mode (dbg-trap would put the process
+    /// in debug mode for the others), Lv1 suspends that only stop launching (XSched's scheduler),
+    /// the launcher's completions and the device records kept for the checks.
+    fn session(&self, p: &PriorityParams, mode: Mode) -> Result<Session, String> {
+        let lv1 = lv1::Config::new(p.threshold as usize, p.batch as usize).map_err(|e| e.to_string())?;
+        let hp_cmds = crate::num::round_u64(p.hp_rate * p.duration_s + 1.0) * u64::from(p.hp_cmds);
+        let opts = Options {
+            lv1,
+            no_lv3: mode != Mode::Lv3,
+            lv1_no_wait: true,
+            keep_records: true,
+            gpu_slots: usize::try_from(modes::lp_budget(p).max(hp_cmds)).unwrap_or(usize::MAX),
+            ..Options::default()
+        };
+        match self {
+            Target::Host(exe) => Session::open(
+                preempt_api::DeviceSpec::Host,
+                Options {
+                    worker: Some(exe.clone()),
+                    host_workers: p.workers as usize,
+                    ..opts
+                },
+            ),
+            Target::Gpu { gpu, choice, grace } => Session::on_gpu(
+                Arc::clone(gpu),
+                Options {
+                    mechanism: *choice,
+                    grace: *grace,
+                    ..opts
+                },
+            ),
+        }
+        .map_err(|e| format!("{} session: {e}", mode.name()))
+    }
+
+    fn label(&self) -> String {
+        match self {
+            Target::Host(_) => "host device".into(),
+            Target::Gpu { gpu, .. } => {
+                let i = &gpu.device().info;
+                format!("hip:{} ({}, {} CUs)", i.index, i.name, i.cu_count)
+            }
+        }
+    }
+
+    /// The environment record of the run.
+    fn environment(&self) -> crate::env::Environment {
+        match self {
+            Target::Host(_) => {
+                let mut env = crate::env::host("sigstop");
+                env.mechanism = "per mode: sigstop (lv3), stop-launching (lv1)".into();
+                env
+            }
+            Target::Gpu { gpu, choice, grace } => crate::env::Environment::new(
+                format!("hip:{}", gpu.device().info.index),
+                format!(
+                    "{}; LP and HP commands are the light delay kernel over the whole grid",
+                    gpu.describe()
+                ),
+                Some(gpu.arch().offload_arch()),
+                &format!("per mode: lv3 {choice} (mechanism per mode row), lv1 stop-launching"),
+                match choice {
+                    MechanismChoice::Only(k) => crate::env::gpu_grace(Some(*k), *grace),
+                    // auto: the mode rows say which mechanism ran.
+                    MechanismChoice::Auto => format!("{grace} for dbg-trap and ioctl; n/a for update-queue"),
+                },
+            ),
+        }
+    }
+}
+
 /// Runs every mode of `o` on `dev`, writes priority.{csv,json,svg} (and the trace), and prints
-/// the report on stdout in `o.format`. On a GPU ([`gpu`]: written for hardware, not yet run on
-/// one) the device is set up once and every mode runs on it.
+/// the report on stdout in `o.format`. On a GPU (written for hardware, not yet run on one) the
+/// device is opened once and each mode runs in a session of its own on it.
 pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
-    let gpu = match dev {
-        Device::Hip(i) => Some(gpu::Gpu::open(i, o.common.mechanism, o.common.grace(), o.common.quiet)?),
-        Device::Host(_) => None,
-    };
+    let target = Target::open(o, dev)?;
     let t_start = std::time::Instant::now();
     let p = PriorityParams {
         modes: o.modes.clone(),
@@ -180,12 +267,14 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         threshold: o.common.threshold,
         batch: o.common.batch,
         seed: o.common.seed,
-        workers: if gpu.is_some() {
-            0
-        } else {
-            o.common
+        // Host device: one LP worker per core unless --workers says otherwise, so HP and LP
+        // share the CPUs (`priority --help`).
+        workers: match dev {
+            Device::Hip(_) => 0,
+            Device::Host(_) => o
+                .common
                 .workers
-                .unwrap_or_else(|| u32::try_from(crate::env::cores()).unwrap_or(1))
+                .unwrap_or_else(|| u32::try_from(crate::env::cores()).unwrap_or(1)),
         },
         hp_load: o.hp_load(),
     };
@@ -209,25 +298,20 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
                 mode.name(),
                 o.duration_s,
                 if mode.has_hp() { arrivals.len() } else { 0 },
-                gpu.as_ref().map_or("host device".to_string(), gpu::Gpu::device_label)
+                target.label()
             );
         }
-        let m = match &gpu {
-            Some(g) => gpu::run_mode(g, &p, mode, &arrivals, &mut trace, pid)?,
-            None => host::run_mode(&p, mode, &arrivals, &mut trace, pid)?,
-        };
+        let session = target.session(&p, mode)?;
+        let m = modes::run_mode(&session, &p, mode, &arrivals, &mut trace, pid, &target.label());
+        // Closing resumes anything an error left suspended and tears the mechanism down.
+        let closed = session.close();
+        let m = m?;
+        closed.map_err(|e| format!("{}: closing the session: {e}", mode.name()))?;
         measured.push((mode, m));
     }
     let result = PriorityResult {
         params: p,
-        env: match &gpu {
-            None => {
-                let mut env = crate::env::host("sigstop");
-                env.mechanism = "per mode: sigstop (lv3), stop-launching (lv1)".into();
-                env
-            }
-            Some(g) => g.environment(),
-        },
+        env: target.environment(),
         target_p99_ratio: TARGET_P99_RATIO,
         modes: summarize(measured),
         wall_time_s: t_start.elapsed().as_secs_f64(),
@@ -239,9 +323,9 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     crate::sweep::write_file(&dir.join("priority.json"), |w| crate::output::json(&result, w))?;
     report::plot(&result, &dir.join("priority.svg"))?;
     if let Some(path) = &o.trace {
-        let what = match &gpu {
-            None => "preempt-lat priority on the host device: host figures, not GPU figures".to_string(),
-            Some(g) => format!("preempt-lat priority on {}", g.device_label()),
+        let what = match &target {
+            Target::Host(_) => "preempt-lat priority on the host device: host figures, not GPU figures".to_string(),
+            Target::Gpu { .. } => format!("preempt-lat priority on {}", target.label()),
         };
         crate::trace::write_file(&trace, &what, path)?;
     }

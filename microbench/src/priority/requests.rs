@@ -2,12 +2,20 @@
 //! `t0 + arrivals[i]`, the scheduler hears of it then (or, if it arrived while the previous
 //! request ran, as soon as that one completed, before its completion), the device runs it, and
 //! the scheduler hears of its completion.
-use super::policy::Event;
 use crate::measure::control::stop_requested;
 use crate::trace::{Trace, Track};
 use lv1::clock::{now_ns, sleep_until};
 use serde_json::json;
 use std::time::Duration;
+
+/// What happened on the HP side, for the scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// An HP request arrived (it is now pending until its completion).
+    HpArrival,
+    /// A pending HP request completed.
+    HpCompletion,
+}
 
 /// Waits out a mode without HP requests until `t_end`; true if Ctrl-C cut it short.
 pub fn idle_until(t_end: u64) -> bool {

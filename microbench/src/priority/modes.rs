@@ -1,0 +1,355 @@
+//! One mode of `preempt-lat priority`, the same on every device, through the application API
+//! ([`preempt_api::Session`]): an LP stream fed a saturating stream of delay commands through its
+//! Lv1 launcher, the session's HP stream taking the HP requests (each `hp_cmds` delay commands of
+//! `hp_t_ms`), and `hpf`'s highest-priority-first rule deciding when the LP stream is suspended:
+//! at Lv3 through the session's mechanism (SIGSTOP on the host device; the chosen KFD mechanism
+//! on the LP stream's discovered queue on a GPU), at Lv1 by stopping its launcher. Native and the
+//! standalone modes: no policy. Host figures are host figures; the GPU path is written for
+//! hardware and has not run on one.
+//!
+//! What is checked after every mode: every LP command completed exactly once (the API's device
+//! records: worker records on the host; slot stamps on a GPU, at Lv3 also against the stream's
+//! suspension windows) and every HP command completed once.
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hpf::{Action, Policy, Priority};
+use lv1::clock::{now_ns, sleep_until};
+use preempt_api::{HpStream, Level, LpStream, Session};
+use serde_json::json;
+
+use super::requests::{self, Event};
+use super::{Measured, PriorityParams};
+use crate::measure::Correctness;
+use crate::options::Mode;
+use crate::trace::{Trace, Track};
+
+/// Trace tracks of one mode (the process is the mode).
+const RUN: u32 = 0;
+const LP_QUEUE: u32 = 1;
+const SCHEDULER: u32 = 2;
+const SUSPENDED: u32 = 3;
+const HP_REQUESTS: u32 = 4;
+const HP_WORKER: u32 = 5;
+/// LP worker w (host device) is track `LP_WORKER0 + w`.
+const LP_WORKER0: u32 = 10;
+/// An HP request that has not completed after this long fails the mode (the GPU is stuck).
+const HP_TIMEOUT: Duration = Duration::from_secs(10);
+/// The LP stream's key and priority in the policy, and the HP requests' priority.
+const LP: u64 = 0;
+const LP_PRIORITY: Priority = 0;
+const HP_PRIORITY: Priority = 1;
+
+fn api(what: &'static str) -> impl Fn(preempt_api::Error) -> String {
+    move |e| format!("{what}: {e}")
+}
+
+/// Carries the policy's decisions out on the LP stream, and times them for the trace.
+struct Scheduler<'a> {
+    /// `None`: no scheduling (native, standalone).
+    policy: Option<Policy<u64>>,
+    lp: Option<&'a LpStream>,
+    suspended_at: Option<u64>,
+    preemptions: u64,
+    track: u32,
+}
+
+impl Scheduler<'_> {
+    fn on(&mut self, e: Event, trace: &mut Trace) -> Result<(), String> {
+        let (Some(policy), Some(lp)) = (&mut self.policy, self.lp) else {
+            return Ok(());
+        };
+        let actions = match e {
+            Event::HpArrival => policy.enter(HP_PRIORITY),
+            Event::HpCompletion => policy.leave(HP_PRIORITY).map_err(|e| format!("policy: {e}"))?,
+        };
+        let t = |tid| Track { pid: self.track, tid };
+        for a in actions {
+            let t0 = now_ns();
+            let done = match a {
+                Action::Suspend(_) => lp.suspend().map(|info| format!("suspend ({})", info.mechanism)),
+                Action::Resume(_) => lp.resume().map(|()| "resume".to_string()),
+            };
+            let name = match done {
+                Ok(n) => n,
+                Err(e) => {
+                    policy.failed(a);
+                    return Err(format!("LP stream: {e}"));
+                }
+            };
+            let t1 = now_ns();
+            match a {
+                Action::Suspend(_) => {
+                    let args = json!({ "preemption": self.preemptions });
+                    trace.span(t(SCHEDULER), "scheduler", name, t0, t1, args);
+                    self.suspended_at = Some(t1);
+                    self.preemptions += 1;
+                }
+                Action::Resume(_) => {
+                    trace.span(t(SCHEDULER), "scheduler", name, t0, t1, json!({}));
+                    if let Some(s) = self.suspended_at.take() {
+                        trace.span(t(SUSPENDED), "suspended", "LP suspended", s, t0, json!({}));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the policy holds the LP stream suspended.
+    fn holds_lp(&self) -> bool {
+        self.policy.as_ref().is_some_and(|p| p.is_suspended(LP))
+    }
+
+    /// Leaves the LP stream running whatever the policy last decided (end of a mode, an error;
+    /// closing the session would resume it too).
+    fn release(&mut self) {
+        if let (Some(lp), true) = (self.lp, self.holds_lp()) {
+            let _ = lp.resume(); // the mode's error, if any, is already on its way
+        }
+    }
+}
+
+/// The level the mode's LP stream is suspended at (native and standalone never suspend it).
+pub fn level(mode: Mode) -> Level {
+    if mode == Mode::Lv3 { Level::Lv3 } else { Level::Lv1 }
+}
+
+/// Runs one mode on `session` (opened for this mode: see `super::Target::session`): requests
+/// arrive at `t0 + arrivals[i]`. Returns what was measured; adds the mode's timeline to `trace`
+/// as process `pid`, named with `device`.
+pub fn run_mode(
+    session: &Session,
+    p: &PriorityParams,
+    mode: Mode,
+    arrivals: &[u64],
+    trace: &mut Trace,
+    pid: u32,
+    device: &str,
+) -> Result<Measured, String> {
+    let t = |tid| Track { pid, tid };
+    trace.name_process(pid, format!("{} ({device})", mode.name()));
+    for (tid, name) in [
+        (RUN, "run"),
+        (LP_QUEUE, "LP commands: launch -> completion seen"),
+        (SCHEDULER, "scheduler: suspend / resume calls"),
+        (SUSPENDED, "LP suspended"),
+        (HP_REQUESTS, "HP requests: arrival -> completion"),
+        (HP_WORKER, "HP worker"),
+    ] {
+        trace.name_thread(t(tid), name);
+    }
+    let lp = match mode.has_lp() {
+        true => Some(session.create_lp_stream(level(mode)).map_err(api("LP stream"))?),
+        false => None,
+    };
+    let hp = match mode.has_hp() {
+        true => Some(session.hp_stream().map_err(api("HP stream"))?),
+        false => None,
+    };
+    let lp_ns = crate::num::round_u64(p.t_ms * 1e6);
+    let keep_ahead = 2 * p.threshold as usize + 2;
+    let stop = AtomicBool::new(false);
+    let t_run0 = now_ns();
+
+    let measured = std::thread::scope(|s| -> Result<Measured, String> {
+        let feeder = lp.as_deref().map(|lp| {
+            let stop = &stop;
+            s.spawn(move || feed(lp, lp_ns, keep_ahead, stop))
+        });
+        let mut sched = Scheduler {
+            policy: matches!(mode, Mode::Lv1 | Mode::Lv3).then(Policy::new),
+            lp: lp.as_deref(),
+            suspended_at: None,
+            preemptions: 0,
+            track: pid,
+        };
+        if let Some(p) = &mut sched.policy {
+            let none = p.register(LP, LP_PRIORITY);
+            debug_assert!(none.is_empty(), "no block is active yet");
+        }
+        let result = measure_window(p, mode, arrivals, lp.as_deref(), hp.as_deref(), &mut sched, trace, pid);
+        sched.release();
+        stop.store(true, Ordering::Relaxed);
+        if let Some(f) = feeder {
+            f.join().map_err(|_| "the LP feeder thread panicked".to_string())?;
+        }
+        let (window_ns, lp_completed, hp_latency_ns, interrupted) = result?;
+        Ok(Measured {
+            policy: if sched.policy.is_some() { hpf::NAME } else { "none" },
+            mechanism: match mode {
+                Mode::Lv3 => mechanism_label(session),
+                Mode::Lv1 => "stop-launching",
+                _ => "-",
+            },
+            hp_latency_ns,
+            lp_completed,
+            window_ns,
+            preemptions: sched.preemptions,
+            correctness: None,
+            interrupted,
+        })
+    });
+    let mut measured = measured?;
+    if let Some(hp) = &hp {
+        let c = hp.check();
+        if !c.ok() {
+            return Err(format!(
+                "HP commands did not complete exactly once: {}",
+                c.problems.join("; ")
+            ));
+        }
+    }
+    if let Some(lp) = &lp {
+        measured.correctness = Some(check_lp(lp, p, mode, lp_ns, keep_ahead, trace, pid)?);
+    }
+    trace.span(t(RUN), "run", "run", t_run0, now_ns(), json!({ "mode": mode.name() }));
+    Ok(measured)
+}
+
+/// LP slots for a mode on a GPU: twice the commands its duration can hold, plus the launcher's
+/// depth, capped at 4 Mi commands.
+pub fn lp_budget(p: &PriorityParams) -> u64 {
+    let per_s = 1000.0 / p.t_ms.max(1e-3);
+    (crate::num::round_u64(2.0 * p.duration_s * per_s) + 8 * u64::from(p.threshold) + 1024).min(1 << 22)
+}
+
+/// The mechanism's name as the rows print it (`sigstop` on the host device).
+fn mechanism_label(session: &Session) -> &'static str {
+    match session.mechanism().name.as_deref() {
+        Some("sigstop") => "sigstop",
+        Some(name) => lv3::MechanismKind::from_name(name).map_or("lv3", lv3::MechanismKind::name),
+        None => "-",
+    }
+}
+
+/// Keeps `keep_ahead` LP commands pending (within the stream's capacity) until `stop`.
+fn feed(lp: &LpStream, lp_ns: u64, keep_ahead: usize, stop: &AtomicBool) {
+    let nap = Duration::from_nanos((lp_ns / 4).clamp(20_000, 1_000_000));
+    let capacity = lp.capacity().unwrap_or(u64::MAX);
+    while !stop.load(Ordering::Relaxed) {
+        let st = lp.stats().unwrap_or_default();
+        if st.pending < keep_ahead && st.submitted < capacity && lp.submit_delay(lp_ns).is_ok() {
+            continue;
+        }
+        std::thread::sleep(nap);
+    }
+}
+
+/// The measured window: the first LP command launched, then every HP request driven through
+/// the scheduler (or, without HP, the window waited out). Returns (window ns, LP commands
+/// completed in it, HP latencies, interrupted).
+#[allow(clippy::too_many_arguments)] // one mode's pieces, each used once
+fn measure_window(
+    p: &PriorityParams,
+    mode: Mode,
+    arrivals: &[u64],
+    lp: Option<&LpStream>,
+    hp: Option<&HpStream>,
+    sched: &mut Scheduler<'_>,
+    trace: &mut Trace,
+    pid: u32,
+) -> Result<(u64, u64, Vec<u64>, bool), String> {
+    let t = |tid| Track { pid, tid };
+    let completed = || lp.and_then(LpStream::stats).map_or(0, |s| s.completed);
+    if let Some(lp) = lp {
+        let t0 = Instant::now();
+        while lp.stats().is_none_or(|s| s.launched == 0) {
+            if t0.elapsed() > Duration::from_secs(30) {
+                return Err("the launcher launched no LP command within 30 s".into());
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+    let t0 = now_ns();
+    let lp_c0 = completed();
+    let duration_ns = crate::num::round_u64(p.duration_s * 1e9);
+    let (latencies, interrupted) = match hp {
+        Some(hp) => {
+            let hp_ns = crate::num::round_u64(p.hp_t_ms * 1e6);
+            let r = requests::drive(
+                arrivals,
+                t0,
+                t(HP_REQUESTS),
+                trace,
+                &mut |e, trace| sched.on(e, trace),
+                &mut |i, trace| {
+                    for _ in 0..p.hp_cmds {
+                        hp.submit_delay(hp_ns).map_err(api("HP submit"))?;
+                    }
+                    let recs = hp.wait(Some(HP_TIMEOUT)).map_err(api("HP request"))?;
+                    let mut end = None;
+                    for (r, w) in recs.iter().filter_map(|r| r.worker.map(|w| (r, w))) {
+                        let args = json!({ "request": i });
+                        trace.span(t(HP_WORKER), "hp", format!("HP {}", r.id), w.start_ns, w.end_ns, args);
+                        end = end.max(Some(w.end_ns));
+                    }
+                    // The worker's own end where it says (host), else when the wait returned.
+                    Ok(end.unwrap_or_else(now_ns))
+                },
+            )?;
+            if !r.1 && sched.holds_lp() {
+                return Err("the policy holds the LP queue suspended with no HP request pending".into());
+            }
+            sleep_until(t0 + duration_ns);
+            r
+        }
+        None => (Vec::new(), requests::idle_until(t0 + duration_ns)),
+    };
+    let t_end = now_ns();
+    let lp_done = completed() - lp_c0;
+    let args = json!({ "mode": mode.name() });
+    trace.span(t(RUN), "run", "measured window", t0, t_end, args);
+    Ok((t_end - t0, lp_done, latencies, interrupted))
+}
+
+/// Drains the LP stream, then checks every command it ran: the launcher's completions against
+/// the device's records (whose host worker spans and launch-to-completion spans join the trace).
+fn check_lp(
+    lp: &LpStream,
+    p: &PriorityParams,
+    mode: Mode,
+    lp_ns: u64,
+    keep_ahead: usize,
+    trace: &mut Trace,
+    pid: u32,
+) -> Result<Correctness, String> {
+    let t = |tid| Track { pid, tid };
+    let limit = Duration::from_secs(60) + Duration::from_nanos(lp_ns.saturating_mul(keep_ahead as u64 * 4));
+    lp.wait_idle_for(limit).map_err(api("draining the LP queue"))?;
+    let submitted = lp.stats().map_or(0, |s| s.submitted);
+    let mut done = Vec::new();
+    for c in lp.take_completions() {
+        let args = json!({ "submitted_ns": c.stamps.submitted_ns });
+        trace.span(
+            t(LP_QUEUE),
+            "lp",
+            format!("LP {}", c.id),
+            c.stamps.launched_ns,
+            c.stamps.completed_ns,
+            args,
+        );
+        done.push((c.id, c.ok));
+    }
+    let v = lp.verify().map_err(api("checking the LP commands"))?;
+    if !v.check.problems.is_empty() {
+        eprintln!("preempt-lat: {}: LP commands FAILED verification:", mode.name());
+        for l in &v.check.problems {
+            eprintln!("  {l}");
+        }
+    }
+    let mut host = false;
+    for (r, w) in v.records.iter().filter_map(|r| r.worker.map(|w| (r, w))) {
+        let track = LP_WORKER0 + u32::try_from(w.worker).unwrap_or(0);
+        let args = json!({ "worker": w.worker });
+        trace.span(t(track), "lp", format!("LP {}", r.id), w.start_ns, w.end_ns, args);
+        host = true;
+    }
+    if host {
+        for w in 0..p.workers {
+            trace.name_thread(t(LP_WORKER0 + w), format!("LP worker {w}"));
+        }
+    }
+    let recs: Vec<(u64, bool)> = v.records.iter().map(|r| (r.id, r.correct)).collect();
+    Ok(Correctness::check(submitted, &done, &recs, v.records_per_command))
+}

@@ -1,0 +1,268 @@
+//! A session's GPU streams: the low-priority one ([`GpuLp`]: an [`super::LpQueue`] behind lv1's
+//! launcher) and the high-priority one ([`GpuHp`]: delay commands launched directly).
+use super::{GpuDevice, GpuSuspension, LpQueue};
+use crate::check::{Check, DeviceRecord, LpCompletion, Verified};
+use crate::error::{Error, ErrorKind, Result};
+use gpu_device::verify::{self, Window};
+use gpu_device::{ClockMap, ClockPair, DelayCmd, HipLpQueue, SlotStatus, calib, kernel};
+use lv1::{Completion, Config, HwQueue, XQueue};
+use lv3::mechanism::{Preemptor, QueueTarget};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Clock pairs taken when an Lv3 stream is created and again at its check: the map from the GPU
+/// wall clock to host time that places each command's end against the suspension windows.
+const CLOCK_PAIRS: usize = 16;
+
+/// A GPU low-priority stream.
+pub(crate) struct GpuLp {
+    gpu: Arc<GpuDevice>,
+    pub lpq: Arc<HipLpQueue>,
+    pub xq: XQueue<HipLpQueue>,
+    /// The discovered KFD queue (Lv3 streams).
+    pub target: Option<QueueTarget>,
+    /// How discovery went (for the stream's description).
+    pub notes: Vec<String>,
+    completions: Mutex<Option<Receiver<Completion<gpu_device::Error>>>>,
+    /// Lv3 streams: clock pairs from creation, and each suspension window on `calib::host_ns`.
+    pairs: Vec<ClockPair>,
+    windows: Mutex<Vec<Window>>,
+}
+
+/// An Lv3 suspension of a GPU stream, with the moment its suspend returned.
+pub(crate) struct GpuHeld {
+    susp: GpuSuspension,
+    from_ns: u64,
+}
+
+fn host_now() -> u64 {
+    calib::host_ns(Instant::now())
+}
+
+impl GpuLp {
+    /// The stream on `gpu`: [`GpuDevice::lp_queue`] behind a launcher of `cfg`; `keep`: keep the
+    /// launcher's completions for [`GpuLp::take_completions`].
+    pub fn new(gpu: &Arc<GpuDevice>, lv3: Option<&Preemptor>, slots: usize, cfg: Config, keep: bool) -> Result<Self> {
+        let LpQueue { queue, target, notes } = gpu.lp_queue(lv3, slots)?;
+        // Lv3: the clock map's first half, while the stream is idle and nothing is suspended.
+        let pairs = if target.is_some() {
+            kernel::sample_clock(&*gpu.kernel()?, gpu.device(), queue.stream(), CLOCK_PAIRS)?
+        } else {
+            Vec::new()
+        };
+        let xq = XQueue::new(Arc::clone(&queue), cfg)
+            .map_err(|e| Error::new(ErrorKind::Device, format!("starting the launcher: {e}")))?;
+        let rx = xq.take_completions();
+        Ok(GpuLp {
+            gpu: Arc::clone(gpu),
+            lpq: queue,
+            xq,
+            target,
+            notes,
+            completions: Mutex::new(if keep { rx } else { None }),
+            pairs,
+            windows: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn handle(&self) -> usize {
+        self.lpq.stream().handle()
+    }
+
+    /// Slots booked so far are the command ids; past the buffer a launch fails.
+    pub fn capacity(&self) -> u64 {
+        self.lpq.capacity()
+    }
+
+    pub fn submit_delay(&self, ns: u64) -> Result<u64> {
+        let ticks = self.gpu.ticks_for(ns)?;
+        Ok(self.xq.submit(DelayCmd { ticks }))
+    }
+
+    /// Lv3 through `pre` on the discovered queue, behind the null-stream fence.
+    pub fn suspend_lv3(&self, pre: &Preemptor) -> Result<GpuHeld> {
+        let target = self.target.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unavailable,
+                "an Lv1 GPU stream has no discovered KFD queue to suspend at Lv3",
+            )
+        })?;
+        let susp = GpuSuspension::suspend(pre, &target)?;
+        Ok(GpuHeld {
+            susp,
+            from_ns: host_now(),
+        })
+    }
+
+    /// Resumes `held`, recording its window for the check.
+    pub fn resume_lv3(&self, held: GpuHeld) -> Result<()> {
+        let to_ns = host_now();
+        let r = held.susp.resume();
+        let mut w = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
+        let sample = w.len();
+        w.push(Window {
+            sample,
+            from_ns: held.from_ns,
+            to_ns,
+        });
+        r
+    }
+
+    pub fn take_completions(&self) -> Vec<LpCompletion> {
+        let rx = self.completions.lock().unwrap_or_else(PoisonError::into_inner);
+        rx.as_ref().map_or_else(Vec::new, |rx| {
+            rx.try_iter()
+                .map(|c| LpCompletion {
+                    id: c.id,
+                    stamps: c.stamps,
+                    ok: c.outcome.is_ok(),
+                })
+                .collect()
+        })
+    }
+
+    /// Exactly-once from the slots and, at Lv3, no command ended inside a suspension window
+    /// (call when idle and not suspended; a partial check otherwise). `idle`: the caller knows
+    /// nothing is suspended, so the stream may run the clock probes.
+    pub fn verify(&self, idle: bool) -> Verified {
+        let stats = self.xq.stats();
+        let mut v = Verified::new(&stats, 1);
+        if !v.check.finished {
+            return v;
+        }
+        let slots = match self.lpq.read_slots(stats.submitted) {
+            Ok(s) => s,
+            Err(e) => {
+                v.check.problem(format!("reading the slots: {e}"));
+                return v;
+            }
+        };
+        let windows = self.windows.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let map = if windows.is_empty() || !idle {
+            None
+        } else {
+            match self.clock_map() {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    v.check
+                        .problem(format!("the clock map for the suspension windows: {e}"));
+                    None
+                }
+            }
+        };
+        match map {
+            Some(map) => {
+                let margin = map.late_bias_max_ns + 2_000.0;
+                let c = verify::check_slots(&slots, self.lpq.nblocks(), &windows, &map, margin, false);
+                for l in c.describe(crate::check::MAX_PROBLEMS) {
+                    v.check.problem(l);
+                }
+                v.add_records(
+                    c.records
+                        .into_iter()
+                        .map(|(id, correct)| DeviceRecord::plain(id, correct)),
+                );
+            }
+            None => {
+                let nblocks = self.lpq.nblocks();
+                let mut records = Vec::with_capacity(slots.len());
+                for (id, s) in (0u32..).zip(&slots) {
+                    match s.status(id, nblocks) {
+                        SlotStatus::NotRun => v.check.problem(format!("command {id}: never ran")),
+                        SlotStatus::Complete if s.start < s.end => {
+                            records.push(DeviceRecord::plain(u64::from(id), true))
+                        }
+                        st => {
+                            v.check.problem(format!("command {id}: {st:?}"));
+                            records.push(DeviceRecord::plain(u64::from(id), false));
+                        }
+                    }
+                }
+                v.add_records(records);
+            }
+        }
+        v
+    }
+
+    /// The map over the stream's life: the pairs from creation and a new set now.
+    fn clock_map(&self) -> Result<ClockMap> {
+        let mut pairs = self.pairs.clone();
+        pairs.extend(kernel::sample_clock(
+            &*self.gpu.kernel()?,
+            self.gpu.device(),
+            self.lpq.stream(),
+            CLOCK_PAIRS,
+        )?);
+        Ok(ClockMap::fit(&pairs, self.gpu.device().info.wall_clock_khz)?)
+    }
+}
+
+/// The GPU HP stream: delay commands on a high-priority stream, launched directly.
+pub(crate) struct GpuHp {
+    gpu: Arc<GpuDevice>,
+    q: HipLpQueue,
+    next: AtomicU64,
+}
+
+impl GpuHp {
+    pub fn new(gpu: &Arc<GpuDevice>, slots: usize) -> Result<Self> {
+        Ok(GpuHp {
+            gpu: Arc::clone(gpu),
+            q: gpu.hp_queue(slots)?,
+            next: AtomicU64::new(0),
+        })
+    }
+
+    pub fn handle(&self) -> usize {
+        self.q.stream().handle()
+    }
+
+    pub fn submit_delay(&self, ns: u64) -> Result<u64> {
+        let ticks = self.gpu.ticks_for(ns)?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.q.launch(id, DelayCmd { ticks })?;
+        Ok(id)
+    }
+
+    /// Waits for everything submitted so far, at most `timeout` (`None`: without limit).
+    pub fn synchronize(&self, timeout: Option<Duration>) -> Result<()> {
+        let Some(limit) = timeout else {
+            return Ok(self.q.synchronize()?);
+        };
+        let done = self.gpu.device().event(false)?;
+        done.record(self.q.stream())?;
+        if done.wait_timeout(limit)? {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::Device,
+                format!("the HP stream did not finish within {limit:?} (is the GPU stuck?)"),
+            ))
+        }
+    }
+
+    /// Every command submitted completed exactly once (call after synchronizing).
+    pub fn check(&self) -> Check {
+        let n = self.next.load(Ordering::Relaxed);
+        let mut c = Check {
+            submitted: n,
+            completed: n,
+            finished: true,
+            ..Check::default()
+        };
+        match self.q.read_slots(n) {
+            Ok(slots) => {
+                for (id, s) in (0u32..).zip(&slots) {
+                    match s.status(id, self.q.nblocks()) {
+                        SlotStatus::Complete => c.exactly_once += 1,
+                        st => c.problem(format!("HP command {id}: {st:?}")),
+                    }
+                }
+            }
+            Err(e) => c.problem(format!("reading the HP slots: {e}")),
+        }
+        c
+    }
+}

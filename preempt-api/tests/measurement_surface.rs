@@ -1,0 +1,145 @@
+//! What `preempt-lat priority` (and any scheduler that measures) relies on beyond the C and
+//! Python surface, on the host device: records kept on request, Lv1 suspends that do not wait,
+//! sessions without Lv3, and the HP stream's records and check. And the GPU layer's answer where
+//! there is no GPU (the real HIP runtime installed by scripts/install-deps.sh).
+use preempt_api::gpu::{GpuDevice, KernelChoice};
+use preempt_api::{DeviceSpec, ErrorKind, Level, Options, Session, WorkerExe};
+use std::time::Duration;
+
+const MS: u64 = 1_000_000;
+
+fn opts() -> Options {
+    Options {
+        worker: Some(WorkerExe::new(env!("CARGO_BIN_EXE_preempt-host-worker"))),
+        host_workers: 2,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn kept_records_account_for_every_command_and_worker() {
+    let s = Session::open(
+        DeviceSpec::Host,
+        Options {
+            keep_records: true,
+            ..opts()
+        },
+    )
+    .unwrap();
+    let lp = s.create_lp_stream(Level::Lv3).unwrap();
+    for _ in 0..12 {
+        lp.submit_delay(MS).unwrap();
+    }
+    lp.suspend().unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    lp.resume().unwrap();
+    lp.wait_idle_for(Duration::from_secs(30)).unwrap();
+    let done = lp.take_completions();
+    let ids: Vec<u64> = done.iter().map(|c| c.id).collect();
+    assert_eq!(
+        ids,
+        (0..12).collect::<Vec<_>>(),
+        "every completion once, in launch order"
+    );
+    assert!(
+        done.iter()
+            .all(|c| c.ok && c.stamps.launched_ns <= c.stamps.completed_ns)
+    );
+    assert!(lp.take_completions().is_empty(), "taken once");
+    let v = lp.verify().unwrap();
+    assert!(v.check.ok(), "{:?}", v.check);
+    assert_eq!(v.records_per_command, 2, "one record per worker");
+    assert_eq!(v.records.len(), 24);
+    for r in &v.records {
+        let w = r.worker.expect("host records carry the worker's timing");
+        assert!(r.correct && w.worker < 2 && w.start_ns <= w.end_ns, "{r:?}");
+    }
+    let again = lp.verify().unwrap();
+    assert!(again.records.is_empty(), "records are handed out once");
+    assert!(
+        again.check.ok(),
+        "the check still counts what was taken before: {:?}",
+        again.check
+    );
+    assert_eq!(lp.stats().unwrap().completed, 12);
+    s.close().unwrap();
+}
+
+#[test]
+fn without_keep_records_nothing_accumulates() {
+    let s = Session::open(DeviceSpec::Host, opts()).unwrap();
+    let lp = s.create_lp_stream(Level::Lv1).unwrap();
+    lp.submit_delay(MS).unwrap();
+    lp.synchronize().unwrap();
+    assert!(lp.take_completions().is_empty());
+    assert!(lp.check().unwrap().ok());
+    s.close().unwrap();
+}
+
+#[test]
+fn lv1_no_wait_returns_with_commands_still_running() {
+    let s = Session::open(
+        DeviceSpec::Host,
+        Options {
+            lv1_no_wait: true,
+            host_workers: 1,
+            ..opts()
+        },
+    )
+    .unwrap();
+    let lp = s.create_lp_stream(Level::Lv1).unwrap();
+    for _ in 0..2 {
+        lp.submit_delay(300 * MS).unwrap();
+    }
+    while lp.stats().unwrap().launched == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let info = lp.suspend().unwrap();
+    assert_eq!(info.mechanism, "lv1-stop");
+    // A drain would have waited for the 300 ms commands in flight; a stop leaves them running.
+    assert!(lp.stats().unwrap().in_flight > 0, "the launched command still runs");
+    lp.resume().unwrap();
+    lp.synchronize().unwrap();
+    assert!(lp.check().unwrap().ok());
+    s.close().unwrap();
+}
+
+#[test]
+fn no_lv3_sessions_refuse_lv3_and_default_to_lv1() {
+    let s = Session::open(DeviceSpec::Host, Options { no_lv3: true, ..opts() }).unwrap();
+    assert!(!s.has_lv3());
+    assert_eq!(s.create_lp_stream(Level::Lv3).unwrap_err().kind, ErrorKind::Unavailable);
+    assert_eq!(s.create_lp_stream(Level::Auto).unwrap().level(), Level::Lv1);
+    s.close().unwrap();
+}
+
+#[test]
+fn the_hp_stream_reports_its_records_and_checks_them() {
+    let s = Session::open(DeviceSpec::Host, opts()).unwrap();
+    let hp = s.hp_stream().unwrap();
+    for _ in 0..3 {
+        hp.submit_delay(MS).unwrap();
+    }
+    let recs = hp.wait(Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(recs.iter().map(|r| r.id).collect::<Vec<_>>(), [0, 1, 2]);
+    assert!(recs.iter().all(|r| r.correct && r.worker.is_some()));
+    hp.submit_delay(MS).unwrap();
+    let c = hp.check();
+    assert!(!c.finished && !c.ok(), "one command not waited for yet: {c:?}");
+    hp.synchronize().unwrap();
+    let c = hp.check();
+    assert!(c.ok() && c.exactly_once == 4, "{c:?}");
+    s.close().unwrap();
+}
+
+#[test]
+fn the_gpu_layer_without_a_gpu_says_no_device() {
+    if hip_rt::Hip::load().is_err() && std::env::var("PREEMPT_REQUIRE_HIP").is_err() {
+        eprintln!("SKIPPED the_gpu_layer_without_a_gpu_says_no_device: no HIP runtime here");
+        return;
+    }
+    match GpuDevice::open(0, KernelChoice::default()) {
+        Ok(g) => eprintln!("a GPU is here: {}", g.describe()),
+        Err(e) => assert_eq!(e.kind, ErrorKind::NoDevice, "{e}"),
+    }
+}
