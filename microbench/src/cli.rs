@@ -154,12 +154,15 @@ impl ValueEnum for Arrival {
 
 /// `--mechanism`: auto or one of lv3's mechanisms, listed from lv3's own identity.
 fn mechanism_parser() -> impl TypedValueParser<Value = MechanismChoice> {
-    let names = std::iter::once(PossibleValue::new("auto").help("the first usable of ioctl, dbg-trap, update-queue"))
-        .chain(
-            MechanismKind::AUTO_ORDER
-                .into_iter()
-                .map(|k| PossibleValue::new(k.name())),
-        );
+    let auto = format!(
+        "the first usable of {}",
+        MechanismKind::names_where(|_| true).join(", ")
+    );
+    let names = std::iter::once(PossibleValue::new("auto").help(auto)).chain(
+        MechanismKind::AUTO_ORDER
+            .into_iter()
+            .map(|k| PossibleValue::new(k.name())),
+    );
     PossibleValuesParser::new(names).try_map(|s| s.parse::<MechanismChoice>())
 }
 

@@ -65,6 +65,65 @@ impl MechanismKind {
     pub fn from_name(s: &str) -> Option<Self> {
         Self::AUTO_ORDER.into_iter().find(|k| k.name() == s)
     }
+
+    // What each mechanism is like, for callers outside this crate: they ask these instead of
+    // comparing kinds, so that a new mechanism is one more arm here (every match is exhaustive)
+    // and every caller and message follows. `names_where` builds the lists messages print.
+
+    /// Whether this process is in debug mode for as long as the mechanism exists (dbg-trap: its
+    /// setup enables DBG_TRAP on the process, its teardown disables it). Queue discovery then
+    /// reads GET_QUEUE_SNAPSHOT through that debug mode, knowing it is ours (not rocgdb's), instead
+    /// of opening a temporary self-debug session of its own.
+    pub const fn turns_debug_mode_on(self) -> bool {
+        match self {
+            MechanismKind::DbgTrap => true,
+            MechanismKind::Ioctl | MechanismKind::UpdateQueue => false,
+        }
+    }
+
+    /// Whether the mechanism passes the CP's wave-save grace period (`--grace`) to the kernel:
+    /// DBG_TRAP SUSPEND_QUEUES and the patched PREEMPT_QUEUES take one; UPDATE_QUEUE has no such
+    /// argument, so update-queue's unmap waits the device's own setting
+    /// (docs/kfd-facts.md#grace-period).
+    pub const fn sets_grace_period(self) -> bool {
+        match self {
+            MechanismKind::Ioctl | MechanismKind::DbgTrap => true,
+            MechanismKind::UpdateQueue => false,
+        }
+    }
+
+    /// Whether resuming re-sends the queue's ring address and size (and priority, percentage), so
+    /// a [`QueueTarget`] must carry the real ones: update-queue restores the queue with
+    /// UPDATE_QUEUE, which overwrites them (docs/kfd-facts.md#update_queue-disable-and-restore).
+    /// The others name the queue by id only and never send the ring fields to the kernel.
+    pub const fn restores_from_ring(self) -> bool {
+        match self {
+            MechanismKind::UpdateQueue => true,
+            MechanismKind::Ioctl | MechanismKind::DbgTrap => false,
+        }
+    }
+
+    /// Whether ROCr's asynchronous scratch reclaim can undo a suspend behind our back: on gfx94x
+    /// it toggles UPDATE_QUEUE 0 -> 100 on queues whose dispatches use scratch, which re-enables a
+    /// queue update-queue disabled (docs/kfd-facts.md#scratch-reclaim-undoes-update_queue).
+    /// dbg-trap's `is_suspended` and the patched ioctl's own flag survive it.
+    pub const fn undone_by_scratch_reclaim(self) -> bool {
+        match self {
+            MechanismKind::UpdateQueue => true,
+            MechanismKind::Ioctl | MechanismKind::DbgTrap => false,
+        }
+    }
+
+    /// The names of the mechanisms that have a property, in `auto` order, for messages that list
+    /// them (e.g. `names_where(MechanismKind::sets_grace_period)`): the list follows the
+    /// mechanisms instead of being typed into each message.
+    pub fn names_where(has: impl Fn(MechanismKind) -> bool) -> Vec<&'static str> {
+        Self::AUTO_ORDER
+            .into_iter()
+            .filter(|&k| has(k))
+            .map(MechanismKind::name)
+            .collect()
+    }
 }
 
 impl fmt::Display for MechanismKind {
@@ -344,5 +403,49 @@ pub trait Preempt: Send + Sync {
     /// Undoes the mechanism's process-wide setup (dbg-trap: debug mode). Idempotent.
     fn teardown(&self) -> Result<(), MechError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MechanismKind::{self, DbgTrap, Ioctl, UpdateQueue};
+
+    /// Each property is true for exactly these kinds, in `auto` order.
+    fn having(has: fn(MechanismKind) -> bool) -> Vec<MechanismKind> {
+        MechanismKind::AUTO_ORDER.into_iter().filter(|&k| has(k)).collect()
+    }
+
+    #[test]
+    fn only_dbg_trap_keeps_the_process_in_debug_mode() {
+        assert_eq!(having(MechanismKind::turns_debug_mode_on), [DbgTrap]);
+    }
+
+    #[test]
+    fn update_queue_alone_cannot_set_the_grace_period() {
+        // UPDATE_QUEUE has no grace argument; SUSPEND_QUEUES and PREEMPT_QUEUES have one.
+        assert_eq!(having(MechanismKind::sets_grace_period), [Ioctl, DbgTrap]);
+    }
+
+    #[test]
+    fn only_update_queue_needs_the_ring_to_restore() {
+        assert_eq!(having(MechanismKind::restores_from_ring), [UpdateQueue]);
+    }
+
+    #[test]
+    fn only_update_queue_is_undone_by_scratch_reclaim() {
+        assert_eq!(having(MechanismKind::undone_by_scratch_reclaim), [UpdateQueue]);
+    }
+
+    #[test]
+    fn names_where_lists_in_auto_order() {
+        assert_eq!(
+            MechanismKind::names_where(MechanismKind::sets_grace_period),
+            [Ioctl.name(), DbgTrap.name()]
+        );
+        assert_eq!(
+            MechanismKind::names_where(|_| true),
+            MechanismKind::AUTO_ORDER.map(MechanismKind::name)
+        );
+        assert!(MechanismKind::names_where(|_| false).is_empty());
     }
 }

@@ -87,8 +87,7 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
         k.launch_probe(s, Mem::Host(&stamps), 0)?;
         Ok(s.synchronize()?)
     };
-    let d =
-        discover::lp_stream_with_queue(&dev, first_use, kind == MechanismKind::DbgTrap).map_err(|e| e.to_string())?;
+    let d = discover::lp_stream_with_queue(&dev, first_use, kind.turns_debug_mode_on()).map_err(|e| e.to_string())?;
 
     // Our LP chain: enqueued at once, it outlasts both windows (Plan::lp_commands).
     let ticks = cal.ticks_for(plan.lp_t_ms);

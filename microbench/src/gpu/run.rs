@@ -167,10 +167,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         Level::Lv1 => None,
         Level::Lv3 => Some(build_mechanism(choice, p.grace, quiet)?),
     };
-    if preemptor
-        .as_ref()
-        .is_some_and(|m| m.kind() == MechanismKind::UpdateQueue)
-    {
+    if preemptor.as_ref().is_some_and(|m| m.kind().undone_by_scratch_reclaim()) {
         match scratch_reclaim_risk(
             k.lp_uses_scratch(),
             std::env::var("HSA_ENABLE_SCRATCH_ASYNC_RECLAIM").ok(),
@@ -201,7 +198,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
             (s, None)
         }
         Some(preemptor) => {
-            let d = discover::lp_stream_with_queue(&dev, first_use, preemptor.kind() == MechanismKind::DbgTrap)
+            let d = discover::lp_stream_with_queue(&dev, first_use, preemptor.kind().turns_debug_mode_on())
                 .map_err(|e| e.to_string())?;
             let t = d.target;
             note(

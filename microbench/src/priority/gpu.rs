@@ -22,7 +22,7 @@ use kfd::GracePeriod;
 use lv1::clock::{now_ns, sleep_until};
 use lv1::{Config, SuspendMode, XQueue};
 use lv3::MechanismChoice;
-use lv3::mechanism::{MechanismKind, Preemptor, QueueTarget};
+use lv3::mechanism::{Preemptor, QueueTarget};
 use serde_json::json;
 
 use super::policy::{Action, Event, HighestPriorityFirst, NoScheduling, Policy};
@@ -105,7 +105,7 @@ impl Gpu {
             match self.choice {
                 MechanismChoice::Only(k) => crate::env::gpu_grace(Some(k), self.grace),
                 // auto: the mode rows say which mechanism ran.
-                MechanismChoice::Auto => format!("{} for dbg-trap and ioctl; n/a for update-queue", self.grace),
+                MechanismChoice::Auto => crate::env::gpu_grace_auto(self.grace),
             },
         )
     }
@@ -228,7 +228,7 @@ pub fn run_mode(
     let lp = if mode.has_lp() {
         let (stream, target) = match &preemptor {
             Some(pre) => {
-                let d = discover::lp_stream_with_queue(dev, first_use, pre.kind() == MechanismKind::DbgTrap)
+                let d = discover::lp_stream_with_queue(dev, first_use, pre.kind().turns_debug_mode_on())
                     .map_err(|e| e.to_string())?;
                 (d.stream, Some(d.target))
             }
