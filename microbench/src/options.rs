@@ -236,7 +236,7 @@ pub struct Common {
     /// Seed of the random gaps between HP requests.
     pub seed: u64,
     pub mechanism: MechanismChoice,
-    /// `--grace`, if given: the CP's wave-save grace period for dbg-trap and ioctl.
+    /// `--grace`, if given: the CP's wave-save grace period for preempt-queues and dbg-trap.
     pub grace: Option<GracePeriod>,
     /// Host device: LP worker processes (`None`: cores - 1, at least 1).
     pub workers: Option<u32>,

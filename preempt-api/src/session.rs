@@ -226,7 +226,7 @@ impl Session {
 
     /// Binds an explicit KFD queue of this process (Lv3 only). Nothing is checked with the
     /// kernel here: a suspend of a queue that does not exist is refused by the kernel (INVALID
-    /// for ioctl and dbg-trap, EFAULT for update-queue).
+    /// for preempt-queues and dbg-trap, EFAULT for update-queue).
     pub fn bind_queue(&self, desc: QueueDesc) -> Result<Arc<LpStream>> {
         self.live()?;
         let Some(p) = &self.inner.preemptor else {
