@@ -90,7 +90,8 @@ fn sets(root: &SysRoot, kfd: &Kfd) -> Result<(Vec<ProcQueue>, Vec<QueueSnapshot>
 }
 
 /// Creates the LP stream and proves which KFD queue it got. `first_use` runs one small launch on
-/// the new stream and waits for it. `debug_is_ours`: the dbg-trap mechanism is set up already.
+/// the new stream and waits for it. `debug_is_ours`: a mechanism that keeps this process in
+/// debug mode ([`lv3::MechanismKind::turns_debug_mode_on`]) is set up already.
 pub fn lp_stream_with_queue<E: Into<Error>>(
     dev: &Device,
     first_use: impl Fn(&Stream) -> Result<(), E>,

@@ -1,6 +1,6 @@
 //! Lv3 preemption on AMD GPUs: CWSR suspend/resume of one KFD queue of this process.
 //!
-//! - [`mechanism`]: the three ways to ask the kernel (`ioctl` on the project's patched kernel,
+//! - [`mechanism`]: the three ways to ask the kernel (`preempt-queues` on the project's patched kernel,
 //!   `dbg-trap`, `update-queue`) behind one trait, identified by [`MechanismKind`]; the guard
 //!   that resumes a suspended queue on drop; the `--mechanism auto` chooser.
 //! - [`discovery`]: which KFD queue a freshly created stream got (pure: sysfs and snapshot sets

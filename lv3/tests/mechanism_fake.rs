@@ -701,7 +701,7 @@ fn auto_falls_back_when_dbg_trap_setup_fails_at_run_time() {
     let (m, skipped) = build_auto(&facts, || Ok(f.clone()), GracePeriod::Default).unwrap();
     assert_eq!(m.kind(), MechanismKind::UpdateQueue);
     assert_eq!(skipped.len(), 2, "{skipped:?}");
-    assert!(skipped[0].starts_with("ioctl: not usable"), "{skipped:?}");
+    assert!(skipped[0].starts_with("preempt-queues: not usable"), "{skipped:?}");
     assert!(
         skipped[1].starts_with("dbg-trap: setup failed") && skipped[1].contains("another debugger"),
         "{skipped:?}"

@@ -3,7 +3,7 @@
 //! - patched (`PREEMPT_EXPECT_PATCHED=1`): the probe finds the ioctls, and every argument check,
 //!   the per-queue statuses, concurrency and the fd's owner check answer as the patch says;
 //! - stock (`PREEMPT_REQUIRE_KFD=1`, no `PREEMPT_EXPECT_PATCHED`): every entry point answers ENOTTY
-//!   and the `ioctl` mechanism is absent.
+//!   and the `preempt-queues` mechanism is absent.
 //!
 //! With `PREEMPT_EXPECT_DKMS=1` (ROCm's amdgpu-dkms, `scripts/qemu/run-guest-tests-dkms.sh`)
 //! numbers outside the driver's table answer EINVAL instead of ENOTTY, the probe included.
@@ -12,7 +12,7 @@
 //! runs; without /dev/kfd every test says SKIPPED. The guest has no GPU, so no queue exists:
 //! every real id is INVALID there, which is what the status checks rely on.
 use kfd::{GracePeriod, Kfd, KfdOps, Op, PREEMPT_FLAG_GRACE_PERIOD, QueueState};
-use lv3::mechanism::{self, MechError, MechanismKind, Preempt, PreemptIoctl, Preemptor, QueueTarget};
+use lv3::mechanism::{self, MechError, MechanismKind, Preempt, PreemptQueues, Preemptor, QueueTarget};
 use nix::errno::Errno;
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
@@ -60,7 +60,7 @@ fn probe_finds_the_ioctl_only_on_the_patched_kernel() {
         return;
     };
     let has = patched(&kfd);
-    let avail = mechanism::ioctl::availability();
+    let avail = mechanism::preempt_queues::availability();
     assert_eq!(avail.available, has, "{avail:?}");
     assert_eq!(
         kfd.probe_nr(0x40).unwrap(),
@@ -113,19 +113,19 @@ fn stock_kernel_answers_enotty_and_the_mechanism_is_absent() {
     assert_eq!((e.op, e.errno), (Op::ResumeQueues, Errno::ENOTTY));
     eprintln!("observed: RESUME_QUEUES on stock -> {}", e.errno);
 
-    let e = PreemptIoctl::new(Kfd::open().unwrap(), GracePeriod::Default).unwrap_err();
+    let e = PreemptQueues::new(Kfd::open().unwrap(), GracePeriod::Default).unwrap_err();
     assert!(
-        matches!(&e, MechError::Unavailable { mechanism: MechanismKind::Ioctl, why } if why.starts_with("ENOTTY")),
+        matches!(&e, MechError::Unavailable { mechanism: MechanismKind::PreemptQueues, why } if why.starts_with("ENOTTY")),
         "{e}"
     );
-    let e = mechanism::build(MechanismKind::Ioctl, Kfd::open().unwrap(), GracePeriod::Default)
+    let e = mechanism::build(MechanismKind::PreemptQueues, Kfd::open().unwrap(), GracePeriod::Default)
         .err()
-        .expect("no ioctl mechanism on stock");
-    eprintln!("observed: ioctl mechanism on stock -> {e}");
+        .expect("no preempt-queues mechanism on stock");
+    eprintln!("observed: preempt-queues mechanism on stock -> {e}");
     let facts = mechanism::ProbeFacts::gather(&kfd::sysfs::SysRoot::default());
     assert_eq!(facts.patched_ioctl, Some(false));
     let v = mechanism::probe_order(&facts);
-    assert_eq!(v[0].kind, MechanismKind::Ioctl);
+    assert_eq!(v[0].kind, MechanismKind::PreemptQueues);
     assert!(!v[0].usable(), "{}", v[0]);
     // A forked child is refused before the owner check: the number is unknown.
     assert_eq!(kfd.preempt_errno_in_forked_child().unwrap(), Some(Errno::ENOTTY));
@@ -295,8 +295,8 @@ fn mechanism_refuses_a_ghost_queue() {
         eprintln!("SKIPPED mechanism_refuses_a_ghost_queue: stock kernel");
         return;
     }
-    let mech = PreemptIoctl::new(kfd, GracePeriod::Clocks1k(1)).unwrap();
-    assert_eq!((mech.kind(), mech.abi_version()), (MechanismKind::Ioctl, 1));
+    let mech = PreemptQueues::new(kfd, GracePeriod::Clocks1k(1)).unwrap();
+    assert_eq!((mech.kind(), mech.abi_version()), (MechanismKind::PreemptQueues, 1));
     let p = Preemptor::new(mech);
     let e = p.suspend(&GHOST).unwrap_err();
     assert_eq!(
@@ -313,7 +313,7 @@ fn mechanism_refuses_a_ghost_queue() {
         "{e}"
     );
     assert!(!p.is_suspended(&GHOST));
-    eprintln!("observed: ioctl mechanism suspend of queue 0xdead -> {e}");
+    eprintln!("observed: preempt-queues mechanism suspend of queue 0xdead -> {e}");
     let e = p.mechanism().resume(&GHOST).unwrap_err();
     assert!(
         matches!(
@@ -326,8 +326,8 @@ fn mechanism_refuses_a_ghost_queue() {
         ),
         "{e}"
     );
-    let built = mechanism::build(MechanismKind::Ioctl, Kfd::open().unwrap(), GracePeriod::Default).unwrap();
-    assert_eq!(built.kind(), MechanismKind::Ioctl);
+    let built = mechanism::build(MechanismKind::PreemptQueues, Kfd::open().unwrap(), GracePeriod::Default).unwrap();
+    assert_eq!(built.kind(), MechanismKind::PreemptQueues);
     let facts = mechanism::ProbeFacts::gather(&kfd::sysfs::SysRoot::default());
     assert_eq!(facts.patched_ioctl, Some(true));
 }

@@ -154,11 +154,22 @@ impl ValueEnum for Arrival {
 
 /// `--mechanism`: auto or one of lv3's mechanisms, listed from lv3's own identity.
 fn mechanism_parser() -> impl TypedValueParser<Value = MechanismChoice> {
-    let names = std::iter::once(PossibleValue::new("auto").help("the first usable of ioctl, dbg-trap, update-queue"))
+    let auto = format!(
+        "the first usable of {}",
+        MechanismKind::names_where(|_| true).join(", ")
+    );
+    let names = std::iter::once(PossibleValue::new("auto").help(auto))
         .chain(
             MechanismKind::AUTO_ORDER
                 .into_iter()
                 .map(|k| PossibleValue::new(k.name())),
+        )
+        // Old names get past clap's list (hidden from help) so that lv3's parse refuses them
+        // with one line naming the new name, instead of clap's bare "invalid value".
+        .chain(
+            MechanismKind::RENAMED
+                .into_iter()
+                .map(|(old, _)| PossibleValue::new(old).hide(true)),
         );
     PossibleValuesParser::new(names).try_map(|s| s.parse::<MechanismChoice>())
 }
@@ -199,15 +210,17 @@ pub struct CommonArgs {
     /// Seed of the random gaps between HP requests (same seed, same gaps).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Lv3 mechanism on a GPU: auto (first usable of ioctl, dbg-trap, update-queue), ioctl
-    /// (patched kernel), dbg-trap (self-debug SUSPEND_QUEUES), update-queue (UPDATE_QUEUE to
-    /// inactive and back). The host device has one mechanism (SIGSTOP) and takes only auto.
+    /// Lv3 mechanism on a GPU: auto (first usable of preempt-queues, dbg-trap, update-queue),
+    /// preempt-queues (the patched kernel's PREEMPT_QUEUES; formerly `ioctl`), dbg-trap (self-debug
+    /// SUSPEND_QUEUES), update-queue (UPDATE_QUEUE to inactive and back). The host device has one
+    /// mechanism (SIGSTOP) and takes only auto.
     #[arg(long, default_value = "auto", value_parser = mechanism_parser())]
     pub mechanism: MechanismChoice,
     /// Lv3 on a GPU: how long the CP lets waves run before it saves them, in units of ~1K GPU
     /// clocks (0-255; the kernel makes 0 into 1), or `default` (the firmware's). Default 1, as
     /// ROCdbgapi: a spinning kernel never reaches a natural break, so the firmware default is
-    /// always waited out in full. Applies to dbg-trap and ioctl; update-queue cannot set it.
+    /// always waited out in full. Applies to preempt-queues and dbg-trap; update-queue cannot set
+    /// it.
     #[arg(long, value_name = "N|default", value_parser = str::parse::<GracePeriod>)]
     pub grace: Option<GracePeriod>,
     /// Host device: LP worker processes ("compute units"). Default: cores - 1, at least 1.

@@ -93,9 +93,46 @@ pub fn host(mechanism: &str) -> Environment {
 pub fn gpu_grace(mechanism: Option<lv3::MechanismKind>, asked: kfd::GracePeriod) -> String {
     match mechanism {
         None => "n/a (Lv1: nothing is preempted)".into(),
-        Some(lv3::MechanismKind::UpdateQueue) => {
-            "n/a (update-queue cannot set it: the device's own setting applies)".into()
-        }
+        Some(k) if !k.sets_grace_period() => format!("n/a ({k} cannot set it: the device's own setting applies)"),
         Some(_) => asked.to_string(),
+    }
+}
+
+/// [`gpu_grace`] before `auto` has chosen (the rows say which mechanism ran): what applies to
+/// each mechanism, the lists built from lv3's own answer.
+pub fn gpu_grace_auto(asked: kfd::GracePeriod) -> String {
+    use lv3::MechanismKind;
+    format!(
+        "{asked} for {}; n/a for {}",
+        MechanismKind::names_where(MechanismKind::sets_grace_period).join(" and "),
+        MechanismKind::names_where(|k| !k.sets_grace_period()).join(" and ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kfd::GracePeriod;
+    use lv3::MechanismKind;
+
+    #[test]
+    fn the_grace_period_is_what_the_mechanism_applied() {
+        let asked = GracePeriod::Clocks1k(1);
+        assert_eq!(gpu_grace(None, asked), "n/a (Lv1: nothing is preempted)");
+        for k in MechanismKind::AUTO_ORDER {
+            let g = gpu_grace(Some(k), asked);
+            if k.sets_grace_period() {
+                assert_eq!(g, asked.to_string());
+            } else {
+                assert!(g.starts_with(&format!("n/a ({k} cannot set it")), "{g}");
+            }
+        }
+        // Before auto chose, every mechanism is named once, on its side.
+        let auto = gpu_grace_auto(asked);
+        let (applies, na) = auto.split_once("; n/a for ").unwrap();
+        for k in MechanismKind::AUTO_ORDER {
+            let side = if k.sets_grace_period() { applies } else { na };
+            assert!(side.contains(k.name()), "{k}: {auto}");
+        }
     }
 }

@@ -236,7 +236,7 @@ pub struct Common {
     /// Seed of the random gaps between HP requests.
     pub seed: u64,
     pub mechanism: MechanismChoice,
-    /// `--grace`, if given: the CP's wave-save grace period for dbg-trap and ioctl.
+    /// `--grace`, if given: the CP's wave-save grace period for preempt-queues and dbg-trap.
     pub grace: Option<GracePeriod>,
     /// Host device: LP worker processes (`None`: cores - 1, at least 1).
     pub workers: Option<u32>,
@@ -256,13 +256,17 @@ impl Common {
         if let Some(g) = self.grace {
             if self.device == DeviceSpec::Host {
                 return Err(format!(
-                    "--grace {g} applies to Lv3 on an AMD GPU (dbg-trap, ioctl); the host device's SIGSTOP has no grace period"
+                    "--grace {g} applies to Lv3 on an AMD GPU ({}); the host device's SIGSTOP has no grace period",
+                    MechanismKind::names_where(MechanismKind::sets_grace_period).join(", ")
                 ));
             }
-            if self.mechanism == MechanismChoice::Only(MechanismKind::UpdateQueue) {
+            if let MechanismChoice::Only(k) = self.mechanism
+                && !k.sets_grace_period()
+            {
                 return Err(format!(
-                    "--grace {g}: update-queue cannot set a grace period (UPDATE_QUEUE has no such argument; the \
-                     device's setting applies): drop --grace or use --mechanism dbg-trap|ioctl"
+                    "--grace {g}: {k} cannot set a grace period (its ioctl has no such argument; the device's setting \
+                     applies): drop --grace or use --mechanism {}",
+                    MechanismKind::names_where(MechanismKind::sets_grace_period).join("|")
                 ));
             }
         }

@@ -34,6 +34,10 @@ fn bad_input_is_exit_2_with_a_clear_reason() {
         (&["--level", "2"], "invalid value '2'"),
         (&["--out", "/nonexistent-dir/x.json", "--samples", "1"], "cannot write"),
         (&["--device", "host", "--mechanism", "dbg-trap"], "needs an AMD GPU"),
+        (
+            &["--mechanism", "ioctl"],
+            "unknown mechanism \"ioctl\": renamed preempt-queues; expected auto, preempt-queues, dbg-trap or update-queue",
+        ),
         (&["--device", "host", "--grace", "4"], "SIGSTOP has no grace period"),
         (
             &["--device", "hip:0", "--mechanism", "update-queue", "--grace", "4"],

@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// The mechanism a session suspends with, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MechanismInfo {
-    /// `ioctl`, `dbg-trap` or `update-queue` on a GPU or `kfd` session; `sigstop` on the host
+    /// `preempt-queues`, `dbg-trap` or `update-queue` on a GPU or `kfd` session; `sigstop` on the host
     /// device; `None` where no Lv3 mechanism works (streams then default to Lv1).
     pub name: Option<String>,
     /// What was asked (`auto` or a mechanism name).

@@ -88,7 +88,8 @@ impl fmt::Display for Level {
     }
 }
 
-/// Parses a mechanism name (`auto`, `ioctl`, `dbg-trap`, `update-queue`) into the API's error.
+/// Parses a mechanism name (`auto`, `preempt-queues`, `dbg-trap`, `update-queue`) into the API's
+/// error; an old name (`ioctl`) is refused with its new one.
 pub fn parse_mechanism(s: &str) -> Result<MechanismChoice> {
     s.parse()
         .map_err(|e: lv3::mechanism::UnknownMechanism| Error::invalid(e.to_string()))
@@ -164,6 +165,9 @@ mod tests {
                 .message
                 .contains("expected auto")
         );
+        let e = parse_mechanism("ioctl").unwrap_err();
+        assert_eq!(e.kind, crate::ErrorKind::InvalidArgument);
+        assert!(e.message.contains("renamed preempt-queues"), "{}", e.message);
         assert_eq!(grace_from_units(0).unwrap(), GracePeriod::Default);
         assert_eq!(grace_from_units(4).unwrap(), GracePeriod::Clocks1k(4));
         assert!(grace_from_units(256).is_err());

@@ -10,7 +10,7 @@ use host_device::WorkerExe;
 use hpf::Priority;
 use kfd::{Kfd, KfdOps};
 use lv3::MechanismChoice;
-use lv3::mechanism::{MechanismKind, Preemptor, QueueTarget};
+use lv3::mechanism::{Preemptor, QueueTarget};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -249,7 +249,7 @@ impl Session {
 
     /// Binds an explicit KFD queue of this process (Lv3 only). Nothing is checked with the
     /// kernel here: a suspend of a queue that does not exist is refused by the kernel (INVALID
-    /// for ioctl and dbg-trap, EFAULT for update-queue).
+    /// for preempt-queues and dbg-trap, EFAULT for update-queue).
     pub fn bind_queue(&self, desc: QueueDesc) -> Result<Arc<LpStream>> {
         self.live()?;
         let Some(p) = &self.inner.preemptor else {
@@ -277,14 +277,15 @@ impl Session {
                 .and_then(|all| all.into_iter().find(|s| s.queue_id == desc.queue_id));
             match snap {
                 Some(s) => target = QueueTarget::from_snapshot(&s, priority),
-                None if p.kind() == MechanismKind::UpdateQueue => {
+                None if p.kind().restores_from_ring() => {
                     return Err(Error::invalid(format!(
-                        "queue {}: update-queue restores the queue from its ring address and size, which were not \
+                        "queue {}: {} restores the queue from its ring address and size, which were not \
                          given and are not in GET_QUEUE_SNAPSHOT (debugging is off, or no such queue)",
-                        desc.queue_id
+                        desc.queue_id,
+                        p.kind()
                     )));
                 }
-                // ioctl and dbg-trap name the queue by id only; the ring fields are placeholders
+                // The others name the queue by id only; the ring fields are placeholders
                 // that pass the target check and are never sent to the kernel.
                 None => {
                     target.ring_base_address = QueueTarget::NONEXISTENT.ring_base_address;

@@ -34,7 +34,7 @@ enum Held {
 pub struct SuspendInfo {
     /// Lv1 or Lv3.
     pub level: Level,
-    /// `sigstop`, `ioctl`, `dbg-trap`, `update-queue`, or `lv1-drain`.
+    /// `sigstop`, `preempt-queues`, `dbg-trap`, `update-queue`, or `lv1-drain`.
     pub mechanism: String,
     /// Wall time of the suspend call, ns.
     pub latency_ns: u64,

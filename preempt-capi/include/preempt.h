@@ -41,9 +41,10 @@
  * figures are host figures). "hip:N": HIP device N; an Lv3 stream is a HIP stream with a
  * hardware queue of its own, whose KFD queue is found when the stream is created. "kfd": only
  * /dev/kfd, no HIP: bind explicit KFD queue ids (preempt_queue_bind). "auto": hip:0 where it can
- * run, else host. Mechanisms (Lv3 on hip:N and kfd): "auto" (the first usable of ioctl, dbg-trap,
- * update-queue: see preempt_session_mechanism for which and why), "ioctl" (the project's patched
- * kernel), "dbg-trap", "update-queue".
+ * run, else host. Mechanisms (Lv3 on hip:N and kfd): "auto" (the first usable of preempt-queues,
+ * dbg-trap, update-queue: see preempt_session_mechanism for which and why), "preempt-queues" (the
+ * project's patched kernel's PREEMPT_QUEUES; "ioctl" before, now refused with its new name),
+ * "dbg-trap", "update-queue".
  */
 
 
@@ -112,11 +113,12 @@ typedef struct preempt_options {
   // Nonzero: build the asked mechanism even where the facts gathered say it cannot work
   // (tests on a GPU-less kernel); its setup can still fail.
   uint32_t force;
-  // `"auto"` (also NULL), `"ioctl"`, `"dbg-trap"` or `"update-queue"`; the host device
-  // accepts only `"auto"` (its Lv3 is SIGSTOP/SIGCONT).
+  // `"auto"` (also NULL), `"preempt-queues"`, `"dbg-trap"` or `"update-queue"`; the host
+  // device accepts only `"auto"` (its Lv3 is SIGSTOP/SIGCONT). The old name `"ioctl"` is
+  // refused (INVALID_ARGUMENT, naming `"preempt-queues"`).
   const char *mechanism;
-  // The grace period of ioctl and dbg-trap suspends: 0 = the firmware's default, 1..255 =
-  // that many units of about 1K GPU clocks (update-queue has none).
+  // The grace period of preempt-queues and dbg-trap suspends: 0 = the firmware's default,
+  // 1..255 = that many units of about 1K GPU clocks (update-queue has none).
   uint32_t grace_period;
   // Worker processes per host low-priority stream; 0 = every core but one (at least 1).
   uint32_t host_workers;
@@ -201,7 +203,7 @@ int preempt_session_open(const char *device,
 // None beyond the handle rules of the header (call it once no other thread uses the session).
 int preempt_session_close(preempt_session_t session);
 
-// The Lv3 mechanism of the session and why: `name` gets `"ioctl"`, `"dbg-trap"`,
+// The Lv3 mechanism of the session and why: `name` gets `"preempt-queues"`, `"dbg-trap"`,
 // `"update-queue"`, `"sigstop"` (host device) or `"none"`; `why` one line. Both are truncated
 // to their buffer's size (always NUL-terminated); either buffer may be NULL.
 //
@@ -232,8 +234,8 @@ int preempt_stream_create(preempt_session_t session, int level, preempt_stream_t
 
 // Binds an explicit KFD queue of this process as an Lv3 stream of the session (`"kfd"` and
 // `"hip:N"` sessions). The kernel is not asked here: a suspend of a queue that does not exist
-// fails with `PREEMPT_ERR_QUEUE_REFUSED` (ioctl, dbg-trap: INVALID) or `PREEMPT_ERR_KFD`
-// (update-queue: EFAULT).
+// fails with `PREEMPT_ERR_QUEUE_REFUSED` (preempt-queues, dbg-trap: INVALID) or
+// `PREEMPT_ERR_KFD` (update-queue: EFAULT).
 //
 // # Safety
 // `desc` is valid for reading a `preempt_queue_desc`; `out` for writing a `preempt_stream_t`.

@@ -124,11 +124,12 @@ pub struct preempt_options {
     /// Nonzero: build the asked mechanism even where the facts gathered say it cannot work
     /// (tests on a GPU-less kernel); its setup can still fail.
     pub force: u32,
-    /// `"auto"` (also NULL), `"ioctl"`, `"dbg-trap"` or `"update-queue"`; the host device
-    /// accepts only `"auto"` (its Lv3 is SIGSTOP/SIGCONT).
+    /// `"auto"` (also NULL), `"preempt-queues"`, `"dbg-trap"` or `"update-queue"`; the host
+    /// device accepts only `"auto"` (its Lv3 is SIGSTOP/SIGCONT). The old name `"ioctl"` is
+    /// refused (INVALID_ARGUMENT, naming `"preempt-queues"`).
     pub mechanism: *const c_char,
-    /// The grace period of ioctl and dbg-trap suspends: 0 = the firmware's default, 1..255 =
-    /// that many units of about 1K GPU clocks (update-queue has none).
+    /// The grace period of preempt-queues and dbg-trap suspends: 0 = the firmware's default,
+    /// 1..255 = that many units of about 1K GPU clocks (update-queue has none).
     pub grace_period: u32,
     /// Worker processes per host low-priority stream; 0 = every core but one (at least 1).
     pub host_workers: u32,

@@ -56,6 +56,8 @@ def test_errors_are_typed_and_carry_errno_and_meaning(session):
         pk.Session("host", mechanism="sigstop")
     with pytest.raises(pk.InvalidArgument, match="SIGSTOP"):
         pk.Session("host", mechanism="dbg-trap")
+    with pytest.raises(pk.InvalidArgument, match='"ioctl": renamed preempt-queues'):
+        pk.Session("host", mechanism="ioctl")
     with pytest.raises(pk.InvalidArgument):
         session.low_priority_stream(level="lv2")
     lp = session.low_priority_stream()
@@ -77,7 +79,7 @@ def test_errors_are_typed_and_carry_errno_and_meaning(session):
 
 @pytest.mark.skipif(HAVE_KFD, reason="checks the answers of a machine without /dev/kfd")
 def test_without_kfd_every_kfd_session_is_nokfd_with_enoent():
-    for mech in ("auto", "ioctl", "dbg-trap", "update-queue"):
+    for mech in ("auto", "preempt-queues", "dbg-trap", "update-queue"):
         with pytest.raises(pk.NoKfd) as e:
             pk.Session("kfd", mechanism=mech, force=True)
         assert e.value.errno_name == "ENOENT"
@@ -91,7 +93,7 @@ def test_without_kfd_every_kfd_session_is_nokfd_with_enoent():
 def test_probe_names_kfd_and_every_mechanism():
     lines = pk.probe()
     assert lines[0].startswith("kfd:")
-    assert [line.split(":")[0] for line in lines[1:]] == ["ioctl", "dbg-trap", "update-queue"]
+    assert [line.split(":")[0] for line in lines[1:]] == ["preempt-queues", "dbg-trap", "update-queue"]
 
 
 def test_lv3_on_the_host_stops_the_workers_and_loses_nothing(session):

@@ -1,17 +1,17 @@
 //! `--mechanism auto`: which mechanism to use here, and why not the others.
 //!
-//! The order is the robustness order: `ioctl` (a patched kernel: one queue, a flag nothing else
+//! The order is the robustness order: `preempt-queues` (a patched kernel: one queue, a flag nothing else
 //! undoes), then `dbg-trap` (`is_suspended`, which ROCr's scratch reclaim cannot undo), then
 //! `update-queue` (works everywhere, but ROCr's scratch reclaim may re-enable the queue behind
-//! our back when its kernels use scratch, and an application's LP kernels are arbitrary). `ioctl`
-//! is usable only where the kernel answers its probe (`Kfd::has_preempt_ioctl`): every stock
-//! kernel says ENOTTY.
+//! our back when its kernels use scratch, and an application's LP kernels are arbitrary).
+//! `preempt-queues` is usable only where the kernel answers its probe (`Kfd::has_preempt_ioctl`):
+//! every stock kernel says ENOTTY.
 //!
 //! [`probe_order`] is pure (facts in, verdicts out) so every rule has a unit test; the facts are
 //! gathered once by [`ProbeFacts::gather`]. Facts cannot see everything: dbg-trap's setup can
 //! still fail at run time (EALREADY when rocgdb debugs the process), so [`build_auto`] falls
 //! back to the next usable mechanism and reports why.
-use super::{DbgTrap, MechError, MechanismKind, Preempt, PreemptIoctl, UpdateQueue};
+use super::{DbgTrap, MechError, MechanismKind, Preempt, PreemptQueues, UpdateQueue};
 use kfd::sysfs::{self, AmdgpuParams, SysRoot};
 use kfd::{GracePeriod, Kfd, KfdError, KfdOps, KfdVersion};
 use std::fmt;
@@ -105,7 +105,7 @@ fn why_not(kind: MechanismKind, f: &ProbeFacts) -> Option<String> {
         return Some(w);
     }
     match kind {
-        MechanismKind::Ioctl => match f.patched_ioctl {
+        MechanismKind::PreemptQueues => match f.patched_ioctl {
             Some(true) => None,
             Some(false) => Some("needs the project's patched kernel (patches/): this kernel answers ENOTTY".into()),
             None => Some("needs the project's patched kernel (patches/); not probed".into()),
@@ -155,7 +155,7 @@ pub fn build<K: KfdOps + Send + Sync + 'static>(
     grace: GracePeriod,
 ) -> Result<Arc<dyn Preempt>, MechError> {
     Ok(match kind {
-        MechanismKind::Ioctl => Arc::new(PreemptIoctl::new(kfd, grace)?),
+        MechanismKind::PreemptQueues => Arc::new(PreemptQueues::new(kfd, grace)?),
         MechanismKind::DbgTrap => Arc::new(DbgTrap::setup(kfd, grace)?),
         MechanismKind::UpdateQueue => Arc::new(UpdateQueue::new(kfd)),
     })
@@ -206,13 +206,13 @@ mod tests {
     }
 
     #[test]
-    fn a_stock_mi300_picks_dbg_trap_and_says_why_not_ioctl() {
+    fn a_stock_mi300_picks_dbg_trap_and_says_why_not_preempt_queues() {
         assert_eq!(choose(&mi300()), Ok(MechanismKind::DbgTrap));
         let v = probe_order(&mi300());
         assert_eq!(v.iter().map(|v| v.kind).collect::<Vec<_>>(), MechanismKind::AUTO_ORDER);
         assert!(
             v[0].to_string()
-                .starts_with("ioctl: not usable: needs the project's patched kernel"),
+                .starts_with("preempt-queues: not usable: needs the project's patched kernel"),
             "{}",
             v[0]
         );
@@ -221,20 +221,20 @@ mod tests {
     }
 
     #[test]
-    fn a_patched_kernel_picks_ioctl_even_where_dbg_trap_cannot() {
+    fn a_patched_kernel_picks_preempt_queues_even_where_dbg_trap_cannot() {
         let patched = ProbeFacts {
             patched_ioctl: Some(true),
             ..mi300()
         };
-        assert_eq!(choose(&patched), Ok(MechanismKind::Ioctl));
-        assert_eq!(probe_order(&patched)[0].to_string(), "ioctl: usable");
+        assert_eq!(choose(&patched), Ok(MechanismKind::PreemptQueues));
+        assert_eq!(probe_order(&patched)[0].to_string(), "preempt-queues: usable");
         // No HWS and no debug firmware: the ioctl still works (per-queue dequeue), dbg-trap not.
         let nohws = ProbeFacts {
             sched_policy: Some(2),
             trap_debug_firmware: false,
             ..patched.clone()
         };
-        assert_eq!(choose(&nohws), Ok(MechanismKind::Ioctl));
+        assert_eq!(choose(&nohws), Ok(MechanismKind::PreemptQueues));
         let stock = ProbeFacts {
             patched_ioctl: Some(false),
             ..mi300()
@@ -311,7 +311,8 @@ mod tests {
         assert_eq!(MechanismChoice::Auto.to_string(), "auto");
         let e = "sigstop".parse::<MechanismChoice>().unwrap_err();
         assert!(
-            e.to_string().contains("expected auto, ioctl, dbg-trap or update-queue"),
+            e.to_string()
+                .contains("expected auto, preempt-queues, dbg-trap or update-queue"),
             "{e}"
         );
     }

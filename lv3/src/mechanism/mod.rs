@@ -21,13 +21,13 @@
 pub mod choose;
 mod dbg_trap;
 mod guard;
-pub mod ioctl;
+pub mod preempt_queues;
 mod update_queue;
 
 pub use choose::{Built, ProbeFacts, Verdict, build, build_auto, choose, probe_order};
 pub use dbg_trap::DbgTrap;
 pub use guard::{Preemptor, RetryPolicy, SuspendedQueue};
-pub use ioctl::{IoctlAvailability, PreemptIoctl};
+pub use preempt_queues::{IoctlAvailability, PreemptQueues};
 pub use update_queue::UpdateQueue;
 
 use kfd::{DbgOp, KfdError, Op, QueueId, QueueSnapshot, QueueState, SessionError};
@@ -37,33 +37,109 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// Which Lv3 mechanism: the one identity the CLI (`--mechanism`), doctor, validate and every
-/// JSON output use. `Display`/`FromStr` speak the CLI names (`ioctl`, `dbg-trap`,
-/// `update-queue`).
+/// JSON output use. `Display`/`FromStr` speak the CLI names (`preempt-queues`, `dbg-trap`,
+/// `update-queue`), each named after the ioctl it preempts with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MechanismKind {
     /// The patched-kernel ioctl (AMDKFD_IOC_PREEMPT_QUEUES, `patches/`): usable only where the
-    /// kernel answers the probe ([`PreemptIoctl::new`]); every stock kernel says ENOTTY.
-    Ioctl,
+    /// kernel answers the probe ([`PreemptQueues::new`]); every stock kernel says ENOTTY. Called
+    /// `ioctl` until it was named after its ioctl as the others are ([`MechanismKind::RENAMED`]).
+    PreemptQueues,
+    /// DBG_TRAP SUSPEND_QUEUES / RESUME_QUEUES on this process itself ([`DbgTrap`]).
     DbgTrap,
+    /// AMDKFD_IOC_UPDATE_QUEUE to an inactive queue and back ([`UpdateQueue`]).
     UpdateQueue,
 }
 
 impl MechanismKind {
     /// The `--mechanism auto` order: the most robust first (see [`mod@choose`]).
-    pub const AUTO_ORDER: [MechanismKind; 3] =
-        [MechanismKind::Ioctl, MechanismKind::DbgTrap, MechanismKind::UpdateQueue];
+    pub const AUTO_ORDER: [MechanismKind; 3] = [
+        MechanismKind::PreemptQueues,
+        MechanismKind::DbgTrap,
+        MechanismKind::UpdateQueue,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
-            MechanismKind::Ioctl => "ioctl",
+            MechanismKind::PreemptQueues => "preempt-queues",
             MechanismKind::DbgTrap => "dbg-trap",
             MechanismKind::UpdateQueue => "update-queue",
         }
     }
 
-    /// Parses a CLI name; `None` for anything else (including `auto`: see [`MechanismChoice`]).
+    /// Names mechanisms were once called by, with what they are called now. An old name is
+    /// refused as input, with an error that names the new one ([`UnknownMechanism`]), rather than
+    /// accepted: every output then carries one name per mechanism.
+    pub const RENAMED: [(&'static str, MechanismKind); 1] = [("ioctl", MechanismKind::PreemptQueues)];
+
+    /// What an old name ([`MechanismKind::RENAMED`]) is called now.
+    pub fn renamed(old: &str) -> Option<Self> {
+        Self::RENAMED.into_iter().find(|(o, _)| *o == old).map(|(_, k)| k)
+    }
+
+    /// Parses a CLI name; `None` for anything else (including `auto`: see [`MechanismChoice`], and
+    /// an old name: see [`MechanismKind::RENAMED`]).
     pub fn from_name(s: &str) -> Option<Self> {
         Self::AUTO_ORDER.into_iter().find(|k| k.name() == s)
+    }
+
+    // What each mechanism is like, for callers outside this crate: they ask these instead of
+    // comparing kinds, so that a new mechanism is one more arm here (every match is exhaustive)
+    // and every caller and message follows. `names_where` builds the lists messages print.
+
+    /// Whether this process is in debug mode for as long as the mechanism exists (dbg-trap: its
+    /// setup enables DBG_TRAP on the process, its teardown disables it). Queue discovery then
+    /// reads GET_QUEUE_SNAPSHOT through that debug mode, knowing it is ours (not rocgdb's), instead
+    /// of opening a temporary self-debug session of its own.
+    pub const fn turns_debug_mode_on(self) -> bool {
+        match self {
+            MechanismKind::DbgTrap => true,
+            MechanismKind::PreemptQueues | MechanismKind::UpdateQueue => false,
+        }
+    }
+
+    /// Whether the mechanism passes the CP's wave-save grace period (`--grace`) to the kernel:
+    /// DBG_TRAP SUSPEND_QUEUES and the patched PREEMPT_QUEUES take one; UPDATE_QUEUE has no such
+    /// argument, so update-queue's unmap waits the device's own setting
+    /// (docs/kfd-facts.md#grace-period).
+    pub const fn sets_grace_period(self) -> bool {
+        match self {
+            MechanismKind::PreemptQueues | MechanismKind::DbgTrap => true,
+            MechanismKind::UpdateQueue => false,
+        }
+    }
+
+    /// Whether resuming re-sends the queue's ring address and size (and priority, percentage), so
+    /// a [`QueueTarget`] must carry the real ones: update-queue restores the queue with
+    /// UPDATE_QUEUE, which overwrites them (docs/kfd-facts.md#update_queue-disable-and-restore).
+    /// The others name the queue by id only and never send the ring fields to the kernel.
+    pub const fn restores_from_ring(self) -> bool {
+        match self {
+            MechanismKind::UpdateQueue => true,
+            MechanismKind::PreemptQueues | MechanismKind::DbgTrap => false,
+        }
+    }
+
+    /// Whether ROCr's asynchronous scratch reclaim can undo a suspend behind our back: on gfx94x
+    /// it toggles UPDATE_QUEUE 0 -> 100 on queues whose dispatches use scratch, which re-enables a
+    /// queue update-queue disabled (docs/kfd-facts.md#scratch-reclaim-undoes-update_queue).
+    /// dbg-trap's `is_suspended` and the patched ioctl's own flag survive it.
+    pub const fn undone_by_scratch_reclaim(self) -> bool {
+        match self {
+            MechanismKind::UpdateQueue => true,
+            MechanismKind::PreemptQueues | MechanismKind::DbgTrap => false,
+        }
+    }
+
+    /// The names of the mechanisms that have a property, in `auto` order, for messages that list
+    /// them (e.g. `names_where(MechanismKind::sets_grace_period)`): the list follows the
+    /// mechanisms instead of being typed into each message.
+    pub fn names_where(has: impl Fn(MechanismKind) -> bool) -> Vec<&'static str> {
+        Self::AUTO_ORDER
+            .into_iter()
+            .filter(|&k| has(k))
+            .map(MechanismKind::name)
+            .collect()
     }
 }
 
@@ -73,17 +149,24 @@ impl fmt::Display for MechanismKind {
     }
 }
 
-/// An unknown mechanism name; `Display` lists the accepted ones.
+/// An unknown mechanism name; `Display` is one line listing the accepted ones (from
+/// [`MechanismKind::AUTO_ORDER`]) and, for an old name, what it was renamed to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownMechanism(pub String);
 
 impl fmt::Display for UnknownMechanism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown mechanism {:?}: expected auto, ioctl, dbg-trap or update-queue",
-            self.0
-        )
+        let names: Vec<&str> = std::iter::once("auto")
+            .chain(MechanismKind::AUTO_ORDER.map(MechanismKind::name))
+            .collect();
+        let expected = match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
+        };
+        match MechanismKind::renamed(&self.0) {
+            Some(now) => write!(f, "unknown mechanism {:?}: renamed {now}; expected {expected}", self.0),
+            None => write!(f, "unknown mechanism {:?}: expected {expected}", self.0),
+        }
     }
 }
 
@@ -214,12 +297,12 @@ pub struct SuspendReport {
     pub queue_id: QueueId,
     /// Wall time of the whole `suspend` call (all ioctls).
     pub total: Duration,
-    /// Wall time of the preempting ioctl alone (UPDATE_QUEUE or SUSPEND_QUEUES): the unmap, the
-    /// CWSR save and the new runlist happen inside it.
+    /// Wall time of the preempting ioctl alone (PREEMPT_QUEUES, SUSPEND_QUEUES or UPDATE_QUEUE): the
+    /// unmap, the CWSR save and the new runlist happen inside it.
     pub preempt_call: Duration,
     /// dbg-trap: the queue still carried EC_QUEUE_NEW and the pre-suspend snapshot cleared it.
     pub cleared_queue_new: bool,
-    /// ioctl: the kernel's own time in the unmap and fence wait (`kernel_ns`), so that the
+    /// preempt-queues: the kernel's own time in the unmap and fence wait (`kernel_ns`), so that the
     /// user-space share of `preempt_call` can be told apart. `None` for the other mechanisms.
     pub kernel: Option<Duration>,
 }
@@ -293,7 +376,7 @@ impl fmt::Display for MechError {
                     QueueState::Error => "ERROR: the unmap/map failed (a hung scheduler; a GPU reset may follow)",
                     QueueState::Ok => "ok",
                 };
-                write!(f, "ioctl: {op} refused queue {queue}: {why}")
+                write!(f, "{}: {op} refused queue {queue}: {why}", MechanismKind::PreemptQueues)
             }
             MechError::Session(e @ SessionError::DebuggerPresent(_)) => {
                 write!(f, "dbg-trap: {e}; use --mechanism update-queue")
@@ -344,5 +427,67 @@ pub trait Preempt: Send + Sync {
     /// Undoes the mechanism's process-wide setup (dbg-trap: debug mode). Idempotent.
     fn teardown(&self) -> Result<(), MechError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MechanismChoice;
+    use super::MechanismKind::{self, DbgTrap, PreemptQueues, UpdateQueue};
+
+    /// Each property is true for exactly these kinds, in `auto` order.
+    fn having(has: fn(MechanismKind) -> bool) -> Vec<MechanismKind> {
+        MechanismKind::AUTO_ORDER.into_iter().filter(|&k| has(k)).collect()
+    }
+
+    #[test]
+    fn only_dbg_trap_keeps_the_process_in_debug_mode() {
+        assert_eq!(having(MechanismKind::turns_debug_mode_on), [DbgTrap]);
+    }
+
+    #[test]
+    fn update_queue_alone_cannot_set_the_grace_period() {
+        // UPDATE_QUEUE has no grace argument; SUSPEND_QUEUES and PREEMPT_QUEUES have one.
+        assert_eq!(having(MechanismKind::sets_grace_period), [PreemptQueues, DbgTrap]);
+    }
+
+    #[test]
+    fn only_update_queue_needs_the_ring_to_restore() {
+        assert_eq!(having(MechanismKind::restores_from_ring), [UpdateQueue]);
+    }
+
+    #[test]
+    fn only_update_queue_is_undone_by_scratch_reclaim() {
+        assert_eq!(having(MechanismKind::undone_by_scratch_reclaim), [UpdateQueue]);
+    }
+
+    #[test]
+    fn an_old_name_is_refused_with_its_new_one() {
+        for (old, now) in MechanismKind::RENAMED {
+            assert_eq!(MechanismKind::from_name(old), None, "{old} must not be accepted");
+            assert_eq!(MechanismKind::renamed(old), Some(now));
+            let e = old.parse::<MechanismChoice>().unwrap_err().to_string();
+            assert!(e.contains(&format!("renamed {now};")) && !e.contains('\n'), "{e}");
+        }
+        assert_eq!(
+            "ioctl".parse::<MechanismKind>().unwrap_err().to_string(),
+            "unknown mechanism \"ioctl\": renamed preempt-queues; expected auto, preempt-queues, dbg-trap or update-queue"
+        );
+        assert_eq!(MechanismKind::renamed("dbg-trap"), None, "a current name is no old one");
+        let e = "sigstop".parse::<MechanismKind>().unwrap_err().to_string();
+        assert!(!e.contains("renamed"), "{e}");
+    }
+
+    #[test]
+    fn names_where_lists_in_auto_order() {
+        assert_eq!(
+            MechanismKind::names_where(MechanismKind::sets_grace_period),
+            [PreemptQueues.name(), DbgTrap.name()]
+        );
+        assert_eq!(
+            MechanismKind::names_where(|_| true),
+            MechanismKind::AUTO_ORDER.map(MechanismKind::name)
+        );
+        assert!(MechanismKind::names_where(|_| false).is_empty());
     }
 }

@@ -101,7 +101,7 @@ pub struct Facts {
     pub header: HeaderInfo,
     /// The patched-kernel preempt ioctl (patches/): probed with a no-op PREEMPT_QUEUES when
     /// /dev/kfd opens (ENOTTY on a stock kernel).
-    pub preempt_ioctl: Option<lv3::mechanism::ioctl::IoctlAvailability>,
+    pub preempt_ioctl: Option<lv3::mechanism::preempt_queues::IoctlAvailability>,
     /// Whether that probe found it (None: not probed).
     #[serde(skip)]
     pub patched_ioctl: Option<bool>,
@@ -138,7 +138,7 @@ pub fn gather(root: &SysRoot, hip: Fact<HipInfo>) -> Facts {
     let preempt = handle
         .as_ref()
         .ok()
-        .map(|k| lv3::mechanism::ioctl::availability_of(k.preempt_probe()));
+        .map(|k| lv3::mechanism::preempt_queues::availability_of(k.preempt_probe()));
     let opened = handle.and_then(|k| k.version());
     Facts {
         kernel: Fact::from_result(kernel_info(root)),

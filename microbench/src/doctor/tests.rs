@@ -54,7 +54,11 @@ fn empty_machine_says_host_device_plainly() {
         .filter(|l| l.device == "hip" && l.level == 3)
         .map(|l| l.mechanism)
         .collect();
-    assert_eq!(lv3, ["ioctl", "dbg-trap", "update-queue"], "auto's probe order");
+    assert_eq!(
+        lv3,
+        ["preempt-queues", "dbg-trap", "update-queue"],
+        "auto's probe order"
+    );
 }
 
 #[test]
@@ -121,12 +125,15 @@ fn a_usable_gpu_makes_the_stock_mechanisms_available_and_says_unverified() {
         assert!(get(m).available, "{m}: {}", get(m).reason);
         assert!(get(m).reason.contains("not yet on hardware"), "{m}: {}", get(m).reason);
     }
-    assert!(!get("ioctl").available, "stock kernel: the patched ioctl is absent");
+    assert!(
+        !get("preempt-queues").available,
+        "stock kernel: the patched ioctl is absent"
+    );
     f.patched_ioctl = Some(true);
     assert!(
         verdict::availability(&f)
             .iter()
-            .any(|a| a.mechanism == "ioctl" && a.available)
+            .any(|a| a.mechanism == "preempt-queues" && a.available)
     );
 }
 
@@ -135,7 +142,7 @@ fn a_usable_gpu_makes_the_stock_mechanisms_available_and_says_unverified() {
 #[test]
 fn doctor_says_which_absent_answer_the_kernel_gave() {
     use kfd::PreemptProbe;
-    use lv3::mechanism::ioctl::availability_of;
+    use lv3::mechanism::preempt_queues::availability_of;
     let mut r = report(&fixture("gfx942"), hip(no_device()));
     for (probe, want) in [
         (PreemptProbe::AbsentEnotty, "ENOTTY"),

@@ -52,7 +52,7 @@ pub(super) struct GpuBackend {
     pub budget: u64,
     pub level: Level,
     pub lv3: Option<Lv3>,
-    /// The grace period asked for (applies to dbg-trap and ioctl).
+    /// The grace period asked for (applies where the mechanism `sets_grace_period`).
     pub grace: kfd::GracePeriod,
     /// Clock pairs taken before the run; the ones after it are taken at probe index `pairs_post_idx`.
     pub pairs: Vec<ClockPair>,

@@ -200,7 +200,7 @@ pub(crate) fn build_mechanism(
 
 /// update-queue with an LP kernel that uses scratch: the warning, or the note that it is safe.
 fn warn_scratch_reclaim(pre: &Preemptor, k: &DelayKernel, quiet: bool) {
-    if pre.kind() != MechanismKind::UpdateQueue {
+    if !pre.kind().undone_by_scratch_reclaim() {
         return;
     }
     match scratch_reclaim_risk(

@@ -243,7 +243,7 @@ impl Target {
                 match choice {
                     MechanismChoice::Only(k) => crate::env::gpu_grace(Some(*k), *grace),
                     // auto: the mode rows say which mechanism ran.
-                    MechanismChoice::Auto => format!("{grace} for dbg-trap and ioctl; n/a for update-queue"),
+                    MechanismChoice::Auto => crate::env::gpu_grace_auto(*grace),
                 },
             ),
         }

@@ -238,7 +238,7 @@ pub unsafe extern "C" fn preempt_session_close(session: preempt_session_t) -> c_
     run(|| handles::remove_session(session)?.close())
 }
 
-/// The Lv3 mechanism of the session and why: `name` gets `"ioctl"`, `"dbg-trap"`,
+/// The Lv3 mechanism of the session and why: `name` gets `"preempt-queues"`, `"dbg-trap"`,
 /// `"update-queue"`, `"sigstop"` (host device) or `"none"`; `why` one line. Both are truncated
 /// to their buffer's size (always NUL-terminated); either buffer may be NULL.
 ///
@@ -310,8 +310,8 @@ pub unsafe extern "C" fn preempt_stream_create(
 
 /// Binds an explicit KFD queue of this process as an Lv3 stream of the session (`"kfd"` and
 /// `"hip:N"` sessions). The kernel is not asked here: a suspend of a queue that does not exist
-/// fails with `PREEMPT_ERR_QUEUE_REFUSED` (ioctl, dbg-trap: INVALID) or `PREEMPT_ERR_KFD`
-/// (update-queue: EFAULT).
+/// fails with `PREEMPT_ERR_QUEUE_REFUSED` (preempt-queues, dbg-trap: INVALID) or
+/// `PREEMPT_ERR_KFD` (update-queue: EFAULT).
 ///
 /// # Safety
 /// `desc` is valid for reading a `preempt_queue_desc`; `out` for writing a `preempt_stream_t`.

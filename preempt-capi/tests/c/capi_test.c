@@ -119,9 +119,12 @@ static void host_tests(void)
 	o.mechanism = "dbg-trap";
 	EXPECT_MSG(PREEMPT_ERR_INVALID_ARGUMENT, preempt_session_open("host", &o, &bad), "SIGSTOP",
 		   "a KFD mechanism on the host device is INVALID_ARGUMENT");
+	o.mechanism = "ioctl";
+	EXPECT_MSG(PREEMPT_ERR_INVALID_ARGUMENT, preempt_session_open("host", &o, &bad), "renamed preempt-queues",
+		   "the old mechanism name ioctl is INVALID_ARGUMENT, naming the new one");
 	o.mechanism = NULL;
 	EXPECT(PREEMPT_OK, preempt_probe(probe, sizeof(probe)), "probe");
-	check(strstr(probe, "kfd:") && strstr(probe, "ioctl") && strstr(probe, "dbg-trap") && strstr(probe, "update-queue"),
+	check(strstr(probe, "kfd:") && strstr(probe, "preempt-queues") && strstr(probe, "dbg-trap") && strstr(probe, "update-queue"),
 	      "probe lists /dev/kfd and the three mechanisms", 0);
 	if (access("/dev/kfd", F_OK) != 0) {
 		EXPECT(PREEMPT_ERR_NO_DEVICE, preempt_session_open("hip:0", NULL, &bad), "hip:0 without a GPU is NO_DEVICE");
@@ -309,7 +312,7 @@ static void kfd_tests(int patched)
 	preempt_options_init(&o);
 	if (!have_kfd) {
 		/* Every open is NO_KFD with ENOENT; the calls on a handle that never opened are BAD_HANDLE. */
-		const char *mechs[] = { "auto", "ioctl", "dbg-trap", "update-queue" };
+		const char *mechs[] = { "auto", "preempt-queues", "dbg-trap", "update-queue" };
 		for (int i = 0; i < 4; i++) {
 			o.mechanism = mechs[i];
 			o.force = 1;
@@ -372,17 +375,17 @@ static void kfd_tests(int patched)
 	printf("  %s\n", preempt_last_error());
 	EXPECT(PREEMPT_OK, preempt_session_close(s), "close the update-queue session");
 
-	/* ioctl, forced: the patched kernel's per-queue ioctls, ENOTTY on a stock kernel. */
-	o.mechanism = "ioctl";
+	/* preempt-queues, forced: the patched kernel's per-queue ioctls, ENOTTY on a stock kernel. */
+	o.mechanism = "preempt-queues";
 	if (patched) {
-		EXPECT(PREEMPT_OK, preempt_session_open("kfd", &o, &s), "kfd session with ioctl (patched kernel)");
+		EXPECT(PREEMPT_OK, preempt_session_open("kfd", &o, &s), "kfd session with preempt-queues (patched kernel)");
 		EXPECT(PREEMPT_OK, preempt_queue_bind(s, &d, &q), "bind 0xdead");
 		EXPECT_MSG(PREEMPT_ERR_QUEUE_REFUSED, preempt_suspend(q, NULL), "INVALID",
-			   "ioctl suspend of a made-up queue: the kernel says INVALID");
-		EXPECT(PREEMPT_OK, preempt_session_close(s), "close the ioctl session");
+			   "preempt-queues suspend of a made-up queue: the kernel says INVALID");
+		EXPECT(PREEMPT_OK, preempt_session_close(s), "close the preempt-queues session");
 	} else {
 		EXPECT_MSG(PREEMPT_ERR_UNAVAILABLE, preempt_session_open("kfd", &o, &s), "ENOTTY",
-			   "ioctl on a stock kernel is UNAVAILABLE (ENOTTY)");
+			   "preempt-queues on a stock kernel is UNAVAILABLE (ENOTTY)");
 	}
 
 	/* The first session's close turned debugging off: a new dbg-trap session opens. */

@@ -234,7 +234,8 @@ class HighestPriorityFirst:
 class Session:
     """A session on one device: ``"host"``, ``"hip:N"``, ``"kfd"`` or ``"auto"``.
 
-    ``mechanism``: ``"auto"``, ``"ioctl"``, ``"dbg-trap"`` or ``"update-queue"`` (GPU and kfd);
+    ``mechanism``: ``"auto"``, ``"preempt-queues"``, ``"dbg-trap"`` or ``"update-queue"`` (GPU and
+    kfd; the old name ``"ioctl"`` raises ``InvalidArgument`` naming ``"preempt-queues"``);
     ``grace``: 0 (firmware default) or 1..255 units of ~1K GPU clocks; ``force``: build the
     mechanism whatever the facts say; ``host_workers``: worker processes per host stream (0:
     cores - 1); ``host_worker``: the worker command (default: this interpreter with

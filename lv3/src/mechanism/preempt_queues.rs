@@ -1,4 +1,4 @@
-//! `ioctl`: the project's patched kernel (`patches/`): AMDKFD_IOC_PREEMPT_QUEUES /
+//! `preempt-queues`: the project's patched kernel (`patches/`): AMDKFD_IOC_PREEMPT_QUEUES /
 //! AMDKFD_IOC_RESUME_QUEUES (nr 0x40/0x41) on this process's own queues.
 //!
 //! Preferred by `auto` when present: no debug mode, no runtime enable, no process-wide setup
@@ -7,7 +7,7 @@
 //! toggling UPDATE_QUEUE, nor a restore after eviction can make the queue active behind our back.
 //! It also reports the kernel's share of the latency (`kernel_ns`: the unmap and fence wait).
 //!
-//! Present only where the probe answers: [`PreemptIoctl::new`] refuses a kernel that says ENOTTY
+//! Present only where the probe answers: [`PreemptQueues::new`] refuses a kernel that says ENOTTY
 //! (every stock kernel). [`availability`] is the same probe for reports (doctor).
 use super::{MechError, MechanismKind, Preempt, QueueTarget, SuspendReport};
 use kfd::events::{self, Severity};
@@ -16,11 +16,11 @@ use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-const KIND: MechanismKind = MechanismKind::Ioctl;
+const KIND: MechanismKind = MechanismKind::PreemptQueues;
 
-/// The ioctl mechanism over any [`KfdOps`].
+/// The preempt-queues mechanism (the patched-kernel ioctl) over any [`KfdOps`].
 #[derive(Debug)]
-pub struct PreemptIoctl<K: KfdOps> {
+pub struct PreemptQueues<K: KfdOps> {
     kfd: K,
     grace: GracePeriod,
     abi_version: u32,
@@ -28,13 +28,13 @@ pub struct PreemptIoctl<K: KfdOps> {
     last_kernel_ns: AtomicU64,
 }
 
-impl<K: KfdOps> PreemptIoctl<K> {
+impl<K: KfdOps> PreemptQueues<K> {
     /// Probes the kernel (a no-op PREEMPT_QUEUES): [`MechError::Unavailable`] on ENOTTY (a stock
     /// kernel) or on a number taken by something else. `grace` is the CP's grace period
     /// (~1K GPU clocks per unit; [`GracePeriod::Default`] = the firmware's).
     pub fn new(kfd: K, grace: GracePeriod) -> Result<Self, MechError> {
         match kfd.preempt_abi_version() {
-            Ok(Some(abi_version)) => Ok(PreemptIoctl {
+            Ok(Some(abi_version)) => Ok(PreemptQueues {
                 kfd,
                 grace,
                 abi_version,
@@ -76,7 +76,7 @@ impl<K: KfdOps> PreemptIoctl<K> {
     }
 }
 
-impl<K: KfdOps + Send + Sync> Preempt for PreemptIoctl<K> {
+impl<K: KfdOps + Send + Sync> Preempt for PreemptQueues<K> {
     fn kind(&self) -> MechanismKind {
         KIND
     }
@@ -107,7 +107,7 @@ impl<K: KfdOps + Send + Sync> Preempt for PreemptIoctl<K> {
                 if let Some(Err(e)) = undo {
                     events::emit(
                         Severity::Warning,
-                        "ioctl",
+                        KIND.name(),
                         format!("queue {} may stay preempted after a failed preempt: {e}", q.queue_id),
                     );
                 }
