@@ -5,6 +5,25 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use std::io::{self, Write};
 
+/// The tracks (threads) of one process of every trace this tool writes: the latency run's and
+/// each `priority` mode's, so that timelines line up in a viewer.
+pub mod tracks {
+    /// The run and its measured window.
+    pub const RUN: u32 = 0;
+    /// LP commands from launch to the completion the launcher saw.
+    pub const LP_QUEUE: u32 = 1;
+    /// Suspend and resume calls.
+    pub const CALLS: u32 = 2;
+    /// The windows in which the LP queue was suspended.
+    pub const SUSPENDED: u32 = 3;
+    /// HP requests (and the latency run's probes).
+    pub const HP: u32 = 4;
+    /// The HP worker's own timing (host device).
+    pub const HP_WORKER: u32 = 5;
+    /// Device tracks from here on: LP worker w (host device) is `DEVICE0 + w`.
+    pub const DEVICE0: u32 = 10;
+}
+
 /// One track of the timeline: a process (a run, a mode) and a thread within it (a queue, a worker).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Track {

@@ -117,3 +117,20 @@ impl Verified {
             .count() as u64;
     }
 }
+
+/// The launcher's completions kept for a stream, drained into the API's form (empty where none
+/// are kept).
+pub(crate) fn drain_completions<E>(
+    kept: &std::sync::Mutex<Option<std::sync::mpsc::Receiver<lv1::Completion<E>>>>,
+) -> Vec<LpCompletion> {
+    let rx = kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    rx.as_ref().map_or_else(Vec::new, |rx| {
+        rx.try_iter()
+            .map(|c| LpCompletion {
+                id: c.id,
+                stamps: c.stamps,
+                ok: c.outcome.is_ok(),
+            })
+            .collect()
+    })
+}

@@ -86,16 +86,7 @@ impl HostLp {
     }
 
     pub fn take_completions(&self) -> Vec<LpCompletion> {
-        let rx = self.completions.lock().unwrap_or_else(PoisonError::into_inner);
-        rx.as_ref().map_or_else(Vec::new, |rx| {
-            rx.try_iter()
-                .map(|c| LpCompletion {
-                    id: c.id,
-                    stamps: c.stamps,
-                    ok: c.outcome.is_ok(),
-                })
-                .collect()
-        })
+        crate::check::drain_completions(&self.completions)
     }
 
     pub fn submit_delay(&self, ns: u64) -> u64 {

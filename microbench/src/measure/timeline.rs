@@ -34,13 +34,7 @@ pub struct Timeline {
     pub device: Vec<DeviceSpan>,
 }
 
-const RUN: u32 = 0;
-const LP_QUEUE: u32 = 1;
-const CALLS: u32 = 2;
-const SUSPENDED: u32 = 3;
-const HP: u32 = 4;
-/// Device tracks (workers) from here on, in name order.
-const DEVICE0: u32 = 10;
+use crate::trace::tracks::{CALLS, DEVICE0, HP, LP_QUEUE, RUN, SUSPENDED};
 
 impl Timeline {
     /// The Chrome trace of the run: process 1, named after the level and device.

@@ -22,17 +22,11 @@ use super::requests::{self, Event};
 use super::{Measured, PriorityParams};
 use crate::measure::Correctness;
 use crate::options::Mode;
+use crate::trace::tracks::{
+    CALLS as SCHEDULER, DEVICE0 as LP_WORKER0, HP as HP_REQUESTS, HP_WORKER, LP_QUEUE, RUN, SUSPENDED,
+};
 use crate::trace::{Trace, Track};
 
-/// Trace tracks of one mode (the process is the mode).
-const RUN: u32 = 0;
-const LP_QUEUE: u32 = 1;
-const SCHEDULER: u32 = 2;
-const SUSPENDED: u32 = 3;
-const HP_REQUESTS: u32 = 4;
-const HP_WORKER: u32 = 5;
-/// LP worker w (host device) is track `LP_WORKER0 + w`.
-const LP_WORKER0: u32 = 10;
 /// An HP request that has not completed after this long fails the mode (the GPU is stuck).
 const HP_TIMEOUT: Duration = Duration::from_secs(10);
 /// The LP stream's key and priority in the policy, and the HP requests' priority.

@@ -111,16 +111,7 @@ impl GpuLp {
     }
 
     pub fn take_completions(&self) -> Vec<LpCompletion> {
-        let rx = self.completions.lock().unwrap_or_else(PoisonError::into_inner);
-        rx.as_ref().map_or_else(Vec::new, |rx| {
-            rx.try_iter()
-                .map(|c| LpCompletion {
-                    id: c.id,
-                    stamps: c.stamps,
-                    ok: c.outcome.is_ok(),
-                })
-                .collect()
-        })
+        crate::check::drain_completions(&self.completions)
     }
 
     /// Exactly-once from the slots and, at Lv3, no command ended inside a suspension window
