@@ -2,9 +2,14 @@
 //! processes driven by lv1's launcher ([`XQueue`]); Lv3 is SIGSTOP/SIGCONT of its workers
 //! (registered with lv3's signal registry like a GPU queue), Lv1 the launcher's drain.
 use crate::check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
+use crate::device::{DeviceBackend, HpBody, Launcher, LpBody, Lv3Held};
 use crate::error::{Error, ErrorKind, Result};
+use crate::mech::{Lv3Setup, MechanismInfo};
+use crate::options::{Level, Options};
 use host_device::{HostCommand, HostError, HostQueue, KernelRecord, SharedHostSuspension, WorkerExe};
 use lv1::{Completion, Config, HwQueue, XQueue};
+use lv3::MechanismChoice;
+use lv3::mechanism::Preemptor;
 use lv3::signals::{self, Refused, Registration};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -12,6 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 /// The variable naming the host worker program (see [`default_worker`]).
 pub const WORKER_ENV: &str = "PREEMPT_HOST_WORKER";
@@ -85,16 +91,8 @@ impl HostLp {
         })
     }
 
-    pub fn take_completions(&self) -> Vec<LpCompletion> {
-        crate::check::drain_completions(&self.completions)
-    }
-
-    pub fn submit_delay(&self, ns: u64) -> u64 {
-        self.xq.submit(HostCommand::delay_ns(ns))
-    }
-
     /// SIGSTOP of every worker, registered so that SIGINT/SIGTERM handling resumes it.
-    pub fn suspend_lv3(&self, label: String) -> Result<HostHeld> {
+    fn stop_workers(&self, label: String) -> Result<HostHeld> {
         let pids = self.queue.pids();
         let resume: signals::ResumeFn = Box::new(move || {
             pids.iter().try_for_each(|&p| {
@@ -116,7 +114,7 @@ impl HostLp {
 
     /// The exactly-once check over every worker record seen so far, with the records taken by
     /// this call.
-    pub fn verify(&self) -> Verified {
+    fn check_records(&self) -> Verified {
         let stats = self.xq.stats();
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         let taken: Vec<DeviceRecord> = self.queue.take_records().iter().map(device_record).collect();
@@ -246,5 +244,113 @@ impl HostHp {
             ));
         }
         c
+    }
+}
+
+/// The host device behind a session: where its worker program is and how many workers an LP
+/// stream gets.
+pub(crate) struct HostBackend {
+    exe: WorkerExe,
+    workers: usize,
+}
+
+impl HostBackend {
+    /// The host device for `opts`, with its Lv3 (SIGSTOP/SIGCONT) described. Only the `auto`
+    /// mechanism is accepted: KFD mechanisms apply to GPUs.
+    pub fn open(opts: &Options) -> Result<(HostBackend, Lv3Setup)> {
+        if opts.mechanism != MechanismChoice::Auto {
+            return Err(Error::invalid(format!(
+                "mechanism {}: the host device's Lv3 is SIGSTOP/SIGCONT of its worker processes; KFD mechanisms \
+                 apply to hip:N and kfd sessions",
+                opts.mechanism
+            )));
+        }
+        let exe = match &opts.worker {
+            Some(w) => w.clone(),
+            None => default_worker()?,
+        };
+        let workers = if opts.host_workers == 0 {
+            default_workers()
+        } else {
+            opts.host_workers
+        };
+        let info = MechanismInfo {
+            name: Some("sigstop".into()),
+            asked: "auto".into(),
+            why: "host device: Lv3 is SIGSTOP/SIGCONT of the stream's worker processes (host figures, not GPU figures)"
+                .into(),
+            verdicts: Vec::new(),
+        };
+        let lv3 = Lv3Setup { preemptor: None, info };
+        Ok((HostBackend { exe, workers }, lv3))
+    }
+}
+
+impl DeviceBackend for HostBackend {
+    fn lp_stream(&self, _level: Level, _lv3: Option<&Arc<Preemptor>>, opts: &Options) -> Result<Box<dyn LpBody>> {
+        Ok(Box::new(HostLp::spawn(
+            &self.exe,
+            self.workers,
+            opts.lv1,
+            opts.keep_records,
+        )?))
+    }
+    fn hp_stream(&self, _opts: &Options) -> Result<Box<dyn HpBody>> {
+        Ok(Box::new(HostHp::spawn(&self.exe)?))
+    }
+    fn own_lv3(&self) -> bool {
+        true
+    }
+    fn bind_refused(&self) -> Option<Error> {
+        Some(Error::unsupported("the host device has no KFD queues to bind"))
+    }
+}
+
+impl LpBody for HostLp {
+    fn launcher(&self) -> Option<&dyn Launcher> {
+        Some(&self.xq)
+    }
+    fn submit_delay(&self, ns: u64) -> Result<u64> {
+        Ok(self.xq.submit(HostCommand::delay_ns(ns)))
+    }
+    fn suspend_lv3(&self, id: u64, _pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
+        Ok(Box::new(self.stop_workers(format!("host LP stream {id} (SIGSTOP)"))?))
+    }
+    fn verify(&self, _idle: bool) -> Result<Verified> {
+        Ok(self.check_records())
+    }
+    fn describe(&self, id: u64, how: &str) -> String {
+        format!(
+            "host LP stream {id} ({} worker process(es)), {how}",
+            self.queue.pids().len()
+        )
+    }
+    fn lv3_name(&self, _pre: Option<&Preemptor>) -> String {
+        "sigstop".into()
+    }
+    fn host_pids(&self) -> Vec<i32> {
+        self.queue.pids()
+    }
+    fn take_completions(&self) -> Vec<LpCompletion> {
+        crate::check::drain_completions(&self.completions)
+    }
+}
+
+impl Lv3Held for HostHeld {
+    fn resume(self: Box<Self>) -> Result<()> {
+        HostHeld::resume(*self)
+    }
+}
+
+impl HpBody for HostHp {
+    fn submit_delay(&self, ns: u64) -> Result<u64> {
+        HostHp::submit_delay(self, ns)
+    }
+    /// The host worker always finishes: no limit is needed.
+    fn wait(&self, _limit: Option<Duration>) -> Result<Vec<DeviceRecord>> {
+        self.synchronize()
+    }
+    fn check(&self) -> Check {
+        HostHp::check(self)
     }
 }

@@ -20,7 +20,9 @@
 //! signal handling) resumes it before the process dies. Nothing here prints or exits.
 #![deny(unsafe_code)]
 
+mod bound;
 mod check;
+mod device;
 mod error;
 pub mod gpu;
 mod helper;

@@ -1,15 +1,15 @@
 //! [`Session`]: one device, its Lv3 mechanism, its streams and its helper.
+use crate::bound::{BoundQueue, KfdBackend};
+use crate::device::DeviceBackend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::gpu::{GpuDevice, GpuHp, GpuLp};
+use crate::gpu::{GpuBackend, GpuDevice};
 use crate::helper::Helper;
-use crate::host::{self, HostHp, HostLp};
+use crate::host::HostBackend;
 use crate::mech::{self, Lv3Setup, MechanismInfo};
 use crate::options::{DeviceSpec, Level, Options};
-use crate::stream::{Body, HpBody, HpStream, LpStream};
-use host_device::WorkerExe;
+use crate::stream::{HpStream, LpStream};
 use hpf::Priority;
 use kfd::{Kfd, KfdOps};
-use lv3::MechanismChoice;
 use lv3::mechanism::{Preemptor, QueueTarget};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,12 +18,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 /// KFD priority ROCr gives a normal-priority queue (LOW 0, NORMAL 7, HIGH 11): what a bound
 /// queue is restored with when its descriptor does not say.
 pub const KFD_PRIORITY_NORMAL: u32 = 7;
-
-enum Backend {
-    Host { exe: WorkerExe, workers: usize },
-    Gpu(Arc<GpuDevice>),
-    Kfd,
-}
 
 /// An explicit KFD queue to bind ([`Session::bind_queue`]). Zero ring fields: looked up in
 /// GET_QUEUE_SNAPSHOT when this process's debug trap is on (dbg-trap sessions), else unknown,
@@ -42,7 +36,7 @@ pub struct QueueDesc {
 
 struct Inner {
     device: DeviceSpec,
-    backend: Backend,
+    backend: Box<dyn DeviceBackend>,
     preemptor: Option<Arc<Preemptor>>,
     info: MechanismInfo,
     opts: Options,
@@ -101,42 +95,25 @@ impl Session {
             DeviceSpec::Auto => DeviceSpec::Host,
             d => d,
         };
-        let (backend, preemptor, info) = match device {
+        // A device is one arm here (docs/conventions.md: how to add a device).
+        let (backend, lv3): (Box<dyn DeviceBackend>, Lv3Setup) = match device {
             DeviceSpec::Host => {
-                if opts.mechanism != MechanismChoice::Auto {
-                    return Err(Error::invalid(format!(
-                        "mechanism {}: the host device's Lv3 is SIGSTOP/SIGCONT of its worker processes; KFD \
-                         mechanisms apply to hip:N and kfd sessions",
-                        opts.mechanism
-                    )));
-                }
-                let exe = match &opts.worker {
-                    Some(w) => w.clone(),
-                    None => host::default_worker()?,
-                };
-                let workers = if opts.host_workers == 0 {
-                    host::default_workers()
+                let (b, lv3) = HostBackend::open(&opts)?;
+                let lv3 = if opts.no_lv3 {
+                    Lv3Setup::none(opts.mechanism)
                 } else {
-                    opts.host_workers
+                    lv3
                 };
-                let info = MechanismInfo {
-                    name: Some("sigstop".into()),
-                    asked: "auto".into(),
-                    why: "host device: Lv3 is SIGSTOP/SIGCONT of the stream's worker processes (host figures, not GPU \
-                          figures)"
-                        .into(),
-                    verdicts: Vec::new(),
-                };
-                (Backend::Host { exe, workers }, None, info)
+                (Box::new(b), lv3)
             }
             DeviceSpec::Hip(n) => return Session::on_gpu(Arc::new(GpuDevice::open(n, opts.gpu_kernel)?), opts),
-            DeviceSpec::Kfd => {
-                let setup = mech::build(opts.mechanism, opts.grace, opts.force, true)?;
-                (Backend::Kfd, setup.preemptor, setup.info)
-            }
+            DeviceSpec::Kfd => (
+                Box::new(KfdBackend),
+                mech::build(opts.mechanism, opts.grace, opts.force, true)?,
+            ),
             DeviceSpec::Auto => unreachable!("resolved above"),
         };
-        Ok(Session::assemble(device, backend, Lv3Setup { preemptor, info }, opts))
+        Ok(Session::assemble(device, backend, lv3, opts))
     }
 
     /// A session on a GPU opened already (its kernel and calibration are shared): how a program
@@ -149,10 +126,10 @@ impl Session {
         } else {
             mech::build(opts.mechanism, opts.grace, opts.force, false)?
         };
-        Ok(Session::assemble(device, Backend::Gpu(gpu), lv3, opts))
+        Ok(Session::assemble(device, Box::new(GpuBackend(gpu)), lv3, opts))
     }
 
-    fn assemble(device: DeviceSpec, backend: Backend, lv3: Lv3Setup, opts: Options) -> Session {
+    fn assemble(device: DeviceSpec, backend: Box<dyn DeviceBackend>, lv3: Lv3Setup, opts: Options) -> Session {
         Session {
             inner: Arc::new(Inner {
                 device,
@@ -171,10 +148,7 @@ impl Session {
 
     /// The GPU the session runs on (`None` on the host device and `kfd`).
     pub fn gpu(&self) -> Option<&Arc<GpuDevice>> {
-        match &self.inner.backend {
-            Backend::Gpu(g) => Some(g),
-            _ => None,
-        }
+        self.inner.backend.gpu()
     }
 
     fn live(&self) -> Result<()> {
@@ -198,9 +172,10 @@ impl Session {
     /// Whether Lv3 is available (a mechanism on a GPU/kfd session; on the host device unless
     /// [`Options::no_lv3`]).
     pub fn has_lv3(&self) -> bool {
-        match self.inner.backend {
-            Backend::Host { .. } => !self.inner.opts.no_lv3,
-            _ => self.inner.preemptor.is_some(),
+        if self.inner.backend.own_lv3() {
+            !self.inner.opts.no_lv3
+        } else {
+            self.inner.preemptor.is_some()
         }
     }
 
@@ -217,7 +192,7 @@ impl Session {
         }
     }
 
-    fn add(&self, level: Level, body: Body) -> Arc<LpStream> {
+    fn add(&self, level: Level, body: Box<dyn crate::device::LpBody>) -> Arc<LpStream> {
         let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let lv1_wait = !self.inner.opts.lv1_no_wait;
         let s = Arc::new(LpStream::new(id, level, body, self.inner.preemptor.clone(), lv1_wait));
@@ -231,19 +206,8 @@ impl Session {
     pub fn create_lp_stream(&self, level: Level) -> Result<Arc<LpStream>> {
         self.live()?;
         let level = self.resolve_level(level)?;
-        let o = &self.inner.opts;
-        let body = match &self.inner.backend {
-            Backend::Host { exe, workers } => Body::Host(HostLp::spawn(exe, *workers, o.lv1, o.keep_records)?),
-            Backend::Gpu(gpu) => {
-                let lv3 = self.inner.preemptor.as_deref().filter(|_| level == Level::Lv3);
-                Body::Gpu(GpuLp::new(gpu, lv3, o.gpu_slots, o.lv1, o.keep_records)?)
-            }
-            Backend::Kfd => {
-                return Err(Error::unsupported(
-                    "a kfd session has no HIP runtime to create streams with: bind a KFD queue id instead",
-                ));
-            }
-        };
+        let lv3 = self.inner.preemptor.as_ref().filter(|_| level == Level::Lv3);
+        let body = self.inner.backend.lp_stream(level, lv3, &self.inner.opts)?;
         Ok(self.add(level, body))
     }
 
@@ -252,14 +216,14 @@ impl Session {
     /// for preempt-queues and dbg-trap, EFAULT for update-queue).
     pub fn bind_queue(&self, desc: QueueDesc) -> Result<Arc<LpStream>> {
         self.live()?;
+        if let Some(e) = self.inner.backend.bind_refused() {
+            return Err(e);
+        }
         let Some(p) = &self.inner.preemptor else {
-            return Err(match self.inner.backend {
-                Backend::Host { .. } => Error::unsupported("the host device has no KFD queues to bind"),
-                _ => Error::new(
-                    ErrorKind::Unavailable,
-                    format!("no Lv3 mechanism: {}", self.inner.info.why),
-                ),
-            });
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("no Lv3 mechanism: {}", self.inner.info.why),
+            ));
         };
         let priority = desc.priority.unwrap_or(KFD_PRIORITY_NORMAL);
         let mut target = QueueTarget {
@@ -294,7 +258,7 @@ impl Session {
             }
         }
         target.validate()?;
-        Ok(self.add(Level::Lv3, Body::Bound(target)))
+        Ok(self.add(Level::Lv3, Box::new(BoundQueue(target))))
     }
 
     /// A stream by id.
@@ -331,11 +295,7 @@ impl Session {
         if let Some(h) = &*hp {
             return Ok(Arc::clone(h));
         }
-        let made = Arc::new(HpStream(match &self.inner.backend {
-            Backend::Host { exe, .. } => HpBody::Host(HostHp::spawn(exe)?),
-            Backend::Gpu(g) => HpBody::Gpu(GpuHp::new(g, self.inner.opts.gpu_slots)?),
-            Backend::Kfd => return Err(Error::unsupported("a kfd session has no streams")),
-        }));
+        let made = Arc::new(HpStream(self.inner.backend.hp_stream(&self.inner.opts)?));
         *hp = Some(Arc::clone(&made));
         Ok(made)
     }

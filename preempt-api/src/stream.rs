@@ -1,32 +1,20 @@
 //! Streams: a low-priority stream ([`LpStream`]) is what gets suspended; the high-priority
-//! stream ([`HpStream`]) runs the work that must not wait.
+//! stream ([`HpStream`]) runs the work that must not wait. Both are written once over the
+//! device's bodies ([`crate::device`]).
 use crate::check::{Check, DeviceRecord, LpCompletion, Verified};
+use crate::device::{HpBody, Launcher, LpBody, Lv3Held};
 use crate::error::{Error, ErrorKind, Result};
-use crate::gpu::{GpuHeld, GpuHp, GpuLp};
-use crate::host::{HostHeld, HostHp, HostLp};
 use crate::options::Level;
 use lv1::{SuspendMode, WaitIdleError};
-use lv3::mechanism::{Preemptor, QueueTarget, SuspendedQueue};
+use lv3::mechanism::{Preemptor, QueueTarget};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-/// What backs a low-priority stream.
-pub(crate) enum Body {
-    Host(HostLp),
-    Gpu(GpuLp),
-    /// An explicit KFD queue id: Lv3 only, nothing to submit.
-    Bound(QueueTarget),
-}
-
 /// A suspension a stream holds; dropping it resumes (the guards' rule).
 enum Held {
     Lv1,
-    /// A bound KFD queue (no HIP stream, so no null-stream fence).
-    Kfd(SuspendedQueue),
-    /// A GPU stream: [`crate::gpu::GpuSuspension`] and its window.
-    Gpu(GpuHeld),
-    Host(HostHeld),
+    Lv3(Box<dyn Lv3Held>),
 }
 
 /// What one suspend did.
@@ -34,7 +22,7 @@ enum Held {
 pub struct SuspendInfo {
     /// Lv1 or Lv3.
     pub level: Level,
-    /// `sigstop`, `preempt-queues`, `dbg-trap`, `update-queue`, or `lv1-drain`.
+    /// `sigstop`, `preempt-queues`, `dbg-trap`, `update-queue`, `lv1-drain` or `lv1-stop`.
     pub mechanism: String,
     /// Wall time of the suspend call, ns.
     pub latency_ns: u64,
@@ -45,7 +33,7 @@ pub struct SuspendInfo {
 pub struct LpStream {
     id: u64,
     level: Level,
-    body: Body,
+    body: Box<dyn LpBody>,
     preemptor: Option<Arc<Preemptor>>,
     /// Lv1 suspend waits for the commands in flight ([`crate::Options::lv1_no_wait`]).
     lv1_wait: bool,
@@ -68,7 +56,13 @@ fn ns(t: Instant) -> u64 {
 }
 
 impl LpStream {
-    pub(crate) fn new(id: u64, level: Level, body: Body, preemptor: Option<Arc<Preemptor>>, lv1_wait: bool) -> Self {
+    pub(crate) fn new(
+        id: u64,
+        level: Level,
+        body: Box<dyn LpBody>,
+        preemptor: Option<Arc<Preemptor>>,
+        lv1_wait: bool,
+    ) -> Self {
         LpStream {
             id,
             level,
@@ -92,6 +86,13 @@ impl LpStream {
         }
     }
 
+    /// The launcher, or the error for a bound KFD queue, which has none.
+    fn launcher(&self, what: &str) -> Result<&dyn Launcher> {
+        self.body
+            .launcher()
+            .ok_or_else(|| Error::unsupported(format!("a bound KFD queue has no launcher to {what}")))
+    }
+
     /// The stream's id within its session (unique, never reused).
     pub fn id(&self) -> u64 {
         self.id
@@ -105,68 +106,30 @@ impl LpStream {
     /// The raw `hipStream_t` as a number (GPU streams); `None` on the host device and for a
     /// bound KFD queue.
     pub fn handle(&self) -> Option<usize> {
-        match &self.body {
-            Body::Gpu(g) => Some(g.handle()),
-            _ => None,
-        }
+        self.body.handle()
     }
 
     /// The KFD queue behind the stream (Lv3 GPU streams and bound queues).
     pub fn queue(&self) -> Option<QueueTarget> {
-        match &self.body {
-            Body::Gpu(g) => g.target,
-            Body::Bound(t) => Some(*t),
-            Body::Host(_) => None,
-        }
+        self.body.queue()
     }
 
     /// Host LP streams: the worker processes' pids (for inspection and tests).
     pub fn host_pids(&self) -> Vec<i32> {
-        match &self.body {
-            Body::Host(h) => h.queue.pids(),
-            _ => Vec::new(),
-        }
+        self.body.host_pids()
     }
 
     /// One line: what the stream is and how it is suspended.
     pub fn describe(&self) -> String {
-        let mech = self.mechanism_name();
-        match &self.body {
-            Body::Host(h) => format!(
-                "host LP stream {} ({} worker process(es)), {} via {mech}",
-                self.id,
-                h.queue.pids().len(),
-                self.level
-            ),
-            Body::Gpu(g) => {
-                let q = g.target.map_or(String::new(), |t| {
-                    format!(", KFD queue {} on gpu 0x{:x}", t.queue_id, t.gpu_id)
-                });
-                let notes = if g.notes.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", g.notes.join("; "))
-                };
-                format!(
-                    "GPU LP stream {} (hipStream_t 0x{:x}{q}), {} via {mech}{notes}",
-                    self.id,
-                    g.handle(),
-                    self.level
-                )
-            }
-            Body::Bound(t) => format!("bound KFD queue {} on gpu 0x{:x}, lv3 via {mech}", t.queue_id, t.gpu_id),
-        }
+        self.body
+            .describe(self.id, &format!("{} via {}", self.level, self.mechanism_name()))
     }
 
     fn mechanism_name(&self) -> String {
-        match (self.level, &self.body) {
-            (Level::Lv1, _) if self.lv1_wait => "lv1-drain".into(),
-            (Level::Lv1, _) => "lv1-stop".into(),
-            (_, Body::Host(_)) => "sigstop".into(),
-            _ => self
-                .preemptor
-                .as_ref()
-                .map_or_else(|| "none".into(), |p| p.kind().name().to_string()),
+        match self.level {
+            Level::Lv1 if self.lv1_wait => "lv1-drain".into(),
+            Level::Lv1 => "lv1-stop".into(),
+            _ => self.body.lv3_name(self.preemptor.as_deref()),
         }
     }
 
@@ -177,8 +140,8 @@ impl LpStream {
 
     /// Suspends the stream at its level: Lv3 stops the running work where it is (the
     /// session's mechanism; SIGSTOP on the host); Lv1 stops the library's launcher and waits
-    /// until what was launched (and anything else on the stream) completed. `AlreadySuspended`
-    /// if it is suspended already.
+    /// until what was launched (and anything else on the stream) completed (only stops it, with
+    /// [`crate::Options::lv1_no_wait`]). `AlreadySuspended` if it is suspended already.
     pub fn suspend(&self) -> Result<SuspendInfo> {
         let mut held = self.held();
         self.live()?;
@@ -189,35 +152,21 @@ impl LpStream {
             ));
         }
         let t0 = Instant::now();
-        let mode = if self.lv1_wait {
-            SuspendMode::Drain
-        } else {
-            SuspendMode::Stop
-        };
-        let no_mechanism = || {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("stream {}: no Lv3 mechanism or no known KFD queue", self.id),
-            )
-        };
-        let h = match (self.level, &self.body) {
-            (Level::Lv1, Body::Host(h)) => {
-                if let Err(e) = h.xq.suspend(mode) {
-                    h.xq.resume();
-                    return Err(Error::from(e).context("Lv1 drain"));
+        let h = match self.level {
+            Level::Lv1 => {
+                let mode = if self.lv1_wait {
+                    SuspendMode::Drain
+                } else {
+                    SuspendMode::Stop
+                };
+                let x = self.launcher("suspend at Lv1")?;
+                if let Err(e) = x.suspend(mode) {
+                    x.resume();
+                    return Err(e.context("Lv1 drain"));
                 }
                 Held::Lv1
             }
-            (Level::Lv1, Body::Gpu(g)) => {
-                if let Err(e) = g.xq.suspend(mode) {
-                    g.xq.resume();
-                    return Err(Error::from(e).context("Lv1 drain"));
-                }
-                Held::Lv1
-            }
-            (_, Body::Host(h)) => Held::Host(h.suspend_lv3(format!("host LP stream {} (SIGSTOP)", self.id))?),
-            (_, Body::Gpu(g)) => Held::Gpu(g.suspend_lv3(self.preemptor.as_deref().ok_or_else(no_mechanism)?)?),
-            (_, Body::Bound(t)) => Held::Kfd(self.preemptor.as_ref().ok_or_else(no_mechanism)?.suspend(t)?),
+            _ => Held::Lv3(self.body.suspend_lv3(self.id, self.preemptor.as_deref())?),
         };
         *held = Some(h);
         Ok(SuspendInfo {
@@ -242,19 +191,12 @@ impl LpStream {
     fn release(&self, h: Held) -> Result<()> {
         match h {
             Held::Lv1 => {
-                match &self.body {
-                    Body::Host(x) => x.xq.resume(),
-                    Body::Gpu(g) => g.xq.resume(),
-                    Body::Bound(_) => {}
+                if let Some(x) = self.body.launcher() {
+                    x.resume();
                 }
                 Ok(())
             }
-            Held::Kfd(g) => Ok(g.resume()?),
-            Held::Gpu(g) => match &self.body {
-                Body::Gpu(b) => b.resume_lv3(g),
-                _ => unreachable!("a GPU suspension is only made of a GPU stream"),
-            },
-            Held::Host(g) => g.resume(),
+            Held::Lv3(g) => g.resume(),
         }
     }
 
@@ -262,13 +204,7 @@ impl LpStream {
     /// (host: CPU work on every worker; GPU: the delay kernel on every CU). Returns its id.
     pub fn submit_delay(&self, ns: u64) -> Result<u64> {
         self.live()?;
-        match &self.body {
-            Body::Host(h) => Ok(h.submit_delay(ns)),
-            Body::Gpu(g) => g.submit_delay(ns),
-            Body::Bound(_) => Err(Error::unsupported(
-                "a bound KFD queue has no launcher: submit on its own stream",
-            )),
-        }
+        self.body.submit_delay(ns)
     }
 
     /// Waits until every command submitted through the library completed (GPU: and everything
@@ -276,21 +212,27 @@ impl LpStream {
     /// at once under an Lv1 suspension with commands pending (they would never launch).
     pub fn synchronize(&self) -> Result<()> {
         self.live()?;
-        let r = match &self.body {
-            Body::Host(h) => h.xq.wait_idle(),
-            Body::Gpu(g) => g.xq.wait_idle(),
-            Body::Bound(_) => return Err(Error::unsupported("a bound KFD queue has no launcher to wait for")),
-        };
-        if let (Body::Gpu(g), Ok(())) = (&self.body, &r) {
-            g.lpq.stream().synchronize()?;
-        }
-        r.map_err(|e| match e {
+        self.launcher("wait for")?.wait_idle().map_err(|e| self.wait_error(e))?;
+        self.body.synchronize_device()
+    }
+
+    fn wait_error(&self, e: WaitIdleError) -> Error {
+        match e {
             WaitIdleError::Suspended { .. } => Error::new(
                 ErrorKind::Unsupported,
                 format!("stream {}: {e}: resume it before waiting", self.id),
             ),
             WaitIdleError::TimedOut { .. } => Error::new(ErrorKind::Device, e.to_string()),
-        })
+        }
+    }
+
+    /// Waits until every command submitted through the library completed, at most `limit`.
+    /// Unlike [`LpStream::synchronize`], fails at once under a suspension with work pending.
+    pub fn wait_idle_for(&self, limit: Duration) -> Result<()> {
+        self.live()?;
+        self.launcher("wait for")?
+            .wait_idle_for(limit)
+            .map_err(|e| Error::new(ErrorKind::Device, format!("stream {}: {e} (waited {limit:?})", self.id)))
     }
 
     /// The exactly-once check of the delay commands submitted so far (call after
@@ -304,51 +246,24 @@ impl LpStream {
     /// (at Lv3 also checked against the stream's suspension windows, which needs the stream idle
     /// and running: while it is suspended that part is left out).
     pub fn verify(&self) -> Result<Verified> {
-        match &self.body {
-            Body::Host(h) => Ok(h.verify()),
-            Body::Gpu(g) => Ok(g.verify(!self.is_suspended())),
-            Body::Bound(_) => Err(Error::unsupported("a bound KFD queue has no delay commands to check")),
-        }
+        self.body.verify(!self.is_suspended())
     }
 
     /// The launcher's counters (submitted, launched, completed, pending, in flight, ...);
     /// `None` for a bound KFD queue.
     pub fn stats(&self) -> Option<lv1::Stats> {
-        match &self.body {
-            Body::Host(h) => Some(h.xq.stats()),
-            Body::Gpu(g) => Some(g.xq.stats()),
-            Body::Bound(_) => None,
-        }
+        self.body.launcher().map(Launcher::stats)
     }
 
     /// How many delay commands the stream can take in all (GPU: its slots); `None`: no limit.
     pub fn capacity(&self) -> Option<u64> {
-        match &self.body {
-            Body::Gpu(g) => Some(g.capacity()),
-            _ => None,
-        }
+        self.body.capacity()
     }
 
     /// The launcher's completions since the last call, in completion order (kept only for
     /// sessions opened with [`crate::Options::keep_records`]; empty otherwise).
     pub fn take_completions(&self) -> Vec<LpCompletion> {
-        match &self.body {
-            Body::Host(h) => h.take_completions(),
-            Body::Gpu(g) => g.take_completions(),
-            Body::Bound(_) => Vec::new(),
-        }
-    }
-
-    /// Waits until every command submitted through the library completed, at most `limit`.
-    /// Unlike [`LpStream::synchronize`], fails at once under a suspension with work pending.
-    pub fn wait_idle_for(&self, limit: Duration) -> Result<()> {
-        self.live()?;
-        let r = match &self.body {
-            Body::Host(h) => h.xq.wait_idle_for(limit),
-            Body::Gpu(g) => g.xq.wait_idle_for(limit),
-            Body::Bound(_) => return Err(Error::unsupported("a bound KFD queue has no launcher to wait for")),
-        };
-        r.map_err(|e| Error::new(ErrorKind::Device, format!("stream {}: {e} (waited {limit:?})", self.id)))
+        self.body.take_completions()
     }
 
     /// Resumes whatever is held, refuses every later call, and drops the commands not yet
@@ -358,30 +273,20 @@ impl LpStream {
         self.closed.store(true, Ordering::Release);
         let r = held.take().map_or(Ok(()), |h| self.release(h));
         drop(held);
-        match &self.body {
-            Body::Host(h) => drop(h.xq.resume_dropping_pending()),
-            Body::Gpu(g) => drop(g.xq.resume_dropping_pending()),
-            Body::Bound(_) => {}
+        if let Some(x) = self.body.launcher() {
+            x.resume_dropping_pending();
         }
         r
     }
 }
 
 /// The high-priority stream of a session: delay commands that nothing suspends.
-pub struct HpStream(pub(crate) HpBody);
-
-pub(crate) enum HpBody {
-    Host(HostHp),
-    Gpu(GpuHp),
-}
+pub struct HpStream(pub(crate) Box<dyn HpBody>);
 
 impl HpStream {
     /// Submits a delay command of `ns` of work; returns its id.
     pub fn submit_delay(&self, ns: u64) -> Result<u64> {
-        match &self.0 {
-            HpBody::Host(h) => h.submit_delay(ns),
-            HpBody::Gpu(g) => g.submit_delay(ns),
-        }
+        self.0.submit_delay(ns)
     }
 
     /// Waits for everything submitted so far.
@@ -393,25 +298,16 @@ impl HpStream {
     /// not a hang; the host device's worker always finishes). Returns the device's records of
     /// what completed since the last call: the host worker's own timing; nothing on a GPU.
     pub fn wait(&self, limit: Option<Duration>) -> Result<Vec<DeviceRecord>> {
-        match &self.0 {
-            HpBody::Host(h) => h.synchronize(),
-            HpBody::Gpu(g) => g.synchronize(limit).map(|()| Vec::new()),
-        }
+        self.0.wait(limit)
     }
 
     /// Every command submitted so far completed exactly once (call after waiting).
     pub fn check(&self) -> Check {
-        match &self.0 {
-            HpBody::Host(h) => h.check(),
-            HpBody::Gpu(g) => g.check(),
-        }
+        self.0.check()
     }
 
     /// The raw `hipStream_t` (GPU), `None` on the host device.
     pub fn handle(&self) -> Option<usize> {
-        match &self.0 {
-            HpBody::Host(_) => None,
-            HpBody::Gpu(g) => Some(g.handle()),
-        }
+        self.0.handle()
     }
 }

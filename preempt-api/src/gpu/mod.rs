@@ -19,7 +19,7 @@
 mod streams;
 mod suspension;
 
-pub(crate) use streams::{GpuHeld, GpuHp, GpuLp};
+pub(crate) use streams::GpuBackend;
 pub use suspension::GpuSuspension;
 
 use crate::error::{Error, ErrorKind, Result};

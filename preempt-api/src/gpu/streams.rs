@@ -2,7 +2,9 @@
 //! launcher) and the high-priority one ([`GpuHp`]: delay commands launched directly).
 use super::{GpuDevice, GpuSuspension, LpQueue};
 use crate::check::{Check, DeviceRecord, LpCompletion, Verified};
+use crate::device::{DeviceBackend, HpBody, Launcher, LpBody, Lv3Held};
 use crate::error::{Error, ErrorKind, Result};
+use crate::options::{Level, Options};
 use gpu_device::verify::{self, Window};
 use gpu_device::{ClockMap, ClockPair, DelayCmd, HipLpQueue, SlotStatus, calib, kernel};
 use lv1::{Completion, Config, HwQueue, XQueue};
@@ -28,13 +30,27 @@ pub(crate) struct GpuLp {
     completions: Mutex<Option<Receiver<Completion<gpu_device::Error>>>>,
     /// Lv3 streams: clock pairs from creation, and each suspension window on `calib::host_ns`.
     pairs: Vec<ClockPair>,
-    windows: Mutex<Vec<Window>>,
+    windows: Arc<Mutex<Vec<Window>>>,
 }
 
-/// An Lv3 suspension of a GPU stream, with the moment its suspend returned.
+/// An Lv3 suspension of a GPU stream, with the moment its suspend returned; its resume records
+/// the window for the stream's check.
 pub(crate) struct GpuHeld {
     susp: GpuSuspension,
     from_ns: u64,
+    windows: Arc<Mutex<Vec<Window>>>,
+}
+
+impl Lv3Held for GpuHeld {
+    fn resume(self: Box<Self>) -> Result<()> {
+        let to_ns = host_now();
+        let GpuHeld { susp, from_ns, windows } = *self;
+        let r = susp.resume();
+        let mut w = windows.lock().unwrap_or_else(PoisonError::into_inner);
+        let sample = w.len();
+        w.push(Window { sample, from_ns, to_ns });
+        r
+    }
 }
 
 fn host_now() -> u64 {
@@ -63,61 +79,14 @@ impl GpuLp {
             notes,
             completions: Mutex::new(if keep { rx } else { None }),
             pairs,
-            windows: Mutex::new(Vec::new()),
+            windows: Arc::new(Mutex::new(Vec::new())),
         })
-    }
-
-    pub fn handle(&self) -> usize {
-        self.lpq.stream().handle()
-    }
-
-    /// Slots booked so far are the command ids; past the buffer a launch fails.
-    pub fn capacity(&self) -> u64 {
-        self.lpq.capacity()
-    }
-
-    pub fn submit_delay(&self, ns: u64) -> Result<u64> {
-        let ticks = self.gpu.ticks_for(ns)?;
-        Ok(self.xq.submit(DelayCmd { ticks }))
-    }
-
-    /// Lv3 through `pre` on the discovered queue, behind the null-stream fence.
-    pub fn suspend_lv3(&self, pre: &Preemptor) -> Result<GpuHeld> {
-        let target = self.target.ok_or_else(|| {
-            Error::new(
-                ErrorKind::Unavailable,
-                "an Lv1 GPU stream has no discovered KFD queue to suspend at Lv3",
-            )
-        })?;
-        let susp = GpuSuspension::suspend(pre, &target)?;
-        Ok(GpuHeld {
-            susp,
-            from_ns: host_now(),
-        })
-    }
-
-    /// Resumes `held`, recording its window for the check.
-    pub fn resume_lv3(&self, held: GpuHeld) -> Result<()> {
-        let to_ns = host_now();
-        let r = held.susp.resume();
-        let mut w = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
-        let sample = w.len();
-        w.push(Window {
-            sample,
-            from_ns: held.from_ns,
-            to_ns,
-        });
-        r
-    }
-
-    pub fn take_completions(&self) -> Vec<LpCompletion> {
-        crate::check::drain_completions(&self.completions)
     }
 
     /// Exactly-once from the slots and, at Lv3, no command ended inside a suspension window
     /// (call when idle and not suspended; a partial check otherwise). `idle`: the caller knows
     /// nothing is suspended, so the stream may run the clock probes.
-    pub fn verify(&self, idle: bool) -> Verified {
+    fn check_slots(&self, idle: bool) -> Verified {
         let stats = self.xq.stats();
         let mut v = Verified::new(&stats, 1);
         if !v.check.finished {
@@ -206,19 +175,8 @@ impl GpuHp {
         })
     }
 
-    pub fn handle(&self) -> usize {
-        self.q.stream().handle()
-    }
-
-    pub fn submit_delay(&self, ns: u64) -> Result<u64> {
-        let ticks = self.gpu.ticks_for(ns)?;
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.q.launch(id, DelayCmd { ticks })?;
-        Ok(id)
-    }
-
     /// Waits for everything submitted so far, at most `timeout` (`None`: without limit).
-    pub fn synchronize(&self, timeout: Option<Duration>) -> Result<()> {
+    fn synchronize(&self, timeout: Option<Duration>) -> Result<()> {
         let Some(limit) = timeout else {
             return Ok(self.q.synchronize()?);
         };
@@ -235,7 +193,7 @@ impl GpuHp {
     }
 
     /// Every command submitted completed exactly once (call after synchronizing).
-    pub fn check(&self) -> Check {
+    fn check_slots(&self) -> Check {
         let n = self.next.load(Ordering::Relaxed);
         let mut c = Check {
             submitted: n,
@@ -255,5 +213,104 @@ impl GpuHp {
             Err(e) => c.problem(format!("reading the HP slots: {e}")),
         }
         c
+    }
+}
+
+/// A GPU behind a session.
+pub(crate) struct GpuBackend(pub Arc<GpuDevice>);
+
+impl DeviceBackend for GpuBackend {
+    fn lp_stream(&self, level: Level, lv3: Option<&Arc<Preemptor>>, opts: &Options) -> Result<Box<dyn LpBody>> {
+        let lv3 = lv3.map(AsRef::as_ref).filter(|_| level == Level::Lv3);
+        Ok(Box::new(GpuLp::new(
+            &self.0,
+            lv3,
+            opts.gpu_slots,
+            opts.lv1,
+            opts.keep_records,
+        )?))
+    }
+    fn hp_stream(&self, opts: &Options) -> Result<Box<dyn HpBody>> {
+        Ok(Box::new(GpuHp::new(&self.0, opts.gpu_slots)?))
+    }
+    fn gpu(&self) -> Option<&Arc<GpuDevice>> {
+        Some(&self.0)
+    }
+}
+
+impl LpBody for GpuLp {
+    fn launcher(&self) -> Option<&dyn Launcher> {
+        Some(&self.xq)
+    }
+    fn submit_delay(&self, ns: u64) -> Result<u64> {
+        let ticks = self.gpu.ticks_for(ns)?;
+        Ok(self.xq.submit(DelayCmd { ticks }))
+    }
+    /// Lv3 through `pre` on the discovered queue, behind the null-stream fence.
+    fn suspend_lv3(&self, id: u64, pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
+        let (Some(pre), Some(target)) = (pre, self.target) else {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("stream {id}: no Lv3 mechanism or no known KFD queue"),
+            ));
+        };
+        let susp = GpuSuspension::suspend(pre, &target)?;
+        Ok(Box::new(GpuHeld {
+            susp,
+            from_ns: host_now(),
+            windows: Arc::clone(&self.windows),
+        }))
+    }
+    fn verify(&self, idle: bool) -> Result<Verified> {
+        Ok(self.check_slots(idle))
+    }
+    fn describe(&self, id: u64, how: &str) -> String {
+        let q = self.target.map_or(String::new(), |t| {
+            format!(", KFD queue {} on gpu 0x{:x}", t.queue_id, t.gpu_id)
+        });
+        let notes = if self.notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.notes.join("; "))
+        };
+        format!(
+            "GPU LP stream {id} (hipStream_t 0x{:x}{q}), {how}{notes}",
+            self.lpq.stream().handle()
+        )
+    }
+    /// Also whatever else runs on the stream (work launched by other libraries).
+    fn synchronize_device(&self) -> Result<()> {
+        Ok(self.lpq.stream().synchronize()?)
+    }
+    fn handle(&self) -> Option<usize> {
+        Some(self.lpq.stream().handle())
+    }
+    fn queue(&self) -> Option<QueueTarget> {
+        self.target
+    }
+    /// Slots booked so far are the command ids; past the buffer a launch fails.
+    fn capacity(&self) -> Option<u64> {
+        Some(self.lpq.capacity())
+    }
+    fn take_completions(&self) -> Vec<LpCompletion> {
+        crate::check::drain_completions(&self.completions)
+    }
+}
+
+impl HpBody for GpuHp {
+    fn submit_delay(&self, ns: u64) -> Result<u64> {
+        let ticks = self.gpu.ticks_for(ns)?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.q.launch(id, DelayCmd { ticks })?;
+        Ok(id)
+    }
+    fn wait(&self, limit: Option<Duration>) -> Result<Vec<DeviceRecord>> {
+        self.synchronize(limit).map(|()| Vec::new())
+    }
+    fn check(&self) -> Check {
+        self.check_slots()
+    }
+    fn handle(&self) -> Option<usize> {
+        Some(self.q.stream().handle())
     }
 }
