@@ -10,6 +10,7 @@ mod doctor;
 mod env;
 mod exit;
 mod gpu;
+mod launcher_cost;
 mod measure;
 mod num;
 mod options;
@@ -23,7 +24,6 @@ mod trace;
 mod validate;
 
 use clap::{CommandFactory, Parser, error::ErrorKind};
-use device::Device;
 use doctor::facts::{Fact, HipInfo};
 use exit::{Failure, Outcome, Verdict};
 use options::Command;
@@ -84,7 +84,7 @@ fn dispatch(command: Command) -> Outcome {
         Command::SweepT(o) => sweep::t(&o, device::select(&o.common, hip_facts)?),
         Command::SweepState(o) => sweep::state(&o, device::select(&o.common, hip_facts)?),
         Command::SweepThreshold(o) => sweep::threshold(&o, device::select(&o.common, hip_facts)?),
-        Command::LauncherCost(o) => launcher_cost(&o, device::select(&o.common, hip_facts)?),
+        Command::LauncherCost(o) => launcher_cost::run(&o, device::select(&o.common, hip_facts)?),
         Command::Priority(o) => priority::run(&o, device::select(&o.common, hip_facts)?),
         Command::Report(o) => report::run(&o),
         Command::HostWorker | Command::BystanderWorker(_) => {
@@ -109,7 +109,7 @@ fn run(o: &options::RunOptions) -> Outcome {
     }
     let p = measure::Params::new(o.level, o.t_ms, lp_state, o.samples, o.warmup, &o.common, dev.workers());
     let r = dev.measure(&p, o.common.mechanism, o.common.quiet)?;
-    output::run(&r, o.format, &mut out).map_err(|e| format!("writing the result: {e}"))?;
+    output::export(o.format, &r, &mut out).map_err(|e| format!("writing the result: {e}"))?;
     if let Some(t) = &o.trace {
         let note = if r.env.device == "host" {
             "preempt-lat on the host device: host figures, not GPU figures"
@@ -122,28 +122,6 @@ fn run(o: &options::RunOptions) -> Outcome {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
     }
     Ok(Verdict::from_ok(r.correctness.ok))
-}
-
-fn launcher_cost(o: &options::LauncherCostOptions, dev: Device) -> Outcome {
-    let Device::Host(workers) = dev else {
-        return Err(Failure::Usage(
-            "launcher-cost measures the host device only: use --device host".into(),
-        ));
-    };
-    let (threshold, batch) = (o.common.threshold, o.common.batch);
-    let null_dev = measure::host::launcher_cost_null_device(o.commands, threshold, batch)?;
-    let (direct, launcher) = measure::host::launcher_cost(o.commands, threshold, batch, workers)?;
-    let v = serde_json::json!({
-        "device": "host",
-        "note": "host CPU ns per LP command of this process (launcher, completion and reader threads), T -> 0; null_device: the launcher alone over a queue that completes at launch; host figures, not GPU figures",
-        "commands": o.commands, "threshold": threshold, "batch": batch, "workers": workers,
-        "direct_cpu_ns_per_cmd": direct, "launcher_cpu_ns_per_cmd": launcher,
-        "launcher_extra_cpu_ns_per_cmd": launcher - direct,
-        "launcher_cpu_ns_per_cmd_null_device": null_dev,
-        "git_revision": env::git_revision(),
-    });
-    output::json(&v, &mut std::io::stdout().lock()).map_err(|e| format!("writing the result: {e}"))?;
-    Ok(Verdict::Pass)
 }
 
 /// Asks the HIP runtime (loaded at run time) what doctor reports about it.

@@ -66,6 +66,18 @@ pub enum Format {
 impl Format {
     pub const ALL: [Format; 3] = [Format::Text, Format::Json, Format::Csv];
 
+    /// The formats written into `--out-dir` beside a plot (`<stem>.<extension>`).
+    pub const FILES: [Format; 2] = [Format::Csv, Format::Json];
+
+    /// The file name extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Text => "txt",
+            Format::Json => "json",
+            Format::Csv => "csv",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",

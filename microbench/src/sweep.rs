@@ -4,34 +4,13 @@ use crate::device::Device;
 use crate::exit::{Failure, Outcome, Verdict};
 use crate::measure::{Params, RunResult, control::stop_requested, host};
 use crate::options::{HOST_HAS_NO_LP_STATE, Level, LpState, SweepStateOptions, SweepTOptions, SweepThresholdOptions};
+use crate::output::Export;
+use crate::output::files::{prepare, write_all};
 use crate::plot::{self, Axis, RefLine, Scale, Series};
 use plotters::prelude::SeriesLabelPosition;
 use serde::Serialize;
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::Path;
-
-/// Writes one output file through `write` (an exporter of [`crate::output`]).
-pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), String> {
-    let e = |e: std::io::Error| format!("{}: cannot write: {e}", path.display());
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(e)?);
-    write(&mut f).and_then(|()| f.flush()).map_err(e)
-}
-
-pub fn prepare(dir: &Path) -> Result<(), Failure> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("--out-dir {}: cannot create: {e}", dir.display()))?;
-    let probe = dir.join(".preempt-lat-write-test");
-    std::fs::write(&probe, b"").map_err(|e| format!("--out-dir {}: cannot write: {e}", dir.display()))?;
-    let _ = std::fs::remove_file(probe);
-    Ok(())
-}
-
-/// Writes `<stem>.csv` (one row per run and metric) and `<stem>.json` (the runs whole) into `dir`.
-fn write_runs(dir: &Path, stem: &str, runs: &[RunResult]) -> Result<(), String> {
-    write_file(&dir.join(format!("{stem}.csv")), |w| {
-        crate::output::csv(runs.iter().flat_map(crate::output::run_rows), w)
-    })?;
-    write_file(&dir.join(format!("{stem}.json")), |w| crate::output::json(runs, w))
-}
 
 /// The P99 suspend and HP start latency (us) of each level's runs against `x` of the run (runs
 /// without an `x` are left out), as plot series; empty series are dropped.
@@ -102,14 +81,14 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
             let p = Params::new(level, t_ms, lp_state, a.samples, a.warmup, &a.common, workers);
             eprintln!(
                 "sweep t: Lv{} T={t_ms} ms, LP state {} ({} samples)",
-                p.level,
+                p.level.number(),
                 lp_state.map_or("n.a.", LpState::name),
                 p.samples
             );
             runs.push(dev.measure(&p, a.common.mechanism, a.common.quiet)?);
         }
     }
-    write_runs(&a.out_dir, "sweep-t", &runs)?;
+    write_all(&a.out_dir, "sweep-t", &runs[..])?;
     let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
     let (series, refs) = sweep_t_series(&runs, &a.levels, a.common.threshold);
     let title = format!(
@@ -170,12 +149,14 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
             let p = Params::new(level, a.t_ms, Some(state), a.samples, a.warmup, &a.common, 0);
             eprintln!(
                 "sweep state: Lv{} {state} T={} ms ({} samples)",
-                p.level, a.t_ms, p.samples
+                p.level.number(),
+                a.t_ms,
+                p.samples
             );
             runs.push(dev.measure(&p, a.common.mechanism, a.common.quiet)?);
         }
     }
-    write_runs(&a.out_dir, "sweep-state", &runs)?;
+    write_all(&a.out_dir, "sweep-state", &runs[..])?;
     let series = p99_series(&runs, &a.levels, state_kib);
     let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
     let refs = if a.levels.contains(&Level::Lv3) && !series.is_empty() {
@@ -205,7 +186,7 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
             |s: &Option<crate::stats::Summary>| s.as_ref().map_or("-".into(), |s| format!("{:.1}", s.p99 as f64 / 1e3));
         println!(
             "  Lv{} {} ({:.0} KiB/CU): p99 suspend {} us, HP start {} us{}",
-            r.params.level,
+            r.params.level.number(),
             r.params.lp_state.map_or("n.a.", LpState::name),
             state_kib(r).unwrap_or(0.0),
             p99(&r.latency_ns.suspend),
@@ -237,6 +218,28 @@ struct OverheadPoint {
     launcher_s: f64,
     overhead_percent: f64,
     git_revision: &'static str,
+}
+
+/// The threshold sweep's points: JSON the array, CSV one row per point, text one line per point.
+impl Export for [OverheadPoint] {
+    type Whole = Self;
+    type Row<'a> = &'a OverheadPoint;
+    fn whole(&self) -> &Self {
+        self
+    }
+    fn rows(&self) -> Vec<&OverheadPoint> {
+        self.iter().collect()
+    }
+    fn text(&self, w: &mut dyn Write) -> io::Result<()> {
+        for p in self {
+            writeln!(
+                w,
+                "{} T = {} ms, threshold {}, batch {}: Lv1 overhead {:+.1} % (direct {:.4} s, launcher {:.4} s, {} commands)",
+                p.device, p.t_ms, p.threshold, p.batch, p.overhead_percent, p.direct_s, p.launcher_s, p.commands
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// Lv1 overhead against the threshold, for each T.
@@ -289,10 +292,7 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
         }
     }
     pb.finish_and_clear();
-    write_file(&a.out_dir.join("sweep-threshold.csv"), |w| crate::output::csv(&pts, w))?;
-    write_file(&a.out_dir.join("sweep-threshold.json"), |w| {
-        crate::output::json(&pts, w)
-    })?;
+    write_all(&a.out_dir, "sweep-threshold", &pts[..])?;
     let series: Vec<Series> = a
         .t_ms
         .iter()
