@@ -32,7 +32,7 @@ pub fn run(o: &LauncherCostOptions, dev: Device) -> Outcome {
             "launcher-cost measures the host device only: use --device host".into(),
         ));
     };
-    let (commands, threshold, batch) = (o.commands, o.common.threshold, o.common.batch);
+    let (commands, threshold, batch) = (o.commands, o.common.lv1.threshold, o.common.lv1.batch);
     let null_dev = crate::measure::host::launcher_cost_null_device(commands, threshold, batch)?;
     let (direct, launcher) = crate::measure::host::launcher_cost(commands, threshold, batch, workers)?;
     let r = LauncherCost {

@@ -4,7 +4,6 @@
 #![deny(unsafe_code)]
 
 mod bystander;
-mod cli;
 mod device;
 mod doctor;
 mod env;
@@ -26,12 +25,12 @@ mod validate;
 use clap::{CommandFactory, Parser, error::ErrorKind};
 use doctor::facts::{Fact, HipInfo};
 use exit::{Failure, Outcome, Verdict};
-use options::Command;
+use options::{Cli, Command, Common, Sweep};
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let command = match cli::Cli::parse().into_command() {
+    let command = match Cli::parse().checked() {
         Ok(c) => c,
         Err(msg) => usage_error(&msg),
     };
@@ -69,23 +68,24 @@ fn main() -> ExitCode {
 
 /// Exit 2 with clap's formatting, for input clap could not check by itself.
 fn usage_error(msg: &str) -> ! {
-    cli::Cli::command().error(ErrorKind::ValueValidation, msg).exit()
+    Cli::command().error(ErrorKind::ValueValidation, msg).exit()
 }
 
 fn dispatch(command: Command) -> Outcome {
     let stdout = || std::io::stdout().lock();
+    let select = |c: &Common| device::select(c.device, c.workers, c.mechanism, hip_facts);
     match command {
-        Command::Run(o) => run(&o),
+        Command::Run(o) => run(&o, select(&o.common)?),
         Command::Doctor(o) => {
             doctor::run(&o, hip_facts(), &mut stdout()).map_err(|e| format!("writing the report: {e}"))?;
             Ok(Verdict::Pass)
         }
         Command::Validate(o) => validate::run(&o, hip_facts(), &mut stdout()),
-        Command::SweepT(o) => sweep::t(&o, device::select(&o.common, hip_facts)?),
-        Command::SweepState(o) => sweep::state(&o, device::select(&o.common, hip_facts)?),
-        Command::SweepThreshold(o) => sweep::threshold(&o, device::select(&o.common, hip_facts)?),
-        Command::LauncherCost(o) => launcher_cost::run(&o, device::select(&o.common, hip_facts)?),
-        Command::Priority(o) => priority::run(&o, device::select(&o.common, hip_facts)?),
+        Command::Sweep(Sweep::T(o)) => sweep::t(&o, select(&o.common)?),
+        Command::Sweep(Sweep::State(o)) => sweep::state(&o, select(&o.common)?),
+        Command::Sweep(Sweep::Threshold(o)) => sweep::threshold(&o, select(&o.common)?),
+        Command::LauncherCost(o) => launcher_cost::run(&o, select(&o.common)?),
+        Command::Priority(o) => priority::run(&o, select(&o.common)?),
         Command::Report(o) => report::run(&o),
         Command::HostWorker | Command::BystanderWorker(_) => {
             unreachable!("handled in main before any thread starts")
@@ -93,9 +93,8 @@ fn dispatch(command: Command) -> Outcome {
     }
 }
 
-fn run(o: &options::RunOptions) -> Outcome {
-    let dev = device::select(&o.common, hip_facts)?;
-    let lp_state = dev.lp_state(o.lp_state)?;
+fn run(o: &options::RunOptions, dev: device::Device) -> Outcome {
+    let lp_state = dev.lp_state(o.lp.lp_state)?;
     // --out is opened now, so an unwritable path fails before a long run.
     let mut out: Box<dyn Write> = match &o.out {
         Some(p) => Box::new(

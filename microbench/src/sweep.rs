@@ -70,15 +70,23 @@ fn latency_plot(path: &Path, title: &str, x_title: String, series: &[Series], re
 /// Latency against T for each level.
 pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
     let workers = dev.workers();
-    let lp_state = dev.lp_state(a.lp_state)?;
+    let lp_state = dev.lp_state(a.lp.lp_state)?;
     prepare(&a.out_dir)?;
     let mut runs: Vec<RunResult> = Vec::new();
-    'outer: for &level in &a.levels {
+    'outer: for &level in &a.levels.list {
         for &t_ms in &a.t_ms {
             if stop_requested() {
                 break 'outer;
             }
-            let p = Params::new(level, t_ms, lp_state, a.samples, a.warmup, &a.common, workers);
+            let p = Params::new(
+                level,
+                t_ms,
+                lp_state,
+                a.per_point.samples,
+                a.per_point.warmup,
+                &a.common,
+                workers,
+            );
             eprintln!(
                 "sweep t: Lv{} T={t_ms} ms, LP state {} ({} samples)",
                 p.level.number(),
@@ -90,7 +98,7 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
     }
     write_all(&a.out_dir, "sweep-t", &runs[..])?;
     let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
-    let (series, refs) = sweep_t_series(&runs, &a.levels, a.common.threshold);
+    let (series, refs) = sweep_t_series(&runs, &a.levels.list, a.common.lv1.threshold);
     let title = format!(
         "P99 preemption latency vs T ({}{})",
         plot::device_label(&device),
@@ -141,12 +149,20 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
     }
     prepare(&a.out_dir)?;
     let mut runs: Vec<RunResult> = Vec::new();
-    'outer: for &level in &a.levels {
+    'outer: for &level in &a.levels.list {
         for &state in &a.states {
             if stop_requested() {
                 break 'outer;
             }
-            let p = Params::new(level, a.t_ms, Some(state), a.samples, a.warmup, &a.common, 0);
+            let p = Params::new(
+                level,
+                a.t_ms,
+                Some(state),
+                a.per_point.samples,
+                a.per_point.warmup,
+                &a.common,
+                0,
+            );
             eprintln!(
                 "sweep state: Lv{} {state} T={} ms ({} samples)",
                 p.level.number(),
@@ -157,9 +173,9 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
         }
     }
     write_all(&a.out_dir, "sweep-state", &runs[..])?;
-    let series = p99_series(&runs, &a.levels, state_kib);
+    let series = p99_series(&runs, &a.levels.list, state_kib);
     let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
-    let refs = if a.levels.contains(&Level::Lv3) && !series.is_empty() {
+    let refs = if a.levels.list.contains(&Level::Lv3) && !series.is_empty() {
         let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
         let (lo, hi) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
         vec![RefLine {
@@ -245,7 +261,7 @@ impl Export for [OverheadPoint] {
 /// Lv1 overhead against the threshold, for each T.
 pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
     let (workers, device) = (dev.workers(), dev.to_string());
-    let lp_state = dev.lp_state(a.lp_state)?;
+    let lp_state = dev.lp_state(a.lp.lp_state)?;
     prepare(&a.out_dir)?;
     let mut pts = Vec::new();
     let total = (a.t_ms.len() * a.thresholds.len()) as u64;
@@ -262,10 +278,15 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
             let mut runs = Vec::new();
             for _ in 0..3 {
                 runs.push(match dev {
-                    Device::Host(_) => host::lv1_overhead(t_ms, th, a.common.batch, commands, workers)?,
-                    Device::Hip(i) => {
-                        crate::gpu::lv1_overhead(i, t_ms, lp_state.unwrap_or_default(), th, a.common.batch, commands)?
-                    }
+                    Device::Host(_) => host::lv1_overhead(t_ms, th, a.common.lv1.batch, commands, workers)?,
+                    Device::Hip(i) => crate::gpu::lv1_overhead(
+                        i,
+                        t_ms,
+                        lp_state.unwrap_or_default(),
+                        th,
+                        a.common.lv1.batch,
+                        commands,
+                    )?,
                 });
             }
             let median = |f: fn(&(f64, f64, f64)) -> f64| {
@@ -280,7 +301,7 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
                 t_ms,
                 lp_state: lp_state.map(LpState::name),
                 threshold: th,
-                batch: a.common.batch.min(th),
+                batch: a.common.lv1.batch.min(th),
                 commands,
                 workers,
                 direct_s,
@@ -440,15 +461,13 @@ mod tests {
     #[test]
     fn the_state_sweep_refuses_the_host_device() {
         let o = SweepStateOptions {
-            levels: vec![Level::Lv3],
+            levels: crate::options::Levels { list: vec![Level::Lv3] },
             states: LpState::ALL.to_vec(),
             t_ms: 0.5,
-            samples: 1,
-            warmup: 0,
+            per_point: crate::options::PerPoint { samples: 1, warmup: 0 },
             out_dir: std::env::temp_dir().join("preempt-lat-never-written"),
             common: crate::options::Common {
-                threshold: 8,
-                batch: 4,
+                lv1: crate::options::Lv1Options { threshold: 8, batch: 4 },
                 device: crate::options::DeviceSpec::Auto,
                 seed: 1,
                 mechanism: lv3::MechanismChoice::Auto,

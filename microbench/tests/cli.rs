@@ -32,6 +32,23 @@ fn bad_input_is_exit_2_with_a_clear_reason() {
         (&["--device", "gpu7"], "unknown device"),
         (&["--device", "hip:x"], "unknown device"),
         (&["--level", "2"], "invalid value '2'"),
+        // The words of the C and Python API, with their error text; the two preempt-lat cannot
+        // run are refused with what to use instead.
+        (
+            &["--level", "2"],
+            r#"unknown level "2": expected auto (0), lv1 (1) or lv3 (3)"#,
+        ),
+        (
+            &["--device", "gpu7"],
+            r#"unknown device "gpu7": expected auto, host, kfd or hip:N"#,
+        ),
+        (
+            &["--mechanism", "sigstop"],
+            r#"unknown mechanism "sigstop": expected auto"#,
+        ),
+        (&["--device", "kfd"], "use hip:N, host or auto"),
+        (&["--level", "auto"], "a measurement names the level it measures: use 3"),
+        (&["sweep", "t", "--levels", "lv1,auto"], "a measurement names the level"),
         (&["--out", "/nonexistent-dir/x.json", "--samples", "1"], "cannot write"),
         (&["--device", "host", "--mechanism", "dbg-trap"], "needs an AMD GPU"),
         (&["--device", "host", "--grace", "4"], "SIGSTOP has no grace period"),

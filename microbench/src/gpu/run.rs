@@ -165,7 +165,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     // Lv3: the mechanism (dbg-trap turns the debug trap on now, before the LP queue exists).
     let preemptor = match p.level {
         Level::Lv1 => None,
-        Level::Lv3 => Some(build_mechanism(choice, p.grace, quiet)?),
+        Level::Lv3 | Level::Auto => Some(build_mechanism(choice, p.grace, quiet)?),
     };
     if preemptor
         .as_ref()

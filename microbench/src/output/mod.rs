@@ -4,7 +4,7 @@
 //! does the quoting and escaping) and its text for people. [`files`] writes results into
 //! `--out-dir`.
 //!
-//! A new format: its variant and file extension in `options::Format`, its arm and
+//! A new format: its variant and file extension in `options::values::Format`, its arm and
 //! exporter here.
 pub mod files;
 pub mod text;

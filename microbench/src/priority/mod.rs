@@ -180,8 +180,8 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         hp_cmds: o.hp_cmds,
         t_ms: o.t_ms,
         duration_s: o.duration_s,
-        threshold: o.common.threshold,
-        batch: o.common.batch,
+        threshold: o.common.lv1.threshold,
+        batch: o.common.lv1.batch,
         seed: o.common.seed,
         workers: if gpu.is_some() {
             0
