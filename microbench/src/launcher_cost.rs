@@ -3,7 +3,7 @@
 //! queue that completes at launch (the launcher alone).
 use crate::device::Device;
 use crate::exit::{Failure, Outcome, Verdict};
-use crate::options::{Format, LauncherCostOptions};
+use crate::options::LauncherCostOptions;
 use crate::output::Export;
 use serde::Serialize;
 use std::io::{self, Write};
@@ -25,14 +25,14 @@ pub struct LauncherCost {
     pub workers: u32,
 }
 
-/// Measures on `dev` (the host device only) and writes the result on stdout as JSON.
+/// Measures on `dev` (the host device only) and writes the result on stdout in `o.format`.
 pub fn run(o: &LauncherCostOptions, dev: Device) -> Outcome {
     let Device::Host(workers) = dev else {
         return Err(Failure::Usage(
             "launcher-cost measures the host device only: use --device host".into(),
         ));
     };
-    let (commands, threshold, batch) = (o.commands, o.common.lv1.threshold, o.common.lv1.batch);
+    let (commands, threshold, batch) = (o.commands, o.lv1.threshold, o.lv1.batch);
     let null_dev = crate::measure::host::launcher_cost_null_device(commands, threshold, batch)?;
     let (direct, launcher) = crate::measure::host::launcher_cost(commands, threshold, batch, workers)?;
     let r = LauncherCost {
@@ -49,8 +49,7 @@ pub fn run(o: &LauncherCostOptions, dev: Device) -> Outcome {
         threshold,
         workers,
     };
-    crate::output::export(Format::Json, &r, &mut io::stdout().lock())
-        .map_err(|e| format!("writing the result: {e}"))?;
+    crate::output::export(o.format, &r, &mut io::stdout().lock()).map_err(|e| format!("writing the result: {e}"))?;
     Ok(Verdict::Pass)
 }
 
@@ -89,6 +88,7 @@ impl Export for LauncherCost {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Format;
 
     fn sample() -> LauncherCost {
         LauncherCost {

@@ -852,3 +852,45 @@ fn bystander_worker_is_hidden_and_validate_has_the_bystander_check() {
         );
     }
 }
+
+/// launcher-cost: its own options (no seed), and every format; JSON is the object it always was.
+#[test]
+fn launcher_cost_writes_text_json_or_csv() {
+    let base = ["launcher-cost", "--device", "host", "--commands", "300"];
+    let run = |format: &str| {
+        let o = pl(&[&base[..], &["--format", format]].concat());
+        assert!(o.status.success(), "{format}: {}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let v: serde_json::Value = serde_json::from_str(&run("json")).expect("one JSON object");
+    for k in [
+        "batch",
+        "commands",
+        "device",
+        "direct_cpu_ns_per_cmd",
+        "git_revision",
+        "launcher_cpu_ns_per_cmd",
+        "launcher_cpu_ns_per_cmd_null_device",
+        "launcher_extra_cpu_ns_per_cmd",
+        "note",
+        "threshold",
+        "workers",
+    ] {
+        assert!(!v[k].is_null(), "{k}");
+    }
+    assert_eq!(
+        (v["commands"].as_u64(), v["device"].as_str()),
+        (Some(300), Some("host"))
+    );
+    let csv = run("csv");
+    assert_eq!(csv.lines().count(), 2, "a header and one row: {csv}");
+    assert!(csv.starts_with("batch,commands,device,"), "{csv}");
+    let text = run("text");
+    assert!(
+        text.contains("through the Lv1 launcher") && text.contains("not GPU figures"),
+        "{text}"
+    );
+    let o = pl(&[&base[..], &["--seed", "3"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("unexpected argument '--seed'"), "{}", stderr(&o));
+}

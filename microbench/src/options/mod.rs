@@ -64,7 +64,7 @@ pub enum Command {
     /// Sweep T, the LP kernel's wave state or the Lv1 threshold and write CSV, JSON and an SVG plot.
     #[command(subcommand)]
     Sweep(Sweep),
-    /// Host CPU time per LP command of the Lv1 launcher at T -> 0 (host device), as JSON.
+    /// Host CPU time per LP command of the Lv1 launcher at T -> 0 (host device): text, JSON or CSV.
     LauncherCost(LauncherCostOptions),
     /// Priority scheduling: HP requests (fixed rate or Poisson) against a saturating LP stream,
     /// in modes standalone-hp, standalone-lp, native (no scheduling), lv1 and lv3 (highest
@@ -135,7 +135,7 @@ impl Command {
                 check_lp_state(o.common.device, o.lp.lp_state)?;
                 o.common.check()
             }
-            Command::LauncherCost(o) => o.common.check(),
+            Command::LauncherCost(o) => o.lv1.check(),
             Command::Priority(o) => {
                 o.modes = Mode::ALL.into_iter().filter(|m| o.modes.contains(m)).collect();
                 o.common.check()?;
@@ -380,14 +380,24 @@ pub struct SweepThresholdOptions {
     pub common: Common,
 }
 
-/// `launcher-cost`.
+/// `launcher-cost`: what the host device's launcher costs; no HP requests (so no seed), no Lv3.
 #[derive(Debug, Clone, Args)]
 pub struct LauncherCostOptions {
     /// Commands per measurement.
     #[arg(long, default_value_t = 20000, value_parser = parse_positive)]
     pub commands: u32,
     #[command(flatten)]
-    pub common: Common,
+    pub lv1: Lv1Options,
+    /// Device: host (auto is the host device where no AMD GPU is usable; a GPU is refused).
+    #[arg(long, default_value = "auto", value_parser = values::device())]
+    pub device: DeviceSpec,
+    /// LP worker processes ("compute units"). Default: cores - 1, at least 1.
+    #[arg(long, value_parser = parse_positive)]
+    pub workers: Option<u32>,
+    /// Output format: text for people; json (one object) and csv (a header and one row) carry
+    /// every parameter.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 /// `priority`: HP requests against a saturating LP stream, per mode.

@@ -38,6 +38,20 @@ fn lists_are_put_in_order_once_parsed() {
 }
 
 #[test]
+fn launcher_cost_takes_its_own_options() {
+    let Ok(Command::LauncherCost(o)) = parse(&["launcher-cost", "--format", "csv", "--threshold", "4"]) else {
+        panic!("launcher-cost")
+    };
+    assert_eq!((o.format, o.lv1.threshold, o.lv1.batch), (Format::Csv, 4, 4));
+    for meaningless in ["--seed", "--mechanism", "--grace"] {
+        let e = parse(&["launcher-cost", meaningless, "1"]).unwrap_err();
+        assert!(e.contains(&format!("unexpected argument '{meaningless}'")), "{e}");
+    }
+    let e = parse(&["launcher-cost", "--threshold", "2", "--batch", "4"]).unwrap_err();
+    assert!(e.contains("--threshold (2) must be >= --batch (4)"), "{e}");
+}
+
+#[test]
 fn the_api_words_parse_and_preempt_lat_refuses_kfd_and_auto() {
     let Ok(Command::Run(o)) = parse(&["--level", "lv1", "--device", "hip"]) else {
         panic!("a run")
