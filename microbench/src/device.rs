@@ -3,7 +3,8 @@
 use crate::doctor::facts::{self, Fact, HipInfo};
 use crate::exit::Failure;
 use crate::measure::{Params, RunResult};
-use crate::options::{Common, DeviceSpec, HOST_HAS_NO_LP_STATE, LpState};
+use crate::options::values::KFD_IS_FOR_APPLICATIONS;
+use crate::options::{DeviceSpec, HOST_HAS_NO_LP_STATE, LpState};
 use lv3::MechanismChoice;
 
 /// The device a measurement runs on, once chosen.
@@ -55,25 +56,31 @@ impl std::fmt::Display for Device {
     }
 }
 
-/// Picks the device. `auto` takes hip:0 when doctor's GPU path and the HIP device are usable,
-/// else the host device with a note on stderr; an explicit `hip:N` that cannot run is an error
-/// with doctor's reason. `hip` is what the HIP runtime said (see `main`).
-pub fn select(c: &Common, hip: impl FnOnce() -> Fact<HipInfo>) -> Result<Device, Failure> {
-    let host = Device::Host(c.workers.unwrap_or_else(crate::measure::host::default_workers));
-    let index = match c.device {
+/// Picks the device for `--device`, `--workers` and `--mechanism`. `auto` takes hip:0 when
+/// doctor's GPU path and the HIP device are usable, else the host device with a note on stderr;
+/// an explicit `hip:N` that cannot run is an error with doctor's reason; `kfd` is the C and
+/// Python API's (the options refuse it already). `hip` is what the HIP runtime said (see `main`).
+pub fn select(
+    device: DeviceSpec,
+    workers: Option<u32>,
+    mechanism: MechanismChoice,
+    hip: impl FnOnce() -> Fact<HipInfo>,
+) -> Result<Device, Failure> {
+    let host = Device::Host(workers.unwrap_or_else(crate::measure::host::default_workers));
+    let index = match device {
         DeviceSpec::Host => return Ok(host),
         DeviceSpec::Auto => 0,
         DeviceSpec::Hip(n) => n,
+        DeviceSpec::Kfd => return Err(Failure::Usage(format!("--device kfd: {KFD_IS_FOR_APPLICATIONS}"))),
     };
     let facts = facts::gather(&kfd::sysfs::SysRoot::default(), hip());
     let why = crate::doctor::verdict::gpu_path(&facts).and_then(|()| crate::gpu::usable(index));
-    match (why, c.device) {
+    match (why, device) {
         (Ok(()), _) => Ok(Device::Hip(index)),
         (Err(why), DeviceSpec::Auto) => {
-            if c.mechanism != MechanismChoice::Auto {
+            if mechanism != MechanismChoice::Auto {
                 return Err(Failure::Usage(format!(
-                    "--mechanism {} needs a usable AMD GPU, and there is none: {why}",
-                    c.mechanism
+                    "--mechanism {mechanism} needs a usable AMD GPU, and there is none: {why}"
                 )));
             }
             eprintln!(
@@ -82,8 +89,7 @@ pub fn select(c: &Common, hip: impl FnOnce() -> Fact<HipInfo>) -> Result<Device,
             Ok(host)
         }
         (Err(why), _) => Err(Failure::Error(format!(
-            "--device {}: cannot run: {why} (see `preempt-lat doctor`)",
-            c.device
+            "--device {device}: cannot run: {why} (see `preempt-lat doctor`)"
         ))),
     }
 }

@@ -4,12 +4,12 @@
 #![deny(unsafe_code)]
 
 mod bystander;
-mod cli;
 mod device;
 mod doctor;
 mod env;
 mod exit;
 mod gpu;
+mod launcher_cost;
 mod measure;
 mod num;
 mod options;
@@ -23,15 +23,14 @@ mod trace;
 mod validate;
 
 use clap::{CommandFactory, Parser, error::ErrorKind};
-use device::Device;
 use doctor::facts::{Fact, HipInfo};
 use exit::{Failure, Outcome, Verdict};
-use options::Command;
+use options::{Cli, Command, Common, Sweep};
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let command = match cli::Cli::parse().into_command() {
+    let command = match Cli::parse().checked() {
         Ok(c) => c,
         Err(msg) => usage_error(&msg),
     };
@@ -69,23 +68,27 @@ fn main() -> ExitCode {
 
 /// Exit 2 with clap's formatting, for input clap could not check by itself.
 fn usage_error(msg: &str) -> ! {
-    cli::Cli::command().error(ErrorKind::ValueValidation, msg).exit()
+    Cli::command().error(ErrorKind::ValueValidation, msg).exit()
 }
 
 fn dispatch(command: Command) -> Outcome {
     let stdout = || std::io::stdout().lock();
+    let select = |c: &Common| device::select(c.device, c.workers, c.mechanism, hip_facts);
     match command {
-        Command::Run(o) => run(&o),
+        Command::Run(o) => run(&o, select(&o.common)?),
         Command::Doctor(o) => {
             doctor::run(&o, hip_facts(), &mut stdout()).map_err(|e| format!("writing the report: {e}"))?;
             Ok(Verdict::Pass)
         }
         Command::Validate(o) => validate::run(&o, hip_facts(), &mut stdout()),
-        Command::SweepT(o) => sweep::t(&o, device::select(&o.common, hip_facts)?),
-        Command::SweepState(o) => sweep::state(&o, device::select(&o.common, hip_facts)?),
-        Command::SweepThreshold(o) => sweep::threshold(&o, device::select(&o.common, hip_facts)?),
-        Command::LauncherCost(o) => launcher_cost(&o, device::select(&o.common, hip_facts)?),
-        Command::Priority(o) => priority::run(&o, device::select(&o.common, hip_facts)?),
+        Command::Sweep(Sweep::T(o)) => sweep::t(&o, select(&o.common)?),
+        Command::Sweep(Sweep::State(o)) => sweep::state(&o, select(&o.common)?),
+        Command::Sweep(Sweep::Threshold(o)) => sweep::threshold(&o, select(&o.common)?),
+        Command::LauncherCost(o) => {
+            let dev = device::select(o.device, o.workers, lv3::MechanismChoice::Auto, hip_facts)?;
+            launcher_cost::run(&o, dev)
+        }
+        Command::Priority(o) => priority::run(&o, select(&o.common)?),
         Command::Report(o) => report::run(&o),
         Command::HostWorker | Command::BystanderWorker(_) => {
             unreachable!("handled in main before any thread starts")
@@ -93,9 +96,8 @@ fn dispatch(command: Command) -> Outcome {
     }
 }
 
-fn run(o: &options::RunOptions) -> Outcome {
-    let dev = device::select(&o.common, hip_facts)?;
-    let lp_state = dev.lp_state(o.lp_state)?;
+fn run(o: &options::RunOptions, dev: device::Device) -> Outcome {
+    let lp_state = dev.lp_state(o.lp.lp_state)?;
     // --out is opened now, so an unwritable path fails before a long run.
     let mut out: Box<dyn Write> = match &o.out {
         Some(p) => Box::new(
@@ -109,7 +111,7 @@ fn run(o: &options::RunOptions) -> Outcome {
     }
     let p = measure::Params::new(o.level, o.t_ms, lp_state, o.samples, o.warmup, &o.common, dev.workers());
     let r = dev.measure(&p, o.common.mechanism, o.common.quiet)?;
-    output::run(&r, o.format, &mut out).map_err(|e| format!("writing the result: {e}"))?;
+    output::export(o.format, &r, &mut out).map_err(|e| format!("writing the result: {e}"))?;
     if let Some(t) = &o.trace {
         let note = if r.env.device == "host" {
             "preempt-lat on the host device: host figures, not GPU figures"
@@ -122,28 +124,6 @@ fn run(o: &options::RunOptions) -> Outcome {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
     }
     Ok(Verdict::from_ok(r.correctness.ok))
-}
-
-fn launcher_cost(o: &options::LauncherCostOptions, dev: Device) -> Outcome {
-    let Device::Host(workers) = dev else {
-        return Err(Failure::Usage(
-            "launcher-cost measures the host device only: use --device host".into(),
-        ));
-    };
-    let (threshold, batch) = (o.common.threshold, o.common.batch);
-    let null_dev = measure::host::launcher_cost_null_device(o.commands, threshold, batch)?;
-    let (direct, launcher) = measure::host::launcher_cost(o.commands, threshold, batch, workers)?;
-    let v = serde_json::json!({
-        "device": "host",
-        "note": "host CPU ns per LP command of this process (launcher, completion and reader threads), T -> 0; null_device: the launcher alone over a queue that completes at launch; host figures, not GPU figures",
-        "commands": o.commands, "threshold": threshold, "batch": batch, "workers": workers,
-        "direct_cpu_ns_per_cmd": direct, "launcher_cpu_ns_per_cmd": launcher,
-        "launcher_extra_cpu_ns_per_cmd": launcher - direct,
-        "launcher_cpu_ns_per_cmd_null_device": null_dev,
-        "git_revision": env::git_revision(),
-    });
-    output::json(&v, &mut std::io::stdout().lock()).map_err(|e| format!("writing the result: {e}"))?;
-    Ok(Verdict::Pass)
 }
 
 /// Asks the HIP runtime (loaded at run time) what doctor reports about it.

@@ -3,7 +3,9 @@
 //! --format json`, `sweep t` (`sweep-t.json`) and `priority` (`priority.json`) write; other JSON
 //! is listed as skipped, with the reason.
 use crate::exit::{Failure, Outcome, Verdict};
-use crate::options::{Format, ReportOptions};
+use crate::options::ReportOptions;
+use crate::output::Export;
+use crate::output::files::{prepare, write_all};
 use crate::plot::{self, Axis, Scale, Series};
 use plotters::prelude::SeriesLabelPosition;
 use serde::Serialize;
@@ -159,6 +161,27 @@ fn us(ns: Option<u64>) -> String {
 }
 
 /// The merged table, grouped, for people.
+/// The merged table and the files that were left out (file, why).
+struct Merged {
+    rows: Vec<Row>,
+    skipped: Vec<(String, String)>,
+}
+
+/// JSON and CSV: the rows (the skipped files are only listed in the text).
+impl Export for Merged {
+    type Whole = [Row];
+    type Row<'a> = &'a Row;
+    fn whole(&self) -> &[Row] {
+        &self.rows
+    }
+    fn rows(&self) -> Vec<&Row> {
+        self.rows.iter().collect()
+    }
+    fn text(&self, w: &mut dyn Write) -> std::io::Result<()> {
+        text(&self.rows, &self.skipped, w)
+    }
+}
+
 fn text(rows: &[Row], skipped: &[(String, String)], w: &mut dyn Write) -> std::io::Result<()> {
     let mut groups: BTreeMap<Group, Vec<&Row>> = BTreeMap::new();
     for r in rows {
@@ -311,18 +334,13 @@ pub fn run(o: &ReportOptions) -> Outcome {
             .cmp(&(b.group(), &b.kind, b.level))
             .then(a.t_ms.unwrap_or(0.0).total_cmp(&b.t_ms.unwrap_or(0.0)))
     });
-    crate::sweep::prepare(&o.out_dir)?;
-    crate::sweep::write_file(&o.out_dir.join("report.csv"), |w| crate::output::csv(&rows, w))?;
-    crate::sweep::write_file(&o.out_dir.join("report.json"), |w| crate::output::json(&rows, w))?;
-    plot_rows(&rows, &o.out_dir.join("report.svg"))?;
-    let mut out = std::io::stdout().lock();
-    match o.format {
-        Format::Json => crate::output::json(&rows, &mut out),
-        Format::Csv => crate::output::csv(&rows, &mut out),
-        Format::Text => text(&rows, &skipped, &mut out),
-    }
-    .map_err(|e| format!("writing the report: {e}"))?;
-    Ok(Verdict::from_ok(rows.iter().all(|r| r.correct != Some(false))))
+    let merged = Merged { rows, skipped };
+    prepare(&o.out_dir)?;
+    write_all(&o.out_dir, "report", &merged)?;
+    plot_rows(&merged.rows, &o.out_dir.join("report.svg"))?;
+    crate::output::export(o.format, &merged, &mut std::io::stdout().lock())
+        .map_err(|e| format!("writing the report: {e}"))?;
+    Ok(Verdict::from_ok(merged.rows.iter().all(|r| r.correct != Some(false))))
 }
 
 #[cfg(test)]

@@ -4,34 +4,13 @@ use crate::device::Device;
 use crate::exit::{Failure, Outcome, Verdict};
 use crate::measure::{Params, RunResult, control::stop_requested, host};
 use crate::options::{HOST_HAS_NO_LP_STATE, Level, LpState, SweepStateOptions, SweepTOptions, SweepThresholdOptions};
+use crate::output::Export;
+use crate::output::files::{prepare, write_all};
 use crate::plot::{self, Axis, RefLine, Scale, Series};
 use plotters::prelude::SeriesLabelPosition;
 use serde::Serialize;
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::Path;
-
-/// Writes one output file through `write` (an exporter of [`crate::output`]).
-pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), String> {
-    let e = |e: std::io::Error| format!("{}: cannot write: {e}", path.display());
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(e)?);
-    write(&mut f).and_then(|()| f.flush()).map_err(e)
-}
-
-pub fn prepare(dir: &Path) -> Result<(), Failure> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("--out-dir {}: cannot create: {e}", dir.display()))?;
-    let probe = dir.join(".preempt-lat-write-test");
-    std::fs::write(&probe, b"").map_err(|e| format!("--out-dir {}: cannot write: {e}", dir.display()))?;
-    let _ = std::fs::remove_file(probe);
-    Ok(())
-}
-
-/// Writes `<stem>.csv` (one row per run and metric) and `<stem>.json` (the runs whole) into `dir`.
-fn write_runs(dir: &Path, stem: &str, runs: &[RunResult]) -> Result<(), String> {
-    write_file(&dir.join(format!("{stem}.csv")), |w| {
-        crate::output::csv(runs.iter().flat_map(crate::output::run_rows), w)
-    })?;
-    write_file(&dir.join(format!("{stem}.json")), |w| crate::output::json(runs, w))
-}
 
 /// The P99 suspend and HP start latency (us) of each level's runs against `x` of the run (runs
 /// without an `x` are left out), as plot series; empty series are dropped.
@@ -91,27 +70,35 @@ fn latency_plot(path: &Path, title: &str, x_title: String, series: &[Series], re
 /// Latency against T for each level.
 pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
     let workers = dev.workers();
-    let lp_state = dev.lp_state(a.lp_state)?;
+    let lp_state = dev.lp_state(a.lp.lp_state)?;
     prepare(&a.out_dir)?;
     let mut runs: Vec<RunResult> = Vec::new();
-    'outer: for &level in &a.levels {
+    'outer: for &level in &a.levels.list {
         for &t_ms in &a.t_ms {
             if stop_requested() {
                 break 'outer;
             }
-            let p = Params::new(level, t_ms, lp_state, a.samples, a.warmup, &a.common, workers);
+            let p = Params::new(
+                level,
+                t_ms,
+                lp_state,
+                a.per_point.samples,
+                a.per_point.warmup,
+                &a.common,
+                workers,
+            );
             eprintln!(
                 "sweep t: Lv{} T={t_ms} ms, LP state {} ({} samples)",
-                p.level,
+                p.level.number(),
                 lp_state.map_or("n.a.", LpState::name),
                 p.samples
             );
             runs.push(dev.measure(&p, a.common.mechanism, a.common.quiet)?);
         }
     }
-    write_runs(&a.out_dir, "sweep-t", &runs)?;
+    write_all(&a.out_dir, "sweep-t", &runs[..])?;
     let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
-    let (series, refs) = sweep_t_series(&runs, &a.levels, a.common.threshold);
+    let (series, refs) = sweep_t_series(&runs, &a.levels.list, a.common.lv1.threshold);
     let title = format!(
         "P99 preemption latency vs T ({}{})",
         plot::device_label(&device),
@@ -162,23 +149,33 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
     }
     prepare(&a.out_dir)?;
     let mut runs: Vec<RunResult> = Vec::new();
-    'outer: for &level in &a.levels {
+    'outer: for &level in &a.levels.list {
         for &state in &a.states {
             if stop_requested() {
                 break 'outer;
             }
-            let p = Params::new(level, a.t_ms, Some(state), a.samples, a.warmup, &a.common, 0);
+            let p = Params::new(
+                level,
+                a.t_ms,
+                Some(state),
+                a.per_point.samples,
+                a.per_point.warmup,
+                &a.common,
+                0,
+            );
             eprintln!(
                 "sweep state: Lv{} {state} T={} ms ({} samples)",
-                p.level, a.t_ms, p.samples
+                p.level.number(),
+                a.t_ms,
+                p.samples
             );
             runs.push(dev.measure(&p, a.common.mechanism, a.common.quiet)?);
         }
     }
-    write_runs(&a.out_dir, "sweep-state", &runs)?;
-    let series = p99_series(&runs, &a.levels, state_kib);
+    write_all(&a.out_dir, "sweep-state", &runs[..])?;
+    let series = p99_series(&runs, &a.levels.list, state_kib);
     let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
-    let refs = if a.levels.contains(&Level::Lv3) && !series.is_empty() {
+    let refs = if a.levels.list.contains(&Level::Lv3) && !series.is_empty() {
         let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
         let (lo, hi) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
         vec![RefLine {
@@ -205,7 +202,7 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
             |s: &Option<crate::stats::Summary>| s.as_ref().map_or("-".into(), |s| format!("{:.1}", s.p99 as f64 / 1e3));
         println!(
             "  Lv{} {} ({:.0} KiB/CU): p99 suspend {} us, HP start {} us{}",
-            r.params.level,
+            r.params.level.number(),
             r.params.lp_state.map_or("n.a.", LpState::name),
             state_kib(r).unwrap_or(0.0),
             p99(&r.latency_ns.suspend),
@@ -239,10 +236,32 @@ struct OverheadPoint {
     git_revision: &'static str,
 }
 
+/// The threshold sweep's points: JSON the array, CSV one row per point, text one line per point.
+impl Export for [OverheadPoint] {
+    type Whole = Self;
+    type Row<'a> = &'a OverheadPoint;
+    fn whole(&self) -> &Self {
+        self
+    }
+    fn rows(&self) -> Vec<&OverheadPoint> {
+        self.iter().collect()
+    }
+    fn text(&self, w: &mut dyn Write) -> io::Result<()> {
+        for p in self {
+            writeln!(
+                w,
+                "{} T = {} ms, threshold {}, batch {}: Lv1 overhead {:+.1} % (direct {:.4} s, launcher {:.4} s, {} commands)",
+                p.device, p.t_ms, p.threshold, p.batch, p.overhead_percent, p.direct_s, p.launcher_s, p.commands
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// Lv1 overhead against the threshold, for each T.
 pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
     let (workers, device) = (dev.workers(), dev.to_string());
-    let lp_state = dev.lp_state(a.lp_state)?;
+    let lp_state = dev.lp_state(a.lp.lp_state)?;
     prepare(&a.out_dir)?;
     let mut pts = Vec::new();
     let total = (a.t_ms.len() * a.thresholds.len()) as u64;
@@ -259,10 +278,15 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
             let mut runs = Vec::new();
             for _ in 0..3 {
                 runs.push(match dev {
-                    Device::Host(_) => host::lv1_overhead(t_ms, th, a.common.batch, commands, workers)?,
-                    Device::Hip(i) => {
-                        crate::gpu::lv1_overhead(i, t_ms, lp_state.unwrap_or_default(), th, a.common.batch, commands)?
-                    }
+                    Device::Host(_) => host::lv1_overhead(t_ms, th, a.common.lv1.batch, commands, workers)?,
+                    Device::Hip(i) => crate::gpu::lv1_overhead(
+                        i,
+                        t_ms,
+                        lp_state.unwrap_or_default(),
+                        th,
+                        a.common.lv1.batch,
+                        commands,
+                    )?,
                 });
             }
             let median = |f: fn(&(f64, f64, f64)) -> f64| {
@@ -277,7 +301,7 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
                 t_ms,
                 lp_state: lp_state.map(LpState::name),
                 threshold: th,
-                batch: a.common.batch.min(th),
+                batch: a.common.lv1.batch.min(th),
                 commands,
                 workers,
                 direct_s,
@@ -289,10 +313,7 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
         }
     }
     pb.finish_and_clear();
-    write_file(&a.out_dir.join("sweep-threshold.csv"), |w| crate::output::csv(&pts, w))?;
-    write_file(&a.out_dir.join("sweep-threshold.json"), |w| {
-        crate::output::json(&pts, w)
-    })?;
+    write_all(&a.out_dir, "sweep-threshold", &pts[..])?;
     let series: Vec<Series> = a
         .t_ms
         .iter()
@@ -440,15 +461,13 @@ mod tests {
     #[test]
     fn the_state_sweep_refuses_the_host_device() {
         let o = SweepStateOptions {
-            levels: vec![Level::Lv3],
+            levels: crate::options::Levels { list: vec![Level::Lv3] },
             states: LpState::ALL.to_vec(),
             t_ms: 0.5,
-            samples: 1,
-            warmup: 0,
+            per_point: crate::options::PerPoint { samples: 1, warmup: 0 },
             out_dir: std::env::temp_dir().join("preempt-lat-never-written"),
             common: crate::options::Common {
-                threshold: 8,
-                batch: 4,
+                lv1: crate::options::Lv1Options { threshold: 8, batch: 4 },
                 device: crate::options::DeviceSpec::Auto,
                 seed: 1,
                 mechanism: lv3::MechanismChoice::Auto,

@@ -32,6 +32,23 @@ fn bad_input_is_exit_2_with_a_clear_reason() {
         (&["--device", "gpu7"], "unknown device"),
         (&["--device", "hip:x"], "unknown device"),
         (&["--level", "2"], "invalid value '2'"),
+        // The words of the C and Python API, with their error text; the two preempt-lat cannot
+        // run are refused with what to use instead.
+        (
+            &["--level", "2"],
+            r#"unknown level "2": expected auto (0), lv1 (1) or lv3 (3)"#,
+        ),
+        (
+            &["--device", "gpu7"],
+            r#"unknown device "gpu7": expected auto, host, kfd or hip:N"#,
+        ),
+        (
+            &["--mechanism", "sigstop"],
+            r#"unknown mechanism "sigstop": expected auto"#,
+        ),
+        (&["--device", "kfd"], "use hip:N, host or auto"),
+        (&["--level", "auto"], "a measurement names the level it measures: use 3"),
+        (&["sweep", "t", "--levels", "lv1,auto"], "a measurement names the level"),
         (&["--out", "/nonexistent-dir/x.json", "--samples", "1"], "cannot write"),
         (&["--device", "host", "--mechanism", "dbg-trap"], "needs an AMD GPU"),
         (
@@ -838,4 +855,39 @@ fn bystander_worker_is_hidden_and_validate_has_the_bystander_check() {
             "{b:?}"
         );
     }
+}
+
+/// launcher-cost: its own options (no seed), and every format; JSON is the object it always was.
+#[test]
+fn launcher_cost_writes_text_json_or_csv() {
+    let base = ["launcher-cost", "--device", "host", "--commands", "300"];
+    let run = |format: &str| {
+        let o = pl(&[&base[..], &["--format", format]].concat());
+        assert!(o.status.success(), "{format}: {}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let v: serde_json::Value = serde_json::from_str(&run("json")).expect("one JSON object");
+    assert_eq!(
+        (v["commands"].as_u64(), v["device"].as_str()),
+        (Some(300), Some("host"))
+    );
+    assert!(
+        v["launcher_cpu_ns_per_cmd_null_device"]
+            .as_f64()
+            .is_some_and(|ns| ns > 0.0),
+        "{v}"
+    );
+    // CSV: a header of the JSON object's keys (in its alphabetical order) and one row.
+    let csv = run("csv");
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(csv.lines().next(), Some(keys.join(",").as_str()), "{csv}");
+    assert_eq!(csv.lines().count(), 2, "a header and one row: {csv}");
+    let text = run("text");
+    assert!(
+        text.contains("through the Lv1 launcher") && text.contains("not GPU figures"),
+        "{text}"
+    );
+    let o = pl(&[&base[..], &["--seed", "3"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("unexpected argument '--seed'"), "{}", stderr(&o));
 }

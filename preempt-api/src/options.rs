@@ -7,6 +7,13 @@ use lv3::MechanismChoice;
 use std::fmt;
 use std::str::FromStr;
 
+/// The one wording of a name that is not in the grammar, in every front end (the C ABI, Python,
+/// `preempt-lat`): `unknown <what> "<given>": expected <the words>`. lv3's mechanism names read
+/// the same way (`lv3::mechanism::UnknownMechanism`).
+fn unknown(what: &str, given: &str, expected: &str) -> Error {
+    Error::invalid(format!("unknown {what} {given:?}: expected {expected}"))
+}
+
 /// Where a session runs. `FromStr`: `auto`, `host`, `kfd`, `hip` (= `hip:0`), `hip:N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceSpec {
@@ -33,7 +40,13 @@ impl FromStr for DeviceSpec {
                 .strip_prefix("hip:")
                 .and_then(|n| n.parse().ok())
                 .map(DeviceSpec::Hip)
-                .ok_or_else(|| Error::invalid(format!("unknown device {s:?}: expected auto, host, kfd or hip:N"))),
+                .ok_or_else(|| {
+                    unknown(
+                        "device",
+                        s,
+                        "auto, host, kfd or hip:N (N = HIP device index, e.g. hip:0; hip = hip:0)",
+                    )
+                }),
         }
     }
 }
@@ -49,9 +62,10 @@ impl fmt::Display for DeviceSpec {
     }
 }
 
-/// The level a low-priority stream is suspended at. `FromStr`: `auto`, `lv1` (or `1`), `lv3`
-/// (or `3`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The level a low-priority stream is suspended at. `FromStr`: `auto` (or `0`), `lv1` (or `1`),
+/// `lv3` (or `3`); the numbers are C's `preempt_level` ([`Level::from_number`]). With the `serde`
+/// feature it serializes as its number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum Level {
     /// Lv3 where the session has an Lv3 mechanism, else Lv1.
     #[default]
@@ -64,17 +78,47 @@ pub enum Level {
     Lv3,
 }
 
+impl Level {
+    /// Every level, in the order of their numbers.
+    pub const ALL: [Level; 3] = [Level::Auto, Level::Lv1, Level::Lv3];
+
+    /// The level's number: 0 (auto), 1 or 3, as C's `preempt_level` and as results record it.
+    pub fn number(self) -> u8 {
+        match self {
+            Level::Auto => 0,
+            Level::Lv1 => 1,
+            Level::Lv3 => 3,
+        }
+    }
+
+    /// The level of a number (C's `preempt_level`), with the grammar's error for any other.
+    pub fn from_number(n: i64) -> Result<Level> {
+        Level::ALL
+            .into_iter()
+            .find(|l| i64::from(l.number()) == n)
+            .ok_or_else(|| unknown_level(&n.to_string()))
+    }
+}
+
+fn unknown_level(s: &str) -> Error {
+    unknown("level", s, "auto (0), lv1 (1) or lv3 (3)")
+}
+
 impl FromStr for Level {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "auto" => Ok(Level::Auto),
-            "lv1" | "1" => Ok(Level::Lv1),
-            "lv3" | "3" => Ok(Level::Lv3),
-            _ => Err(Error::invalid(format!(
-                "unknown level {s:?}: expected auto, lv1 or lv3"
-            ))),
-        }
+        Level::ALL
+            .into_iter()
+            .find(|l| s == l.to_string() || s == l.number().to_string())
+            .ok_or_else(|| unknown_level(s))
+    }
+}
+
+/// Written as its number (0, 1 or 3), as every result of `preempt-lat` always has.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Level {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_u8(self.number())
     }
 }
 
@@ -155,9 +199,31 @@ mod tests {
             let e = bad.parse::<DeviceSpec>().unwrap_err();
             assert_eq!(e.kind, crate::ErrorKind::InvalidArgument, "{bad}");
         }
+        for l in Level::ALL {
+            assert_eq!(l.to_string().parse::<Level>().unwrap(), l);
+            assert_eq!(l.number().to_string().parse::<Level>().unwrap(), l);
+            assert_eq!(Level::from_number(i64::from(l.number())).unwrap(), l);
+        }
         assert_eq!("3".parse::<Level>().unwrap(), Level::Lv3);
         assert_eq!("lv1".parse::<Level>().unwrap().to_string(), "lv1");
-        assert!("lv2".parse::<Level>().is_err());
+        // One wording for a word outside the grammar, whether it came as a name or a number.
+        let by_name = "lv2".parse::<Level>().unwrap_err();
+        assert_eq!(
+            by_name.message,
+            r#"unknown level "lv2": expected auto (0), lv1 (1) or lv3 (3)"#
+        );
+        assert_eq!(by_name.kind, crate::ErrorKind::InvalidArgument);
+        assert_eq!(
+            Level::from_number(2).unwrap_err().message,
+            "2".parse::<Level>().unwrap_err().message
+        );
+        assert!(
+            "gpu"
+                .parse::<DeviceSpec>()
+                .unwrap_err()
+                .message
+                .starts_with(r#"unknown device "gpu": expected auto, host, kfd or hip:N"#)
+        );
         assert!(parse_mechanism("dbg-trap").is_ok());
         assert!(
             parse_mechanism("sigstop")

@@ -93,7 +93,7 @@ pub fn main(o: &BystanderWorkerOptions) -> Result<(), String> {
     let (load, label) = match o.device {
         DeviceSpec::Host => (Load::Host { ns: kernel_ns }, "host (CPU spin)".to_string()),
         DeviceSpec::Hip(i) => gpu_load(i, o.kernel_us / 1e3)?,
-        DeviceSpec::Auto => return Err("the bystander worker needs --device host or hip:N".into()),
+        DeviceSpec::Auto | DeviceSpec::Kfd => return Err("the bystander worker needs --device host or hip:N".into()),
     };
     let stop = Arc::new(AtomicBool::new(false));
     {

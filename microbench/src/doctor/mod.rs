@@ -6,7 +6,8 @@ pub mod verdict;
 #[cfg(test)]
 mod tests;
 
-use crate::options::{DoctorOptions, Format};
+use crate::options::DoctorOptions;
+use crate::output::Export;
 use facts::{Fact, Facts};
 use kfd::sysfs::SysRoot;
 use serde::Serialize;
@@ -38,10 +39,20 @@ pub fn report(root: &SysRoot, hip: Fact<facts::HipInfo>) -> Report {
 /// Runs `doctor`: a report, so it succeeds whether or not a GPU is present. CSV is one row per
 /// (device, level, mechanism) with its availability and reason.
 pub fn run(o: &DoctorOptions, hip: Fact<facts::HipInfo>, w: &mut dyn std::io::Write) -> std::io::Result<()> {
-    let r = report(&SysRoot::new(&o.root), hip);
-    match o.format {
-        Format::Json => crate::output::json(&r, w),
-        Format::Csv => crate::output::csv(&r.levels, w),
-        Format::Text => render::text(&r, w),
+    crate::output::export(o.format, &report(&SysRoot::new(&o.root), hip), w)
+}
+
+/// JSON: the report whole; CSV: one row per (device, level, mechanism).
+impl Export for Report {
+    type Whole = Self;
+    type Row<'a> = &'a verdict::Availability;
+    fn whole(&self) -> &Self {
+        self
+    }
+    fn rows(&self) -> Vec<&verdict::Availability> {
+        self.levels.iter().collect()
+    }
+    fn text(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        render::text(self, w)
     }
 }

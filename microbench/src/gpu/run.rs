@@ -270,7 +270,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     // Lv3: the mechanism (dbg-trap turns the debug trap on now, before the LP queue exists).
     let preemptor = match p.level {
         Level::Lv1 => None,
-        Level::Lv3 => {
+        Level::Lv3 | Level::Auto => {
             warn_multi_gpu(&gpu);
             let pre = build_mechanism(choice, p.grace, quiet)?;
             warn_scratch_reclaim(&pre, &k, quiet);

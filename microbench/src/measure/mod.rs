@@ -12,9 +12,13 @@ use crate::stats::Summary;
 use kfd::GracePeriod;
 use serde::Serialize;
 
-/// Everything that defines a run (written into every output).
+/// Everything that defines a run (written into every output): the options of one point of a
+/// run or sweep, resolved for the device (LP state, workers, grace period). Owned: it is the
+/// run's record, cloned into its result.
 #[derive(Debug, Clone, Serialize)]
 pub struct Params {
+    /// Lv1 or Lv3 (the options refuse `auto`: a measurement names its level); written as its
+    /// number.
     pub level: Level,
     pub t_ms: f64,
     /// The GPU's LP kernel (`light` or `heavy`); `None` (JSON null, CSV empty, text "n.a.") on the
@@ -54,8 +58,8 @@ impl Params {
             lp_state,
             samples,
             warmup,
-            threshold: c.threshold,
-            batch: c.batch,
+            threshold: c.lv1.threshold,
+            batch: c.lv1.batch,
             seed: c.seed,
             workers,
             gap_t: Self::GAP_T,

@@ -31,7 +31,7 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
     let pb = progress(
         u64::from(total),
         quiet,
-        &format!("Lv{} {label} T={}ms", p.level, p.t_ms),
+        &format!("Lv{} {label} T={}ms", p.level.number(), p.t_ms),
     );
     let mut raw: Vec<RawSample> = Vec::with_capacity(total as usize);
     let mut loop_err = None;
@@ -61,9 +61,10 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         }
         let gap = rng.range(gap_ns(p.gap_t.0, t_ns), gap_ns(p.gap_t.1, t_ns));
         std::thread::sleep(Duration::from_nanos(gap));
-        let sample = match p.level {
-            Level::Lv3 => preempt_lv3(&b, i),
-            Level::Lv1 => preempt_lv1(&b, &xq, i),
+        let sample = if p.level == Level::Lv1 {
+            preempt_lv1(&b, &xq, i)
+        } else {
+            preempt_lv3(&b, i)
         };
         match sample {
             Ok(s) => raw.push(s),

@@ -42,7 +42,7 @@ impl Timeline {
         let mut tr = Trace::default();
         let t = |tid| Track { pid: 1, tid };
         let host = |ns: u64| u64::try_from(i128::from(ns) + i128::from(self.offset_ns)).unwrap_or(0);
-        tr.name_process(1, format!("Lv{level} run on {device}"));
+        tr.name_process(1, format!("Lv{} run on {device}", level.number()));
         for (tid, name) in [
             (RUN, "run"),
             (LP_QUEUE, "LP commands: launch -> completion seen"),
@@ -70,9 +70,10 @@ impl Timeline {
                 json!({ "ok": c.ok }),
             );
         }
-        let (suspend, resume) = match level {
-            Level::Lv1 => ("suspend (stop launching, drain)", "resume (launching)"),
-            Level::Lv3 => ("suspend", "resume"),
+        let (suspend, resume) = if level == Level::Lv1 {
+            ("suspend (stop launching, drain)", "resume (launching)")
+        } else {
+            ("suspend", "resume")
         };
         for (r, hp_start_ns) in &self.samples {
             let args = json!({ "sample": r.index, "warmup": r.index < self.warmup });

@@ -1,6 +1,12 @@
-//! Every result leaves through here: one exporter per [`Format`], shared by run, sweep, doctor
-//! and validate. JSON is the result serialized whole; CSV is one row per record through the
-//! `csv` crate (quoting and escaping are its job); text is written per report, for people.
+//! Every result leaves through here: one exporter per [`Format`] behind one dispatch
+//! ([`export`]), shared by every subcommand. A result offers what the exporters need
+//! ([`Export`]): itself whole (JSON serializes it), its rows (CSV, through the `csv` crate, which
+//! does the quoting and escaping) and its text for people. [`files`] writes results into
+//! `--out-dir`.
+//!
+//! A new format: its variant and file extension in `options::values::Format`, its arm and
+//! exporter here.
+pub mod files;
 pub mod text;
 
 use crate::measure::RunResult;
@@ -8,14 +14,37 @@ use crate::options::Format;
 use serde::Serialize;
 use std::io::{self, Write};
 
-/// Pretty JSON and a newline.
-pub fn json<T: Serialize + ?Sized>(value: &T, w: &mut dyn Write) -> io::Result<()> {
+/// A result as the exporters see it.
+pub trait Export {
+    /// What JSON writes: the result whole.
+    type Whole: Serialize + ?Sized;
+    /// One CSV row; the header is its field names.
+    type Row<'a>: Serialize
+    where
+        Self: 'a;
+    fn whole(&self) -> &Self::Whole;
+    fn rows(&self) -> Vec<Self::Row<'_>>;
+    /// The result for people.
+    fn text(&self, w: &mut dyn Write) -> io::Result<()>;
+}
+
+/// The one dispatch: `e` in `format`.
+pub fn export<E: Export + ?Sized>(format: Format, e: &E, w: &mut dyn Write) -> io::Result<()> {
+    match format {
+        Format::Text => e.text(w),
+        Format::Json => json(e.whole(), w),
+        Format::Csv => csv(e.rows(), w),
+    }
+}
+
+/// The JSON exporter: pretty JSON and a newline.
+fn json<T: Serialize + ?Sized>(value: &T, w: &mut dyn Write) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *w, value)?;
     writeln!(w)
 }
 
-/// A header from the row type's field names, then one row per record.
-pub fn csv<R: Serialize>(rows: impl IntoIterator<Item = R>, w: &mut dyn Write) -> io::Result<()> {
+/// The CSV exporter: a header from the row type's field names, then one row per record.
+fn csv<R: Serialize>(rows: impl IntoIterator<Item = R>, w: &mut dyn Write) -> io::Result<()> {
     let mut out = csv::Writer::from_writer(w);
     for r in rows {
         out.serialize(r).map_err(io::Error::other)?;
@@ -107,12 +136,34 @@ pub fn run_rows(r: &RunResult) -> Vec<RunRow<'_>> {
     .collect()
 }
 
-/// A run's result in `format`.
-pub fn run(r: &RunResult, format: Format, w: &mut dyn Write) -> io::Result<()> {
-    match format {
-        Format::Json => json(r, w),
-        Format::Csv => csv(run_rows(r), w),
-        Format::Text => text::run(r, w),
+/// A run: JSON is the result whole, CSV one row per latency metric.
+impl Export for RunResult {
+    type Whole = Self;
+    type Row<'a> = RunRow<'a>;
+    fn whole(&self) -> &Self {
+        self
+    }
+    fn rows(&self) -> Vec<RunRow<'_>> {
+        run_rows(self)
+    }
+    fn text(&self, w: &mut dyn Write) -> io::Result<()> {
+        text::run(self, w)
+    }
+}
+
+/// Many runs (a sweep): JSON is the array of results, CSV every run's rows, text one run after
+/// another.
+impl Export for [RunResult] {
+    type Whole = Self;
+    type Row<'a> = RunRow<'a>;
+    fn whole(&self) -> &Self {
+        self
+    }
+    fn rows(&self) -> Vec<RunRow<'_>> {
+        self.iter().flat_map(run_rows).collect()
+    }
+    fn text(&self, w: &mut dyn Write) -> io::Result<()> {
+        self.iter().try_for_each(|r| text::run(r, w))
     }
 }
 
@@ -122,9 +173,24 @@ mod tests {
     use crate::measure::fake_gpu_run;
     use crate::options::{Level, LpState};
 
-    fn text(r: &RunResult) -> String {
+    /// JSON is the result whole, byte for byte what serde writes of it.
+    #[test]
+    fn json_is_the_result_whole() {
+        let r = fake_gpu_run(Level::Lv3, LpState::Light, 64, 50);
+        assert_eq!(out(Format::Json, &r), serde_json::to_string_pretty(&r).unwrap() + "\n");
+        let runs = [r.clone(), r];
+        let mut both = Vec::new();
+        export(Format::Csv, &runs[..], &mut both).unwrap();
+        assert_eq!(
+            String::from_utf8(both).unwrap().lines().count(),
+            1 + 2 * 4,
+            "one header, every run's rows"
+        );
+    }
+
+    fn out(format: Format, r: &RunResult) -> String {
         let mut out = Vec::new();
-        run(r, Format::Text, &mut out).unwrap();
+        export(format, r, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -136,9 +202,7 @@ mod tests {
         assert!(rows.iter().all(|row| row.lp_state == Some("heavy")
             && row.lp_state_bytes_per_cu == Some(576 * 1024)
             && row.achieved_t_ms == Some(0.501)));
-        let mut csv_out = Vec::new();
-        csv(run_rows(&r), &mut csv_out).unwrap();
-        let csv_text = String::from_utf8(csv_out).unwrap();
+        let csv_text = out(Format::Csv, &r);
         let header: Vec<&str> = csv_text.lines().next().unwrap().split(',').collect();
         let col = header
             .iter()
@@ -152,7 +216,7 @@ mod tests {
         assert_eq!(v["params"]["lp_state"], "heavy");
         assert_eq!(v["lp_kernel"]["name"], "delay_kernel_heavy");
         assert_eq!(v["achieved_t"]["commands"], 40);
-        let t = text(&r);
+        let t = out(Format::Text, &r);
         assert!(t.contains("LP state heavy: delay_kernel_heavy on 80x256"), "{t}");
         assert!(t.contains("= 576 KiB of wave state per CU"), "{t}");
         assert!(
@@ -171,9 +235,7 @@ mod tests {
                 .iter()
                 .all(|row| row.lp_state.is_none() && row.achieved_t_ms.is_none())
         );
-        let mut csv_out = Vec::new();
-        csv(run_rows(&r), &mut csv_out).unwrap();
-        let csv_text = String::from_utf8(csv_out).unwrap();
+        let csv_text = out(Format::Csv, &r);
         let header: Vec<&str> = csv_text.lines().next().unwrap().split(',').collect();
         let col = header.iter().position(|&h| h == "lp_state").unwrap();
         assert!(
@@ -182,7 +244,7 @@ mod tests {
         );
         let v = serde_json::to_value(&r).unwrap();
         assert!(v["params"]["lp_state"].is_null() && v["lp_kernel"].is_null() && v["achieved_t"].is_null());
-        let t = text(&r);
+        let t = out(Format::Text, &r);
         assert!(t.contains("LP state n.a. (host device"), "{t}");
         assert!(!t.contains("achieved T"), "{t}");
     }

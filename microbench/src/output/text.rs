@@ -14,7 +14,11 @@ pub fn run(r: &RunResult, w: &mut dyn Write) -> Result<()> {
     writeln!(
         w,
         "preempt-lat: Lv{} on device {} ({}), mechanism {}, grace period {}",
-        p.level, e.device, e.device_detail, e.mechanism, e.grace_period
+        p.level.number(),
+        e.device,
+        e.device_detail,
+        e.mechanism,
+        e.grace_period
     )?;
     writeln!(
         w,

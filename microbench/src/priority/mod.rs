@@ -97,6 +97,9 @@ pub struct PriorityResult {
     pub target_p99_ratio: f64,
     pub modes: Vec<ModeResult>,
     pub wall_time_s: f64,
+    /// Where priority.{csv,json,svg} went (the text says so; not part of the result's outputs).
+    #[serde(skip)]
+    pub out_dir: std::path::PathBuf,
 }
 
 impl PriorityResult {
@@ -264,8 +267,8 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         hp_cmds: o.hp_cmds,
         t_ms: o.t_ms,
         duration_s: o.duration_s,
-        threshold: o.common.threshold,
-        batch: o.common.batch,
+        threshold: o.common.lv1.threshold,
+        batch: o.common.lv1.batch,
         seed: o.common.seed,
         // Host device: one LP worker per core unless --workers says otherwise, so HP and LP
         // share the CPUs (`priority --help`).
@@ -278,7 +281,7 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         },
         hp_load: o.hp_load(),
     };
-    crate::sweep::prepare(&o.out_dir)?;
+    crate::output::files::prepare(&o.out_dir)?;
     // Same arrivals in every mode, so the modes differ only in what runs and how it is scheduled.
     let arrivals = arrivals::times(
         o.arrival,
@@ -315,13 +318,10 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         target_p99_ratio: TARGET_P99_RATIO,
         modes: summarize(measured),
         wall_time_s: t_start.elapsed().as_secs_f64(),
+        out_dir: o.out_dir.clone(),
     };
-    let dir = &o.out_dir;
-    crate::sweep::write_file(&dir.join("priority.csv"), |w| {
-        crate::output::csv(report::rows(&result), w)
-    })?;
-    crate::sweep::write_file(&dir.join("priority.json"), |w| crate::output::json(&result, w))?;
-    report::plot(&result, &dir.join("priority.svg"))?;
+    crate::output::files::write_all(&o.out_dir, "priority", &result)?;
+    report::plot(&result, &o.out_dir.join("priority.svg"))?;
     if let Some(path) = &o.trace {
         let what = match &target {
             Target::Host(_) => "preempt-lat priority on the host device: host figures, not GPU figures".to_string(),
@@ -330,13 +330,9 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         crate::trace::write_file(&trace, &what, path)?;
     }
     let mut out = std::io::stdout().lock();
-    match o.format {
-        crate::options::Format::Json => crate::output::json(&result, &mut out),
-        crate::options::Format::Csv => crate::output::csv(report::rows(&result), &mut out),
-        crate::options::Format::Text => report::text(&result, &dir.display().to_string(), &mut out),
-    }
-    .and_then(|()| out.flush())
-    .map_err(|e| format!("writing the result: {e}"))?;
+    crate::output::export(o.format, &result, &mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("writing the result: {e}"))?;
     if !result.correct() {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
     }

@@ -1,5 +1,6 @@
 //! The outputs of `preempt-lat priority`: text for people, one CSV row per mode, and the SVG.
 use super::PriorityResult;
+use crate::output::Export;
 use crate::plot::{self, Axis, RefLine, Scale, Series};
 use plotters::prelude::SeriesLabelPosition;
 use serde::Serialize;
@@ -14,8 +15,23 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.digits$}"))
 }
 
+/// JSON: the result whole; CSV: one row per mode; text: the table.
+impl Export for PriorityResult {
+    type Whole = Self;
+    type Row<'a> = Row<'a>;
+    fn whole(&self) -> &Self {
+        self
+    }
+    fn rows(&self) -> Vec<Row<'_>> {
+        rows(self)
+    }
+    fn text(&self, w: &mut dyn Write) -> Result<()> {
+        text(self, w)
+    }
+}
+
 /// The text report.
-pub fn text(r: &PriorityResult, out_dir: &str, w: &mut dyn Write) -> Result<()> {
+pub fn text(r: &PriorityResult, w: &mut dyn Write) -> Result<()> {
     let p = &r.params;
     writeln!(
         w,
@@ -81,7 +97,7 @@ pub fn text(r: &PriorityResult, out_dir: &str, w: &mut dyn Write) -> Result<()> 
         "p99/alone: HP P99 / standalone-hp P99 (target < {:.2}); LP/alone: LP throughput / standalone-lp's",
         r.target_p99_ratio
     )?;
-    writeln!(w, "files: {out_dir}/priority.{{csv,json,svg}}")?;
+    writeln!(w, "files: {}/priority.{{csv,json,svg}}", r.out_dir.display())?;
     if r.env.device == "host" {
         writeln!(w, "note: host device figures (CPU worker processes), not GPU figures")?;
     }

@@ -9,7 +9,8 @@
 //! suite itself could not run.
 use crate::doctor::facts::{self, Fact, HipInfo};
 use crate::exit::{Outcome, Verdict};
-use crate::options::{Format, ValidateOptions};
+use crate::options::ValidateOptions;
+use crate::output::Export;
 use lv3::MechanismKind;
 use lv3::conformance::{self, Category, Check, Status};
 use serde::Serialize;
@@ -49,13 +50,23 @@ pub fn run(a: &ValidateOptions, hip: Fact<HipInfo>, w: &mut dyn Write) -> Outcom
         failed,
         skipped,
     };
-    let written = match a.format {
-        Format::Json => crate::output::json(&r, w),
-        Format::Csv => crate::output::csv(&r.checks, w),
-        Format::Text => text(&r, w),
-    };
-    written.map_err(|e| format!("writing the report: {e}"))?;
+    crate::output::export(a.format, &r, w).map_err(|e| format!("writing the report: {e}"))?;
     Ok(Verdict::from_ok(r.ok))
+}
+
+/// JSON: the report whole; CSV: one row per check.
+impl Export for Report {
+    type Whole = Self;
+    type Row<'a> = &'a Check;
+    fn whole(&self) -> &Self {
+        self
+    }
+    fn rows(&self) -> Vec<&Check> {
+        self.checks.iter().collect()
+    }
+    fn text(&self, w: &mut dyn Write) -> std::io::Result<()> {
+        text(self, w)
+    }
 }
 
 fn text(r: &Report, w: &mut dyn Write) -> std::io::Result<()> {

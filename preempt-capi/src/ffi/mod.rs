@@ -106,17 +106,6 @@ unsafe fn slice<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T]> {
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
-fn level(l: c_int) -> Result<Level> {
-    match l {
-        0 => Ok(Level::Auto),
-        1 => Ok(Level::Lv1),
-        3 => Ok(Level::Lv3),
-        _ => Err(invalid(format!(
-            "level {l}: expected PREEMPT_LEVEL_AUTO (0), _LV1 (1) or _LV3 (3)"
-        ))),
-    }
-}
-
 /// # Safety
 /// As `preempt_session_open`'s `opts`.
 unsafe fn options(opts: *const preempt_options) -> Result<Options> {
@@ -301,7 +290,7 @@ pub unsafe extern "C" fn preempt_stream_create(
             return Err(invalid("out is NULL"));
         }
         let s = handles::session(session)?;
-        let st = s.create_lp_stream(self::level(level)?)?;
+        let st = s.create_lp_stream(Level::from_number(i64::from(level))?)?;
         let h = handles::add_stream(session, st);
         // SAFETY: forwarded from this function's contract.
         unsafe { put(out, h, "out") }

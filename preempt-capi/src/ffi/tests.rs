@@ -126,6 +126,20 @@ fn codes_names_and_kinds_agree() {
 }
 
 #[test]
+fn c_levels_are_the_api_levels_and_others_get_the_grammar_s_error() {
+    for (c, l) in [
+        (preempt_level::PREEMPT_LEVEL_AUTO, Level::Auto),
+        (preempt_level::PREEMPT_LEVEL_LV1, Level::Lv1),
+        (preempt_level::PREEMPT_LEVEL_LV3, Level::Lv3),
+    ] {
+        assert_eq!(Level::from_number(c as i64).unwrap(), l);
+    }
+    let e = Level::from_number(2).unwrap_err();
+    assert_eq!(e.kind, preempt_api::ErrorKind::InvalidArgument);
+    assert_eq!(e.message, "2".parse::<Level>().unwrap_err().message);
+}
+
+#[test]
 fn put_str_truncates_and_terminates() {
     let mut buf = [c_char::try_from(b'x').unwrap(); 6];
     // SAFETY: `buf` is valid for its length.

@@ -113,7 +113,7 @@ static void host_tests(void)
 	check(strcmp(preempt_status_name(PREEMPT_ERR_QUEUE_REFUSED), "PREEMPT_ERR_QUEUE_REFUSED") == 0 &&
 	      strcmp(preempt_status_name(-1000), "PREEMPT_ERR_UNKNOWN") == 0 && preempt_version()[0] != '\0',
 	      "status names and version", 0);
-	EXPECT_MSG(PREEMPT_ERR_INVALID_ARGUMENT, preempt_session_open("gpu:0", &o, &s), "expected auto, host",
+	EXPECT_MSG(PREEMPT_ERR_INVALID_ARGUMENT, preempt_session_open("gpu:0", &o, &s), "unknown device \"gpu:0\": expected auto, host",
 		   "an unknown device is INVALID_ARGUMENT");
 	EXPECT(PREEMPT_ERR_INVALID_ARGUMENT, preempt_session_open("host", &o, NULL), "a NULL out pointer is INVALID_ARGUMENT");
 	o.mechanism = "dbg-trap";
@@ -139,7 +139,8 @@ static void host_tests(void)
 
 	/* Lv3 on the host: SIGSTOP of the workers. */
 	EXPECT(PREEMPT_OK, preempt_stream_create(s, PREEMPT_LEVEL_LV3, &lv3), "create an Lv3 LP stream");
-	EXPECT(PREEMPT_ERR_INVALID_ARGUMENT, preempt_stream_create(s, 2, &bad), "level 2 is INVALID_ARGUMENT");
+	EXPECT_MSG(PREEMPT_ERR_INVALID_ARGUMENT, preempt_stream_create(s, 2, &bad), "unknown level \"2\": expected auto (0)",
+		   "level 2 is INVALID_ARGUMENT");
 	EXPECT(PREEMPT_OK, preempt_stream_handle(lv3, &handle), "stream handle");
 	check(handle == NULL, "no hipStream_t on the host device", 0);
 	EXPECT(PREEMPT_ERR_UNSUPPORTED, preempt_stream_queue(lv3, NULL, NULL), "no KFD queue behind a host stream");

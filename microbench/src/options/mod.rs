@@ -1,0 +1,538 @@
+//! What a user asked for, typed and checked: the command line of `preempt-lat` is parsed by clap
+//! straight into these types ([`Cli::checked`]), once, and nothing below `main` sees clap. Each
+//! field's doc comment is its `--help` text. Bad input gets one clear line and exit status 2
+//! (clap's convention), before anything is started: clap's value parsers ([`values`]) check each
+//! value, [`Command::check`] what spans several.
+pub mod values;
+
+use clap::{Args, Parser, Subcommand};
+use kfd::GracePeriod;
+use lv3::{MechanismChoice, MechanismKind};
+use std::path::PathBuf;
+pub use values::{Arrival, DeviceSpec, Format, Level, LpState, Mode};
+use values::{parse_positive, parse_positive_f64, parse_t_ms};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "preempt-lat",
+    version,
+    about = "Preemption latency of GPU compute queues on AMD GPUs (Lv1 progressive launching, Lv3 CWSR), or of the host device",
+    long_about = "Preemption latency of GPU compute queues on AMD GPUs, XSched-style.\n\n\
+A low-priority (LP) queue runs delay commands of T each; at random moments a high-priority (HP) \
+request arrives, the LP queue is suspended (Lv1: stop launching and wait for the in-flight \
+commands; Lv3: save the running waves), a tiny HP probe runs, and the LP queue is resumed. \
+Reported per sample, in nanoseconds: suspend latency (suspend call until the LP queue runs \
+nothing), HP start latency (HP request until the probe starts) and resume latency; and a \
+correctness check that every LP command completed exactly once.\n\n\
+Without a usable AMD GPU, --device auto runs on the host device (CPU worker processes; Lv3 = \
+SIGSTOP/SIGCONT) and says so: those are host figures, not GPU figures. Run `preempt-lat doctor` \
+to see what this machine can do.",
+    after_help = "Examples:\n  preempt-lat --level 3 --t-ms 0.5\n  preempt-lat --level 3 --t-ms 0.5 --lp-state heavy --device hip:0\n  preempt-lat --level 1 --t-ms 0.5 --threshold 8 --batch 4 --format json --out lv1.json\n  preempt-lat sweep t --out-dir results/\n  preempt-lat sweep state --device hip:0 --out-dir results/\n  preempt-lat doctor --format json",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Command>,
+    /// The default command's options (a run), when no subcommand is given.
+    #[command(flatten)]
+    run: RunOptions,
+}
+
+impl Cli {
+    /// The command to run, checked; `Err` is a usage error (one line, exit 2).
+    pub fn checked(self) -> Result<Command, String> {
+        let mut c = self.cmd.unwrap_or(Command::Run(self.run));
+        c.check()?;
+        Ok(c)
+    }
+}
+
+/// The command to run, as parsed.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// One measurement (the default command: no subcommand).
+    #[command(skip)]
+    Run(RunOptions),
+    /// Report what this machine can do: kernel, /dev/kfd, KFD version, GPUs, module parameters,
+    /// and for each preemption level and mechanism whether it can run here and why not.
+    Doctor(DoctorOptions),
+    /// Validate the preemption paths of this machine's kernel and GPUs: capability probe,
+    /// error-path checks (anywhere /dev/kfd opens), functional cycles with the correctness check
+    /// and the bystander cost (what each preemption costs another process's kernels on the same
+    /// GPU, per mechanism) (GPU only). Exit status 0 when nothing failed: a CI gate.
+    Validate(ValidateOptions),
+    /// Sweep T, the LP kernel's wave state or the Lv1 threshold and write CSV, JSON and an SVG plot.
+    #[command(subcommand)]
+    Sweep(Sweep),
+    /// Host CPU time per LP command of the Lv1 launcher at T -> 0 (host device): text, JSON or CSV.
+    LauncherCost(LauncherCostOptions),
+    /// Priority scheduling: HP requests (fixed rate or Poisson) against a saturating LP stream,
+    /// in modes standalone-hp, standalone-lp, native (no scheduling), lv1 and lv3 (highest
+    /// priority first: the LP queue is suspended while HP work is pending). Reports HP request
+    /// latency, its P99 against standalone, LP throughput against standalone, preemptions and
+    /// the LP correctness check; writes priority.{csv,json,svg}. Each mode runs in a session of the
+    /// application API (host device, or hip:N: written for hardware, not yet run on a GPU). On the
+    /// host device the LP queue has one worker per core unless --workers says otherwise, so HP and
+    /// LP share the CPUs.
+    #[command(
+        after_help = "Examples:\n  preempt-lat priority --device host --hp-rate 50 --hp-t-ms 1 --t-ms 0.5 --duration-s 3\n  preempt-lat priority --device host --modes standalone-hp,native,lv3 --arrival fixed --trace prio.trace.json"
+    )]
+    Priority(PriorityOptions),
+    /// Merge JSON results (run --format json, sweep-t.json, priority.json; from any number of
+    /// machines) into one table and one plot, grouped by device, mechanism, kernel and gfx
+    /// target; writes report.{csv,json,svg}.
+    #[command(
+        after_help = "Example (one JSON per node, then one report):\n  srun --ntasks-per-node=1 sh -c 'preempt-lat --format json --out results/$(hostname).json'\n  preempt-lat report results/*.json --out-dir results/"
+    )]
+    Report(ReportOptions),
+    /// Internal: a host-device worker process (started by preempt-lat itself).
+    #[command(name = "__host-worker", hide = true)]
+    HostWorker,
+    /// Internal: validate's bystander process (started by preempt-lat itself): delay kernels one
+    /// after another, their host stamps as JSON lines on stdout, until stdin closes.
+    #[command(name = "__bystander-worker", hide = true)]
+    BystanderWorker(BystanderWorkerOptions),
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum Sweep {
+    /// P99 suspend/HP-start latency against T for each level (XSched Fig. 11b's shape).
+    T(SweepTOptions),
+    /// P99 suspend/HP-start latency against the wave state the LP kernel leaves for CWSR to save
+    /// (light and heavy LP kernel, KiB per CU), at one T, for each level. GPU only.
+    State(SweepStateOptions),
+    /// Lv1 overhead (LP throughput with the launcher vs. launching everything directly)
+    /// against the threshold, for several T (XSched Fig. 11c's shape).
+    Threshold(SweepThresholdOptions),
+}
+
+impl Command {
+    /// What clap cannot check value by value: the combinations refused (a usage error, one
+    /// line), in the order a reader meets them; and the lists put in order (priority's modes in
+    /// run order, sweep state's states once each).
+    pub fn check(&mut self) -> Result<(), String> {
+        match self {
+            Command::Run(o) => {
+                check_lp_state(o.common.device, o.lp.lp_state)?;
+                o.common.check()
+            }
+            Command::Sweep(Sweep::T(o)) => {
+                check_lp_state(o.common.device, o.lp.lp_state)?;
+                o.common.check()
+            }
+            Command::Sweep(Sweep::State(o)) => {
+                if o.common.device == DeviceSpec::Host {
+                    return Err(HOST_HAS_NO_LP_STATE.replace("{what}", "sweep state"));
+                }
+                let mut states: Vec<LpState> = Vec::new();
+                for &s in &o.states {
+                    if !states.contains(&s) {
+                        states.push(s);
+                    }
+                }
+                o.states = states;
+                o.common.check()
+            }
+            Command::Sweep(Sweep::Threshold(o)) => {
+                check_lp_state(o.common.device, o.lp.lp_state)?;
+                o.common.check()
+            }
+            Command::LauncherCost(o) => o.lv1.check(),
+            Command::Priority(o) => {
+                o.modes = Mode::ALL.into_iter().filter(|m| o.modes.contains(m)).collect();
+                o.common.check()?;
+                o.check()
+            }
+            Command::Doctor(_)
+            | Command::Validate(_)
+            | Command::Report(_)
+            | Command::HostWorker
+            | Command::BystanderWorker(_) => Ok(()),
+        }
+    }
+}
+
+/// The Lv1 launcher's settings.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Lv1Options {
+    /// Lv1: at most this many LP commands in flight (XSched's default 8). Must be >= --batch.
+    #[arg(long, default_value_t = 8, value_parser = parse_positive)]
+    pub threshold: u32,
+    /// Lv1: a sync point every this many commands (XSched's default 4).
+    #[arg(long, default_value_t = 4, value_parser = parse_positive)]
+    pub batch: u32,
+}
+
+impl Lv1Options {
+    /// A batch larger than the threshold is refused (a usage error).
+    pub fn check(&self) -> Result<(), String> {
+        if self.threshold < self.batch {
+            return Err(format!(
+                "--threshold ({}) must be >= --batch ({}): a batch larger than the threshold could never complete",
+                self.threshold, self.batch
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Options shared by measurements and sweeps.
+#[derive(Debug, Clone, Args)]
+pub struct Common {
+    #[command(flatten)]
+    pub lv1: Lv1Options,
+    /// Device: auto (an AMD GPU if usable, else the host device), host, or hip:N.
+    ///
+    /// hip is hip:0. kfd (binding KFD queue ids a scheduler already has) is the C and Python
+    /// API's and refused here: preempt-lat runs its LP work on a queue of its own.
+    #[arg(long, default_value = "auto", value_parser = values::device())]
+    pub device: DeviceSpec,
+    /// Seed of the random gaps between HP requests (same seed, same gaps).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Lv3 mechanism on a GPU: auto (first usable of preempt-queues, dbg-trap, update-queue),
+    /// preempt-queues (the patched kernel's PREEMPT_QUEUES; formerly `ioctl`), dbg-trap (self-debug
+    /// SUSPEND_QUEUES), update-queue (UPDATE_QUEUE to inactive and back). The host device has one
+    /// mechanism (SIGSTOP) and takes only auto.
+    #[arg(long, default_value = "auto", value_parser = values::mechanism())]
+    pub mechanism: MechanismChoice,
+    /// Lv3 on a GPU: how long the CP lets waves run before it saves them, in units of ~1K GPU
+    /// clocks (0-255; the kernel makes 0 into 1), or `default` (the firmware's). Default 1, as
+    /// ROCdbgapi: a spinning kernel never reaches a natural break, so the firmware default is
+    /// always waited out in full. Applies to preempt-queues and dbg-trap; update-queue cannot set
+    /// it.
+    #[arg(long, value_name = "N|default", value_parser = str::parse::<GracePeriod>)]
+    pub grace: Option<GracePeriod>,
+    /// Host device: LP worker processes ("compute units"). Default: cores - 1, at least 1.
+    #[arg(long, value_parser = parse_positive)]
+    pub workers: Option<u32>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl Common {
+    /// The grace period Lv3 asks for: `--grace`, else [`GracePeriod::SHORTEST`] (ROCdbgapi's
+    /// choice; see docs/kfd-facts.md#grace-period).
+    pub fn grace(&self) -> GracePeriod {
+        self.grace.unwrap_or(GracePeriod::SHORTEST)
+    }
+
+    /// Cross-field checks: the one-line reason a combination is refused (a usage error).
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(g) = self.grace {
+            if self.device == DeviceSpec::Host {
+                return Err(format!(
+                    "--grace {g} applies to Lv3 on an AMD GPU ({}); the host device's SIGSTOP has no grace period",
+                    MechanismKind::names_where(MechanismKind::sets_grace_period).join(", ")
+                ));
+            }
+            if let MechanismChoice::Only(k) = self.mechanism
+                && !k.sets_grace_period()
+            {
+                return Err(format!(
+                    "--grace {g}: {k} cannot set a grace period (its ioctl has no such argument; the device's setting \
+                     applies): drop --grace or use --mechanism {}",
+                    MechanismKind::names_where(MechanismKind::sets_grace_period).join("|")
+                ));
+            }
+        }
+        if self.device == DeviceSpec::Host && self.mechanism != MechanismChoice::Auto {
+            return Err(format!(
+                "--mechanism {} needs an AMD GPU (--device hip:N); the host device's Lv3 is SIGSTOP/SIGCONT (use --mechanism auto)",
+                self.mechanism
+            ));
+        }
+        self.lv1.check()
+    }
+}
+
+/// The LP kernel of a GPU measurement.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct LpOptions {
+    /// GPU LP kernel: light (a few VGPRs per wave, no LDS) or heavy (every wave keeps all 512
+    /// VGPRs+AGPRs live and each block 64 KiB of LDS: the most state CWSR can have to save; gfx90a/
+    /// gfx94x). Written in every output; on the host device n.a., and heavy is refused there.
+    #[arg(long, default_value = "light", value_parser = values::lp_state())]
+    pub lp_state: LpState,
+}
+
+/// `--lp-state heavy` with `--device host` (or `sweep state` there): refused, because the host
+/// device's LP commands are CPU worker processes with no GPU wave state for a save to move.
+/// `light` on the host device is accepted and recorded as not applicable.
+pub fn check_lp_state(device: DeviceSpec, state: LpState) -> Result<(), String> {
+    if device == DeviceSpec::Host && state == LpState::Heavy {
+        return Err(HOST_HAS_NO_LP_STATE.replace("{what}", "--lp-state heavy"));
+    }
+    Ok(())
+}
+
+/// Why the host device has no LP state (`{what}` = the option refused).
+pub const HOST_HAS_NO_LP_STATE: &str = "{what} needs an AMD GPU (--device hip:N): the LP state is how much wave \
+    state (VGPRs, AGPRs, LDS) the GPU's LP kernel leaves for CWSR to save, and the host device's LP commands are CPU \
+    worker processes with none (its Lv3 is SIGSTOP/SIGCONT)";
+
+/// One measurement (the default command).
+#[derive(Debug, Clone, Args)]
+pub struct RunOptions {
+    /// Preemption level: 1 (progressive launching) or 3 (interrupt/restore; CWSR on a GPU).
+    ///
+    /// Also written lv1, lv3. auto (the C and Python API's: Lv3 where there is an Lv3 mechanism,
+    /// else Lv1) is refused: a measurement names the level it measures.
+    #[arg(long, default_value = "3", value_parser = values::level())]
+    pub level: Level,
+    /// T, the execution time of one LP command, in milliseconds (0 < T <= 10000).
+    #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms, allow_negative_numbers = true)]
+    pub t_ms: f64,
+    /// Preemptions measured (after warm-up).
+    #[arg(long, default_value_t = 300, value_parser = parse_positive)]
+    pub samples: u32,
+    /// Warm-up preemptions, measured and dropped.
+    #[arg(long, default_value_t = 10)]
+    pub warmup: u32,
+    /// Output format: text for people; json and csv carry every parameter and the environment.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Write the result here instead of stdout (checked to be writable before the run starts).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also write a timeline of the run as Chrome trace-event JSON (open in Perfetto or
+    /// chrome://tracing): LP commands, suspend and resume calls, suspended windows, HP requests
+    /// and probes, on the host clock.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    #[command(flatten)]
+    pub lp: LpOptions,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// The levels a latency sweep (`t`, `state`) runs.
+#[derive(Debug, Clone, Args)]
+pub struct Levels {
+    /// Levels to sweep.
+    ///
+    /// 1 and 3, also written lv1, lv3; auto is refused, as for --level.
+    #[arg(long = "levels", value_name = "LEVELS", value_delimiter = ',', default_value = "1,3", value_parser = values::level())]
+    pub list: Vec<Level>,
+}
+
+/// What each point of a latency sweep measures.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct PerPoint {
+    /// Preemptions per point.
+    #[arg(long, default_value_t = 100, value_parser = parse_positive)]
+    pub samples: u32,
+    /// Warm-up preemptions per point.
+    #[arg(long, default_value_t = 5)]
+    pub warmup: u32,
+}
+
+/// `sweep t`: levels x T.
+#[derive(Debug, Clone, Args)]
+pub struct SweepTOptions {
+    #[command(flatten)]
+    pub levels: Levels,
+    /// T values in ms.
+    #[arg(long = "t-ms", value_delimiter = ',', default_value = "0.01,0.1,0.5,1,2", value_parser = parse_t_ms)]
+    pub t_ms: Vec<f64>,
+    #[command(flatten)]
+    pub per_point: PerPoint,
+    /// Directory for sweep-t.csv, sweep-t.json and sweep-t.svg (created if missing).
+    #[arg(long, default_value = "preempt-lat-results")]
+    pub out_dir: PathBuf,
+    #[command(flatten)]
+    pub lp: LpOptions,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `sweep state`: levels x LP states at one T (GPU only).
+#[derive(Debug, Clone, Args)]
+pub struct SweepStateOptions {
+    #[command(flatten)]
+    pub levels: Levels,
+    /// LP states to run (light, heavy).
+    #[arg(long, value_delimiter = ',', default_value = "light,heavy", value_parser = values::lp_state())]
+    pub states: Vec<LpState>,
+    /// T in ms, the same for every point.
+    #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms)]
+    pub t_ms: f64,
+    #[command(flatten)]
+    pub per_point: PerPoint,
+    /// Directory for sweep-state.csv, sweep-state.json and sweep-state.svg (created if missing).
+    #[arg(long, default_value = "preempt-lat-results")]
+    pub out_dir: PathBuf,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `sweep threshold`: Lv1 overhead against the threshold for several T.
+#[derive(Debug, Clone, Args)]
+pub struct SweepThresholdOptions {
+    /// Thresholds to sweep (batch = min(--batch, threshold) at each point).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6,7,8,9,10", value_parser = parse_positive)]
+    pub thresholds: Vec<u32>,
+    /// T values in ms.
+    #[arg(long = "t-ms", value_delimiter = ',', default_value = "0.01,0.1,1", value_parser = parse_t_ms)]
+    pub t_ms: Vec<f64>,
+    /// LP commands per throughput measurement (raised so that each lasts at least ~50 ms).
+    #[arg(long, default_value_t = 200, value_parser = parse_positive)]
+    pub commands: u32,
+    /// Directory for sweep-threshold.{csv,json,svg} (created if missing).
+    #[arg(long, default_value = "preempt-lat-results")]
+    pub out_dir: PathBuf,
+    #[command(flatten)]
+    pub lp: LpOptions,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `launcher-cost`: what the host device's launcher costs; no HP requests (so no seed), no Lv3.
+#[derive(Debug, Clone, Args)]
+pub struct LauncherCostOptions {
+    /// Commands per measurement.
+    #[arg(long, default_value_t = 20000, value_parser = parse_positive)]
+    pub commands: u32,
+    #[command(flatten)]
+    pub lv1: Lv1Options,
+    /// Device: host (auto is the host device where no AMD GPU is usable; a GPU is refused).
+    #[arg(long, default_value = "auto", value_parser = values::device())]
+    pub device: DeviceSpec,
+    /// LP worker processes ("compute units"). Default: cores - 1, at least 1.
+    #[arg(long, value_parser = parse_positive)]
+    pub workers: Option<u32>,
+    /// Output format: text for people; json (one object) and csv (a header and one row) carry
+    /// every parameter.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `priority`: HP requests against a saturating LP stream, per mode.
+#[derive(Debug, Clone, Args)]
+pub struct PriorityOptions {
+    /// Modes to run; they always run in the order listed here (the standalone ones first: the
+    /// others are compared with them).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "standalone-hp,standalone-lp,native,lv1,lv3"
+    )]
+    pub modes: Vec<Mode>,
+    /// HP requests per second.
+    #[arg(long, default_value = "20", value_parser = |s: &str| parse_positive_f64(s, "--hp-rate", 100_000.0))]
+    pub hp_rate: f64,
+    /// How HP requests arrive: at a fixed rate, or as a Poisson process (seeded by --seed).
+    #[arg(long, value_enum, default_value_t = Arrival::Poisson)]
+    pub arrival: Arrival,
+    /// Execution time of one HP command, in ms.
+    #[arg(long = "hp-t-ms", default_value = "2", value_parser = parse_t_ms)]
+    pub hp_t_ms: f64,
+    /// HP commands per request (a request completes when its last command does).
+    #[arg(long, default_value_t = 1, value_parser = parse_positive)]
+    pub hp_cmds: u32,
+    /// T, the execution time of one LP command, in ms.
+    #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms)]
+    pub t_ms: f64,
+    /// How long each mode runs, in seconds.
+    #[arg(long, default_value = "3", value_parser = |s: &str| parse_positive_f64(s, "--duration-s", 3600.0))]
+    pub duration_s: f64,
+    /// Output format on stdout: text for people; json and csv carry every parameter and the environment.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Directory for priority.csv, priority.json and priority.svg (created if missing).
+    #[arg(long, default_value = "preempt-lat-results")]
+    pub out_dir: PathBuf,
+    /// Also write a timeline of every mode as Chrome trace-event JSON (Perfetto, chrome://tracing).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl PriorityOptions {
+    /// HP work per second of wall time: rate x commands x HP T.
+    pub fn hp_load(&self) -> f64 {
+        self.hp_rate * f64::from(self.hp_cmds) * self.hp_t_ms / 1000.0
+    }
+
+    /// Cross-field checks: the one-line reason a combination is refused (a usage error).
+    pub fn check(&self) -> Result<(), String> {
+        let load = self.hp_load();
+        if load >= 0.9 {
+            return Err(format!(
+                "--hp-rate x --hp-cmds x --hp-t-ms = {load:.2} s of HP work per second: the HP requests alone would \
+                 (nearly) saturate the device; lower one of them"
+            ));
+        }
+        if self.duration_s * self.hp_rate < 1.0 && self.modes.iter().any(|m| m.has_hp()) {
+            return Err(format!(
+                "--duration-s {} at --hp-rate {} makes no HP request: raise either",
+                self.duration_s, self.hp_rate
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `report`: JSON results merged into one table and one plot.
+#[derive(Debug, Clone, Args)]
+pub struct ReportOptions {
+    /// JSON result files.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output format on stdout (the files in --out-dir are written either way).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Directory for report.csv, report.json and report.svg (created if missing).
+    #[arg(long, default_value = "preempt-lat-results")]
+    pub out_dir: PathBuf,
+}
+
+/// `doctor`.
+#[derive(Debug, Clone, Args)]
+pub struct DoctorOptions {
+    /// Output format: text for people; json (the whole report) or csv (one row per device,
+    /// level and mechanism) for machines.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Read sysfs/procfs/dev under this root instead of `/` (for testing doctor on fixtures).
+    #[arg(long, hide = true, default_value = "/")]
+    pub root: PathBuf,
+}
+
+/// `validate`.
+#[derive(Debug, Clone, Args)]
+pub struct ValidateOptions {
+    /// Output: text for people, json or csv (one row per check) for CI systems (the exit status
+    /// gates either way).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Run the hardware checks on every HIP device, not only hip:0.
+    #[arg(long)]
+    pub all_gpus: bool,
+    /// T of the functional workload, in ms.
+    #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms)]
+    pub t_ms: f64,
+    /// Preempt/resume cycles per GPU and mechanism.
+    #[arg(long, default_value_t = 50, value_parser = parse_positive)]
+    pub cycles: u32,
+}
+
+/// `__bystander-worker`: delay kernels one after another until stdin closes.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct BystanderWorkerOptions {
+    /// host (a CPU spin in place of the kernel) or hip:N.
+    #[arg(long, value_parser = values::device())]
+    pub device: DeviceSpec,
+    /// One kernel, in us.
+    #[arg(long, default_value = "200", value_parser = |s: &str| parse_positive_f64(s, "--kernel-us", 1e6))]
+    pub kernel_us: f64,
+    /// Stop after this long even if stdin stays open, in ms.
+    #[arg(long, default_value_t = 60_000)]
+    pub max_duration_ms: u64,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,150 @@
+use super::*;
+use clap::CommandFactory;
+
+fn parse(args: &[&str]) -> Result<Command, String> {
+    let cli =
+        Cli::try_parse_from(std::iter::once("preempt-lat").chain(args.iter().copied())).map_err(|e| e.to_string())?;
+    cli.checked()
+}
+
+#[test]
+fn the_command_line_is_consistent() {
+    Cli::command().debug_assert();
+}
+
+#[test]
+fn no_subcommand_is_a_run_with_the_defaults() {
+    let Ok(Command::Run(o)) = parse(&[]) else {
+        panic!("a run")
+    };
+    assert_eq!((o.level, o.t_ms, o.samples, o.warmup), (Level::Lv3, 0.5, 300, 10));
+    assert_eq!((o.common.lv1.threshold, o.common.lv1.batch, o.common.seed), (8, 4, 1));
+    assert_eq!(
+        (o.common.device, o.lp.lp_state, o.format),
+        (DeviceSpec::Auto, LpState::Light, Format::Text)
+    );
+}
+
+#[test]
+fn lists_are_put_in_order_once_parsed() {
+    let Ok(Command::Priority(o)) = parse(&["priority", "--modes", "lv3,native,standalone-hp"]) else {
+        panic!("priority")
+    };
+    assert_eq!(o.modes, [Mode::StandaloneHp, Mode::Native, Mode::Lv3]);
+    let Ok(Command::Sweep(Sweep::State(o))) = parse(&["sweep", "state", "--states", "heavy,light,heavy"]) else {
+        panic!("sweep state")
+    };
+    assert_eq!(o.states, [LpState::Heavy, LpState::Light]);
+}
+
+#[test]
+fn launcher_cost_takes_its_own_options() {
+    let Ok(Command::LauncherCost(o)) = parse(&["launcher-cost", "--format", "csv", "--threshold", "4"]) else {
+        panic!("launcher-cost")
+    };
+    assert_eq!((o.format, o.lv1.threshold, o.lv1.batch), (Format::Csv, 4, 4));
+    for meaningless in ["--seed", "--mechanism", "--grace"] {
+        let e = parse(&["launcher-cost", meaningless, "1"]).unwrap_err();
+        assert!(e.contains(&format!("unexpected argument '{meaningless}'")), "{e}");
+    }
+    let e = parse(&["launcher-cost", "--threshold", "2", "--batch", "4"]).unwrap_err();
+    assert!(e.contains("--threshold (2) must be >= --batch (4)"), "{e}");
+}
+
+#[test]
+fn the_api_words_parse_and_preempt_lat_refuses_kfd_and_auto() {
+    let Ok(Command::Run(o)) = parse(&["--level", "lv1", "--device", "hip"]) else {
+        panic!("a run")
+    };
+    assert_eq!((o.level, o.common.device), (Level::Lv1, DeviceSpec::Hip(0)));
+    let e = parse(&["--device", "kfd"]).unwrap_err();
+    assert!(
+        e.contains("invalid value 'kfd' for '--device <DEVICE>'") && e.contains("use hip:N"),
+        "{e}"
+    );
+    let e = parse(&["sweep", "t", "--levels", "1,auto"]).unwrap_err();
+    assert!(
+        e.contains("invalid value 'auto' for '--levels <LEVELS>'") && e.contains("use 3"),
+        "{e}"
+    );
+    let e = parse(&["--level", "2"]).unwrap_err();
+    assert!(
+        e.contains(r#"unknown level "2": expected auto (0), lv1 (1) or lv3 (3)"#),
+        "{e}"
+    );
+    let e = parse(&["--mechanism", "sigstop"]).unwrap_err();
+    assert!(e.contains(r#"unknown mechanism "sigstop": expected auto"#), "{e}");
+}
+
+#[test]
+fn common_cross_checks() {
+    let ok = Common {
+        lv1: Lv1Options { threshold: 8, batch: 4 },
+        device: DeviceSpec::Auto,
+        seed: 1,
+        mechanism: MechanismChoice::Auto,
+        grace: None,
+        workers: None,
+        quiet: true,
+    };
+    assert!(ok.check().is_ok());
+    assert_eq!(
+        ok.grace(),
+        GracePeriod::Clocks1k(1),
+        "ROCdbgapi's shortest grace by default"
+    );
+    assert!(
+        Common {
+            lv1: Lv1Options { threshold: 2, batch: 4 },
+            ..ok.clone()
+        }
+        .check()
+        .unwrap_err()
+        .contains("--threshold (2) must be >= --batch (4)")
+    );
+    let host_dbg = Common {
+        device: DeviceSpec::Host,
+        mechanism: "dbg-trap".parse().unwrap(),
+        ..ok.clone()
+    };
+    assert!(host_dbg.check().unwrap_err().contains("needs an AMD GPU"));
+    let uq_grace = Common {
+        device: DeviceSpec::Hip(0),
+        mechanism: "update-queue".parse().unwrap(),
+        grace: Some(GracePeriod::Clocks1k(4)),
+        ..ok.clone()
+    };
+    assert!(
+        uq_grace
+            .check()
+            .unwrap_err()
+            .contains("update-queue cannot set a grace period")
+    );
+    let host_grace = Common {
+        device: DeviceSpec::Host,
+        grace: Some(GracePeriod::Default),
+        ..ok.clone()
+    };
+    assert!(host_grace.check().unwrap_err().contains("SIGSTOP has no grace period"));
+    let dbg_grace = Common {
+        device: DeviceSpec::Hip(0),
+        mechanism: "dbg-trap".parse().unwrap(),
+        grace: Some(GracePeriod::Default),
+        ..ok
+    };
+    assert!(dbg_grace.check().is_ok());
+    assert_eq!(dbg_grace.grace(), GracePeriod::Default);
+}
+
+#[test]
+fn heavy_lp_state_is_refused_on_the_host_device_only() {
+    let e = check_lp_state(DeviceSpec::Host, LpState::Heavy).unwrap_err();
+    assert!(
+        e.starts_with("--lp-state heavy needs an AMD GPU") && e.contains("processes with none"),
+        "{e}"
+    );
+    assert!(check_lp_state(DeviceSpec::Host, LpState::Light).is_ok());
+    for d in [DeviceSpec::Auto, DeviceSpec::Hip(0)] {
+        assert!(check_lp_state(d, LpState::Heavy).is_ok(), "{d}");
+    }
+}

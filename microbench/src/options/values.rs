@@ -1,0 +1,310 @@
+//! The values an option takes, and their parsers: the single definition of what a valid T,
+//! device, level, mechanism, LP state, format, mode or arrival is. The device, the level and the
+//! mechanism are the application API's grammar (`preempt_api`, as C and Python read them, with
+//! the same error text); `preempt-lat` refuses, with what to use instead, the two words it
+//! cannot run: the device `kfd` and the level `auto`.
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Arg, Command, ValueEnum};
+pub use gpu_device::LpState;
+use lv3::{MechanismChoice, MechanismKind};
+pub use preempt_api::{DeviceSpec, Level};
+use serde::Serialize;
+use std::ffi::OsStr;
+
+/// The output format of every subcommand: text for people, JSON and CSV for machines
+/// (`crate::output` has one exporter per format).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+    Csv,
+}
+
+impl Format {
+    /// The formats written into `--out-dir` beside a plot (`<stem>.<extension>`).
+    pub const FILES: [Format; 2] = [Format::Csv, Format::Json];
+
+    /// The file name extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Text => "txt",
+            Format::Json => "json",
+            Format::Csv => "csv",
+        }
+    }
+}
+
+/// How HP requests arrive: `fixed`, every 1/rate seconds; `poisson`, a Poisson process of the
+/// rate (exponential gaps, seeded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    Fixed,
+    Poisson,
+}
+
+impl Arrival {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Fixed => "fixed",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
+/// A mode of `preempt-lat priority`: what runs, and which policy schedules it (the variants'
+/// docs are `--modes`' help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// HP requests alone (the reference latency)
+    StandaloneHp,
+    /// LP commands alone (the reference throughput)
+    StandaloneLp,
+    /// both, no scheduling (host: two sets of workers sharing the CPUs)
+    Native,
+    /// highest priority first through Lv1 (stop launching LP commands)
+    Lv1,
+    /// highest priority first through Lv3 (SIGSTOP on the host device)
+    Lv3,
+}
+
+impl Mode {
+    /// In run order: the standalone modes first (the others are compared with them).
+    pub const ALL: [Mode; 5] = [
+        Mode::StandaloneHp,
+        Mode::StandaloneLp,
+        Mode::Native,
+        Mode::Lv1,
+        Mode::Lv3,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::StandaloneHp => "standalone-hp",
+            Mode::StandaloneLp => "standalone-lp",
+            Mode::Native => "native",
+            Mode::Lv1 => "lv1",
+            Mode::Lv3 => "lv3",
+        }
+    }
+
+    /// Whether HP requests are issued / LP commands run in this mode.
+    pub fn has_hp(self) -> bool {
+        self != Mode::StandaloneLp
+    }
+    pub fn has_lp(self) -> bool {
+        self != Mode::StandaloneHp
+    }
+}
+
+/// A value of the grammar: parsed, and its error worded, by `parse`; listed in `--help` as
+/// `names`.
+#[derive(Clone)]
+pub struct Words<T> {
+    parse: fn(&str) -> Result<T, String>,
+    names: Vec<PossibleValue>,
+}
+
+impl<T: Clone + Send + Sync + 'static> TypedValueParser for Words<T> {
+    type Value = T;
+
+    fn parse_ref(&self, cmd: &Command, arg: Option<&Arg>, value: &OsStr) -> Result<T, clap::Error> {
+        self.parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        (!self.names.is_empty()).then(|| Box::new(self.names.iter().cloned()) as Box<dyn Iterator<Item = _>>)
+    }
+}
+
+/// Why `preempt-lat` refuses the device `kfd`.
+pub const KFD_IS_FOR_APPLICATIONS: &str = "kfd binds KFD queue ids a scheduler already has, which is the C and \
+    Python API's (preempt_queue_bind, Session.bind_queue); preempt-lat runs its LP work on a queue of its own: use \
+    hip:N, host or auto";
+
+/// Why `preempt-lat` refuses the level `auto`.
+pub const AUTO_LEVEL_IS_FOR_APPLICATIONS: &str = "auto (Lv3 where the session has an Lv3 mechanism, else Lv1) is \
+    the C and Python API's choice for applications; a measurement names the level it measures: use 3 \
+    (interrupt/restore) or 1 (progressive launching)";
+
+/// `--device`: the API's devices but `kfd`.
+pub fn device() -> Words<DeviceSpec> {
+    Words {
+        parse: |s| match s.parse::<DeviceSpec>() {
+            Ok(DeviceSpec::Kfd) => Err(KFD_IS_FOR_APPLICATIONS.into()),
+            other => other.map_err(|e| e.to_string()),
+        },
+        names: Vec::new(),
+    }
+}
+
+/// `--level`/`--levels`: the API's levels but `auto`; `--help` lists the numbers.
+pub fn level() -> Words<Level> {
+    Words {
+        parse: |s| match s.parse::<Level>() {
+            Ok(Level::Auto) => Err(AUTO_LEVEL_IS_FOR_APPLICATIONS.into()),
+            other => other.map_err(|e| e.to_string()),
+        },
+        names: vec![
+            PossibleValue::new("1").help("progressive launching (at most --threshold commands in flight)"),
+            PossibleValue::new("3").help("interrupt/restore: CWSR on a GPU, SIGSTOP on the host device"),
+        ],
+    }
+}
+
+/// `--mechanism`: auto or one of lv3's mechanisms, listed from lv3's own identity.
+pub fn mechanism() -> Words<MechanismChoice> {
+    let auto = format!(
+        "the first usable of {}",
+        MechanismKind::names_where(|_| true).join(", ")
+    );
+    let names = std::iter::once(PossibleValue::new("auto").help(auto))
+        .chain(
+            MechanismKind::AUTO_ORDER
+                .into_iter()
+                .map(|k| PossibleValue::new(k.name())),
+        )
+        // Old names get past clap's list (hidden from help) so that lv3's parse refuses them
+        // with one line naming the new name, instead of clap's bare "invalid value".
+        .chain(
+            MechanismKind::RENAMED
+                .into_iter()
+                .map(|(old, _)| PossibleValue::new(old).hide(true)),
+        );
+    Words {
+        parse: |s| preempt_api::parse_mechanism(s).map_err(|e| e.to_string()),
+        names: names.collect(),
+    }
+}
+
+/// `--lp-state light|heavy`, from gpu-device's own names.
+pub fn lp_state() -> impl TypedValueParser<Value = LpState> {
+    let names = LpState::ALL.into_iter().map(|s| {
+        PossibleValue::new(s.name()).help(match s {
+            LpState::Light => "delay_kernel: a few VGPRs per wave, no LDS",
+            LpState::Heavy => "delay_kernel_heavy: all 512 VGPRs+AGPRs per lane, 64 KiB LDS per block, 1 block per CU",
+        })
+    });
+    PossibleValuesParser::new(names).try_map(|s| s.parse::<LpState>())
+}
+
+/// The largest T accepted: one command of 10 s is a stuck queue, not a measurement.
+pub const MAX_T_MS: f64 = 10_000.0;
+
+/// T in milliseconds: finite, > 0, at least 1 ns, at most [`MAX_T_MS`].
+pub fn parse_t_ms(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of milliseconds (e.g. 0.5)"))?;
+    if !v.is_finite() {
+        return Err(format!("T must be a finite number of milliseconds, not {s}"));
+    }
+    if v <= 0.0 {
+        return Err(format!("T must be greater than 0 ms (got {v})"));
+    }
+    if v > MAX_T_MS {
+        return Err(format!(
+            "T = {v} ms is absurdly large: at most {MAX_T_MS} ms per command"
+        ));
+    }
+    if v * 1e6 < 1.0 {
+        return Err(format!("T = {v} ms is below 1 ns"));
+    }
+    Ok(v)
+}
+
+/// A rate or a duration: a finite number > 0, at most `max`.
+pub fn parse_positive_f64(s: &str, what: &str, max: f64) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number ({what})"))?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!("{what} must be a finite number greater than 0 (got {s})"));
+    }
+    if v > max {
+        return Err(format!("{what} = {v} is too large: at most {max}"));
+    }
+    Ok(v)
+}
+
+/// A whole number >= 1.
+pub fn parse_positive(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a positive whole number")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kfd::GracePeriod;
+
+    #[test]
+    fn t_is_checked_with_a_reason() {
+        assert_eq!(parse_t_ms("0.5"), Ok(0.5));
+        for (s, want) in [
+            ("0", "greater than 0"),
+            ("-1", "greater than 0"),
+            ("NaN", "finite"),
+            ("1e9", "absurdly large"),
+            ("x", "not a number"),
+            ("1e-7", "below 1 ns"),
+        ] {
+            assert!(parse_t_ms(s).unwrap_err().contains(want), "{s}");
+        }
+    }
+
+    /// The API's grammar, its error text, and the two words preempt-lat refuses.
+    #[test]
+    fn devices_and_levels_are_the_api_s_but_kfd_and_auto() {
+        let dev = |s: &str| (device().parse)(s);
+        for d in [DeviceSpec::Auto, DeviceSpec::Host, DeviceSpec::Hip(3)] {
+            assert_eq!(dev(&d.to_string()), Ok(d));
+        }
+        assert_eq!(dev("hip"), Ok(DeviceSpec::Hip(0)));
+        assert_eq!(
+            dev("gpu7").unwrap_err(),
+            "gpu7".parse::<DeviceSpec>().unwrap_err().message,
+            "the API's wording"
+        );
+        assert!(dev("kfd").unwrap_err().contains("preempt_queue_bind"));
+        let lvl = |s: &str| (level().parse)(s);
+        for (s, l) in [
+            ("1", Level::Lv1),
+            ("lv1", Level::Lv1),
+            ("3", Level::Lv3),
+            ("lv3", Level::Lv3),
+        ] {
+            assert_eq!(lvl(s), Ok(l));
+        }
+        assert_eq!(lvl("2").unwrap_err(), "2".parse::<Level>().unwrap_err().message);
+        assert!(lvl("auto").unwrap_err().contains("use 3"));
+        assert!(lvl("0").unwrap_err().contains("use 3"), "0 is auto's number");
+        assert_eq!(
+            serde_json::to_string(&Level::Lv3).unwrap(),
+            "3",
+            "results record the number"
+        );
+        let mech = |s: &str| (mechanism().parse)(s);
+        assert_eq!(mech("auto"), Ok(MechanismChoice::Auto));
+        assert_eq!(
+            mech("sigstop").unwrap_err(),
+            preempt_api::parse_mechanism("sigstop").unwrap_err().message
+        );
+    }
+
+    #[test]
+    fn grace_parses_numbers_and_default() {
+        assert_eq!("default".parse::<GracePeriod>(), Ok(GracePeriod::Default));
+        assert_eq!("0".parse::<GracePeriod>(), Ok(GracePeriod::Clocks1k(0)));
+        assert_eq!("255".parse::<GracePeriod>(), Ok(GracePeriod::Clocks1k(255)));
+        assert!("256".parse::<GracePeriod>().unwrap_err().contains("0-255"));
+        assert_eq!(GracePeriod::Clocks1k(7).to_string(), "7");
+    }
+}
