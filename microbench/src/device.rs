@@ -5,7 +5,11 @@ use crate::exit::Failure;
 use crate::measure::{Params, RunResult};
 use crate::options::values::KFD_IS_FOR_APPLICATIONS;
 use crate::options::{DeviceSpec, HOST_HAS_NO_LP_STATE, LpState};
+use kfd::GracePeriod;
 use lv3::MechanismChoice;
+use preempt_api::gpu::{GpuDevice, KernelChoice};
+use preempt_api::{Options, Session, WorkerExe};
+use std::sync::Arc;
 
 /// The device a measurement runs on, once chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +27,46 @@ impl Device {
             Device::Host(_) => crate::measure::host::run(p, quiet),
             Device::Hip(i) => crate::gpu::run(p, i, mechanism, quiet),
         }
+    }
+
+    /// The threshold sweep's point: LP throughput of `commands` commands of T launched directly
+    /// and through the launcher at `threshold`/`batch`: (direct s, launcher s, overhead %).
+    pub fn lv1_overhead(
+        self,
+        t_ms: f64,
+        lp_state: Option<LpState>,
+        threshold: u32,
+        batch: u32,
+        commands: u32,
+    ) -> Result<(f64, f64, f64), String> {
+        match self {
+            Device::Host(workers) => crate::measure::host::lv1_overhead(t_ms, threshold, batch, commands, workers),
+            Device::Hip(i) => {
+                crate::gpu::lv1_overhead(i, t_ms, lp_state.unwrap_or_default(), threshold, batch, commands)
+            }
+        }
+    }
+
+    /// `priority`'s LP workers: on the host device one per core unless `--workers` says
+    /// otherwise, so HP and LP share the CPUs (`priority --help`); 0 on a GPU.
+    pub fn priority_workers(self, asked: Option<u32>) -> u32 {
+        match self {
+            Device::Hip(_) => 0,
+            Device::Host(_) => asked.unwrap_or_else(|| u32::try_from(crate::env::cores()).unwrap_or(1)),
+        }
+    }
+
+    /// Where a run that opens several application-API sessions (`priority`: one per mode) gets
+    /// them: the device opened once.
+    pub fn session_source(self, mechanism: MechanismChoice, grace: GracePeriod) -> Result<SessionSource, String> {
+        Ok(match self {
+            Device::Host(_) => SessionSource::Host(crate::measure::host::worker_exe()?),
+            Device::Hip(i) => SessionSource::Gpu {
+                gpu: Arc::new(GpuDevice::open(i, KernelChoice::default()).map_err(|e| e.to_string())?),
+                mechanism,
+                grace,
+            },
+        })
     }
 
     /// LP worker processes (the host device's "compute units"; 0 on a GPU).
@@ -43,6 +87,86 @@ impl Device {
             (Device::Host(_), LpState::Heavy) => Err(Failure::Usage(
                 HOST_HAS_NO_LP_STATE.replace("{what}", "--lp-state heavy") + "; the host device was selected",
             )),
+        }
+    }
+}
+
+/// A device opened once for sessions of the application API (see [`Device::session_source`]):
+/// the host device's worker program, or a GPU whose kernel and calibration the sessions share.
+pub enum SessionSource {
+    Host(WorkerExe),
+    Gpu {
+        gpu: Arc<GpuDevice>,
+        mechanism: MechanismChoice,
+        grace: GracePeriod,
+    },
+}
+
+impl SessionSource {
+    /// A session with `opts`, completed with what this device needs (the worker program; the
+    /// mechanism and grace period asked for).
+    pub fn open(&self, opts: Options) -> preempt_api::Result<Session> {
+        match self {
+            SessionSource::Host(exe) => Session::open(
+                preempt_api::DeviceSpec::Host,
+                Options {
+                    worker: Some(exe.clone()),
+                    ..opts
+                },
+            ),
+            SessionSource::Gpu { gpu, mechanism, grace } => Session::on_gpu(
+                Arc::clone(gpu),
+                Options {
+                    mechanism: *mechanism,
+                    grace: *grace,
+                    ..opts
+                },
+            ),
+        }
+    }
+
+    /// The device in progress lines.
+    pub fn label(&self) -> String {
+        match self {
+            SessionSource::Host(_) => "host device".into(),
+            SessionSource::Gpu { gpu, .. } => {
+                let i = &gpu.device().info;
+                format!("hip:{} ({}, {} CUs)", i.index, i.name, i.cu_count)
+            }
+        }
+    }
+
+    /// The note a trace of `what` carries (host figures say so).
+    pub fn trace_note(&self, what: &str) -> String {
+        match self {
+            SessionSource::Host(_) => format!("{what} on the host device: host figures, not GPU figures"),
+            SessionSource::Gpu { .. } => format!("{what} on {}", self.label()),
+        }
+    }
+
+    /// The environment record of a run whose Lv3 mechanism is per session (`priority`: the lv3
+    /// mode's; Lv1 stops launching).
+    pub fn environment(&self) -> crate::env::Environment {
+        match self {
+            SessionSource::Host(_) => {
+                let mut env = crate::env::host("sigstop");
+                env.mechanism = "per mode: sigstop (lv3), stop-launching (lv1)".into();
+                env
+            }
+            SessionSource::Gpu { gpu, mechanism, grace } => crate::env::Environment::new(
+                format!("hip:{}", gpu.device().info.index),
+                format!(
+                    "{}; LP and HP commands are the light delay kernel over the whole grid",
+                    gpu.describe()
+                ),
+                Some(gpu.arch().offload_arch()),
+                &format!("per mode: lv3 {mechanism} (mechanism per mode row), lv1 stop-launching"),
+                match mechanism {
+                    MechanismChoice::Only(k) => crate::env::gpu_grace(Some(*k), *grace),
+                    // auto: the mode rows say which mechanism ran.
+                    MechanismChoice::Auto => crate::env::gpu_grace_auto(*grace),
+                },
+            ),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! SVG each.
 use crate::device::Device;
 use crate::exit::{Failure, Outcome, Verdict};
-use crate::measure::{Params, RunResult, control::stop_requested, host};
+use crate::measure::{Params, RunResult, control::stop_requested};
 use crate::options::{HOST_HAS_NO_LP_STATE, Level, LpState, SweepStateOptions, SweepTOptions, SweepThresholdOptions};
 use crate::output::Export;
 use crate::output::files::{prepare, write_all};
@@ -277,17 +277,7 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
             let commands = a.commands.max(crate::num::ceil_u32(50.0 / t_ms));
             let mut runs = Vec::new();
             for _ in 0..3 {
-                runs.push(match dev {
-                    Device::Host(_) => host::lv1_overhead(t_ms, th, a.common.lv1.batch, commands, workers)?,
-                    Device::Hip(i) => crate::gpu::lv1_overhead(
-                        i,
-                        t_ms,
-                        lp_state.unwrap_or_default(),
-                        th,
-                        a.common.lv1.batch,
-                        commands,
-                    )?,
-                });
+                runs.push(dev.lv1_overhead(t_ms, lp_state, th, a.common.lv1.batch, commands)?);
             }
             let median = |f: fn(&(f64, f64, f64)) -> f64| {
                 let mut v: Vec<f64> = runs.iter().map(f).collect();

@@ -11,20 +11,16 @@ pub mod modes;
 pub mod report;
 pub mod requests;
 
-use crate::device::Device;
+use crate::device::{Device, SessionSource};
 use crate::env::Environment;
 use crate::exit::{Outcome, Verdict};
 use crate::measure::Correctness;
 use crate::options::{Arrival, Mode, PriorityOptions};
 use crate::stats::Summary;
 use crate::trace::Trace;
-use kfd::GracePeriod;
-use lv3::MechanismChoice;
-use preempt_api::gpu::{GpuDevice, KernelChoice};
-use preempt_api::{Options, Session, WorkerExe};
+use preempt_api::{Options, Session};
 use serde::Serialize;
 use std::io::Write;
-use std::sync::Arc;
 
 /// The MI308X plan's target for HP P99 under priority scheduling, relative to HP alone.
 pub const TARGET_P99_RATIO: f64 = 1.30;
@@ -159,105 +155,29 @@ pub fn summarize(measured: Vec<(Mode, Measured)>) -> Vec<ModeResult> {
     rows
 }
 
-/// Where the modes run: the host device, or a GPU opened once (its kernel and calibration are
-/// shared by the modes' sessions).
-enum Target {
-    Host(WorkerExe),
-    Gpu {
-        gpu: Arc<GpuDevice>,
-        choice: MechanismChoice,
-        grace: GracePeriod,
-    },
-}
-
-impl Target {
-    fn open(o: &PriorityOptions, dev: Device) -> Result<Target, String> {
-        Ok(match dev {
-            Device::Host(_) => Target::Host(crate::measure::host::worker_exe()?),
-            Device::Hip(i) => Target::Gpu {
-                gpu: Arc::new(GpuDevice::open(i, KernelChoice::default()).map_err(|e| e.to_string())?),
-                choice: o.common.mechanism,
-                grace: o.common.grace(),
-            },
-        })
-    }
-
-    /// The session of one mode: Lv3 armed only for the lv3 mode (dbg-trap would put the process
-    /// in debug mode for the others), Lv1 suspends that only stop launching (XSched's scheduler),
-    /// the launcher's completions and the device records kept for the checks.
-    fn session(&self, p: &PriorityParams, mode: Mode) -> Result<Session, String> {
-        let lv1 = lv1::Config::new(p.threshold as usize, p.batch as usize).map_err(|e| e.to_string())?;
-        let hp_cmds = crate::num::round_u64(p.hp_rate * p.duration_s + 1.0) * u64::from(p.hp_cmds);
-        let opts = Options {
-            lv1,
-            no_lv3: mode != Mode::Lv3,
-            lv1_no_wait: true,
-            keep_records: true,
-            gpu_slots: usize::try_from(modes::lp_budget(p).max(hp_cmds)).unwrap_or(usize::MAX),
-            ..Options::default()
-        };
-        match self {
-            Target::Host(exe) => Session::open(
-                preempt_api::DeviceSpec::Host,
-                Options {
-                    worker: Some(exe.clone()),
-                    host_workers: p.workers as usize,
-                    ..opts
-                },
-            ),
-            Target::Gpu { gpu, choice, grace } => Session::on_gpu(
-                Arc::clone(gpu),
-                Options {
-                    mechanism: *choice,
-                    grace: *grace,
-                    ..opts
-                },
-            ),
-        }
-        .map_err(|e| format!("{} session: {e}", mode.name()))
-    }
-
-    fn label(&self) -> String {
-        match self {
-            Target::Host(_) => "host device".into(),
-            Target::Gpu { gpu, .. } => {
-                let i = &gpu.device().info;
-                format!("hip:{} ({}, {} CUs)", i.index, i.name, i.cu_count)
-            }
-        }
-    }
-
-    /// The environment record of the run.
-    fn environment(&self) -> crate::env::Environment {
-        match self {
-            Target::Host(_) => {
-                let mut env = crate::env::host("sigstop");
-                env.mechanism = "per mode: sigstop (lv3), stop-launching (lv1)".into();
-                env
-            }
-            Target::Gpu { gpu, choice, grace } => crate::env::Environment::new(
-                format!("hip:{}", gpu.device().info.index),
-                format!(
-                    "{}; LP and HP commands are the light delay kernel over the whole grid",
-                    gpu.describe()
-                ),
-                Some(gpu.arch().offload_arch()),
-                &format!("per mode: lv3 {choice} (mechanism per mode row), lv1 stop-launching"),
-                match choice {
-                    MechanismChoice::Only(k) => crate::env::gpu_grace(Some(*k), *grace),
-                    // auto: the mode rows say which mechanism ran.
-                    MechanismChoice::Auto => crate::env::gpu_grace_auto(*grace),
-                },
-            ),
-        }
-    }
+/// The session of one mode: Lv3 armed only for the lv3 mode (dbg-trap would put the process in
+/// debug mode for the others), Lv1 suspends that only stop launching (XSched's scheduler), the
+/// launcher's completions and the device records kept for the checks.
+fn session(src: &SessionSource, p: &PriorityParams, mode: Mode) -> Result<Session, String> {
+    let lv1 = lv1::Config::new(p.threshold as usize, p.batch as usize).map_err(|e| e.to_string())?;
+    let hp_cmds = crate::num::round_u64(p.hp_rate * p.duration_s + 1.0) * u64::from(p.hp_cmds);
+    let opts = Options {
+        lv1,
+        no_lv3: mode != Mode::Lv3,
+        lv1_no_wait: true,
+        keep_records: true,
+        host_workers: p.workers as usize,
+        gpu_slots: usize::try_from(modes::lp_budget(p).max(hp_cmds)).unwrap_or(usize::MAX),
+        ..Options::default()
+    };
+    src.open(opts).map_err(|e| format!("{} session: {e}", mode.name()))
 }
 
 /// Runs every mode of `o` on `dev`, writes priority.{csv,json,svg} (and the trace), and prints
 /// the report on stdout in `o.format`. On a GPU (written for hardware, not yet run on one) the
 /// device is opened once and each mode runs in a session of its own on it.
 pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
-    let target = Target::open(o, dev)?;
+    let target = dev.session_source(o.common.mechanism, o.common.grace())?;
     let t_start = std::time::Instant::now();
     let p = PriorityParams {
         modes: o.modes.clone(),
@@ -272,13 +192,7 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         seed: o.common.seed,
         // Host device: one LP worker per core unless --workers says otherwise, so HP and LP
         // share the CPUs (`priority --help`).
-        workers: match dev {
-            Device::Hip(_) => 0,
-            Device::Host(_) => o
-                .common
-                .workers
-                .unwrap_or_else(|| u32::try_from(crate::env::cores()).unwrap_or(1)),
-        },
+        workers: dev.priority_workers(o.common.workers),
         hp_load: o.hp_load(),
     };
     crate::output::files::prepare(&o.out_dir)?;
@@ -304,7 +218,7 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
                 target.label()
             );
         }
-        let session = target.session(&p, mode)?;
+        let session = session(&target, &p, mode)?;
         let m = modes::run_mode(&session, &p, mode, &arrivals, &mut trace, pid, &target.label());
         // Closing resumes anything an error left suspended and tears the mechanism down.
         let closed = session.close();
@@ -323,10 +237,7 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     crate::output::files::write_all(&o.out_dir, "priority", &result)?;
     report::plot(&result, &o.out_dir.join("priority.svg"))?;
     if let Some(path) = &o.trace {
-        let what = match &target {
-            Target::Host(_) => "preempt-lat priority on the host device: host figures, not GPU figures".to_string(),
-            Target::Gpu { .. } => format!("preempt-lat priority on {}", target.label()),
-        };
+        let what = target.trace_note("preempt-lat priority");
         crate::trace::write_file(&trace, &what, path)?;
     }
     let mut out = std::io::stdout().lock();
