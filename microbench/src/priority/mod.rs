@@ -50,7 +50,7 @@ pub struct Measured {
     /// The policy's name (`none` or [`hpf::NAME`]).
     pub policy: &'static str,
     /// How the LP queue was suspended (`-` where it never is).
-    pub mechanism: &'static str,
+    pub mechanism: String,
     /// Arrival to completion of each HP request, in ns.
     pub hp_latency_ns: Vec<u64>,
     /// LP commands completed within the measured window.
@@ -69,7 +69,7 @@ pub struct ModeResult {
     /// The scheduling policy (`none` or `highest-priority-first`).
     pub policy: &'static str,
     /// How the LP queue is suspended (`-` where it never is).
-    pub mechanism: &'static str,
+    pub mechanism: String,
     pub hp_requests: u64,
     /// HP request latency, arrival to completion, in ns.
     pub hp_latency_ns: Option<Summary>,
@@ -257,7 +257,7 @@ mod tests {
     fn m(lat: &[u64], lp: u64) -> Measured {
         Measured {
             policy: "none",
-            mechanism: "-",
+            mechanism: "-".into(),
             hp_latency_ns: lat.to_vec(),
             lp_completed: lp,
             window_ns: 1_000_000_000,
@@ -276,7 +276,7 @@ mod tests {
                 Mode::Lv3,
                 Measured {
                     policy: "highest-priority-first",
-                    mechanism: "sigstop",
+                    mechanism: "sigstop".into(),
                     ..m(&[1200; 10], 300)
                 },
             ),
@@ -286,7 +286,7 @@ mod tests {
         assert_eq!(rows[0].lp_throughput_per_s, None, "standalone-hp runs no LP");
         assert!(rows[1].hp_latency_ns.is_none() && rows[1].hp_p99_vs_standalone.is_none());
         assert_eq!(
-            (rows[2].policy, rows[2].mechanism),
+            (rows[2].policy, rows[2].mechanism.as_str()),
             ("highest-priority-first", "sigstop")
         );
     }

@@ -173,8 +173,8 @@ pub fn run_mode(
             policy: if sched.policy.is_some() { hpf::NAME } else { "none" },
             mechanism: match mode {
                 Mode::Lv3 => mechanism_label(session),
-                Mode::Lv1 => "stop-launching",
-                _ => "-",
+                Mode::Lv1 => "stop-launching".into(),
+                _ => "-".into(),
             },
             hp_latency_ns,
             lp_completed,
@@ -208,13 +208,9 @@ pub fn lp_budget(p: &PriorityParams) -> u64 {
     (crate::num::round_u64(2.0 * p.duration_s * per_s) + 8 * u64::from(p.threshold) + 1024).min(1 << 22)
 }
 
-/// The mechanism's name as the rows print it (`sigstop` on the host device).
-fn mechanism_label(session: &Session) -> &'static str {
-    match session.mechanism().name.as_deref() {
-        Some("sigstop") => "sigstop",
-        Some(name) => lv3::MechanismKind::from_name(name).map_or("lv3", lv3::MechanismKind::name),
-        None => "-",
-    }
+/// The mechanism's name as the rows print it (`sigstop` on the host device; `-` if none).
+fn mechanism_label(session: &Session) -> String {
+    session.mechanism().name.clone().unwrap_or_else(|| "-".into())
 }
 
 /// Keeps `keep_ahead` LP commands pending (within the stream's capacity) until `stop`.
