@@ -68,9 +68,6 @@ pub enum Cmd {
         after_help = "Example (one JSON per node, then one report):\n  srun --ntasks-per-node=1 sh -c 'preempt-lat --format json --out results/$(hostname).json'\n  preempt-lat report results/*.json --out-dir results/"
     )]
     Report(ReportArgs),
-    /// Internal: a host-device worker process (started by preempt-lat itself).
-    #[command(name = "__host-worker", hide = true)]
-    HostWorker,
     /// Internal: validate's bystander process (started by preempt-lat itself): delay kernels one
     /// after another, their host stamps as JSON lines on stdout, until stdin closes.
     #[command(name = "__bystander-worker", hide = true)]
@@ -529,7 +526,6 @@ impl Cli {
                 format: a.format,
                 out_dir: a.out_dir,
             }),
-            Some(Cmd::HostWorker) => Command::HostWorker,
             Some(Cmd::BystanderWorker(a)) => Command::BystanderWorker(options::BystanderWorkerOptions {
                 device: a.device,
                 kernel_us: a.kernel_us,

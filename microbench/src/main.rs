@@ -35,15 +35,6 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(msg) => usage_error(&msg),
     };
-    if matches!(command, Command::HostWorker) {
-        return match host_device::worker_main() {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("preempt-lat host worker: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
     if let Command::BystanderWorker(o) = &command {
         return match bystander::worker::main(o) {
             Ok(()) => ExitCode::SUCCESS,
@@ -87,7 +78,7 @@ fn dispatch(command: Command) -> Outcome {
         Command::LauncherCost(o) => launcher_cost(&o, device::select(&o.common, hip_facts)?),
         Command::Priority(o) => priority::run(&o, device::select(&o.common, hip_facts)?),
         Command::Report(o) => report::run(&o),
-        Command::HostWorker | Command::BystanderWorker(_) => {
+        Command::BystanderWorker(_) => {
             unreachable!("handled in main before any thread starts")
         }
     }

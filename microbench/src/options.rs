@@ -445,8 +445,6 @@ pub enum Command {
     LauncherCost(LauncherCostOptions),
     Priority(PriorityOptions),
     Report(ReportOptions),
-    /// Internal: be a host-device worker process.
-    HostWorker,
     /// Internal: be `validate`'s bystander process.
     BystanderWorker(BystanderWorkerOptions),
 }

@@ -74,6 +74,43 @@ fn explicit_hip_device_without_a_gpu_fails_with_doctors_reason() {
     );
 }
 
+/// The host device's worker is host-device's `preempt-host-worker`, found beside preempt-lat
+/// (cargo builds both into one directory) unless `PREEMPT_HOST_WORKER` names another; missing,
+/// it is one line that says how to build it.
+#[test]
+fn the_host_worker_is_found_beside_preempt_lat_or_named_by_the_variable() {
+    let run = ["--device", "host", "--samples", "1", "--warmup", "0", "--quiet"];
+    // A second name for preempt-lat in a directory of its own, with no worker beside it.
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_preempt-lat"));
+    let dir = exe.with_file_name(format!("no-worker-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let alone = dir.join("preempt-lat");
+    std::fs::hard_link(exe, &alone)
+        .or_else(|_| std::fs::copy(exe, &alone).map(drop))
+        .unwrap();
+    let o = Command::new(&alone)
+        .args(run)
+        .env_remove("PREEMPT_HOST_WORKER")
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("no preempt-host-worker beside preempt-lat") && e.contains("-p host-device`"),
+        "{e}"
+    );
+    // The variable wins over the worker beside preempt-lat.
+    let o = Command::new(exe)
+        .args(run)
+        .env("PREEMPT_HOST_WORKER", "/nonexistent/worker")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot start host worker"), "{}", stderr(&o));
+}
+
 #[test]
 fn auto_falls_back_to_host_and_json_carries_every_parameter() {
     let o = pl(&[
