@@ -13,6 +13,19 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Each `(arguments, what stderr must say)` exits with status 2 (bad input).
+fn refused_with_exit_2(cases: &[(&[&str], &str)]) {
+    for (args, want) in cases {
+        let o = pl(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(want),
+            "{args:?}: stderr lacks {want:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
 /// Bad input: exit status 2 and one clear line naming the problem, before anything runs.
 #[test]
 fn bad_input_is_exit_2_with_a_clear_reason() {
@@ -52,15 +65,7 @@ fn bad_input_is_exit_2_with_a_clear_reason() {
         (&["sweep", "state", "--device", "host"], "sweep state needs an AMD GPU"),
         (&["sweep", "state", "--states", "light,huge"], "invalid value 'huge'"),
     ];
-    for (args, want) in cases {
-        let o = pl(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains(want),
-            "{args:?}: stderr lacks {want:?}: {}",
-            stderr(&o)
-        );
-    }
+    refused_with_exit_2(cases);
 }
 
 #[test]
@@ -709,15 +714,7 @@ fn priority_refuses_bad_input_and_an_unusable_gpu_with_a_reason() {
         ),
         (&["priority", "--modes", "lv2"], "invalid value 'lv2'"),
     ];
-    for (args, want) in cases {
-        let o = pl(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains(want),
-            "{args:?}: stderr lacks {want:?}: {}",
-            stderr(&o)
-        );
-    }
+    refused_with_exit_2(cases);
     // The GPU path exists; without a GPU it stops at device selection with doctor's reason,
     // before anything starts (as a plain run does).
     let o = pl(&["priority", "--device", "hip:0", "--out-dir", "/nonexistent-dir/never"]);
