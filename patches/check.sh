@@ -30,12 +30,7 @@ INSTALLED=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) ||
 log "series made against linux-source-6.12 $PINNED; installed: $INSTALLED"
 [ "$PINNED" = "$INSTALLED" ] || log "NOTE: the installed Debian version differs from the one the series was made against"
 
-mapfile -t PATCHES < <(grep -v '^\s*\(#\|$\)' "$HERE/series")
-[ "${#PATCHES[@]}" -gt 0 ] || die "patches/series lists no patch"
-for p in "${PATCHES[@]}"; do
-  [ -f "$HERE/$p" ] || die "patches/series names $p, which does not exist"
-  case "$p" in 0000-cover-letter*) die "the cover letter must not be listed in patches/series (it does not apply)";; esac
-done
+read_series "$HERE" patches/series || die "patches/series"
 
 # 0. The pristine tree (build-kernel.sh extracts it and builds the stock kernel; both cached).
 "$REPO/scripts/qemu/build-kernel.sh" >/dev/null

@@ -21,6 +21,21 @@ checkpatch_series() {
   return "$bad"
 }
 
+# read_series DIR LABEL: the patches DIR/series lists (comments and blank lines skipped) into
+# PATCHES; 1 if it lists none, names a file that does not exist, or lists the cover letter (which
+# does not apply). LABEL names the series in the messages (e.g. patches/series).
+read_series() {
+  local dir=$1 label=$2 p
+  mapfile -t PATCHES < <(grep -v '^\s*\(#\|$\)' "$dir/series")
+  [ "${#PATCHES[@]}" -gt 0 ] || { echo "$label lists no patch" >&2; return 1; }
+  for p in "${PATCHES[@]}"; do
+    [ -f "$dir/$p" ] || { echo "$label names $p, which does not exist" >&2; return 1; }
+    case "$p" in
+      0000-cover-letter*) echo "the cover letter must not be listed in $label (it does not apply)" >&2; return 1 ;;
+    esac
+  done
+}
+
 # apply_series TREE DIR PATCH...: applies each DIR/PATCH to TREE (patch -p1, each after a dry run),
 # one "applies: PATCH" line each, noting hunks that needed an offset or fuzz. At the first patch that
 # does not apply: patch's output on stderr, the patch's name in APPLY_FAILED, 1 (TREE then holds the

@@ -34,12 +34,7 @@ die() { echo >&2; echo "patches/dkms/check: FAIL: $*" >&2; exit 1; }
 
 BASE=$(sed -n 's/^# base: //p' "$HERE/series")
 PINNED_DIR=$(sed -n 's/^# source dir: //p' "$HERE/series")
-mapfile -t PATCHES < <(grep -v '^\s*\(#\|$\)' "$HERE/series")
-[ "${#PATCHES[@]}" -gt 0 ] || die "patches/dkms/series lists no patch"
-for p in "${PATCHES[@]}"; do
-  [ -f "$HERE/$p" ] || die "patches/dkms/series names $p, which does not exist"
-  case "$p" in 0000-cover-letter*) die "the cover letter must not be listed in patches/dkms/series";; esac
-done
+read_series "$HERE" patches/dkms/series || die "patches/dkms/series"
 log "series made against $BASE"
 
 # linux-source-6.12: its checkpatch.pl and its upstream kfd_ioctl.h/kfd_sysfs.h. The tree that
