@@ -30,12 +30,7 @@ INSTALLED=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) ||
 log "series made against linux-source-6.12 $PINNED; installed: $INSTALLED"
 [ "$PINNED" = "$INSTALLED" ] || log "NOTE: the installed Debian version differs from the one the series was made against"
 
-mapfile -t PATCHES < <(grep -v '^\s*\(#\|$\)' "$HERE/series")
-[ "${#PATCHES[@]}" -gt 0 ] || die "patches/series lists no patch"
-for p in "${PATCHES[@]}"; do
-  [ -f "$HERE/$p" ] || die "patches/series names $p, which does not exist"
-  case "$p" in 0000-cover-letter*) die "the cover letter must not be listed in patches/series (it does not apply)";; esac
-done
+read_series "$HERE" patches/series || die "patches/series"
 
 # 0. The pristine tree (build-kernel.sh extracts it and builds the stock kernel; both cached).
 "$REPO/scripts/qemu/build-kernel.sh" >/dev/null
@@ -45,22 +40,17 @@ SRC=$CACHE/src-$INSTALLED/linux-source-6.12
 # 1. Apply to a hard-linked copy (patch(1) replaces the files it edits: the original stays pristine).
 WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT
 cp -al "$SRC" "$WORK/linux"
-for p in "${PATCHES[@]}"; do
-  if ! out=$(patch -p1 -d "$WORK/linux" --dry-run < "$HERE/$p" 2>&1); then
-    echo "$out" >&2
-    echo >&2
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
-    echo "!! $p DOES NOT APPLY to linux-source-6.12 $INSTALLED" >&2
-    echo "!! The series was made against linux-source-6.12 $PINNED." >&2
-    echo "!! A Debian stable update moved the code under it: refresh the series (see" >&2
-    echo "!! patches/README.md) and the base line in patches/series." >&2
-    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
-    exit 1
-  fi
-  fuzz=$(printf '%s\n' "$out" | grep -E 'with fuzz|offset' || true)
-  patch -s -p1 -d "$WORK/linux" < "$HERE/$p"
-  log "1. applies: $p${fuzz:+ (note: $(echo "$fuzz" | wc -l) hunk(s) with offset/fuzz)}"
-done
+if ! apply_series "$WORK/linux" "$HERE" "${PATCHES[@]}"; then
+  echo >&2
+  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+  echo "!! $APPLY_FAILED DOES NOT APPLY to linux-source-6.12 $INSTALLED" >&2
+  echo "!! The series was made against linux-source-6.12 $PINNED." >&2
+  echo "!! A Debian stable update moved the code under it: refresh the series (see" >&2
+  echo "!! patches/README.md) and the base line in patches/series." >&2
+  echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+  exit 1
+fi
+log "1. the series applies (${#PATCHES[@]} patches)"
 
 # 2. checkpatch, strict: every patch must be clean.
 checkpatch_series "$SRC/scripts/checkpatch.pl" "" "$HERE" "${PATCHES[@]}" || die "checkpatch --strict is not clean"

@@ -21,6 +21,40 @@ checkpatch_series() {
   return "$bad"
 }
 
+# read_series DIR LABEL: the patches DIR/series lists (comments and blank lines skipped) into
+# PATCHES; 1 if it lists none, names a file that does not exist, or lists the cover letter (which
+# does not apply). LABEL names the series in the messages (e.g. patches/series).
+read_series() {
+  local dir=$1 label=$2 p
+  mapfile -t PATCHES < <(grep -v '^\s*\(#\|$\)' "$dir/series")
+  [ "${#PATCHES[@]}" -gt 0 ] || { echo "$label lists no patch" >&2; return 1; }
+  for p in "${PATCHES[@]}"; do
+    [ -f "$dir/$p" ] || { echo "$label names $p, which does not exist" >&2; return 1; }
+    case "$p" in
+      0000-cover-letter*) echo "the cover letter must not be listed in $label (it does not apply)" >&2; return 1 ;;
+    esac
+  done
+}
+
+# apply_series TREE DIR PATCH...: applies each DIR/PATCH to TREE (patch -p1, each after a dry run),
+# one "applies: PATCH" line each, noting hunks that needed an offset or fuzz. At the first patch that
+# does not apply: patch's output on stderr, the patch's name in APPLY_FAILED, 1 (TREE then holds the
+# patches before it).
+apply_series() {
+  local tree=$1 dir=$2 p out fuzz
+  shift 2
+  for p in "$@"; do
+    if ! out=$(patch -p1 -d "$tree" --dry-run < "$dir/$p" 2>&1); then
+      printf '%s\n' "$out" >&2
+      APPLY_FAILED=$p
+      return 1
+    fi
+    fuzz=$(printf '%s\n' "$out" | grep -E 'with fuzz|offset' || true)
+    patch -s -p1 -d "$tree" < "$dir/$p" || { APPLY_FAILED=$p; return 1; }
+    echo "applies: $p${fuzz:+ (note: $(echo "$fuzz" | wc -l) hunk(s) with offset/fuzz)}"
+  done
+}
+
 # abi_proof REPO HEADER: kfd-sys (bindgen feature) and lv3 built against HEADER, a patched
 # kfd_ioctl.h; kfd-sys's build script then sets cfg(kfd_has_preempt) and its compile-time asserts
 # prove the hand-written ABI copy (kfd-sys/src/preempt.rs) equal to the header's. 1 if the build

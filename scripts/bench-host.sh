@@ -22,7 +22,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 out=target/bench-host; rm -rf "$out"; mkdir -p "$out"
-cargo build --release --locked -q -p microbench --bin preempt-lat
+# preempt-lat, and beside it the host device's worker (host-device's preempt-host-worker).
+cargo build --release --locked -q -p microbench -p host-device
 PL=target/release/preempt-lat
 cut -d' ' -f1 /proc/loadavg > "$out/loadavg-start"
 for r in $(seq 1 "$runs"); do

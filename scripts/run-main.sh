@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The main job, as README.md shows it: build preempt-lat, say what this machine can do, and
-# measure Lv3 preemption latency at T = 0.5 ms. With no usable AMD GPU, `--device auto` runs on
-# the host device and says so on stderr; its figures are host figures, not GPU figures.
+# The main job, as README.md shows it: build preempt-lat (and the host device's worker), say what
+# this machine can do, and measure Lv3 preemption latency at T = 0.5 ms. With no usable AMD GPU,
+# `--device auto` runs on the host device and says so on stderr; its figures are host figures,
+# not GPU figures.
 #
 #   scripts/run-main.sh [extra preempt-lat arguments, e.g. --samples 500 --format json]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then bash scripts/install-deps.sh build; else sudo bash scripts/install-deps.sh build; fi
-cargo build --release --locked -q -p microbench --bin preempt-lat
+# preempt-lat, and beside it the host device's worker (host-device's preempt-host-worker).
+cargo build --release --locked -q -p microbench -p host-device
 PL=target/release/preempt-lat
 echo "==> preempt-lat doctor"
 "$PL" doctor

@@ -4,7 +4,8 @@
 //! calibration and clock-mapping logic ([`calib`]), the LP queue as lv1's hardware queue and the
 //! HP probe ([`device`]), the discovery of the LP stream's KFD queue over lv3 ([`discover`]), the
 //! correctness check of a run from the slots ([`verify`]), the sizing rules of a run ([`setup`])
-//! and whether a run can happen here at all ([`open()`], [`usable`]).
+//! and whether a run can happen here at all ([`open()`], [`usable`]); [`num`] holds the checked
+//! float-to-integer rounding, which `preempt-lat` shares.
 //!
 //! No `unsafe` here. Nothing here prints or exits: failures are [`Error`]s, and what a caller
 //! may want to report is returned as notes (e.g. [`discover::Discovered::notes`]).
@@ -15,7 +16,7 @@ pub mod device;
 pub mod discover;
 mod error;
 pub mod kernel;
-mod num;
+pub mod num;
 mod open;
 pub mod setup;
 pub mod state;

@@ -1,11 +1,21 @@
 //! The numeric conversions this crate needs, each with the reason it is sound, so that the
-//! workspace's cast lints stay on everywhere else.
+//! workspace's cast lints stay on everywhere else. [`round_u64`] is public: `preempt-lat` rounds
+//! its parameters and measurements with the same rule.
 
-/// A non-negative measurement (cycles, ns, a count) rounded to a `u64`. `as` from f64 saturates
-/// (NaN and negatives -> 0, beyond `u64::MAX` -> `u64::MAX`), which is what every caller wants:
-/// these values are never negative by construction, and far below 2^64.
+/// A non-negative measurement or quantity (cycles, ns, a count) rounded to a `u64`. `as` from f64
+/// saturates (NaN and negatives -> 0, beyond `u64::MAX` -> `u64::MAX`), which is what every caller
+/// wants: these values are never negative by construction, far below 2^64, and parameters are
+/// range-checked before they get here (e.g. T <= 10 s), so the saturation never changes a result.
+///
+/// ```
+/// use gpu_device::num::round_u64;
+/// assert_eq!(round_u64(0.5e6), 500_000);
+/// assert_eq!(round_u64(2.5), 3);
+/// assert_eq!((round_u64(-1.0), round_u64(f64::NAN)), (0, 0));
+/// assert_eq!(round_u64(1e30), u64::MAX);
+/// ```
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-pub(crate) fn round_u64(x: f64) -> u64 {
+pub fn round_u64(x: f64) -> u64 {
     x.round() as u64
 }
 

@@ -2,25 +2,9 @@
 //! CI): the delay kernel's compile step and the run checks. Without a GPU, HIP must answer
 //! hipErrorNoDevice.
 
-use hip_rt::{Hip, HipError};
+use hip_rt::testing::real_hip;
 
 use super::*;
-
-fn require_hip() -> bool {
-    std::env::var("PREEMPT_REQUIRE_HIP").is_ok_and(|v| v == "1")
-}
-
-/// The real HIP, or None (with the reason on stderr) when it is not installed.
-fn real_hip() -> Option<Hip> {
-    match Hip::load() {
-        Ok(h) => Some(h),
-        Err(e @ HipError::LibraryNotFound { .. }) if !require_hip() => {
-            eprintln!("SKIPPED: HIP is not installed here (set PREEMPT_REQUIRE_HIP=1 to fail instead): {e}");
-            None
-        }
-        Err(e) => panic!("HIP failed to load: {e}"),
-    }
-}
 
 #[test]
 fn real_hiprtc_compiles_delay_kernel_if_it_can_without_gpu() {

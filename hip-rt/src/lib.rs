@@ -42,6 +42,8 @@ mod loader;
 mod msgpack;
 mod null_stream;
 mod objects;
+#[cfg(any(test, feature = "test-util"))]
+pub mod testing;
 
 use std::sync::Arc;
 

@@ -2,26 +2,11 @@
 //! CI), and of the loader's error paths. Without a GPU, HIP must answer hipErrorNoDevice.
 
 use super::*;
-
-fn require_hip() -> bool {
-    std::env::var("PREEMPT_REQUIRE_HIP").is_ok_and(|v| v == "1")
-}
-
-/// The real HIP, or None (with the reason on stderr) when it is not installed.
-fn real_hip() -> Option<Hip> {
-    match Hip::load() {
-        Ok(h) => Some(h),
-        Err(e @ HipError::LibraryNotFound { .. }) if !require_hip() => {
-            eprintln!("SKIPPED: HIP is not installed here (set PREEMPT_REQUIRE_HIP=1 to fail instead): {e}");
-            None
-        }
-        Err(e) => panic!("HIP failed to load: {e}"),
-    }
-}
+use crate::testing::{hip_required, real_hip};
 
 #[test]
 fn hip_is_found_when_required() {
-    if !require_hip() {
+    if !hip_required() {
         eprintln!("SKIPPED: PREEMPT_REQUIRE_HIP is not 1 (CI sets it after scripts/install-deps.sh)");
         return;
     }

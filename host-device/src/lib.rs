@@ -28,8 +28,8 @@
 //! ```no_run
 //! use host_device::{HostCommand, HostDevice, WorkerExe};
 //! use std::time::Duration;
-//! // Two LP workers running this crate's `host-worker` binary.
-//! let dev = HostDevice::spawn(&WorkerExe::new("target/release/host-worker"), 2)?;
+//! // Two LP workers running this crate's `preempt-host-worker` binary.
+//! let dev = HostDevice::spawn(&WorkerExe::new("target/release/preempt-host-worker"), 2)?;
 //! dev.lp().run(0, HostCommand::delay(Duration::from_millis(5)))?; // one command, awaited
 //! let stopped = dev.lp().suspend()?; // SIGSTOP: the queue runs nothing from here on
 //! let probe = dev.probe_hp(1)?; // the HP probe runs while the LP workers are stopped
@@ -42,6 +42,8 @@
 mod proto;
 mod queue;
 mod stop;
+#[cfg(feature = "test-util")]
+pub mod testing;
 mod worker;
 
 pub use proto::{PROTOCOL_VERSION, expected_result};
@@ -51,12 +53,21 @@ pub use worker::{spin_cpu, worker_main};
 
 use std::ffi::OsString;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// How to start a worker process: a program and its arguments. For the `host-worker`
-/// binary of this crate, just its path; for a CLI that re-executes itself,
-/// `std::env::current_exe()` plus its hidden worker subcommand.
+/// The worker program's name: this crate's binary (`src/bin/preempt-host-worker.rs`), the one
+/// worker every user of the host device spawns. Cargo puts it beside the workspace's other
+/// binaries (`cargo build -p host-device`); `scripts/install-capi.sh` installs it for libpreempt.
+pub const WORKER_NAME: &str = "preempt-host-worker";
+
+/// The variable that names the worker program; set and not empty, it wins over any search
+/// ([`WorkerExe::find`]).
+pub const WORKER_ENV: &str = "PREEMPT_HOST_WORKER";
+
+/// How to start a worker process: a program and its arguments. For this crate's
+/// [`WORKER_NAME`] binary, just its path ([`WorkerExe::find`] looks for it); a program that
+/// serves as its own worker passes the argument on which it calls [`worker_main`].
 #[derive(Clone, Debug)]
 pub struct WorkerExe {
     /// The executable.
@@ -78,6 +89,36 @@ impl WorkerExe {
     pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
         self.args.push(arg.into());
         self
+    }
+
+    /// The worker for a caller that does not name one: `$PREEMPT_HOST_WORKER` ([`WORKER_ENV`])
+    /// if it is set and not empty, else the first `dir/preempt-host-worker` ([`WORKER_NAME`])
+    /// of `dirs` that is a file; `None` if neither.
+    ///
+    /// ```no_run
+    /// // libpreempt's search: beside the library, then where an install puts the worker.
+    /// let lib = std::path::Path::new("/usr/local/lib");
+    /// let worker = host_device::WorkerExe::find([lib.to_path_buf(), lib.join("../libexec/preempt-kfd")]);
+    /// ```
+    pub fn find(dirs: impl IntoIterator<Item = PathBuf>) -> Option<Self> {
+        if let Some(p) = std::env::var_os(WORKER_ENV).filter(|p| !p.is_empty()) {
+            return Some(Self::new(p));
+        }
+        dirs.into_iter()
+            .map(|d| d.join(WORKER_NAME))
+            .find(|p| p.is_file())
+            .map(Self::new)
+    }
+
+    /// [`WorkerExe::find`] beside the running executable: where cargo puts the workspace's
+    /// binaries, so `target/release/preempt-lat` finds `target/release/preempt-host-worker`.
+    ///
+    /// ```no_run
+    /// let worker = host_device::WorkerExe::find_beside_current_exe().expect("preempt-host-worker is built");
+    /// ```
+    pub fn find_beside_current_exe() -> Option<Self> {
+        let exe = std::env::current_exe().ok();
+        Self::find(exe.as_deref().and_then(Path::parent).map(Path::to_path_buf))
     }
 }
 

@@ -11,7 +11,7 @@ const MS: u64 = 1_000_000;
 const LONG: Duration = Duration::from_secs(30);
 
 fn exe() -> WorkerExe {
-    WorkerExe::new(env!("CARGO_BIN_EXE_host-worker"))
+    WorkerExe::new(env!("CARGO_BIN_EXE_preempt-host-worker"))
 }
 
 fn state(pid: i32) -> char {

@@ -9,7 +9,7 @@ const MS: u64 = 1_000_000;
 const LONG: Duration = Duration::from_secs(30);
 
 fn device() -> HostDevice {
-    HostDevice::spawn(&WorkerExe::new(env!("CARGO_BIN_EXE_host-worker")), 1).unwrap()
+    HostDevice::spawn(&WorkerExe::new(env!("CARGO_BIN_EXE_preempt-host-worker")), 1).unwrap()
 }
 
 /// Records by id, asserting each id ran exactly once and correctly.

@@ -36,8 +36,10 @@ pub const KFD_PREEMPT_QUEUES_FLAG_GRACE_PERIOD: u32 = 1 << 0;
 pub const KFD_PREEMPT_QUEUES_FLAGS_KNOWN: u32 = KFD_PREEMPT_QUEUES_FLAG_GRACE_PERIOD;
 
 /// The patch's own ioctl range, away from upstream's (0x01..`AMDKFD_COMMAND_END`, growing) and
-/// from ROCm DKMS's (0x80 and up). `AMDKFD_COMMAND_END` is left alone by the patch, so a probe of
-/// these numbers is allowed by `lv3::kfd::Kfd::probe_nr` with stock and patched headers alike.
+/// from ROCm DKMS's (0x80 and up). `AMDKFD_COMMAND_END` is left alone by the patch, so
+/// `kfd::Kfd::probe_nr` (which refuses only the header's own `AMDKFD_COMMAND_START..END`) may
+/// probe these numbers with stock and patched headers alike. Whether a kernel has the ioctls is
+/// asked by `kfd::Kfd::has_preempt_ioctl` (PREEMPT_QUEUES with no queue ids: `kfd::PreemptProbe`).
 pub const AMDKFD_PREEMPT_COMMAND_START: u32 = 0x40;
 pub const AMDKFD_PREEMPT_COMMAND_END: u32 = 0x42;
 /// `_IOC_NR` of `AMDKFD_IOC_PREEMPT_QUEUES`.

@@ -30,6 +30,8 @@ mod handle;
 mod ioctl;
 mod probe;
 pub mod sysfs;
+#[cfg(feature = "test-util")]
+pub mod testing;
 mod types;
 
 pub use debug_session::{DebugSession, SessionError};

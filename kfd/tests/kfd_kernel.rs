@@ -12,8 +12,7 @@ use kfd::sysfs::{self, SysRoot};
 use kfd::{DbgOp, EC_QUEUE_NEW_MASK, GracePeriod, KfdOps, Op, QueueState};
 use nix::errno::Errno;
 
-mod common;
-use common::kfd_or_skip;
+use kfd::testing::kfd_or_skip;
 
 /// ROCm's out-of-tree amdgpu (amdgpu-dkms) rather than an upstream kernel.
 fn dkms() -> bool {

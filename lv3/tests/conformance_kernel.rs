@@ -4,8 +4,7 @@
 //! the patched kernel. Without /dev/kfd the test says SKIPPED.
 use lv3::conformance::{self, Category, Status};
 
-mod common;
-use common::kfd_or_skip;
+use kfd::testing::kfd_or_skip;
 
 #[test]
 fn every_conformance_probe_passes() {

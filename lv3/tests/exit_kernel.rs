@@ -14,8 +14,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::kfd_or_skip;
+use kfd::testing::kfd_or_skip;
 
 const CHILD_ENV: &str = "PREEMPT_TEST_EXIT_CHILD";
 /// How long a child may take to end after it was told to (generous for TCG).

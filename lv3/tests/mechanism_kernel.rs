@@ -10,8 +10,7 @@ use lv3::mechanism::{DbgTrap, MechError, MechanismKind, Preempt, Preemptor, Queu
 use nix::errno::Errno;
 use std::os::fd::{AsFd, OwnedFd};
 
-mod common;
-use common::kfd_or_skip;
+use kfd::testing::kfd_or_skip;
 
 const GHOST: QueueTarget = QueueTarget::NONEXISTENT;
 

@@ -17,8 +17,7 @@ use nix::errno::Errno;
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-mod common;
-use common::kfd_or_skip;
+use kfd::testing::kfd_or_skip;
 
 /// Whether this kernel has the ioctls, checked against what the harness expects.
 fn patched(kfd: &Kfd) -> bool {

@@ -34,15 +34,6 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(msg) => usage_error(&msg),
     };
-    if matches!(command, Command::HostWorker) {
-        return match host_device::worker_main() {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("preempt-lat host worker: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
     if let Command::BystanderWorker(o) = &command {
         return match bystander::worker::main(o) {
             Ok(()) => ExitCode::SUCCESS,
@@ -90,7 +81,7 @@ fn dispatch(command: Command) -> Outcome {
         }
         Command::Priority(o) => priority::run(&o, select(&o.common)?),
         Command::Report(o) => report::run(&o),
-        Command::HostWorker | Command::BystanderWorker(_) => {
+        Command::BystanderWorker(_) => {
             unreachable!("handled in main before any thread starts")
         }
     }

@@ -13,6 +13,19 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Each `(arguments, what stderr must say)` exits with status 2 (bad input).
+fn refused_with_exit_2(cases: &[(&[&str], &str)]) {
+    for (args, want) in cases {
+        let o = pl(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(want),
+            "{args:?}: stderr lacks {want:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
 /// Bad input: exit status 2 and one clear line naming the problem, before anything runs.
 #[test]
 fn bad_input_is_exit_2_with_a_clear_reason() {
@@ -73,15 +86,7 @@ fn bad_input_is_exit_2_with_a_clear_reason() {
         (&["sweep", "state", "--device", "host"], "sweep state needs an AMD GPU"),
         (&["sweep", "state", "--states", "light,huge"], "invalid value 'huge'"),
     ];
-    for (args, want) in cases {
-        let o = pl(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains(want),
-            "{args:?}: stderr lacks {want:?}: {}",
-            stderr(&o)
-        );
-    }
+    refused_with_exit_2(cases);
 }
 
 #[test]
@@ -93,6 +98,43 @@ fn explicit_hip_device_without_a_gpu_fails_with_doctors_reason() {
         e.contains("--device hip:0: cannot run:") && e.contains("no /dev/kfd"),
         "{e}"
     );
+}
+
+/// The host device's worker is host-device's `preempt-host-worker`, found beside preempt-lat
+/// (cargo builds both into one directory) unless `PREEMPT_HOST_WORKER` names another; missing,
+/// it is one line that says how to build it.
+#[test]
+fn the_host_worker_is_found_beside_preempt_lat_or_named_by_the_variable() {
+    let run = ["--device", "host", "--samples", "1", "--warmup", "0", "--quiet"];
+    // A second name for preempt-lat in a directory of its own, with no worker beside it.
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_preempt-lat"));
+    let dir = exe.with_file_name(format!("no-worker-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let alone = dir.join("preempt-lat");
+    std::fs::hard_link(exe, &alone)
+        .or_else(|_| std::fs::copy(exe, &alone).map(drop))
+        .unwrap();
+    let o = Command::new(&alone)
+        .args(run)
+        .env_remove("PREEMPT_HOST_WORKER")
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("no preempt-host-worker beside preempt-lat") && e.contains("-p host-device`"),
+        "{e}"
+    );
+    // The variable wins over the worker beside preempt-lat.
+    let o = Command::new(exe)
+        .args(run)
+        .env("PREEMPT_HOST_WORKER", "/nonexistent/worker")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot start host worker"), "{}", stderr(&o));
 }
 
 #[test]
@@ -693,15 +735,7 @@ fn priority_refuses_bad_input_and_an_unusable_gpu_with_a_reason() {
         ),
         (&["priority", "--modes", "lv2"], "invalid value 'lv2'"),
     ];
-    for (args, want) in cases {
-        let o = pl(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains(want),
-            "{args:?}: stderr lacks {want:?}: {}",
-            stderr(&o)
-        );
-    }
+    refused_with_exit_2(cases);
     // The GPU path exists; without a GPU it stops at device selection with doctor's reason,
     // before anything starts (as a plain run does).
     let o = pl(&["priority", "--device", "hip:0", "--out-dir", "/nonexistent-dir/never"]);

@@ -34,12 +34,7 @@ die() { echo >&2; echo "patches/dkms/check: FAIL: $*" >&2; exit 1; }
 
 BASE=$(sed -n 's/^# base: //p' "$HERE/series")
 PINNED_DIR=$(sed -n 's/^# source dir: //p' "$HERE/series")
-mapfile -t PATCHES < <(grep -v '^\s*\(#\|$\)' "$HERE/series")
-[ "${#PATCHES[@]}" -gt 0 ] || die "patches/dkms/series lists no patch"
-for p in "${PATCHES[@]}"; do
-  [ -f "$HERE/$p" ] || die "patches/dkms/series names $p, which does not exist"
-  case "$p" in 0000-cover-letter*) die "the cover letter must not be listed in patches/dkms/series";; esac
-done
+read_series "$HERE" patches/dkms/series || die "patches/dkms/series"
 log "series made against $BASE"
 
 # linux-source-6.12: its checkpatch.pl and its upstream kfd_ioctl.h/kfd_sysfs.h. The tree that
@@ -109,17 +104,12 @@ done < <(grep '^# sha256 ' "$HERE/series")
 
 # 3. Apply to a hard-linked copy (patch(1) replaces the files it edits).
 cp -al "$DSRC/." "$WORK/dkms"
-for p in "${PATCHES[@]}"; do
-  if ! out=$(patch -p1 -d "$WORK/dkms" --dry-run < "$HERE/$p" 2>&1); then
-    echo "$out" >&2
-    echo "!! $p DOES NOT APPLY to amdgpu-dkms $DVER ($DSRC); the series was made against $BASE:" >&2
-    echo "!! refresh it (patches/README.md, DKMS flavour)" >&2
-    exit 1
-  fi
-  fuzz=$(printf '%s\n' "$out" | grep -E 'with fuzz|offset' || true)
-  patch -s -p1 -d "$WORK/dkms" < "$HERE/$p"
-  log "3. applies: $p${fuzz:+ (note: $(echo "$fuzz" | wc -l) hunk(s) with offset/fuzz)}"
-done
+if ! apply_series "$WORK/dkms" "$HERE" "${PATCHES[@]}"; then
+  echo "!! $APPLY_FAILED DOES NOT APPLY to amdgpu-dkms $DVER ($DSRC); the series was made against $BASE:" >&2
+  echo "!! refresh it (patches/README.md, DKMS flavour)" >&2
+  exit 1
+fi
+log "3. the series applies (${#PATCHES[@]} patches)"
 
 # 4. The ABI proof against the real patched header.
 mkdir -p "$WORK/dk/include/uapi/linux"

@@ -19,26 +19,16 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-/// The variable naming the host worker program (see [`default_worker`]).
-pub const WORKER_ENV: &str = "PREEMPT_HOST_WORKER";
+pub use host_device::{WORKER_ENV, WORKER_NAME};
 
-/// Names of the worker program, in the order they are looked for: this crate's binary, then
-/// host-device's (the same worker).
-pub const WORKER_NAMES: [&str; 2] = ["preempt-host-worker", "host-worker"];
-
-/// The default host worker: `$PREEMPT_HOST_WORKER`, else a [`WORKER_NAMES`] binary beside the
-/// running executable (where cargo puts them).
+/// The default host worker: `$PREEMPT_HOST_WORKER`, else host-device's `preempt-host-worker`
+/// beside the running executable (where cargo puts the workspace's binaries): see
+/// [`WorkerExe::find_beside_current_exe`].
 pub fn default_worker() -> Result<WorkerExe> {
-    if let Some(p) = std::env::var_os(WORKER_ENV).filter(|p| !p.is_empty()) {
-        return Ok(WorkerExe::new(p));
-    }
-    let dir = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(std::path::Path::to_path_buf));
-    let beside = dir.and_then(|d| WORKER_NAMES.iter().map(|n| d.join(n)).find(|p| p.is_file()));
-    beside.map(WorkerExe::new).ok_or_else(|| {
+    WorkerExe::find_beside_current_exe().ok_or_else(|| {
         Error::invalid(format!(
-            "no host worker program: set {WORKER_ENV} to preempt-api's preempt-host-worker binary (or give one when opening)"
+            "no host worker program: no {WORKER_NAME} beside the executable; set {WORKER_ENV} to host-device's \
+             {WORKER_NAME} (`cargo build --release -p host-device`), or give one when opening"
         ))
     })
 }

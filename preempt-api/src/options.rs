@@ -164,8 +164,8 @@ pub struct Options {
     pub force: bool,
     /// Worker processes per host LP stream; 0 = every core but one (at least 1).
     pub host_workers: usize,
-    /// The host worker program; `None`: `$PREEMPT_HOST_WORKER`, else `host-worker` beside the
-    /// running executable.
+    /// The host worker program; `None`: `$PREEMPT_HOST_WORKER`, else `preempt-host-worker`
+    /// beside the running executable ([`crate::host::default_worker`]).
     pub worker: Option<WorkerExe>,
     /// The Lv1 launcher: at most `threshold` commands in flight, a sync point every `batch`.
     pub lv1: lv1::Config,

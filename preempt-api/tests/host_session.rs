@@ -8,7 +8,7 @@ const MS: u64 = 1_000_000;
 
 fn opts() -> Options {
     Options {
-        worker: Some(WorkerExe::new(env!("CARGO_BIN_EXE_preempt-host-worker"))),
+        worker: Some(host_device::testing::built_worker()),
         host_workers: 1,
         ..Options::default()
     }

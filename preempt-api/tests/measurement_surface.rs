@@ -3,14 +3,14 @@
 //! sessions without Lv3, and the HP stream's records and check. And the GPU layer's answer where
 //! there is no GPU (the real HIP runtime installed by scripts/install-deps.sh).
 use preempt_api::gpu::{GpuDevice, KernelChoice};
-use preempt_api::{DeviceSpec, ErrorKind, Level, Options, Session, WorkerExe};
+use preempt_api::{DeviceSpec, ErrorKind, Level, Options, Session};
 use std::time::Duration;
 
 const MS: u64 = 1_000_000;
 
 fn opts() -> Options {
     Options {
-        worker: Some(WorkerExe::new(env!("CARGO_BIN_EXE_preempt-host-worker"))),
+        worker: Some(host_device::testing::built_worker()),
         host_workers: 2,
         ..Options::default()
     }

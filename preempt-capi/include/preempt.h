@@ -122,7 +122,7 @@ typedef struct preempt_options {
   uint32_t grace_period;
   // Worker processes per host low-priority stream; 0 = every core but one (at least 1).
   uint32_t host_workers;
-  // The host worker program; NULL: `$PREEMPT_HOST_WORKER`, else `host-worker` beside
+  // The host worker program; NULL: `$PREEMPT_HOST_WORKER`, else `preempt-host-worker` beside
   // libpreempt (or in `../libexec/preempt-kfd/`), else beside the executable.
   const char *host_worker;
   // NULL, or one argument passed to the worker program first (a program that serves as its

@@ -133,7 +133,7 @@ pub struct preempt_options {
     pub grace_period: u32,
     /// Worker processes per host low-priority stream; 0 = every core but one (at least 1).
     pub host_workers: u32,
-    /// The host worker program; NULL: `$PREEMPT_HOST_WORKER`, else `host-worker` beside
+    /// The host worker program; NULL: `$PREEMPT_HOST_WORKER`, else `preempt-host-worker` beside
     /// libpreempt (or in `../libexec/preempt-kfd/`), else beside the executable.
     pub host_worker: *const c_char,
     /// NULL, or one argument passed to the worker program first (a program that serves as its

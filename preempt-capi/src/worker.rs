@@ -1,9 +1,9 @@
 //! Where the host device's worker program is when the caller does not say: the
-//! `$PREEMPT_HOST_WORKER` variable, else a `preempt-host-worker` (or host-device's `host-worker`)
-//! beside this library (or in `../libexec/preempt-kfd/` from it, where `scripts/install-capi.sh`
-//! puts it), else beside the executable. The library's own file is found in `/proc/self/maps` by the address of
-//! one of its functions (a static link finds the executable itself).
-use preempt_api::host::{WORKER_ENV, WORKER_NAMES};
+//! `$PREEMPT_HOST_WORKER` variable, else host-device's `preempt-host-worker` beside this library
+//! (or in `../libexec/preempt-kfd/` from it, where `scripts/install-capi.sh` puts it), else beside
+//! the executable. The library's own file is found in `/proc/self/maps` by the address of one of
+//! its functions (a static link finds the executable itself).
+use preempt_api::host::{WORKER_ENV, WORKER_NAME};
 use preempt_api::{Error, Result, WorkerExe};
 use std::path::{Path, PathBuf};
 
@@ -18,18 +18,8 @@ fn mapped_file(maps: &str, addr: usize) -> Option<PathBuf> {
     })
 }
 
-fn candidates(dir: &Path) -> Vec<PathBuf> {
-    WORKER_NAMES
-        .iter()
-        .flat_map(|n| [dir.join(n), dir.join("../libexec/preempt-kfd").join(n)])
-        .collect()
-}
-
 /// The default worker program; `addr` is the address of a function of this library.
 pub fn default_worker(addr: usize) -> Result<WorkerExe> {
-    if let Some(p) = std::env::var_os(WORKER_ENV).filter(|p| !p.is_empty()) {
-        return Ok(WorkerExe::new(p));
-    }
     let lib = std::fs::read_to_string("/proc/self/maps")
         .ok()
         .and_then(|m| mapped_file(&m, addr));
@@ -37,20 +27,21 @@ pub fn default_worker(addr: usize) -> Result<WorkerExe> {
     let dirs = [lib, exe]
         .into_iter()
         .flatten()
-        .filter_map(|p| p.parent().map(Path::to_path_buf));
-    dirs.flat_map(|d| candidates(&d))
-        .find(|p| p.is_file())
-        .map(WorkerExe::new)
-        .ok_or_else(|| {
-            Error::new(
-                preempt_api::ErrorKind::InvalidArgument,
-                format!(
-                    "no host worker program: none beside libpreempt or the executable; set {WORKER_ENV}, or \
-                     preempt_options.host_worker (a program may serve as its own worker: see \
-                     preempt_host_worker_main)"
-                ),
-            )
-        })
+        .filter_map(|p| p.parent().map(Path::to_path_buf))
+        .flat_map(|d| {
+            let libexec = d.join("../libexec/preempt-kfd");
+            [d, libexec]
+        });
+    WorkerExe::find(dirs).ok_or_else(|| {
+        Error::new(
+            preempt_api::ErrorKind::InvalidArgument,
+            format!(
+                "no host worker program: no {WORKER_NAME} beside libpreempt or the executable; set {WORKER_ENV}, or \
+                 preempt_options.host_worker (a program may serve as its own worker: see \
+                 preempt_host_worker_main)"
+            ),
+        )
+    })
 }
 
 #[cfg(test)]

@@ -28,6 +28,8 @@ if [ "${1:-}" = --stock ]; then flavor=stock; margs=(--stock); fi
 OUT=$REPO/target/guest-dkms-$flavor; mkdir -p "$OUT"
 t0=$(date +%s)
 log() { echo "guest-tests[dkms-$flavor]: $*" >&2; }
+# shellcheck source=scripts/qemu/lib.sh
+. "$HERE/lib.sh"
 
 KB=$("$HERE/build-kernel-dkms.sh")
 BZ=$KB/arch/x86/boot/bzImage
@@ -38,26 +40,16 @@ kver=$(awk '/#define KFD_IOCTL_MAJOR_VERSION/{ma=$3} /#define KFD_IOCTL_MINOR_VE
 KREL=$(cat "$KB/include/config/kernel.release")
 log "kernel $KREL ($BZ), amdgpu-dkms $(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$MOD/dkms.conf")$([ "$flavor" = patched ] && echo ' + patches/dkms') ($MOD), header KFD $kver; ready after $(( $(date +%s) - t0 ))s"
 
-# Static binaries (as run-guest-tests.sh --patched), bindings from the patched DKMS header.
+# Static binaries (lib.sh, as run-guest-tests.sh --patched), bindings from the patched DKMS header.
 t1=$(date +%s)
 TARGET=x86_64-unknown-linux-gnu
 export RUSTFLAGS="-C target-feature=+crt-static" KFD_IOCTL_H=$KHDR
 feats=(-p kfd-sys --features kfd-sys/bindgen)
 cd "$REPO"
-tests_json=$(nice -n 10 cargo test --release -q -p kfd -p lv3 "${feats[@]}" --target "$TARGET" --target-dir "$REPO/target/guest-dkms/cargo" \
-  --test kfd_kernel --test mechanism_kernel --test preempt_ioctl_kernel --test conformance_kernel --test exit_kernel \
-  --no-run --message-format=json 2>/dev/null)
-nice -n 10 cargo build --release -q -p kfd-sys -p microbench --bin preempt-lat "${feats[@]}" --target "$TARGET" --target-dir "$REPO/target/guest-dkms/cargo"
+build_guest_binaries "$REPO/target/guest-dkms/cargo" "${feats[@]}" || { log "the static guest binaries did not build"; exit 1; }
+test_bins=("${GUEST_TEST_BINS[@]}")
+PL=$GUEST_BIN_DIR/preempt-lat
 nice -n 10 cargo build --release -q -p kfd-sys -p preempt-capi --lib "${feats[@]}" --target "$TARGET" --target-dir "$REPO/target/guest-dkms/cargo"
-mapfile -t test_bins < <(printf '%s\n' "$tests_json" | python3 -c '
-import json, sys
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("profile", {}).get("test") and m.get("executable"):
-        print(m["executable"])')
-[ "${#test_bins[@]}" -gt 0 ] || { log "no test binary was built"; exit 1; }
-PL=$REPO/target/guest-dkms/cargo/$TARGET/release/preempt-lat
 gcc -static -O2 -Wall -Werror -I"$REPO/preempt-capi/include" -o "$OUT/capi_test" "$REPO/preempt-capi/tests/c/capi_test.c" \
   "$REPO/target/guest-dkms/cargo/$TARGET/release/libpreempt.a" -lpthread -ldl -lm 2>&1 | grep -v "statically linked applications requires at runtime" >&2 || true
 gcc -static -O2 -Wall -o "$OUT/kfd-exec-reopen" "$REPO/patches/tests/kfd-exec-reopen.c"
@@ -69,7 +61,7 @@ R=$OUT/initramfs; rm -rf "$R"; mkdir -p "$R"/{bin,dev,proc,sys,tmp,tests/bin,mod
 cp /bin/busybox "$R/bin/busybox"
 install -m755 "$HERE/guest-init.sh" "$R/guest-init.sh"
 for b in "${test_bins[@]}"; do cp "$b" "$R/tests/bin/$(basename "$b" | sed 's/-[0-9a-f]\{16\}$//')"; done
-cp "$PL" "$R/bin/preempt-lat"
+cp "$PL" "$GUEST_BIN_DIR/preempt-host-worker" "$R/bin/"
 cp "$OUT/capi_test" "$OUT/kfd-exec-reopen" "$OUT/kfd-preempt-ids" "$R/tests/"
 printf 'PREEMPT_REQUIRE_KFD=1\nPREEMPT_EXPECT_KFD_VERSION=%s\nRUST_BACKTRACE=1\nPREEMPT_EXPECT_DKMS=1\n' "$kver" > "$R/tests/env"
 [ "$flavor" = stock ] || echo PREEMPT_EXPECT_PATCHED=1 >> "$R/tests/env"

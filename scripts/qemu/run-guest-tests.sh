@@ -7,8 +7,8 @@
 # 1. scripts/qemu/build-kernel.sh: Debian linux-source-6.12 with amdgpu+amdkfd (cached);
 # 2. static (crt-static) builds of the real-kernel tests (kfd: kfd_kernel; lv3: mechanism_kernel,
 #    conformance_kernel, preempt_ioctl_kernel: the patched ioctls on --patched, their ENOTTY on
-#    stock) and of preempt-lat, in
-#    target/guest so the normal build cache is untouched;
+#    stock) and of preempt-lat with the host device's worker (preempt-host-worker, beside it in
+#    the guest's /bin), in target/guest so the normal build cache is untouched;
 # 3. a busybox initramfs with scripts/qemu/guest-init.sh as PID 1;
 # 4. qemu-system-x86_64 under TCG (KVM on these machines does not boot a kernel), serial to a log;
 # 5. pass/fail from the guest's markers: every test binary exits 0, doctor's JSON shows the
@@ -22,6 +22,8 @@ if [ "${1:-}" = --patched ]; then flavor=patched; kargs=(--patched); fi
 OUT=$REPO/target/guest; mkdir -p "$OUT"
 t0=$(date +%s)
 log() { echo "guest-tests[$flavor]: $*" >&2; }
+# shellcheck source=scripts/qemu/lib.sh
+. "$HERE/lib.sh"
 
 BZ=$("$HERE/build-kernel.sh" "${kargs[@]}")
 BUILD=$(cd "$(dirname "$BZ")/../../.." && pwd)
@@ -30,7 +32,7 @@ KHDR=$SRC/include/uapi/linux/kfd_ioctl.h
 kver=$(awk '/#define KFD_IOCTL_MAJOR_VERSION/{ma=$3} /#define KFD_IOCTL_MINOR_VERSION/{mi=$3} END{print ma"."mi}' "$KHDR")
 log "kernel $(cat "$BUILD/DEBIAN_SOURCE_VERSION" 2>/dev/null) ($BZ), its header says KFD $kver; ready after $(( $(date +%s) - t0 ))s"
 
-# Static binaries. --target keeps RUSTFLAGS off build scripts and proc macros.
+# Static binaries (build_guest_binaries, lib.sh); the C ABI's below.
 t1=$(date +%s)
 TARGET=x86_64-unknown-linux-gnu
 export RUSTFLAGS="-C target-feature=+crt-static"
@@ -39,22 +41,9 @@ export RUSTFLAGS="-C target-feature=+crt-static"
 feats=()
 if [ "$flavor" = patched ]; then export KFD_IOCTL_H=$KHDR; feats=(-p kfd-sys --features kfd-sys/bindgen); fi
 cd "$REPO"
-tests_json=$(cargo test --release -q -p kfd -p lv3 "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo" \
-  --test kfd_kernel --test mechanism_kernel --test preempt_ioctl_kernel --test conformance_kernel --test exit_kernel \
-  --no-run --message-format=json 2>/dev/null)
-cargo build --release -q -p kfd-sys -p microbench --bin preempt-lat "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo"
-mapfile -t test_bins < <(printf '%s\n' "$tests_json" | python3 -c '
-import json, sys
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("profile", {}).get("test") and m.get("executable"):
-        print(m["executable"])')
-[ "${#test_bins[@]}" -gt 0 ] || { log "no test binary was built"; exit 1; }
-PL=$OUT/cargo/$TARGET/release/preempt-lat
-for b in "${test_bins[@]}" "$PL"; do
-  file -L "$b" 2>/dev/null | grep -qE 'static(-pie)? linked|statically linked' || { log "$b is not statically linked"; exit 1; }
-done
+build_guest_binaries "$OUT/cargo" "${feats[@]}" || { log "the static guest binaries did not build"; exit 1; }
+test_bins=("${GUEST_TEST_BINS[@]}")
+PL=$GUEST_BIN_DIR/preempt-lat
 log "static binaries built in $(( $(date +%s) - t1 ))s: $(basename -a "${test_bins[@]}" | tr '\n' ' ')"
 
 # ---- BEGIN C ABI (issue 9): capi_test, a static C program linked with libpreempt.a -------------
@@ -72,7 +61,7 @@ R=$OUT/initramfs-$flavor; rm -rf "$R"; mkdir -p "$R"/{bin,dev,proc,sys,tmp,tests
 cp /bin/busybox "$R/bin/busybox"
 install -m755 "$HERE/guest-init.sh" "$R/init"
 for b in "${test_bins[@]}"; do cp "$b" "$R/tests/bin/$(basename "$b" | sed 's/-[0-9a-f]\{16\}$//')"; done
-cp "$PL" "$R/bin/preempt-lat"
+cp "$PL" "$GUEST_BIN_DIR/preempt-host-worker" "$R/bin/"
 cp "$CAPI" "$R/tests/capi_test" # C ABI (issue 9)
 printf 'PREEMPT_REQUIRE_KFD=1\nPREEMPT_EXPECT_KFD_VERSION=%s\nRUST_BACKTRACE=1\n' "$kver" > "$R/tests/env"
 if [ "$flavor" = patched ]; then printf 'PREEMPT_EXPECT_PATCHED=1\n' >> "$R/tests/env"; fi

@@ -4,17 +4,29 @@ use super::backend::{Backend, DeviceSpan, Finished, HpStart, RawSample, Suspende
 use super::samples;
 use super::{Correctness, Params, RunResult};
 use crate::options::Level;
-use host_device::{HostCommand, HostDevice, HostError, HostQueue, HostSuspension, KernelRecord, WorkerExe};
+use host_device::{
+    HostCommand, HostDevice, HostError, HostQueue, HostSuspension, KernelRecord, WORKER_ENV, WORKER_NAME, WorkerExe,
+};
 use lv1::clock::now_ns;
 use lv1::{Config, HwQueue, XQueue};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The worker executable: this binary, re-executed with its hidden worker subcommand.
+/// The worker program: `$PREEMPT_HOST_WORKER`, else host-device's `preempt-host-worker` beside
+/// this binary (where cargo builds both). Missing: one line saying how to build it.
 pub fn worker_exe() -> Result<WorkerExe, String> {
-    let me = std::env::current_exe().map_err(|e| format!("cannot find preempt-lat's own executable: {e}"))?;
-    Ok(WorkerExe::new(me).arg("__host-worker"))
+    WorkerExe::find_beside_current_exe().ok_or_else(|| {
+        let dir = std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().map(|d| d.display().to_string()));
+        let release = if cfg!(debug_assertions) { "" } else { " --release" };
+        format!(
+            "host device: no {WORKER_NAME} beside preempt-lat (in {}) and {WORKER_ENV} is not set: build it with \
+             `cargo build{release} -p microbench -p host-device`, or set {WORKER_ENV} to it",
+            dir.as_deref().unwrap_or("an unknown directory")
+        )
+    })
 }
 
 /// LP workers by default: every core but one, which the HP worker and the launcher need.

@@ -85,9 +85,6 @@ pub enum Command {
         after_help = "Example (one JSON per node, then one report):\n  srun --ntasks-per-node=1 sh -c 'preempt-lat --format json --out results/$(hostname).json'\n  preempt-lat report results/*.json --out-dir results/"
     )]
     Report(ReportOptions),
-    /// Internal: a host-device worker process (started by preempt-lat itself).
-    #[command(name = "__host-worker", hide = true)]
-    HostWorker,
     /// Internal: validate's bystander process (started by preempt-lat itself): delay kernels one
     /// after another, their host stamps as JSON lines on stdout, until stdin closes.
     #[command(name = "__bystander-worker", hide = true)]
@@ -143,11 +140,7 @@ impl Command {
                 o.common.check()?;
                 o.check()
             }
-            Command::Doctor(_)
-            | Command::Validate(_)
-            | Command::Report(_)
-            | Command::HostWorker
-            | Command::BystanderWorker(_) => Ok(()),
+            Command::Doctor(_) | Command::Validate(_) | Command::Report(_) | Command::BystanderWorker(_) => Ok(()),
         }
     }
 }

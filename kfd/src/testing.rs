@@ -1,8 +1,17 @@
-//! Shared by the real-kernel test binaries (kfd_kernel, mechanism_kernel, preempt_ioctl_kernel).
-use kfd::Kfd;
+//! For tests that need a real amdkfd (feature `test-util`): the `*_kernel` test binaries of kfd
+//! and lv3, which run in the QEMU guest (`scripts/qemu/run-guest-tests.sh`) and skip elsewhere.
+use super::Kfd;
 
-/// Opens /dev/kfd, or explains on stderr why the test does not run here. In the QEMU guest the
-/// harness sets `PREEMPT_REQUIRE_KFD=1`, and then a missing /dev/kfd fails the test.
+/// Opens /dev/kfd, or explains on stderr why the test `test` does not run here (`SKIPPED <test>:
+/// <reason>`) and returns `None`. In the QEMU guest the harness sets `PREEMPT_REQUIRE_KFD=1`, and
+/// then a missing /dev/kfd fails the test.
+///
+/// ```no_run
+/// let Some(kfd) = kfd::testing::kfd_or_skip("my_kernel_test") else { return };
+/// ```
+///
+/// # Panics
+/// With `PREEMPT_REQUIRE_KFD` set, when /dev/kfd does not open.
 pub fn kfd_or_skip(test: &str) -> Option<Kfd> {
     match Kfd::open() {
         Ok(k) => Some(k),
