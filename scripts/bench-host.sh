@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
 done
 out=target/bench-host; rm -rf "$out"; mkdir -p "$out"
 # preempt-lat, and beside it the host device's worker (host-device's preempt-host-worker).
-cargo build --release --locked -q -p microbench -p host-device
+cargo build --release --locked -q -p preempt-lat -p host-device
 PL=target/release/preempt-lat
 cut -d' ' -f1 /proc/loadavg > "$out/loadavg-start"
 for r in $(seq 1 "$runs"); do

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then bash scripts/install-deps.sh build; else sudo bash scripts/install-deps.sh build; fi
 # preempt-lat, and beside it the host device's worker (host-device's preempt-host-worker).
-cargo build --release --locked -q -p microbench -p host-device
+cargo build --release --locked -q -p preempt-lat -p host-device
 PL=target/release/preempt-lat
 echo "==> preempt-lat doctor"
 "$PL" doctor

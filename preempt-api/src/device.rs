@@ -5,7 +5,6 @@
 //! [`crate::DeviceSpec`] and its arm in [`crate::Session::open`] (docs/conventions.md).
 use crate::check::{Check, DeviceRecord, LpCompletion, Verified};
 use crate::error::{Error, Result};
-use crate::gpu::GpuDevice;
 use crate::options::{Level, Options};
 use lv1::{HwQueue, Stats, SuspendMode, WaitIdleError, XQueue};
 use lv3::mechanism::{Preemptor, QueueTarget};
@@ -25,10 +24,6 @@ pub(crate) trait DeviceBackend: Send + Sync {
     }
     /// Why explicit KFD queue ids cannot be bound here, if so.
     fn bind_refused(&self) -> Option<Error> {
-        None
-    }
-    /// The GPU, where the device is one.
-    fn gpu(&self) -> Option<&Arc<GpuDevice>> {
         None
     }
 }

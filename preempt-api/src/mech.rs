@@ -43,7 +43,11 @@ pub fn probe() -> Vec<String> {
 }
 
 impl Lv3Setup {
-    /// Builds the mechanism per `choice` (see [`build`]).
+    /// Builds the mechanism per `choice`: `auto` takes the first usable one in lv3's order (a
+    /// setup that fails at run time falls back to the next, and the info says what was skipped), a
+    /// named one is refused where the facts say it cannot work (unless `force`). `required`: a
+    /// session that is nothing without Lv3 (`kfd`, a latency run at Lv3) fails when none works; a
+    /// GPU session opens anyway and says why in the info.
     pub fn build(choice: MechanismChoice, grace: GracePeriod, force: bool, required: bool) -> Result<Lv3Setup> {
         build(choice, grace, force, required)
     }

@@ -1,6 +1,7 @@
 //! What a session is opened with: the device, the Lv3 mechanism, the grace period, the host
 //! workers, the Lv1 launcher settings; and the level a stream is suspended at.
 use crate::error::{Error, Result};
+use gpu_device::LpState;
 use host_device::WorkerExe;
 use kfd::GracePeriod;
 use lv3::MechanismChoice;
@@ -150,6 +151,27 @@ pub fn grace_from_units(units: u32) -> Result<GracePeriod> {
     }
 }
 
+/// Light LP blocks per CU by default: 2 blocks of 1024 threads fill every wave slot of a
+/// gfx90a/gfx942 CU (8 waves per SIMD), so an HP kernel cannot slip in beside a running LP one.
+pub const DEFAULT_BLOCKS_PER_CU: u32 = 2;
+/// Which delay kernel the device's LP and HP commands run, and its grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelChoice {
+    /// Light (a few VGPRs per wave) or heavy (a CU's whole register file and LDS).
+    pub state: LpState,
+    /// Light kernel only: blocks of 1024 threads per CU (the heavy one always runs 1).
+    pub blocks_per_cu: u32,
+}
+
+impl Default for KernelChoice {
+    fn default() -> Self {
+        KernelChoice {
+            state: LpState::Light,
+            blocks_per_cu: DEFAULT_BLOCKS_PER_CU,
+        }
+    }
+}
+
 /// How a session is opened. `Default`: `auto` mechanism, the firmware's grace period, no force,
 /// the default host workers and worker program, XSched's Lv1 settings, the light delay kernel,
 /// Lv3 armed, Lv1 suspends that wait, no records kept.
@@ -172,7 +194,7 @@ pub struct Options {
     /// GPU: command slots per delay stream (each submitted delay command books one); 0 = 65536.
     pub gpu_slots: usize,
     /// GPU: the delay kernel behind `submit_delay` (light, 2 blocks per CU by default).
-    pub gpu_kernel: crate::gpu::KernelChoice,
+    pub gpu_kernel: KernelChoice,
     /// Build no Lv3 mechanism: the session's streams are Lv1 only (a GPU process that never
     /// preempts at Lv3 is then never put in debug mode by dbg-trap).
     pub no_lv3: bool,

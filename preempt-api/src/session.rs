@@ -37,6 +37,8 @@ pub struct QueueDesc {
 struct Inner {
     device: DeviceSpec,
     backend: Box<dyn DeviceBackend>,
+    /// The GPU, on `hip:N` sessions.
+    gpu: Option<Arc<GpuDevice>>,
     preemptor: Option<Arc<Preemptor>>,
     info: MechanismInfo,
     opts: Options,
@@ -113,7 +115,7 @@ impl Session {
             ),
             DeviceSpec::Auto => unreachable!("resolved above"),
         };
-        Ok(Session::assemble(device, backend, lv3, opts))
+        Ok(Session::assemble(device, backend, None, lv3, opts))
     }
 
     /// A session on a GPU opened already (its kernel and calibration are shared): how a program
@@ -126,14 +128,22 @@ impl Session {
         } else {
             mech::build(opts.mechanism, opts.grace, opts.force, false)?
         };
-        Ok(Session::assemble(device, Box::new(GpuBackend(gpu)), lv3, opts))
+        let backend = Box::new(GpuBackend(Arc::clone(&gpu)));
+        Ok(Session::assemble(device, backend, Some(gpu), lv3, opts))
     }
 
-    fn assemble(device: DeviceSpec, backend: Box<dyn DeviceBackend>, lv3: Lv3Setup, opts: Options) -> Session {
+    fn assemble(
+        device: DeviceSpec,
+        backend: Box<dyn DeviceBackend>,
+        gpu: Option<Arc<GpuDevice>>,
+        lv3: Lv3Setup,
+        opts: Options,
+    ) -> Session {
         Session {
             inner: Arc::new(Inner {
                 device,
                 backend,
+                gpu,
                 preemptor: lv3.preemptor,
                 info: lv3.info,
                 opts,
@@ -148,7 +158,7 @@ impl Session {
 
     /// The GPU the session runs on (`None` on the host device and `kfd`).
     pub fn gpu(&self) -> Option<&Arc<GpuDevice>> {
-        self.inner.backend.gpu()
+        self.inner.gpu.as_ref()
     }
 
     fn live(&self) -> Result<()> {

@@ -16,7 +16,7 @@ build_guest_binaries() {
   json=$(nice -n 10 cargo test --release -q -p kfd -p lv3 "$@" --target "$target" --target-dir "$dir" \
     --test kfd_kernel --test mechanism_kernel --test preempt_ioctl_kernel --test conformance_kernel --test exit_kernel \
     --no-run --message-format=json 2>/dev/null) || { echo "cargo test --no-run of the guest tests failed" >&2; return 1; }
-  nice -n 10 cargo build --release -q -p kfd-sys -p microbench --bin preempt-lat -p host-device --bin preempt-host-worker \
+  nice -n 10 cargo build --release -q -p kfd-sys -p preempt-lat --bin preempt-lat -p host-device --bin preempt-host-worker \
     "$@" --target "$target" --target-dir "$dir" || return 1
   mapfile -t GUEST_TEST_BINS < <(printf '%s\n' "$json" | python3 -c '
 import json, sys

@@ -19,39 +19,19 @@
 mod streams;
 mod suspension;
 
+pub use crate::options::{DEFAULT_BLOCKS_PER_CU, KernelChoice};
 pub(crate) use streams::GpuBackend;
 pub use suspension::GpuSuspension;
 
 use crate::error::{Error, ErrorKind, Result};
 use gpu_device::kernel::{self, DelayKernel};
-use gpu_device::{Calibration, GfxTarget, Grid, HipLpQueue, LpState, discover, setup};
+use gpu_device::{Calibration, GfxTarget, Grid, HipLpQueue, discover, setup};
 use hip_rt::{Device, Hip, Stream, StreamPriority};
 use lv3::mechanism::{Preemptor, QueueTarget};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// Light LP blocks per CU by default: 2 blocks of 1024 threads fill every wave slot of a
-/// gfx90a/gfx942 CU (8 waves per SIMD), so an HP kernel cannot slip in beside a running LP one.
-pub const DEFAULT_BLOCKS_PER_CU: u32 = 2;
 /// Slots per stream when the options say 0.
 pub const DEFAULT_SLOTS: usize = 1 << 16;
-
-/// Which delay kernel the device's LP and HP commands run, and its grid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KernelChoice {
-    /// Light (a few VGPRs per wave) or heavy (a CU's whole register file and LDS).
-    pub state: LpState,
-    /// Light kernel only: blocks of 1024 threads per CU (the heavy one always runs 1).
-    pub blocks_per_cu: u32,
-}
-
-impl Default for KernelChoice {
-    fn default() -> Self {
-        KernelChoice {
-            state: LpState::Light,
-            blocks_per_cu: DEFAULT_BLOCKS_PER_CU,
-        }
-    }
-}
 
 /// A low-priority queue as [`GpuDevice::lp_queue`] set it up.
 pub struct LpQueue {

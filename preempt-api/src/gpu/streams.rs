@@ -233,9 +233,6 @@ impl DeviceBackend for GpuBackend {
     fn hp_stream(&self, opts: &Options) -> Result<Box<dyn HpBody>> {
         Ok(Box::new(GpuHp::new(&self.0, opts.gpu_slots)?))
     }
-    fn gpu(&self) -> Option<&Arc<GpuDevice>> {
-        Some(&self.0)
-    }
 }
 
 impl LpBody for GpuLp {

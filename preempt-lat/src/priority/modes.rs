@@ -109,7 +109,7 @@ pub fn level(mode: Mode) -> Level {
     if mode == Mode::Lv3 { Level::Lv3 } else { Level::Lv1 }
 }
 
-/// Runs one mode on `session` (opened for this mode: see `super::Target::session`): requests
+/// Runs one mode on `session` (opened for this mode: `super::session`): requests
 /// arrive at `t0 + arrivals[i]`. Returns what was measured; adds the mode's timeline to `trace`
 /// as process `pid`, named with `device`.
 pub fn run_mode(

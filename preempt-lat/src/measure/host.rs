@@ -23,7 +23,7 @@ pub fn worker_exe() -> Result<WorkerExe, String> {
         let release = if cfg!(debug_assertions) { "" } else { " --release" };
         format!(
             "host device: no {WORKER_NAME} beside preempt-lat (in {}) and {WORKER_ENV} is not set: build it with \
-             `cargo build{release} -p microbench -p host-device`, or set {WORKER_ENV} to it",
+             `cargo build{release} -p preempt-lat -p host-device`, or set {WORKER_ENV} to it",
             dir.as_deref().unwrap_or("an unknown directory")
         )
     })

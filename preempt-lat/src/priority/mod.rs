@@ -4,7 +4,7 @@
 //! completion) percentiles, its P99 against standalone-hp (XSched's headline; the MI308X plan's
 //! target is below [`TARGET_P99_RATIO`]), LP throughput against standalone-lp, preemptions, and
 //! the LP correctness check. On the host device and on a GPU, through the application API: one
-//! session per mode ([`Target::session`]), one mode frame for every device ([`modes`]), `hpf`'s
+//! session per mode (opened from [`crate::device::SessionSource`]), one mode frame for every device ([`modes`]), `hpf`'s
 //! rule as the policy.
 pub mod arrivals;
 pub mod modes;
