@@ -14,6 +14,7 @@
 //!    both sets again, and require exactly one new compute queue, the same in both.
 use kfd::sysfs::{self, ProcQueue, SysRoot, SysfsErrorKind};
 use kfd::{GracePeriod, Kfd, KfdOps, QueueSnapshot};
+use lv3::MechanismKind;
 use lv3::discovery;
 use lv3::mechanism::{DbgTrap, Preempt, QueueTarget};
 
@@ -89,14 +90,15 @@ fn sets(root: &SysRoot, kfd: &Kfd) -> Result<(Vec<ProcQueue>, Vec<QueueSnapshot>
     Ok((sys, snap))
 }
 
-/// Creates the LP stream and proves which KFD queue it got. `first_use` runs one small launch on
-/// the new stream and waits for it. `debug_is_ours`: a mechanism that keeps this process in
-/// debug mode ([`lv3::MechanismKind::turns_debug_mode_on`]) is set up already.
+/// Creates the LP stream and proves which KFD queue it got, for `mechanism` (set up already: one
+/// that keeps this process in debug mode, [`MechanismKind::turns_debug_mode_on`], has it on).
+/// `first_use` runs one small launch on the new stream and waits for it.
 pub fn lp_stream_with_queue<E: Into<Error>>(
     dev: &Device,
     first_use: impl Fn(&Stream) -> Result<(), E>,
-    debug_is_ours: bool,
+    mechanism: MechanismKind,
 ) -> Result<Discovered, Error> {
+    let debug_is_ours = mechanism.turns_debug_mode_on();
     let root = SysRoot::default();
     let kfd = Kfd::open().map_err(qd)?;
     let mut notes = Vec::new();
@@ -109,10 +111,17 @@ pub fn lp_stream_with_queue<E: Into<Error>>(
         None
     } else {
         let s = DbgTrap::setup(Kfd::open().map_err(qd)?, GracePeriod::Default).map_err(|e| {
-            let message = format!(
-                "update-queue needs the LP queue's ring address and size to restore it; on a stock kernel only \
-                 GET_QUEUE_SNAPSHOT gives them, and it needs DBG_TRAP ENABLE on this process, which failed: {e}"
-            );
+            let message = if mechanism.restores_from_ring() {
+                format!(
+                    "{mechanism} needs the LP queue's ring address and size to restore it; on a stock kernel only \
+                     GET_QUEUE_SNAPSHOT gives them, and it needs DBG_TRAP ENABLE on this process, which failed: {e}"
+                )
+            } else {
+                format!(
+                    "{mechanism} targets the LP queue by the id GET_QUEUE_SNAPSHOT gives, and it needs DBG_TRAP \
+                     ENABLE on this process, which failed: {e}"
+                )
+            };
             Error::discovery(message, e)
         })?;
         notes.push("ring address read through a temporary self-debug session (closed after discovery)".into());

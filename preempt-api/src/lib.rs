@@ -36,7 +36,7 @@ pub use check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
 pub use error::{Error, ErrorKind, Result};
 pub use hpf::Priority;
 pub use mech::{Lv3Setup, MechanismInfo, probe};
-pub use options::{DeviceSpec, Level, Options, grace_from_units, parse_mechanism};
+pub use options::{DeviceSpec, Level, Options, grace_from_units, mechanism_names, parse_mechanism};
 pub use session::{KFD_PRIORITY_NORMAL, QueueDesc, Session};
 pub use stream::{HpStream, LpStream, SuspendInfo};
 

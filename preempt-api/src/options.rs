@@ -15,7 +15,8 @@ fn unknown(what: &str, given: &str, expected: &str) -> Error {
     Error::invalid(format!("unknown {what} {given:?}: expected {expected}"))
 }
 
-/// Where a session runs. `FromStr`: `auto`, `host`, `kfd`, `hip` (= `hip:0`), `hip:N`.
+/// Where a session runs. `FromStr`: the words of [`DeviceSpec::WORDS`] (`auto`, `host`, `kfd`,
+/// `hip:N`), and `hip` (= `hip:0`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceSpec {
     /// `hip:0` when it can run here, else the host device.
@@ -29,25 +30,69 @@ pub enum DeviceSpec {
     Kfd,
 }
 
+// The one table of devices: a new device is a variant, its entry in `WORDS` and its arm in each
+// exhaustive match below; the grammar, its error text, `preempt-lat --device`'s help and every
+// caller that asks a property (`is_host`) follow.
+impl DeviceSpec {
+    /// Every word of the grammar, in the order messages and help list them: `Hip(0)` stands for
+    /// every `hip:N`.
+    pub const WORDS: [DeviceSpec; 4] = [DeviceSpec::Auto, DeviceSpec::Host, DeviceSpec::Kfd, DeviceSpec::Hip(0)];
+
+    /// The device's word in the grammar (`hip:N` for every HIP device).
+    pub const fn word(self) -> &'static str {
+        match self {
+            DeviceSpec::Auto => "auto",
+            DeviceSpec::Host => "host",
+            DeviceSpec::Kfd => "kfd",
+            DeviceSpec::Hip(_) => "hip:N",
+        }
+    }
+
+    /// What the device is, in one line (`preempt-lat --device`'s help for its word).
+    pub const fn summary(self) -> &'static str {
+        match self {
+            DeviceSpec::Auto => "an AMD GPU (hip:0) if usable, else the host device",
+            DeviceSpec::Host => "the host device: CPU worker processes; host figures, not GPU figures",
+            DeviceSpec::Kfd => "/dev/kfd alone: binds KFD queue ids a scheduler already has",
+            DeviceSpec::Hip(_) => "HIP device N (hip = hip:0)",
+        }
+    }
+
+    /// Whether the device is CPU worker processes standing in for a GPU: its figures are host
+    /// figures, never GPU figures; its Lv3 is SIGSTOP/SIGCONT (no KFD mechanism, no grace
+    /// period) and its LP commands have no GPU wave state (no LP state).
+    pub const fn is_host(self) -> bool {
+        match self {
+            DeviceSpec::Host => true,
+            DeviceSpec::Auto | DeviceSpec::Hip(_) | DeviceSpec::Kfd => false,
+        }
+    }
+
+    /// What the grammar expects, for its error text: the words of [`DeviceSpec::WORDS`]
+    /// (`auto, host, kfd or hip:N`) and what N is.
+    pub fn expected() -> String {
+        let words = Self::WORDS.map(DeviceSpec::word);
+        let listed = match words.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => words.join(""),
+        };
+        format!("{listed} (N = HIP device index, e.g. hip:0; hip = hip:0)")
+    }
+}
+
 impl FromStr for DeviceSpec {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
+        if let Some(d) = Self::WORDS.into_iter().find(|d| d.word() == s) {
+            return Ok(d);
+        }
         match s {
-            "auto" => Ok(DeviceSpec::Auto),
-            "host" => Ok(DeviceSpec::Host),
-            "kfd" => Ok(DeviceSpec::Kfd),
             "hip" => Ok(DeviceSpec::Hip(0)),
             _ => s
                 .strip_prefix("hip:")
                 .and_then(|n| n.parse().ok())
                 .map(DeviceSpec::Hip)
-                .ok_or_else(|| {
-                    unknown(
-                        "device",
-                        s,
-                        "auto, host, kfd or hip:N (N = HIP device index, e.g. hip:0; hip = hip:0)",
-                    )
-                }),
+                .ok_or_else(|| unknown("device", s, &Self::expected())),
         }
     }
 }
@@ -55,10 +100,8 @@ impl FromStr for DeviceSpec {
 impl fmt::Display for DeviceSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DeviceSpec::Auto => f.write_str("auto"),
-            DeviceSpec::Host => f.write_str("host"),
-            DeviceSpec::Kfd => f.write_str("kfd"),
             DeviceSpec::Hip(n) => write!(f, "hip:{n}"),
+            d => f.write_str(d.word()),
         }
     }
 }
@@ -133,11 +176,20 @@ impl fmt::Display for Level {
     }
 }
 
-/// Parses a mechanism name (`auto`, `preempt-queues`, `dbg-trap`, `update-queue`) into the API's
-/// error; an old name (`ioctl`) is refused with its new one.
+/// Parses a mechanism name (`auto` or one of [`mechanism_names`]) into the API's error; an old
+/// name (`ioctl`) is refused with its new one.
 pub fn parse_mechanism(s: &str) -> Result<MechanismChoice> {
     s.parse()
         .map_err(|e: lv3::mechanism::UnknownMechanism| Error::invalid(e.to_string()))
+}
+
+/// The Lv3 mechanisms' names in `auto`'s order (lv3's `MechanismKind::AUTO_ORDER`): what the
+/// bindings list (Python's `preempt_kfd.MECHANISMS`).
+pub fn mechanism_names() -> Vec<&'static str> {
+    lv3::MechanismKind::AUTO_ORDER
+        .into_iter()
+        .map(lv3::MechanismKind::name)
+        .collect()
 }
 
 /// A grace period from its wire form: 0 = the firmware's default, 1..=255 = that many units of
@@ -213,9 +265,11 @@ mod tests {
 
     #[test]
     fn names_parse_and_print_back() {
-        for s in ["auto", "host", "kfd", "hip:0", "hip:3"] {
-            assert_eq!(s.parse::<DeviceSpec>().unwrap().to_string(), s);
+        for d in DeviceSpec::WORDS {
+            assert_eq!(d.to_string().parse::<DeviceSpec>().unwrap(), d);
+            assert!(!d.summary().is_empty() && !d.summary().contains('\n'), "{d}");
         }
+        assert_eq!("hip:3".parse::<DeviceSpec>().unwrap().to_string(), "hip:3");
         assert_eq!("hip".parse::<DeviceSpec>().unwrap(), DeviceSpec::Hip(0));
         for bad in ["gpu", "hip:", "hip:-1", "hip:x", ""] {
             let e = bad.parse::<DeviceSpec>().unwrap_err();
@@ -239,13 +293,22 @@ mod tests {
             Level::from_number(2).unwrap_err().message,
             "2".parse::<Level>().unwrap_err().message
         );
-        assert!(
-            "gpu"
-                .parse::<DeviceSpec>()
-                .unwrap_err()
-                .message
-                .starts_with(r#"unknown device "gpu": expected auto, host, kfd or hip:N"#)
+        // The words listed once each, in the table's order; the last after "or".
+        assert_eq!(
+            DeviceSpec::expected(),
+            "auto, host, kfd or hip:N (N = HIP device index, e.g. hip:0; hip = hip:0)"
         );
+        assert_eq!(
+            "gpu".parse::<DeviceSpec>().unwrap_err().message,
+            format!("unknown device \"gpu\": expected {}", DeviceSpec::expected())
+        );
+        let hosts: Vec<_> = DeviceSpec::WORDS.into_iter().filter(|d| d.is_host()).collect();
+        assert_eq!(
+            hosts,
+            [DeviceSpec::Host],
+            "only the host device is CPU worker processes"
+        );
+        assert_eq!(mechanism_names(), lv3::MechanismKind::names_where(|_| true));
         assert!(parse_mechanism("dbg-trap").is_ok());
         assert!(
             parse_mechanism("sigstop")

@@ -69,6 +69,20 @@ impl Device {
         })
     }
 
+    /// The device in the API's grammar (`auto` resolved): what it is called (`Display`) and what
+    /// it is like ([`DeviceSpec::is_host`]).
+    pub fn spec(self) -> DeviceSpec {
+        match self {
+            Device::Host(_) => DeviceSpec::Host,
+            Device::Hip(i) => DeviceSpec::Hip(i),
+        }
+    }
+
+    /// Whether the device is CPU worker processes (host figures, no LP state, Lv3 = SIGSTOP).
+    pub fn is_host(self) -> bool {
+        self.spec().is_host()
+    }
+
     /// LP worker processes (the host device's "compute units"; 0 on a GPU).
     pub fn workers(self) -> u32 {
         match self {
@@ -171,12 +185,10 @@ impl SessionSource {
     }
 }
 
+/// The API's word for the device (`host`, `hip:N`).
 impl std::fmt::Display for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Device::Host(_) => f.write_str("host"),
-            Device::Hip(i) => write!(f, "hip:{i}"),
-        }
+        self.spec().fmt(f)
     }
 }
 
@@ -221,6 +233,14 @@ pub fn select(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_device_is_named_and_described_by_its_spec() {
+        assert_eq!(Device::Host(3).to_string(), "host");
+        assert_eq!(Device::Hip(2).to_string(), "hip:2");
+        assert!(Device::Host(3).is_host());
+        assert!(!Device::Hip(0).is_host());
+    }
 
     #[test]
     fn lp_state_is_na_on_the_host_and_heavy_is_refused_there() {

@@ -18,6 +18,19 @@ pub struct Environment {
     pub cores: usize,
     pub git_revision: &'static str,
     pub tool_version: &'static str,
+    /// Whether the figures are host figures (CPU worker processes), never GPU figures: set by
+    /// [`host`], for every text, plot title and trace note that says so. Not written (the JSON
+    /// says it through `device`; [`is_host_device`] reads it back from there).
+    #[serde(skip)]
+    pub host_figures: bool,
+}
+
+/// Whether a result's `device` (as JSON files record it) is a host device, whose figures are
+/// host figures: the API's answer for the word ([`preempt_api::DeviceSpec::is_host`]).
+pub fn is_host_device(device: &str) -> bool {
+    device
+        .parse::<preempt_api::DeviceSpec>()
+        .is_ok_and(preempt_api::DeviceSpec::is_host)
 }
 
 /// The git revision the binary was built from (set by the build, `unknown` otherwise).
@@ -70,6 +83,7 @@ impl Environment {
             cores: cores(),
             git_revision: git_revision(),
             tool_version: env!("CARGO_PKG_VERSION"),
+            host_figures: false,
         }
     }
 }
@@ -86,7 +100,10 @@ pub fn host(mechanism: &str) -> Environment {
     } else {
         "n/a (Lv1: nothing is preempted)"
     };
-    Environment::new("host".into(), detail, None, mechanism, grace.into())
+    Environment {
+        host_figures: true,
+        ..Environment::new("host".into(), detail, None, mechanism, grace.into())
+    }
 }
 
 /// The grace period that applied on a GPU, for [`Environment::grace_period`].
@@ -114,6 +131,17 @@ mod tests {
     use super::*;
     use kfd::GracePeriod;
     use lv3::MechanismKind;
+
+    #[test]
+    fn host_figures_are_data_and_not_written() {
+        let h = host("sigstop");
+        assert!(h.host_figures && is_host_device(&h.device));
+        let gpu = Environment::new("hip:0".into(), String::new(), None, "dbg-trap", String::new());
+        assert!(!gpu.host_figures && !is_host_device(&gpu.device));
+        assert!(!is_host_device("not a device"));
+        let v = serde_json::to_value(&h).unwrap();
+        assert!(v.get("host_figures").is_none(), "the JSON schema is unchanged: {v}");
+    }
 
     #[test]
     fn the_grace_period_is_what_the_mechanism_applied() {

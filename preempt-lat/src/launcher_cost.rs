@@ -14,7 +14,7 @@ use std::io::{self, Write};
 pub struct LauncherCost {
     pub batch: u32,
     pub commands: u32,
-    pub device: &'static str,
+    pub device: String,
     pub direct_cpu_ns_per_cmd: f64,
     pub git_revision: &'static str,
     pub launcher_cpu_ns_per_cmd: f64,
@@ -27,18 +27,19 @@ pub struct LauncherCost {
 
 /// Measures on `dev` (the host device only) and writes the result on stdout in `o.format`.
 pub fn run(o: &LauncherCostOptions, dev: Device) -> Outcome {
-    let Device::Host(workers) = dev else {
+    if !dev.is_host() {
         return Err(Failure::Usage(
             "launcher-cost measures the host device only: use --device host".into(),
         ));
-    };
+    }
+    let workers = dev.workers();
     let (commands, threshold, batch) = (o.commands, o.lv1.threshold, o.lv1.batch);
     let null_dev = crate::measure::host::launcher_cost_null_device(commands, threshold, batch)?;
     let (direct, launcher) = crate::measure::host::launcher_cost(commands, threshold, batch, workers)?;
     let r = LauncherCost {
         batch,
         commands,
-        device: "host",
+        device: dev.to_string(),
         direct_cpu_ns_per_cmd: direct,
         git_revision: crate::env::git_revision(),
         launcher_cpu_ns_per_cmd: launcher,
@@ -94,7 +95,7 @@ mod tests {
         LauncherCost {
             batch: 4,
             commands: 100,
-            device: "host",
+            device: "host".into(),
             direct_cpu_ns_per_cmd: 9000.5,
             git_revision: "test",
             launcher_cpu_ns_per_cmd: 14000.25,

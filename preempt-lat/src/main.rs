@@ -104,7 +104,7 @@ fn run(o: &options::RunOptions, dev: device::Device) -> Outcome {
     let r = dev.measure(&p, o.common.mechanism, o.common.quiet)?;
     output::export(o.format, &r, &mut out).map_err(|e| format!("writing the result: {e}"))?;
     if let Some(t) = &o.trace {
-        let note = if r.env.device == "host" {
+        let note = if r.env.host_figures {
             "preempt-lat on the host device: host figures, not GPU figures"
         } else {
             "preempt-lat on a GPU: host-side stamps (the GPU's own stamps are not on this timeline)"

@@ -188,7 +188,7 @@ fn text(rows: &[Row], skipped: &[(String, String)], w: &mut dyn Write) -> std::i
         groups.entry(r.group()).or_default().push(r);
     }
     for (g, rs) in &groups {
-        let note = if g.device == "host" {
+        let note = if crate::env::is_host_device(&g.device) {
             " (host figures, not GPU figures)"
         } else {
             ""
@@ -274,10 +274,11 @@ fn plot_rows(rows: &[Row], path: &Path) -> Result<(), String> {
         return Ok(());
     }
     let devices: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.device.as_str()).collect();
-    let label = match (devices.contains("host"), devices.len()) {
-        (true, 1) => plot::device_label("host"),
-        (true, _) => "host and GPU devices: host figures are not GPU figures".into(),
-        (false, _) => format!("GPU {}", devices.into_iter().collect::<Vec<_>>().join(", ")),
+    let hosts = devices.iter().filter(|d| crate::env::is_host_device(d)).count();
+    let label = match hosts {
+        0 => format!("GPU {}", devices.into_iter().collect::<Vec<_>>().join(", ")),
+        n if n == devices.len() => plot::device_label(devices.first().copied().unwrap_or_default(), true),
+        _ => "host and GPU devices: host figures are not GPU figures".into(),
     };
     plot::draw(
         path,

@@ -46,6 +46,13 @@ fn p99_series(runs: &[RunResult], levels: &[Level], x: impl Fn(&RunResult) -> Op
 
 /// A sweep's latency plot: P99 lines with their p50-p99 bands against `x_title` (log), on a
 /// log latency axis, with the reference lines.
+/// The device the runs record (for plot titles) and whether its figures are host figures.
+fn device_of(runs: &[RunResult]) -> (String, bool) {
+    runs.first()
+        .map(|r| (r.env.device.clone(), r.env.host_figures))
+        .unwrap_or_default()
+}
+
 fn latency_plot(path: &Path, title: &str, x_title: String, series: &[Series], refs: &[RefLine]) -> Result<(), String> {
     plot::draw(
         path,
@@ -97,11 +104,11 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
         }
     }
     write_all(&a.out_dir, "sweep-t", &runs[..])?;
-    let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
+    let (device, host_figures) = device_of(&runs);
     let (series, refs) = sweep_t_series(&runs, &a.levels.list, a.common.lv1.threshold);
     let title = format!(
         "P99 preemption latency vs T ({}{})",
-        plot::device_label(&device),
+        plot::device_label(&device, host_figures),
         lp_state.map_or(String::new(), |s| format!(", {s} LP kernel"))
     );
     latency_plot(
@@ -142,7 +149,7 @@ fn state_axis(runs: &[RunResult], states: &[LpState]) -> String {
 /// Latency against the LP kernel's wave state (light, heavy) at one T, for each level: how Lv3's
 /// CWSR save grows with the state it moves. GPU only: the host device has no wave state.
 pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
-    if let Device::Host(_) = dev {
+    if dev.is_host() {
         return Err(Failure::Usage(
             HOST_HAS_NO_LP_STATE.replace("{what}", "sweep state") + "; the host device was selected",
         ));
@@ -174,7 +181,7 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
     }
     write_all(&a.out_dir, "sweep-state", &runs[..])?;
     let series = p99_series(&runs, &a.levels.list, state_kib);
-    let device = runs.first().map(|r| r.env.device.clone()).unwrap_or_default();
+    let (device, host_figures) = device_of(&runs);
     let refs = if a.levels.list.contains(&Level::Lv3) && !series.is_empty() {
         let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
         let (lo, hi) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
@@ -187,7 +194,7 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
     };
     let title = format!(
         "P99 preemption latency vs LP wave state ({}, T = {} ms)",
-        plot::device_label(&device),
+        plot::device_label(&device, host_figures),
         a.t_ms
     );
     latency_plot(
@@ -319,7 +326,10 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
         })
         .filter(|s| !s.points.is_empty())
         .collect();
-    let title = format!("Lv1 overhead vs threshold ({})", plot::device_label(&device));
+    let title = format!(
+        "Lv1 overhead vs threshold ({})",
+        plot::device_label(&device, dev.is_host())
+    );
     let (lo, hi) = pts
         .iter()
         .fold((u32::MAX, 0), |(a, b), p| (a.min(p.threshold), b.max(p.threshold)));

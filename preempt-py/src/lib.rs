@@ -11,7 +11,7 @@ use preempt_api::{
 };
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 use std::sync::Arc;
 
 /// The exception class of `preempt_kfd._errors` for a kind.
@@ -359,5 +359,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(take_events, m)?)?;
     m.add_function(wrap_pyfunction!(host_worker_main, m)?)?;
     m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
+    m.add("MECHANISMS", PyTuple::new(m.py(), preempt_api::mechanism_names())?)?;
     Ok(())
 }

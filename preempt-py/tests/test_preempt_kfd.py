@@ -51,7 +51,7 @@ def test_every_error_kind_has_its_exception_class():
 
 def test_errors_are_typed_and_carry_errno_and_meaning(session):
     # One wording for an unknown name in every front end (C, Python, preempt-lat).
-    with pytest.raises(pk.InvalidArgument, match=r'unknown device "gpu:0": expected auto, host, kfd or hip:N'):
+    with pytest.raises(pk.InvalidArgument, match=r'^unknown device "gpu:0": expected auto, '):
         pk.Session("gpu:0")
     with pytest.raises(ValueError):  # InvalidArgument is a ValueError too
         pk.Session("host", mechanism="sigstop")
@@ -80,7 +80,7 @@ def test_errors_are_typed_and_carry_errno_and_meaning(session):
 
 @pytest.mark.skipif(HAVE_KFD, reason="checks the answers of a machine without /dev/kfd")
 def test_without_kfd_every_kfd_session_is_nokfd_with_enoent():
-    for mech in ("auto", "preempt-queues", "dbg-trap", "update-queue"):
+    for mech in ("auto", *pk.MECHANISMS):
         with pytest.raises(pk.NoKfd) as e:
             pk.Session("kfd", mechanism=mech, force=True)
         assert e.value.errno_name == "ENOENT"
@@ -94,7 +94,7 @@ def test_without_kfd_every_kfd_session_is_nokfd_with_enoent():
 def test_probe_names_kfd_and_every_mechanism():
     lines = pk.probe()
     assert lines[0].startswith("kfd:")
-    assert [line.split(":")[0] for line in lines[1:]] == ["preempt-queues", "dbg-trap", "update-queue"]
+    assert tuple(line.split(":")[0] for line in lines[1:]) == pk.MECHANISMS
 
 
 def test_lv3_on_the_host_stops_the_workers_and_loses_nothing(session):

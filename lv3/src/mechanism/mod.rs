@@ -67,6 +67,15 @@ impl MechanismKind {
         }
     }
 
+    /// What the mechanism does, in one line (`preempt-lat --mechanism`'s help for its name).
+    pub const fn summary(self) -> &'static str {
+        match self {
+            MechanismKind::PreemptQueues => "the patched kernel's PREEMPT_QUEUES (formerly `ioctl`)",
+            MechanismKind::DbgTrap => "self-debug SUSPEND_QUEUES",
+            MechanismKind::UpdateQueue => "UPDATE_QUEUE to inactive and back",
+        }
+    }
+
     /// Names mechanisms were once called by, with what they are called now. An old name is
     /// refused as input, with an error that names the new one ([`UnknownMechanism`]), rather than
     /// accepted: every output then carries one name per mechanism.
@@ -469,13 +478,30 @@ mod tests {
             let e = old.parse::<MechanismChoice>().unwrap_err().to_string();
             assert!(e.contains(&format!("renamed {now};")) && !e.contains('\n'), "{e}");
         }
+        // Every mechanism listed once, in auto's order, the last after "or".
+        let names = MechanismKind::AUTO_ORDER.map(MechanismKind::name);
+        let (last, rest) = names.split_last().unwrap();
         assert_eq!(
             "ioctl".parse::<MechanismKind>().unwrap_err().to_string(),
-            "unknown mechanism \"ioctl\": renamed preempt-queues; expected auto, preempt-queues, dbg-trap or update-queue"
+            format!(
+                "unknown mechanism \"ioctl\": renamed preempt-queues; expected auto, {} or {last}",
+                rest.join(", ")
+            )
         );
         assert_eq!(MechanismKind::renamed("dbg-trap"), None, "a current name is no old one");
         let e = "sigstop".parse::<MechanismKind>().unwrap_err().to_string();
         assert!(!e.contains("renamed"), "{e}");
+    }
+
+    #[test]
+    fn every_mechanism_has_a_one_line_summary() {
+        for k in MechanismKind::AUTO_ORDER {
+            let s = k.summary();
+            assert!(!s.is_empty() && !s.contains('\n'), "{k}: {s:?}");
+        }
+        assert!(PreemptQueues.summary().contains("PREEMPT_QUEUES"));
+        assert!(DbgTrap.summary().contains("SUSPEND_QUEUES"));
+        assert!(UpdateQueue.summary().contains("UPDATE_QUEUE"));
     }
 
     #[test]

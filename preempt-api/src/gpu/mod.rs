@@ -174,7 +174,7 @@ impl GpuDevice {
         };
         let (stream, target, notes) = match lv3 {
             Some(p) => {
-                let d = discover::lp_stream_with_queue(&self.dev, first_use, p.kind().turns_debug_mode_on())
+                let d = discover::lp_stream_with_queue(&self.dev, first_use, p.kind())
                     .map_err(|e| Error::new(ErrorKind::Unavailable, e.to_string()))?;
                 (d.stream, Some(d.target), d.notes)
             }

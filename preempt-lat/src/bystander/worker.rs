@@ -91,9 +91,9 @@ fn gpu_load(index: u32, kernel_ms: f64) -> Result<(Load, String), String> {
 pub fn main(o: &BystanderWorkerOptions) -> Result<(), String> {
     let kernel_ns = crate::num::round_u64(o.kernel_us * 1e3);
     let (load, label) = match o.device {
-        DeviceSpec::Host => (Load::Host { ns: kernel_ns }, "host (CPU spin)".to_string()),
+        d if d.is_host() => (Load::Host { ns: kernel_ns }, "host (CPU spin)".to_string()),
         DeviceSpec::Hip(i) => gpu_load(i, o.kernel_us / 1e3)?,
-        DeviceSpec::Auto | DeviceSpec::Kfd => return Err("the bystander worker needs --device host or hip:N".into()),
+        _ => return Err("the bystander worker needs --device host or hip:N".into()),
     };
     let stop = Arc::new(AtomicBool::new(false));
     {

@@ -198,19 +198,22 @@ pub(crate) fn build_mechanism(
     Ok(pre)
 }
 
-/// update-queue with an LP kernel that uses scratch: the warning, or the note that it is safe.
+/// A mechanism that ROCr's scratch reclaim can undo (update-queue) with an LP kernel that uses
+/// scratch: the warning, or the note that it is safe.
 fn warn_scratch_reclaim(pre: &Preemptor, k: &DelayKernel, quiet: bool) {
-    if !pre.kind().undone_by_scratch_reclaim() {
+    let kind = pre.kind();
+    if !kind.undone_by_scratch_reclaim() {
         return;
     }
     match scratch_reclaim_risk(
+        kind,
         k.lp_uses_scratch(),
         std::env::var("HSA_ENABLE_SCRATCH_ASYNC_RECLAIM").ok(),
     ) {
         Some(w) => eprintln!("preempt-lat: WARNING: {w}"),
         None => note(
             quiet,
-            "update-queue: the LP kernel uses no scratch, so ROCr's scratch reclaim leaves its queue alone",
+            &format!("{kind}: the LP kernel uses no scratch, so ROCr's scratch reclaim leaves its queue alone"),
         ),
     }
 }
@@ -371,14 +374,17 @@ fn ns_to_us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }
 
-/// The warning for update-queue, if ROCr's asynchronous scratch reclaim can re-enable the LP
-/// queue behind our back: only when the LP kernel needs scratch (ROCr acts only on queues whose
-/// dispatches do) and the reclaim is not turned off (`HSA_ENABLE_SCRATCH_ASYNC_RECLAIM=0`).
-fn scratch_reclaim_risk(lp_uses_scratch: bool, reclaim_env: Option<String>) -> Option<&'static str> {
-    (lp_uses_scratch && reclaim_env.as_deref() != Some("0")).then_some(
-        "update-queue with an LP kernel that uses scratch and ROCr's async scratch reclaim on: ROCr may re-enable \
-         the LP queue behind our back (set HSA_ENABLE_SCRATCH_ASYNC_RECLAIM=0); the correctness check would catch it",
-    )
+/// The warning for a mechanism the reclaim can undo (`kind`, update-queue), if ROCr's
+/// asynchronous scratch reclaim can re-enable the LP queue behind our back: only when the LP
+/// kernel needs scratch (ROCr acts only on queues whose dispatches do) and the reclaim is not
+/// turned off (`HSA_ENABLE_SCRATCH_ASYNC_RECLAIM=0`).
+fn scratch_reclaim_risk(kind: MechanismKind, lp_uses_scratch: bool, reclaim_env: Option<String>) -> Option<String> {
+    (lp_uses_scratch && reclaim_env.as_deref() != Some("0")).then(|| {
+        format!(
+            "{kind} with an LP kernel that uses scratch and ROCr's async scratch reclaim on: ROCr may re-enable the \
+             LP queue behind our back (set HSA_ENABLE_SCRATCH_ASYNC_RECLAIM=0); the correctness check would catch it"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -404,13 +410,22 @@ mod tests {
 
     #[test]
     fn scratch_reclaim_warning_only_for_scratch_kernels_with_reclaim_on() {
-        assert!(scratch_reclaim_risk(true, None).is_some());
-        assert!(scratch_reclaim_risk(true, Some("1".into())).is_some());
-        assert!(scratch_reclaim_risk(true, Some("0".into())).is_none());
-        assert!(
-            scratch_reclaim_risk(false, None).is_none(),
-            "no scratch: ROCr never touches the queue"
-        );
+        for kind in MechanismKind::AUTO_ORDER
+            .into_iter()
+            .filter(|k| k.undone_by_scratch_reclaim())
+        {
+            let w = scratch_reclaim_risk(kind, true, None).unwrap();
+            assert!(
+                w.starts_with(&format!("{kind} with an LP kernel that uses scratch")),
+                "{w}"
+            );
+            assert!(scratch_reclaim_risk(kind, true, Some("1".into())).is_some());
+            assert!(scratch_reclaim_risk(kind, true, Some("0".into())).is_none());
+            assert!(
+                scratch_reclaim_risk(kind, false, None).is_none(),
+                "no scratch: ROCr never touches the queue"
+            );
+        }
     }
 
     #[test]

@@ -276,6 +276,7 @@ pub(crate) fn fake_gpu_run(level: Level, state: LpState, kib: u64, suspend_us: u
             cores: 2,
             git_revision: "test",
             tool_version: "test",
+            host_figures: false,
         },
         lp_kernel: Some(LpKernel {
             name: state.kernel_name().into(),

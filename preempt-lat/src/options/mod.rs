@@ -118,7 +118,7 @@ impl Command {
                 o.common.check()
             }
             Command::Sweep(Sweep::State(o)) => {
-                if o.common.device == DeviceSpec::Host {
+                if o.common.device.is_host() {
                     return Err(HOST_HAS_NO_LP_STATE.replace("{what}", "sweep state"));
                 }
                 let mut states: Vec<LpState> = Vec::new();
@@ -174,7 +174,7 @@ impl Lv1Options {
 pub struct Common {
     #[command(flatten)]
     pub lv1: Lv1Options,
-    /// Device: auto (an AMD GPU if usable, else the host device), host, or hip:N.
+    /// Device the LP and HP work runs on.
     ///
     /// hip is hip:0. kfd (binding KFD queue ids a scheduler already has) is the C and Python
     /// API's and refused here: preempt-lat runs its LP work on a queue of its own.
@@ -183,10 +183,7 @@ pub struct Common {
     /// Seed of the random gaps between HP requests (same seed, same gaps).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Lv3 mechanism on a GPU: auto (first usable of preempt-queues, dbg-trap, update-queue),
-    /// preempt-queues (the patched kernel's PREEMPT_QUEUES; formerly `ioctl`), dbg-trap (self-debug
-    /// SUSPEND_QUEUES), update-queue (UPDATE_QUEUE to inactive and back). The host device has one
-    /// mechanism (SIGSTOP) and takes only auto.
+    /// Lv3 mechanism on a GPU. The host device has one mechanism (SIGSTOP) and takes only auto.
     #[arg(long, default_value = "auto", value_parser = values::mechanism())]
     pub mechanism: MechanismChoice,
     /// Lv3 on a GPU: how long the CP lets waves run before it saves them, in units of ~1K GPU
@@ -214,7 +211,7 @@ impl Common {
     /// Cross-field checks: the one-line reason a combination is refused (a usage error).
     pub fn check(&self) -> Result<(), String> {
         if let Some(g) = self.grace {
-            if self.device == DeviceSpec::Host {
+            if self.device.is_host() {
                 return Err(format!(
                     "--grace {g} applies to Lv3 on an AMD GPU ({}); the host device's SIGSTOP has no grace period",
                     MechanismKind::names_where(MechanismKind::sets_grace_period).join(", ")
@@ -230,7 +227,7 @@ impl Common {
                 ));
             }
         }
-        if self.device == DeviceSpec::Host && self.mechanism != MechanismChoice::Auto {
+        if self.device.is_host() && self.mechanism != MechanismChoice::Auto {
             return Err(format!(
                 "--mechanism {} needs an AMD GPU (--device hip:N); the host device's Lv3 is SIGSTOP/SIGCONT (use --mechanism auto)",
                 self.mechanism
@@ -254,7 +251,7 @@ pub struct LpOptions {
 /// device's LP commands are CPU worker processes with no GPU wave state for a save to move.
 /// `light` on the host device is accepted and recorded as not applicable.
 pub fn check_lp_state(device: DeviceSpec, state: LpState) -> Result<(), String> {
-    if device == DeviceSpec::Host && state == LpState::Heavy {
+    if device.is_host() && state == LpState::Heavy {
         return Err(HOST_HAS_NO_LP_STATE.replace("{what}", "--lp-state heavy"));
     }
     Ok(())

@@ -129,14 +129,19 @@ pub const AUTO_LEVEL_IS_FOR_APPLICATIONS: &str = "auto (Lv3 where the session ha
     the C and Python API's choice for applications; a measurement names the level it measures: use 3 \
     (interrupt/restore) or 1 (progressive launching)";
 
-/// `--device`: the API's devices but `kfd`.
+/// `--device`: the API's devices but `kfd`; `--help` lists them from the API's table with what
+/// each is.
 pub fn device() -> Words<DeviceSpec> {
     Words {
         parse: |s| match s.parse::<DeviceSpec>() {
             Ok(DeviceSpec::Kfd) => Err(KFD_IS_FOR_APPLICATIONS.into()),
             other => other.map_err(|e| e.to_string()),
         },
-        names: Vec::new(),
+        names: DeviceSpec::WORDS
+            .into_iter()
+            .filter(|&d| d != DeviceSpec::Kfd)
+            .map(|d| PossibleValue::new(d.word()).help(d.summary()))
+            .collect(),
     }
 }
 
@@ -154,7 +159,8 @@ pub fn level() -> Words<Level> {
     }
 }
 
-/// `--mechanism`: auto or one of lv3's mechanisms, listed from lv3's own identity.
+/// `--mechanism`: auto or one of lv3's mechanisms, listed from lv3's own identity with what each
+/// is (`MechanismKind::summary`).
 pub fn mechanism() -> Words<MechanismChoice> {
     let auto = format!(
         "the first usable of {}",
@@ -164,7 +170,7 @@ pub fn mechanism() -> Words<MechanismChoice> {
         .chain(
             MechanismKind::AUTO_ORDER
                 .into_iter()
-                .map(|k| PossibleValue::new(k.name())),
+                .map(|k| PossibleValue::new(k.name()).help(k.summary())),
         )
         // Old names get past clap's list (hidden from help) so that lv3's parse refuses them
         // with one line naming the new name, instead of clap's bare "invalid value".
@@ -264,9 +270,10 @@ mod tests {
     #[test]
     fn devices_and_levels_are_the_api_s_but_kfd_and_auto() {
         let dev = |s: &str| (device().parse)(s);
-        for d in [DeviceSpec::Auto, DeviceSpec::Host, DeviceSpec::Hip(3)] {
+        for d in DeviceSpec::WORDS.into_iter().filter(|&d| d != DeviceSpec::Kfd) {
             assert_eq!(dev(&d.to_string()), Ok(d));
         }
+        assert_eq!(dev("hip:3"), Ok(DeviceSpec::Hip(3)));
         assert_eq!(dev("hip"), Ok(DeviceSpec::Hip(0)));
         assert_eq!(
             dev("gpu7").unwrap_err(),
@@ -297,6 +304,36 @@ mod tests {
             mech("sigstop").unwrap_err(),
             preempt_api::parse_mechanism("sigstop").unwrap_err().message
         );
+    }
+
+    /// `--help` lists each device but kfd and each mechanism with the API's and lv3's one line.
+    #[test]
+    fn help_lists_the_words_with_what_each_is() {
+        let listed = |names: &[PossibleValue]| -> Vec<(String, String)> {
+            names
+                .iter()
+                .filter(|v| !v.is_hide_set())
+                .map(|v| {
+                    (
+                        v.get_name().to_string(),
+                        v.get_help().map(ToString::to_string).unwrap_or_default(),
+                    )
+                })
+                .collect()
+        };
+        let devices: Vec<_> = DeviceSpec::WORDS
+            .into_iter()
+            .filter(|&d| d != DeviceSpec::Kfd)
+            .map(|d| (d.word().to_string(), d.summary().to_string()))
+            .collect();
+        assert_eq!(listed(&device().names), devices);
+        let mechanisms = listed(&mechanism().names);
+        assert_eq!(mechanisms[0].0, "auto");
+        let kinds: Vec<_> = MechanismKind::AUTO_ORDER
+            .into_iter()
+            .map(|k| (k.name().to_string(), k.summary().to_string()))
+            .collect();
+        assert_eq!(mechanisms[1..], kinds[..]);
     }
 
     #[test]

@@ -229,7 +229,7 @@ mod tests {
     fn the_host_device_has_no_lp_state() {
         let mut r = fake_gpu_run(Level::Lv3, LpState::Light, 0, 50);
         (r.params.lp_state, r.lp_kernel, r.achieved_t) = (None, None, None);
-        r.env.device = "host".into();
+        (r.env.device, r.env.host_figures) = ("host".into(), true);
         assert!(
             run_rows(&r)
                 .iter()
@@ -247,5 +247,7 @@ mod tests {
         let t = out(Format::Text, &r);
         assert!(t.contains("LP state n.a. (host device"), "{t}");
         assert!(!t.contains("achieved T"), "{t}");
+        assert!(t.contains("note: host device figures"), "{t}");
+        assert!(v["env"].get("host_figures").is_none(), "not written");
     }
 }

@@ -113,7 +113,7 @@ pub fn run(r: &RunResult, w: &mut dyn Write) -> Result<()> {
             c.submitted, c.completed_once, c.missing, c.duplicated, c.failed, c.wrong_result
         )?;
     }
-    if e.device == "host" {
+    if e.host_figures {
         writeln!(w, "note: host device figures (CPU worker processes), not GPU figures")?;
     }
     Ok(())

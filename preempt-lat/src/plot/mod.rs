@@ -307,9 +307,10 @@ impl Ranged for Linear {
     }
 }
 
-/// "(host device: host figures, not GPU figures)" or "(hip:0)": every title says which device.
-pub fn device_label(device: &str) -> String {
-    if device == "host" {
+/// "(host device: host figures, not GPU figures)" or "(hip:0)": every title says which device
+/// (`host_figures`: [`crate::env::Environment::host_figures`]).
+pub fn device_label(device: &str, host_figures: bool) -> String {
+    if host_figures {
         "host device: host figures, not GPU figures".to_string()
     } else {
         format!("GPU {device}")

@@ -98,7 +98,7 @@ pub fn text(r: &PriorityResult, w: &mut dyn Write) -> Result<()> {
         r.target_p99_ratio
     )?;
     writeln!(w, "files: {}/priority.{{csv,json,svg}}", r.out_dir.display())?;
-    if r.env.device == "host" {
+    if r.env.host_figures {
         writeln!(w, "note: host device figures (CPU worker processes), not GPU figures")?;
     }
     Ok(())
@@ -227,7 +227,7 @@ pub fn plot(r: &PriorityResult, path: &std::path::Path) -> std::result::Result<(
         p.hp_cmds,
         p.hp_t_ms,
         p.t_ms,
-        plot::device_label(&r.env.device)
+        plot::device_label(&r.env.device, r.env.host_figures)
     );
     plot::draw(
         path,

@@ -44,12 +44,15 @@ from ._errors import (
 )
 
 __all__ = [
-    "Session", "LowPriorityStream", "HighPriorityStream", "HighestPriorityFirst", "probe",
+    "Session", "LowPriorityStream", "HighPriorityStream", "HighestPriorityFirst", "probe", "MECHANISMS",
     "resume_all", "install_signal_handlers", "events", "PreemptError", "InvalidArgument",
     "BadHandle", "NoDevice", "NoKfd", "Unavailable", "QueueRefused", "KfdError", "DeviceError",
     "AlreadySuspended", "NotSuspended", "ResumeFailed", "ShuttingDown", "Closed", "Unsupported",
     "InternalError",
 ]
+
+#: The Lv3 mechanisms' names, in ``auto``'s order (lv3's own list, through preempt-api).
+MECHANISMS = _native.MECHANISMS
 
 #: The host device's worker: this interpreter running preempt_kfd._worker.
 DEFAULT_HOST_WORKER = (sys.executable, "-m", "preempt_kfd._worker")
@@ -234,8 +237,8 @@ class HighestPriorityFirst:
 class Session:
     """A session on one device: ``"host"``, ``"hip:N"``, ``"kfd"`` or ``"auto"``.
 
-    ``mechanism``: ``"auto"``, ``"preempt-queues"``, ``"dbg-trap"`` or ``"update-queue"`` (GPU and
-    kfd; the old name ``"ioctl"`` raises ``InvalidArgument`` naming ``"preempt-queues"``);
+    ``mechanism``: ``"auto"`` or one of ``MECHANISMS`` (GPU and kfd; the old name ``"ioctl"`` raises
+    ``InvalidArgument`` naming ``"preempt-queues"``);
     ``grace``: 0 (firmware default) or 1..255 units of ~1K GPU clocks; ``force``: build the
     mechanism whatever the facts say; ``host_workers``: worker processes per host stream (0:
     cores - 1); ``host_worker``: the worker command (default: this interpreter with
