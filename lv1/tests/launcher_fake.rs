@@ -2,36 +2,11 @@
 //! Timeouts are generous and only bound waits; no assertion is about how fast anything is.
 
 use lv1::fake::FakeQueue;
-use lv1::{Completion, Config, ConfigError, SuspendMode, XQueue};
+use lv1::{Config, ConfigError, SuspendMode, XQueue};
 use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver};
 
 mod common;
-use common::{LONG, QUIET, cfg, wait_for};
-
-/// Exactly `n` completions, ids in launch (= id) order from `first`.
-fn expect_completions<E: std::fmt::Debug>(rx: &Receiver<Completion<E>>, first: u64, n: u64) -> Vec<Completion<E>> {
-    let got: Vec<_> = (0..n).map(|_| rx.recv_timeout(LONG).expect("a completion")).collect();
-    let ids: Vec<u64> = got.iter().map(|c| c.id).collect();
-    assert_eq!(ids, (first..first + n).collect::<Vec<_>>());
-    for c in &got {
-        let s = c.stamps;
-        assert!(
-            s.submitted_ns <= s.launched_ns && s.launched_ns <= s.completed_ns,
-            "{s:?}"
-        );
-    }
-    got
-}
-
-/// Start `suspend(Drain)` on a detached thread; its result arrives on the receiver. Detached
-/// so that a test failing while the drain blocks ends instead of joining it forever.
-fn drain_in_background(xq: &Arc<XQueue<FakeQueue>>) -> Receiver<Result<(), lv1::fake::FakeError>> {
-    let (tx, rx) = mpsc::channel();
-    let xq = Arc::clone(xq);
-    std::thread::spawn(move || tx.send(xq.suspend(SuspendMode::Drain)));
-    rx
-}
+use common::{LONG, QUIET, cfg, drain_in_background, expect_completions, wait_for};
 
 #[test]
 fn config_is_validated() {

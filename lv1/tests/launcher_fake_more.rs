@@ -136,6 +136,31 @@ fn a_failed_launch_completes_once_with_its_error() {
 }
 
 #[test]
+fn wait_idle_returns_when_the_last_launches_fail() {
+    // Nothing ever gets in flight, so no completion of a sync point can wake the waiter.
+    let fake = FakeQueue::auto();
+    fake.fail_launch_of(0);
+    fake.fail_launch_of(4);
+    let xq = XQueue::new(fake.clone(), cfg(4, 2)).unwrap();
+    let rx = xq.take_completions().unwrap();
+    xq.submit(0);
+    xq.wait_idle_for(LONG).unwrap();
+    for i in 1..5 {
+        xq.submit(i);
+    }
+    xq.wait_idle_for(LONG).unwrap();
+    // A failed launch completes at once, ahead of the commands still in flight.
+    let mut got: Vec<_> = rx.try_iter().map(|c| (c.id, c.outcome.is_ok())).collect();
+    got.sort();
+    assert_eq!(got, vec![(0, false), (1, true), (2, true), (3, true), (4, false)]);
+    let s = xq.stats();
+    assert_eq!(
+        (s.submitted, s.launched, s.completed, s.errors, s.in_flight),
+        (5, 3, 5, 2, 0)
+    );
+}
+
+#[test]
 fn completions_after_the_receiver_is_dropped_are_still_counted() {
     let fake = FakeQueue::auto();
     let xq = XQueue::new(fake, cfg(2, 1)).unwrap();
