@@ -3,10 +3,9 @@
 
 use lv1::fake::FakeQueue;
 use lv1::{Config, ConfigError, SuspendMode, XQueue};
-use std::sync::Arc;
 
 mod common;
-use common::{LONG, QUIET, cfg, drain_in_background, expect_completions, wait_for};
+use common::{LONG, QUIET, cfg, drain_in_background, expect_completions, manual, wait_for};
 
 #[test]
 fn config_is_validated() {
@@ -30,10 +29,7 @@ fn config_is_validated() {
 
 #[test]
 fn in_flight_never_exceeds_threshold() {
-    let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(4, 2)).unwrap();
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
+    let (fake, xq, _release, rx) = manual(4, 2);
     for i in 0..20 {
         xq.submit(i);
     }
@@ -118,10 +114,7 @@ fn many_threads_submit_in_order() {
 
 #[test]
 fn suspend_stop_does_not_wait_and_holds_commands() {
-    let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(4, 2)).unwrap();
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
+    let (fake, xq, _release, rx) = manual(4, 2);
     for i in 0..10 {
         xq.submit(i);
     }
@@ -148,10 +141,7 @@ fn suspend_stop_does_not_wait_and_holds_commands() {
 
 #[test]
 fn suspend_drain_waits_for_in_flight_then_pending_can_be_dropped() {
-    let fake = FakeQueue::manual();
-    let xq = Arc::new(XQueue::new(fake.clone(), cfg(4, 2)).unwrap());
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
+    let (fake, xq, _release, rx) = manual(4, 2);
     for i in 0..10 {
         xq.submit(100 + i);
     }
@@ -185,9 +175,7 @@ fn suspend_drain_waits_for_in_flight_then_pending_can_be_dropped() {
 
 #[test]
 fn drain_covers_a_partial_batch() {
-    let fake = FakeQueue::manual();
-    let xq = Arc::new(XQueue::new(fake.clone(), cfg(8, 4)).unwrap());
-    let _release = fake.release_on_drop();
+    let (fake, xq, _release, _rx) = manual(8, 4);
     for i in 0..3 {
         xq.submit(i);
     }
@@ -203,10 +191,7 @@ fn drain_covers_a_partial_batch() {
 
 #[test]
 fn resume_dropping_pending_while_running() {
-    let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(4, 4)).unwrap();
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
+    let (fake, xq, _release, rx) = manual(4, 4);
     for i in 0..10 {
         xq.submit(i);
     }

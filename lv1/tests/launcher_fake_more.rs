@@ -4,14 +4,11 @@ use lv1::fake::FakeQueue;
 use lv1::{Config, SuspendMode, WaitIdleError, XQueue};
 
 mod common;
-use common::{LONG, QUIET, cfg, wait_for};
+use common::{LONG, QUIET, cfg, manual, wait_for};
 
 #[test]
 fn lowering_the_threshold_while_running_takes_effect_without_loss() {
-    let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(8, 4)).unwrap();
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
+    let (fake, xq, _release, rx) = manual(8, 4);
     for i in 0..20 {
         xq.submit(i);
     }

@@ -6,13 +6,13 @@
 use lv1::XQueue;
 use lv1::fake::FakeQueue;
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod common;
-use common::{LONG, QUIET, Rng, cfg, drain_in_background, expect_completions, wait_for};
+use common::{LONG, QUIET, Rng, cfg, drain_in_background, expect_completions, manual, wait_for};
 
 const LAUNCHER: &str = "lv1-launcher";
 const COMPLETER: &str = "lv1-completer";
@@ -29,10 +29,7 @@ fn submit_at_once(xq: &XQueue<FakeQueue>, n: u64) {
 
 #[test]
 fn the_launcher_observes_at_the_threshold_and_the_completer_once_it_sleeps() {
-    let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(4, 2)).unwrap();
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
+    let (fake, xq, _release, rx) = manual(4, 2);
     submit_at_once(&xq, 10);
     // At the threshold with work pending: the launcher waits on the oldest sync point itself.
     assert!(fake.wait_waiting(&[LAUNCHER], LONG), "{:?}", fake.waiting_threads());
@@ -53,10 +50,7 @@ fn the_launcher_observes_at_the_threshold_and_the_completer_once_it_sleeps() {
 
 #[test]
 fn suspending_while_the_launcher_waits_on_a_sync_point() {
-    let fake = FakeQueue::manual();
-    let xq = Arc::new(XQueue::new(fake.clone(), cfg(4, 2)).unwrap());
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
+    let (fake, xq, _release, rx) = manual(4, 2);
     submit_at_once(&xq, 10);
     assert!(fake.wait_waiting(&[LAUNCHER], LONG), "{:?}", fake.waiting_threads());
     // The launcher is blocked on the device, not launching: Stop returns at once.
@@ -108,47 +102,35 @@ fn closing_while_both_threads_sleep() {
 }
 
 #[test]
-fn closing_while_the_completer_holds_the_last_sync_point_waits_for_it() {
-    let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(8, 4)).unwrap();
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
-    submit_at_once(&xq, 3);
-    // A partial batch, nothing pending: the launcher records it and sleeps; the completer waits.
-    assert!(fake.wait_waiting(&[COMPLETER], LONG), "{:?}", fake.waiting_threads());
-    let dropped = drop_in_background(xq);
-    assert!(dropped.recv_timeout(QUIET).is_err(), "closed with 3 commands in flight");
-    fake.complete(3);
-    dropped
-        .recv_timeout(LONG)
-        .expect("the drop returns once they completed");
-    assert_eq!(rx.iter().map(|c| c.id).collect::<Vec<_>>(), vec![0, 1, 2]);
-}
-
-#[test]
-fn closing_while_the_launcher_waits_at_the_threshold_completes_everything() {
-    let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(2, 1)).unwrap();
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
-    submit_at_once(&xq, 10);
-    assert!(fake.wait_waiting(&[LAUNCHER], LONG), "{:?}", fake.waiting_threads());
-    let dropped = drop_in_background(xq);
-    assert!(dropped.recv_timeout(QUIET).is_err(), "closed with commands pending");
-    fake.set_auto(true);
-    dropped.recv_timeout(LONG).expect("the drop returns once all completed");
-    assert_eq!(rx.iter().map(|c| c.id).collect::<Vec<_>>(), (0..10).collect::<Vec<_>>());
-    assert_eq!(fake.launched_count(), 10);
+fn closing_while_a_thread_waits_on_a_sync_point_completes_everything() {
+    // (threshold, batch, commands, who waits): a partial batch with nothing pending (the
+    // launcher recorded it and sleeps; the completer waits), then commands pending at the
+    // threshold (the launcher waits itself).
+    for (t, b, n, waiter) in [(8, 4, 3, COMPLETER), (2, 1, 10, LAUNCHER)] {
+        let (fake, xq, _release, rx) = manual(t, b);
+        submit_at_once(&xq, n);
+        assert!(
+            fake.wait_waiting(&[waiter], LONG),
+            "{waiter}: {:?}",
+            fake.waiting_threads()
+        );
+        let dropped = drop_in_background(xq);
+        assert!(
+            dropped.recv_timeout(QUIET).is_err(),
+            "{waiter}: closed with commands in flight"
+        );
+        fake.set_auto(true);
+        dropped.recv_timeout(LONG).expect("the drop returns once all completed");
+        assert_eq!(rx.iter().map(|c| c.id).collect::<Vec<_>>(), (0..n).collect::<Vec<_>>());
+        assert_eq!(fake.launched_count() as u64, n);
+    }
 }
 
 #[test]
 fn completions_stay_exactly_once_and_in_order_under_random_completion_delays() {
     const N: u64 = 1500;
     for (seed, (t, b)) in [(1, (4, 2)), (2, (16, 8)), (3, (3, 1)), (4, (5, 5)), (5, (8, 4))] {
-        let fake = FakeQueue::manual();
-        let xq = XQueue::new(fake.clone(), cfg(t, b)).unwrap();
-        let _release = fake.release_on_drop();
-        let rx = xq.take_completions().unwrap();
+        let (fake, xq, _release, rx) = manual(t, b);
         let stop = AtomicBool::new(false);
         let idle = Mutex::new(None);
         std::thread::scope(|s| {

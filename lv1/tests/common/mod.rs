@@ -1,6 +1,6 @@
 //! Shared by the launcher test binaries.
 #![allow(dead_code)] // each test binary uses its own subset
-use lv1::fake::{FakeError, FakeQueue};
+use lv1::fake::{FakeError, FakeQueue, ReleaseOnDrop};
 use lv1::{Completion, Config, SuspendMode, XQueue};
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver};
@@ -21,6 +21,27 @@ pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// See [`manual`].
+pub type ManualRig = (
+    Arc<FakeQueue>,
+    Arc<XQueue<FakeQueue>>,
+    ReleaseOnDrop,
+    Receiver<Completion<FakeError>>,
+);
+
+/// What a launcher test over a manual fake needs: the fake, the queue (shared, so that it can
+/// be handed to a background thread), the guard that switches the fake to auto mode, and the
+/// completion receiver. Bind them in this order, `let (fake, xq, _release, rx) = manual(t, b);`:
+/// locals drop in reverse, so the guard releases the fake before the queue's drop waits for it,
+/// and a failing assertion unwinds instead of hanging.
+pub fn manual(threshold: usize, batch: usize) -> ManualRig {
+    let fake = FakeQueue::manual();
+    let xq = Arc::new(XQueue::new(fake.clone(), cfg(threshold, batch)).unwrap());
+    let release = fake.release_on_drop();
+    let rx = xq.take_completions().unwrap();
+    (fake, xq, release, rx)
 }
 
 /// Exactly `n` completions, ids in launch (= id) order from `first`.
