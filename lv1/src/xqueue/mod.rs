@@ -220,9 +220,10 @@ impl<Q: HwQueue> XQueue<Q> {
     /// id order. Commands in flight are not affected and complete normally.
     pub fn resume_dropping_pending(&self) -> Vec<Dropped<Q::Command>> {
         let mut st = self.shared.lock();
-        let dropped: Vec<_> = st
-            .pending
-            .drain(..)
+        let dropped: Vec<_> = self
+            .shared
+            .take_pending(&mut st)
+            .into_iter()
             .map(|p| Dropped {
                 id: p.id,
                 cmd: p.cmd,
@@ -258,8 +259,10 @@ impl<Q: HwQueue> XQueue<Q> {
     /// Current counters.
     pub fn stats(&self) -> Stats {
         let st = self.shared.lock();
+        let (submitted, pending) = self.shared.counts(&st);
         Stats {
-            pending: st.pending.len(),
+            submitted,
+            pending,
             in_flight: st.in_flight,
             ..st.stats
         }
@@ -281,13 +284,12 @@ impl<Q: HwQueue> XQueue<Q> {
     fn wait_idle_until(&self, deadline: Option<Instant>) -> Result<(), WaitIdleError> {
         let mut st = self.shared.lock();
         loop {
-            if st.pending.is_empty() && st.in_flight == 0 && !st.launcher_busy {
+            let (_, pending) = self.shared.counts(&st);
+            if pending == 0 && st.in_flight == 0 && !st.launcher_busy {
                 return Ok(());
             }
-            if st.suspended && !st.pending.is_empty() {
-                return Err(WaitIdleError::Suspended {
-                    pending: st.pending.len(),
-                });
+            if st.suspended && pending > 0 {
+                return Err(WaitIdleError::Suspended { pending });
             }
             let limit = match deadline {
                 None => None,
@@ -295,7 +297,7 @@ impl<Q: HwQueue> XQueue<Q> {
                     let left = d.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         return Err(WaitIdleError::TimedOut {
-                            pending: st.pending.len(),
+                            pending,
                             in_flight: st.in_flight,
                         });
                     }

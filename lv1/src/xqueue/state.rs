@@ -15,6 +15,11 @@
 //! Outside callers are woken only when nothing is in flight any more, when the launcher goes to
 //! sleep (idle, or settled after a suspension) and on suspend/resume/reconfiguration.
 //!
+//! **Submissions** go into an inbox with a lock of its own (on cache lines of its own), which
+//! the launcher empties in one swap whenever its own pending queue has run dry: a submitter
+//! shares only that lock with the launcher, and only for a swap, so `submit` stays short while
+//! the launcher is busy. Lock order: the state, then the inbox; a submitter never holds both.
+//!
 //! **Lock traffic.** The launcher takes up to the rest of a batch of pending commands at once,
 //! launches them and records the batch's sync point without the lock, and takes the lock again
 //! once per run, not once per command. While it is inside hardware calls without the lock it
@@ -61,10 +66,23 @@ struct Fence<SP> {
 
 type Guard<'a, Q> = MutexGuard<'a, State<Q>>;
 
+/// What `submit` touches: accepted commands the launcher has not taken yet.
+struct Inbox<C> {
+    next_id: CommandId,
+    cmds: VecDeque<Pending<C>>,
+    /// The launcher went to sleep for want of work (set under the state lock too): the next
+    /// submitter wakes it.
+    launcher_waiting: bool,
+}
+
+/// Keeps the inbox off the state's cache lines.
+#[repr(align(128))]
+struct Padded<T>(T);
+
 pub(super) struct State<Q: HwQueue> {
     pub cfg: Config,
-    pub next_id: CommandId,
-    pub pending: VecDeque<Pending<Q::Command>>,
+    /// Taken from the inbox, not launched yet, in id order (older than anything in the inbox).
+    pending: VecDeque<Pending<Q::Command>>,
     /// Launched commands not covered by a sync point yet (the launcher holds their records).
     uncovered: usize,
     /// Recorded sync points not taken yet, oldest first.
@@ -108,6 +126,7 @@ impl<Q: HwQueue> State<Q> {
 pub(super) struct Shared<Q: HwQueue> {
     pub hwq: Arc<Q>,
     state: Mutex<State<Q>>,
+    inbox: Padded<Mutex<Inbox<Q::Command>>>,
     /// The launcher sleeps here: for pending work, room, the completer's fence, resume, close.
     cv_launcher: Condvar,
     /// The completion thread sleeps here: for a fence to take while the launcher sleeps.
@@ -125,7 +144,6 @@ impl<Q: HwQueue> Shared<Q> {
     pub fn new(hwq: Arc<Q>, cfg: Config, tx: Sender<Completion<Q::Error>>) -> Self {
         let state = State {
             cfg,
-            next_id: 0,
             pending: VecDeque::new(),
             uncovered: 0,
             fences: VecDeque::new(),
@@ -144,6 +162,11 @@ impl<Q: HwQueue> Shared<Q> {
         Self {
             hwq,
             state: Mutex::new(state),
+            inbox: Padded(Mutex::new(Inbox {
+                next_id: 0,
+                cmds: VecDeque::new(),
+                launcher_waiting: false,
+            })),
             cv_launcher: Condvar::new(),
             cv_completer: Condvar::new(),
             cv_ext: Condvar::new(),
@@ -156,6 +179,38 @@ impl<Q: HwQueue> Shared<Q> {
     /// the state is only mutated in small non-panicking steps, so it stays consistent.
     pub fn lock(&self) -> Guard<'_, Q> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn inbox(&self) -> MutexGuard<'_, Inbox<Q::Command>> {
+        self.inbox.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Commands submitted so far and commands not launched yet (taken and in the inbox).
+    /// `st` is the state's guard: with it held, no launch run starts or ends meanwhile.
+    pub fn counts(&self, st: &State<Q>) -> (u64, usize) {
+        let ib = self.inbox();
+        (ib.next_id, st.pending.len() + ib.cmds.len())
+    }
+
+    /// Remove every command not launched yet, in id order.
+    pub fn take_pending(&self, st: &mut State<Q>) -> Vec<Pending<Q::Command>> {
+        let mut ib = self.inbox();
+        st.pending.drain(..).chain(ib.cmds.drain(..)).collect()
+    }
+
+    /// Move the inbox's commands behind the pending ones (one swap when nothing is pending).
+    /// Returns false if there were none.
+    fn take_inbox(&self, st: &mut State<Q>) -> bool {
+        let mut ib = self.inbox();
+        if ib.cmds.is_empty() {
+            return false;
+        }
+        if st.pending.is_empty() {
+            std::mem::swap(&mut st.pending, &mut ib.cmds);
+        } else {
+            st.pending.append(&mut ib.cmds);
+        }
+        true
     }
 
     /// Set or clear the request to cut a run of launches short (see `halt`).
@@ -197,22 +252,20 @@ impl<Q: HwQueue> Shared<Q> {
     /// Accept a command; wakes the launcher only if it sleeps for want of work.
     pub fn submit(&self, cmd: Q::Command) -> CommandId {
         let submitted_ns = now_ns();
-        let mut st = self.lock();
-        let id = st.next_id;
-        st.next_id += 1;
-        st.stats.submitted += 1;
-        // Asleep with nothing pending and not suspended: the launcher waits for exactly this.
-        let wake = st.launcher_asleep && st.pending.is_empty() && !st.suspended;
+        let mut ib = self.inbox();
+        let id = ib.next_id;
+        ib.next_id += 1;
+        ib.cmds.push_back(Pending { id, cmd, submitted_ns });
+        let wake = std::mem::take(&mut ib.launcher_waiting);
+        drop(ib);
         if wake {
-            st.launcher_asleep = false;
-        }
-        st.pending.push_back(Pending { id, cmd, submitted_ns });
-        drop(st);
-        // After unlocking, so that the launcher does not wake into a held lock. No wake-up is
-        // lost: it recorded itself asleep under the lock, and the condvar's sequence number was
-        // read before that lock was released.
-        if wake {
-            self.cv_launcher.notify_one();
+            // The launcher set `launcher_waiting` under the state lock and holds that lock until
+            // it sleeps, so taking it here cannot miss the sleep; it may have been woken (and
+            // have cleared `launcher_asleep`) by someone else meanwhile.
+            let mut st = self.lock();
+            if std::mem::take(&mut st.launcher_asleep) {
+                self.cv_launcher.notify_one();
+            }
         }
         id
     }
@@ -228,6 +281,9 @@ impl<Q: HwQueue> Shared<Q> {
         let mut observed: Vec<Flight> = Vec::new();
         let mut st = self.lock();
         loop {
+            if st.pending.is_empty() {
+                self.take_inbox(&mut st);
+            }
             let batch = st.cfg.batch();
             let room = st.cfg.threshold().saturating_sub(st.in_flight);
             if uncovered.len() >= batch {
@@ -252,6 +308,14 @@ impl<Q: HwQueue> Shared<Q> {
             } else {
                 // Idle, suspended, or at the threshold while the completer holds the oldest
                 // fence: the completer takes over the fences until something wakes us.
+                if st.pending.is_empty() && !st.suspended && !st.closing {
+                    // Idle: the next submitter wakes us, unless one came in meanwhile.
+                    let mut ib = self.inbox();
+                    if !ib.cmds.is_empty() {
+                        continue;
+                    }
+                    ib.launcher_waiting = true;
+                }
                 if !st.fence_taken && !st.fences.is_empty() && std::mem::take(&mut st.completer_asleep) {
                     self.cv_completer.notify_one();
                 }
