@@ -8,7 +8,7 @@
 //! the two holds a fence at a time (`fence_taken`) and fences are taken oldest first, so
 //! completions are delivered in launch order whoever delivers them.
 //!
-//! **Wake-ups.** One mutex guards the state; each kind of sleeper (the launcher, the completion
+//! **Wake-ups.** One mutex guards the state (another the inbox, below); each kind of sleeper (the launcher, the completion
 //! thread, outside callers of `suspend`/`wait_idle`) has a condvar of its own and is recorded in
 //! the state before it sleeps. A thread notifies only a sleeper recorded there and clears the
 //! record as it does, because Rust std's `notify_*` is a futex syscall even when nobody waits.
@@ -21,8 +21,8 @@
 //! the launcher is busy. Lock order: the state, then the inbox; a submitter never holds both.
 //!
 //! **Lock traffic.** The launcher takes up to the rest of a batch of pending commands at once,
-//! launches them and records the batch's sync point without the lock, and takes the lock again
-//! once per run, not once per command. While it is inside hardware calls without the lock it
+//! launches them and records the batch's sync point without the state lock, and takes that lock
+//! again once per run, not once per command. While it is inside hardware calls without the lock it
 //! sets `launcher_busy`, which is what `suspend` waits on to guarantee that no launch is under way
 //! when it returns; `halt` (set by `suspend`) cuts a run short between two launches, and the
 //! commands not launched go back to the front of the pending queue.
