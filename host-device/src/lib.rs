@@ -20,9 +20,10 @@
 //!
 //! **Reaping discipline**: each worker is a [`std::process::Child`], and only
 //! `HostQueue`'s `Drop` reaps it (`SIGCONT`, `SIGKILL`, `Child::wait`). This crate's own `waitid`
-//! calls ask only for stop/continue events (`WSTOPPED`/`WCONTINUED`, never `WEXITED`),
-//! which never reap, so they cannot steal an exit status from `Child`, and a worker's pid
-//! stays reserved (at worst as a zombie) for as long as it can be signalled.
+//! calls ask for stop/continue events (`WSTOPPED`/`WCONTINUED`) and for exits only with
+//! `WNOWAIT` (to tell a worker that died), none of which reaps, so they cannot steal an exit
+//! status from `Child`, and a worker's pid stays reserved (at worst as a zombie) for as long as
+//! it can be signalled.
 
 //!
 //! ```no_run

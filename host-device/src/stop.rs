@@ -2,16 +2,22 @@
 
 use super::{HostError, HostQueue};
 use lv1::clock::now_ns;
+use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long a worker may take to report stopped/continued before we give up.
-const STATE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long to busy-poll for the state change before yielding the core between polls.
-const SPIN: Duration = Duration::from_micros(200);
+/// How long a continued worker may take to report it before we give up.
+const CONTINUE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long to busy-poll for a stop before blocking until it comes. A worker running on
+/// another core takes the signal and stops within this in the common case (a median of 12-25 us
+/// on the 2-core VM of README's benchmarks), and a waiter blocked meanwhile would pay for the
+/// wake-up of an idle core (tens of microseconds in a VM); a worker waiting for *this* core
+/// cannot stop until we let go of it, so polling longer only delays it (the 200 us this spun
+/// before made a second mode at ~206 us in the tail).
+const SPIN: Duration = Duration::from_micros(25);
 
 /// The scheduler state letter of process `pid` from `/proc/<pid>/stat` ('R' running,
 /// 'S' sleeping, 'T' stopped, 'Z' zombie, ...).
@@ -24,22 +30,67 @@ pub fn proc_state(pid: i32) -> std::io::Result<char> {
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("bad stat: {stat:?}")))
 }
 
-/// Wait until the kernel reports a stop (`WSTOPPED`) or continue (`WCONTINUED`) event of
-/// `pid`, consuming it. Never asks for `WEXITED`, so it never reaps (see the module docs).
-/// It polls with `WNOHANG` because a blocking `waitid` would hang forever on a worker that
-/// died instead of stopping.
-fn wait_event(pid: Pid, flag: WaitPidFlag, what: &'static str) -> Result<(), HostError> {
-    let deadline = Instant::now() + STATE_TIMEOUT;
+/// Wait until the kernel reports that `pid` (worker `worker`) stopped, consuming the event.
+///
+/// Busy-polls for [`SPIN`], then blocks in `waitid(WSTOPPED | WEXITED | WNOWAIT)`: the kernel
+/// wakes this thread when the worker stops, and meanwhile the thread holds no core that the
+/// worker may need to take the signal. `WEXITED` returns at once for a worker that died instead
+/// (an error, not a hang); `WNOWAIT` leaves its exit status to `Child` (see the module docs),
+/// and also leaves the stop event, which a `WNOHANG` call then consumes. There is no time
+/// limit: after `SIGSTOP` a live worker stops or dies, unless a debugger holds it or another
+/// waiter in this process takes its events.
+fn wait_stopped(pid: Pid, worker: usize) -> Result<(), HostError> {
+    let stopped = WaitPidFlag::WSTOPPED;
     let spin_until = Instant::now() + SPIN;
     loop {
-        match waitid(Id::Pid(pid), flag | WaitPidFlag::WNOHANG) {
-            Ok(WaitStatus::Stopped(..)) if flag == WaitPidFlag::WSTOPPED => return Ok(()),
-            Ok(WaitStatus::Continued(_)) if flag == WaitPidFlag::WCONTINUED => return Ok(()),
-            // Busy-poll first: the stop normally lands within microseconds, and yielding the
-            // core to the launcher's threads (busy at short T) made the tail depend on T.
+        match waitid(Id::Pid(pid), stopped | WaitPidFlag::WNOHANG) {
+            Ok(WaitStatus::Stopped(..)) => return Ok(()),
             Ok(_) if Instant::now() < spin_until => std::hint::spin_loop(),
+            // A dead (zombie) worker answers only `WEXITED`: the wait below says it died.
+            Ok(_) | Err(Errno::ECHILD) => break,
+            Err(e) => return Err(HostError::Sys("waitid", e)),
+        }
+    }
+    loop {
+        match waitid(Id::Pid(pid), stopped | WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Ok(WaitStatus::Stopped(..)) => break,
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) => return Err(HostError::WorkerDied { worker }),
+            Ok(other) => {
+                // Nothing else answers these flags for a child we do not trace; and with
+                // `WNOWAIT` the same answer would come again, so do not loop on it.
+                return Err(HostError::Protocol(format!(
+                    "worker {worker}: wait status {other:?} while stopping"
+                )));
+            }
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(HostError::Sys("waitid", e)),
+        }
+    }
+    // Consume the stop event. Should someone have continued the worker in between, its event
+    // is gone and the continue event waits instead, to be consumed by our own continue.
+    waitid(Id::Pid(pid), stopped | WaitPidFlag::WNOHANG)
+        .map(drop)
+        .map_err(|e| HostError::Sys("waitid", e))
+}
+
+/// Wait until the kernel reports that `pid` (worker `worker`) continued, consuming the event.
+/// The kernel posts it while sending `SIGCONT`, so the first poll normally finds it: this keeps
+/// stale events from piling up. A worker that died meanwhile is an error at once. Never asks for
+/// `WEXITED` without `WNOWAIT`, so it never reaps (see the module docs).
+fn wait_continued(pid: Pid, worker: usize) -> Result<(), HostError> {
+    let deadline = Instant::now() + CONTINUE_TIMEOUT;
+    loop {
+        match waitid(Id::Pid(pid), WaitPidFlag::WCONTINUED | WaitPidFlag::WNOHANG) {
+            Ok(WaitStatus::Continued(_)) => return Ok(()),
+            // ECHILD: a zombie answers only `WEXITED`, asked next.
+            Ok(_) | Err(Errno::ECHILD) => {}
+            Err(e) => return Err(HostError::Sys("waitid", e)),
+        }
+        let dead = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
+        match waitid(Id::Pid(pid), dead) {
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) => return Err(HostError::WorkerDied { worker }),
             Ok(_) if Instant::now() < deadline => std::thread::yield_now(),
-            Ok(_) => return Err(HostError::Timeout(what)),
+            Ok(_) => return Err(HostError::Timeout("continue")),
             Err(e) => return Err(HostError::Sys("waitid", e)),
         }
     }
@@ -90,7 +141,8 @@ impl HostQueue {
         let stop = signal_all(&self.pids, Signal::SIGSTOP).and_then(|()| {
             self.pids
                 .iter()
-                .try_for_each(|&p| wait_event(p, WaitPidFlag::WSTOPPED, "stop"))
+                .enumerate()
+                .try_for_each(|(worker, &p)| wait_stopped(p, worker))
         });
         if let Err(e) = stop {
             let _ = self.continue_all();
@@ -110,12 +162,11 @@ impl HostQueue {
     /// `SIGCONT` every worker and consume each continue event.
     fn continue_all(&self) -> Result<(), HostError> {
         let sent = signal_all(&self.pids, Signal::SIGCONT);
-        // The kernel posts the continue event while sending SIGCONT, so this does not wait
-        // for the workers to be scheduled; it keeps stale events from piling up.
         sent.and_then(|()| {
             self.pids
                 .iter()
-                .try_for_each(|&p| wait_event(p, WaitPidFlag::WCONTINUED, "continue"))
+                .enumerate()
+                .try_for_each(|(worker, &p)| wait_continued(p, worker))
         })
     }
 }

@@ -175,6 +175,19 @@ fn a_worker_killed_from_outside_is_an_error_not_a_hang() {
 }
 
 #[test]
+fn suspending_a_worker_killed_from_outside_is_an_error_not_a_hang() {
+    let q = HostQueue::spawn(&exe(), 2).unwrap();
+    let pid = nix::unistd::Pid::from_raw(q.pids()[1]);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let r = q.suspend().map(|g| g.stopped_ns());
+    assert!(matches!(r, Err(HostError::WorkerDied { worker: 1 })), "{r:?}");
+    // The living worker was continued again, and the queue is not left marked suspended.
+    wait_not_stopped(q.pids()[0]);
+    let again = q.suspend().map(|g| g.stopped_ns());
+    assert!(matches!(again, Err(HostError::WorkerDied { worker: 1 })), "{again:?}");
+}
+
+#[test]
 fn spawning_something_that_is_not_a_worker_fails() {
     assert!(matches!(
         HostQueue::spawn(&WorkerExe::new("/nonexistent/worker"), 1),

@@ -5,10 +5,12 @@
 //! In auto mode every command completes the moment it is launched. The fake records every
 //! launch in order and the high-water mark of commands launched but not yet *observed*
 //! complete through [`HwQueue::wait`]/[`HwQueue::synchronize`], which is the quantity the
-//! launcher's threshold bounds (it is never below the launcher's own in-flight count).
+//! launcher's threshold bounds (it is never below the launcher's own in-flight count), and
+//! which threads wait on its sync points (the launcher's threads are named `lv1-launcher` and
+//! `lv1-completer`).
 
 use crate::{CommandId, HwQueue};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -41,6 +43,10 @@ struct FakeState {
     max_unobserved: usize,
     records: usize,
     fail: HashSet<CommandId>,
+    /// Names of the threads inside `wait` now, in the order they entered.
+    waiting: Vec<String>,
+    /// Calls of `wait` per thread name.
+    waits: BTreeMap<String, usize>,
 }
 
 /// The fake hardware queue. See the module documentation.
@@ -127,6 +133,25 @@ impl FakeQueue {
         self.lock().records
     }
 
+    /// Names of the threads blocked in [`HwQueue::wait`] now, in the order they entered
+    /// (`"?"` for an unnamed thread).
+    pub fn waiting_threads(&self) -> Vec<String> {
+        self.lock().waiting.clone()
+    }
+
+    /// How many times each thread (by name) has called [`HwQueue::wait`].
+    pub fn waits_by_thread(&self) -> BTreeMap<String, usize> {
+        self.lock().waits.clone()
+    }
+
+    /// Wait until the threads blocked in [`HwQueue::wait`] are exactly `names`; false on timeout.
+    pub fn wait_waiting(&self, names: &[&str], timeout: Duration) -> bool {
+        self.wait_until(
+            |s| s.waiting.iter().map(String::as_str).eq(names.iter().copied()),
+            timeout,
+        )
+    }
+
     /// Wait until at least `n` commands have been launched; false on timeout.
     pub fn wait_launched(&self, n: usize, timeout: Duration) -> bool {
         self.wait_until(|s| s.launched.len() >= n, timeout)
@@ -187,7 +212,19 @@ impl HwQueue for FakeQueue {
     }
 
     fn wait(&self, sp: &FakeSync) -> Result<(), FakeError> {
+        let name = std::thread::current().name().unwrap_or("?").to_owned();
+        let mut st = self.lock();
+        *st.waits.entry(name.clone()).or_default() += 1;
+        st.waiting.push(name.clone());
+        drop(st);
+        self.cv.notify_all();
         while !self.observe(sp.0, Duration::from_secs(3600)) {}
+        let mut st = self.lock();
+        if let Some(i) = st.waiting.iter().position(|n| *n == name) {
+            st.waiting.remove(i);
+        }
+        drop(st);
+        self.cv.notify_all();
         Ok(())
     }
 

@@ -10,8 +10,8 @@ pub type CommandId = u64;
 /// after everything launched so far, wait for one, and wait for everything.
 ///
 /// Methods take `&self` and the queue is `Sync` because the launcher launches from one
-/// thread while its completion thread waits on sync points and the suspending thread may
-/// synchronize. Implementations must keep launches in call order and must not panic;
+/// thread while a sync point may be waited on by another (the launcher's completion thread)
+/// and the suspending thread may synchronize. Implementations must keep launches in call order and must not panic;
 /// a failing call returns an error, which the launcher reports on the commands concerned.
 pub trait HwQueue: Send + Sync + 'static {
     /// What is launched (a kernel and its arguments, a host delay, ...).

@@ -4,7 +4,8 @@
 //!   `threshold` commands in flight on the hardware queue, records a sync point every
 //!   `batch` commands, and can be suspended (stop launching, optionally drain), resumed,
 //!   resumed dropping what was pending, and reconfigured while running.
-//! * [`NullQueue`] completes every command at launch: the launcher's own cost.
+//! * [`NullQueue`] completes every command at launch: the launcher's own cost, which
+//!   [`cost::measure`] reports per command (host CPU, context switches, wall time, `submit`).
 //! * `fake` (feature `test-util`) is a deterministic hardware queue for tests: the test
 //!   decides when commands complete, and it records launch order and the in-flight
 //!   high-water mark.
@@ -37,6 +38,7 @@
 
 pub mod clock;
 mod config;
+pub mod cost;
 #[cfg(feature = "test-util")]
 pub mod fake;
 mod hwq;

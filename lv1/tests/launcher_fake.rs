@@ -2,36 +2,10 @@
 //! Timeouts are generous and only bound waits; no assertion is about how fast anything is.
 
 use lv1::fake::FakeQueue;
-use lv1::{Completion, Config, ConfigError, SuspendMode, XQueue};
-use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver};
+use lv1::{Config, ConfigError, SuspendMode, XQueue};
 
 mod common;
-use common::{LONG, QUIET, cfg, wait_for};
-
-/// Exactly `n` completions, ids in launch (= id) order from `first`.
-fn expect_completions<E: std::fmt::Debug>(rx: &Receiver<Completion<E>>, first: u64, n: u64) -> Vec<Completion<E>> {
-    let got: Vec<_> = (0..n).map(|_| rx.recv_timeout(LONG).expect("a completion")).collect();
-    let ids: Vec<u64> = got.iter().map(|c| c.id).collect();
-    assert_eq!(ids, (first..first + n).collect::<Vec<_>>());
-    for c in &got {
-        let s = c.stamps;
-        assert!(
-            s.submitted_ns <= s.launched_ns && s.launched_ns <= s.completed_ns,
-            "{s:?}"
-        );
-    }
-    got
-}
-
-/// Start `suspend(Drain)` on a detached thread; its result arrives on the receiver. Detached
-/// so that a test failing while the drain blocks ends instead of joining it forever.
-fn drain_in_background(xq: &Arc<XQueue<FakeQueue>>) -> Receiver<Result<(), lv1::fake::FakeError>> {
-    let (tx, rx) = mpsc::channel();
-    let xq = Arc::clone(xq);
-    std::thread::spawn(move || tx.send(xq.suspend(SuspendMode::Drain)));
-    rx
-}
+use common::{LONG, QUIET, cfg, drain_in_background, expect_completions, manual, wait_for};
 
 #[test]
 fn config_is_validated() {
@@ -55,10 +29,7 @@ fn config_is_validated() {
 
 #[test]
 fn in_flight_never_exceeds_threshold() {
-    let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(4, 2)).unwrap();
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
+    let (fake, xq, _release, rx) = manual(4, 2);
     for i in 0..20 {
         xq.submit(i);
     }
@@ -143,10 +114,7 @@ fn many_threads_submit_in_order() {
 
 #[test]
 fn suspend_stop_does_not_wait_and_holds_commands() {
-    let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(4, 2)).unwrap();
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
+    let (fake, xq, _release, rx) = manual(4, 2);
     for i in 0..10 {
         xq.submit(i);
     }
@@ -173,10 +141,7 @@ fn suspend_stop_does_not_wait_and_holds_commands() {
 
 #[test]
 fn suspend_drain_waits_for_in_flight_then_pending_can_be_dropped() {
-    let fake = FakeQueue::manual();
-    let xq = Arc::new(XQueue::new(fake.clone(), cfg(4, 2)).unwrap());
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
+    let (fake, xq, _release, rx) = manual(4, 2);
     for i in 0..10 {
         xq.submit(100 + i);
     }
@@ -210,9 +175,7 @@ fn suspend_drain_waits_for_in_flight_then_pending_can_be_dropped() {
 
 #[test]
 fn drain_covers_a_partial_batch() {
-    let fake = FakeQueue::manual();
-    let xq = Arc::new(XQueue::new(fake.clone(), cfg(8, 4)).unwrap());
-    let _release = fake.release_on_drop();
+    let (fake, xq, _release, _rx) = manual(8, 4);
     for i in 0..3 {
         xq.submit(i);
     }
@@ -228,10 +191,7 @@ fn drain_covers_a_partial_batch() {
 
 #[test]
 fn resume_dropping_pending_while_running() {
-    let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(4, 4)).unwrap();
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
+    let (fake, xq, _release, rx) = manual(4, 4);
     for i in 0..10 {
         xq.submit(i);
     }

@@ -4,14 +4,11 @@ use lv1::fake::FakeQueue;
 use lv1::{Config, SuspendMode, WaitIdleError, XQueue};
 
 mod common;
-use common::{LONG, QUIET, cfg, wait_for};
+use common::{LONG, QUIET, cfg, manual, wait_for};
 
 #[test]
 fn lowering_the_threshold_while_running_takes_effect_without_loss() {
-    let fake = FakeQueue::manual();
-    let xq = XQueue::new(fake.clone(), cfg(8, 4)).unwrap();
-    let _release = fake.release_on_drop();
-    let rx = xq.take_completions().unwrap();
+    let (fake, xq, _release, rx) = manual(8, 4);
     for i in 0..20 {
         xq.submit(i);
     }
@@ -132,6 +129,31 @@ fn a_failed_launch_completes_once_with_its_error() {
     assert_eq!(
         fake.launched().iter().map(|l| l.0).collect::<Vec<_>>(),
         vec![0, 1, 2, 4, 5]
+    );
+}
+
+#[test]
+fn wait_idle_returns_when_the_last_launches_fail() {
+    // Nothing ever gets in flight, so no completion of a sync point can wake the waiter.
+    let fake = FakeQueue::auto();
+    fake.fail_launch_of(0);
+    fake.fail_launch_of(4);
+    let xq = XQueue::new(fake.clone(), cfg(4, 2)).unwrap();
+    let rx = xq.take_completions().unwrap();
+    xq.submit(0);
+    xq.wait_idle_for(LONG).unwrap();
+    for i in 1..5 {
+        xq.submit(i);
+    }
+    xq.wait_idle_for(LONG).unwrap();
+    // A failed launch completes at once, ahead of the commands still in flight.
+    let mut got: Vec<_> = rx.try_iter().map(|c| (c.id, c.outcome.is_ok())).collect();
+    got.sort();
+    assert_eq!(got, vec![(0, false), (1, true), (2, true), (3, true), (4, false)]);
+    let s = xq.stats();
+    assert_eq!(
+        (s.submitted, s.launched, s.completed, s.errors, s.in_flight),
+        (5, 3, 5, 2, 0)
     );
 }
 

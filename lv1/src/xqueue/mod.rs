@@ -2,9 +2,8 @@
 
 mod state;
 
-use crate::clock::now_ns;
 use crate::{CommandId, Config, HwQueue};
-use state::{Pending, Shared};
+use state::Shared;
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -20,8 +19,9 @@ pub struct Stamps {
     /// Taken just after [`HwQueue::wait`] returned for the first sync point recorded after
     /// the command's launch (the "covering" sync point). It is therefore an *upper bound*
     /// of the true completion: it lags it by up to the rest of the command's batch plus
-    /// the completion thread's wake-up, and several commands share one value. Commands whose
-    /// launch failed get the time the failure was seen.
+    /// the wake-up of the thread that waited on it (the launcher or the completion thread),
+    /// and several commands share one value. Commands whose launch failed get the time the
+    /// failure was seen.
     pub completed_ns: u64,
 }
 
@@ -120,17 +120,20 @@ impl std::error::Error for WaitIdleError {}
 /// Commands are accepted by [`submit`](Self::submit) from any number of threads, get ids
 /// in acceptance order, and are launched in id order by a launcher thread, which keeps at
 /// most `threshold` of them in flight and records a sync point after every `batch`
-/// launches. It also records one whenever it is about to block with commands not yet
+/// launches. It also records one whenever it is about to wait with commands not yet
 /// covered by a sync point (idle, suspended, at the threshold or closing), so every
 /// launched command is eventually observed: a *sync point per batch* is the steady
-/// state under load, and trailing commands never wait for future submissions. A
-/// completion thread waits on the sync points in order and delivers [`Completion`]s.
-/// At the threshold the launcher blocks until that thread has observed the oldest
-/// outstanding sync point (XSched's launcher waits on it itself; a separate waiter also
-/// observes completions while the launcher is idle or suspended). Consequently the
-/// [`HwQueue`] sees `launch`/`record` from the launcher thread, `wait` from the completion
-/// thread and, for [`SuspendMode::Drain`], `synchronize` from the suspending thread,
-/// possibly at the same time.
+/// state under load, and trailing commands never wait for future submissions.
+///
+/// At the threshold the launcher waits on the oldest outstanding sync point itself and
+/// delivers those [`Completion`]s (as XSched's launch worker does): a busy queue hands
+/// nothing between threads per batch. A second, completion thread observes the sync points
+/// only while the launcher sleeps (idle or suspended) or after it has ended (closing), so that
+/// completions keep arriving when no more work is submitted. The two never wait on sync
+/// points at the same time. Consequently the [`HwQueue`] sees `launch`/`record` from the
+/// launcher thread, `wait` from the launcher or the completion thread (one at a time) and,
+/// for [`SuspendMode::Drain`], `synchronize` from the suspending thread, possibly at the same
+/// time as a `wait`.
 ///
 /// Every submitted command ends exactly once: either as a completion or returned by
 /// [`resume_dropping_pending`](Self::resume_dropping_pending).
@@ -177,23 +180,7 @@ impl<Q: HwQueue> XQueue<Q> {
 
     /// Accept a command. Never blocks on the device; while suspended it is held.
     pub fn submit(&self, cmd: Q::Command) -> CommandId {
-        let mut st = self.shared.lock();
-        let id = st.next_id;
-        st.next_id += 1;
-        st.stats.submitted += 1;
-        // Only a first pending command can unblock anyone: the launcher waits on pending only
-        // when there is none, and no other waiter is waiting for more work to appear.
-        let was_empty = st.pending.is_empty();
-        st.pending.push_back(Pending {
-            id,
-            cmd,
-            submitted_ns: now_ns(),
-        });
-        drop(st);
-        if was_empty {
-            self.shared.notify_launcher();
-        }
-        id
+        self.shared.submit(cmd)
     }
 
     /// Stop launching. When this returns, no launch is under way and none starts until a
@@ -203,9 +190,11 @@ impl<Q: HwQueue> XQueue<Q> {
     pub fn suspend(&self, mode: SuspendMode) -> Result<(), Q::Error> {
         let mut st = self.shared.lock();
         st.suspended = true;
-        self.shared.notify();
-        while st.launcher_busy || (mode == SuspendMode::Drain && !Shared::launcher_parked(&st)) {
-            st = self.shared.wait_ext(st);
+        self.shared.set_halt(true);
+        // `wait_idle` callers fail on a suspension with commands pending.
+        self.shared.wake_outside(&st);
+        while st.launcher_busy || (mode == SuspendMode::Drain && !st.launches_settled()) {
+            st = self.shared.wait_ext(st, None);
         }
         if mode == SuspendMode::Stop {
             return Ok(());
@@ -214,24 +203,27 @@ impl<Q: HwQueue> XQueue<Q> {
         self.shared.hwq.synchronize()?;
         let mut st = self.shared.lock();
         while st.suspended && st.in_flight > 0 {
-            st = self.shared.wait_ext(st);
+            st = self.shared.wait_ext(st, None);
         }
         Ok(())
     }
 
     /// Resume launching.
     pub fn resume(&self) {
-        self.shared.lock().suspended = false;
-        self.shared.notify();
+        let mut st = self.shared.lock();
+        st.suspended = false;
+        self.shared.set_halt(false);
+        self.shared.wake_all(&mut st);
     }
 
     /// Resume, first removing every pending (never launched) command and returning them in
     /// id order. Commands in flight are not affected and complete normally.
     pub fn resume_dropping_pending(&self) -> Vec<Dropped<Q::Command>> {
         let mut st = self.shared.lock();
-        let dropped: Vec<_> = st
-            .pending
-            .drain(..)
+        let dropped: Vec<_> = self
+            .shared
+            .take_pending(&mut st)
+            .into_iter()
             .map(|p| Dropped {
                 id: p.id,
                 cmd: p.cmd,
@@ -240,8 +232,8 @@ impl<Q: HwQueue> XQueue<Q> {
             .collect();
         st.stats.dropped += dropped.len() as u64;
         st.suspended = false;
-        drop(st);
-        self.shared.notify();
+        self.shared.set_halt(false);
+        self.shared.wake_all(&mut st);
         dropped
     }
 
@@ -254,8 +246,9 @@ impl<Q: HwQueue> XQueue<Q> {
     /// flight stay in flight; if it now exceeds the new threshold, the launcher waits until
     /// it drops below it; the open batch is closed at the new batch size.
     pub fn set_config(&self, cfg: Config) {
-        self.shared.lock().cfg = cfg;
-        self.shared.notify();
+        let mut st = self.shared.lock();
+        st.cfg = cfg;
+        self.shared.wake_all(&mut st);
     }
 
     /// The current configuration.
@@ -266,8 +259,10 @@ impl<Q: HwQueue> XQueue<Q> {
     /// Current counters.
     pub fn stats(&self) -> Stats {
         let st = self.shared.lock();
+        let (submitted, pending) = self.shared.counts(&st);
         Stats {
-            pending: st.pending.len(),
+            submitted,
+            pending,
             in_flight: st.in_flight,
             ..st.stats
         }
@@ -289,27 +284,27 @@ impl<Q: HwQueue> XQueue<Q> {
     fn wait_idle_until(&self, deadline: Option<Instant>) -> Result<(), WaitIdleError> {
         let mut st = self.shared.lock();
         loop {
-            if st.pending.is_empty() && st.in_flight == 0 && !st.launcher_busy {
+            let (_, pending) = self.shared.counts(&st);
+            if pending == 0 && st.in_flight == 0 && !st.launcher_busy {
                 return Ok(());
             }
-            if st.suspended && !st.pending.is_empty() {
-                return Err(WaitIdleError::Suspended {
-                    pending: st.pending.len(),
-                });
+            if st.suspended && pending > 0 {
+                return Err(WaitIdleError::Suspended { pending });
             }
-            st = match deadline {
-                None => self.shared.wait_ext(st),
+            let limit = match deadline {
+                None => None,
                 Some(d) => {
                     let left = d.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         return Err(WaitIdleError::TimedOut {
-                            pending: st.pending.len(),
+                            pending,
                             in_flight: st.in_flight,
                         });
                     }
-                    self.shared.wait_timeout_ext(st, left)
+                    Some(left)
                 }
             };
+            st = self.shared.wait_ext(st, limit);
         }
     }
 }
@@ -319,8 +314,9 @@ impl<Q: HwQueue> Drop for XQueue<Q> {
         let mut st = self.shared.lock();
         st.closing = true;
         st.suspended = false;
+        self.shared.set_halt(false);
+        self.shared.wake_all(&mut st);
         drop(st);
-        self.shared.notify();
         for t in self.threads.drain(..) {
             // A panicking hardware queue already reported itself; don't panic in drop.
             let _ = t.join();
