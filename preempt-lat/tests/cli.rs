@@ -891,7 +891,7 @@ fn bystander_worker_is_hidden_and_validate_has_the_bystander_check() {
 /// launcher-cost: its own options (no seed), and every format; JSON is the object it always was.
 #[test]
 fn launcher_cost_writes_text_json_or_csv() {
-    let base = ["launcher-cost", "--device", "host", "--commands", "300"];
+    let base = ["launcher-cost", "--device", "host", "--commands", "300", "--runs", "2"];
     let run = |format: &str| {
         let o = pl(&[&base[..], &["--format", format]].concat());
         assert!(o.status.success(), "{format}: {}", stderr(&o));
@@ -908,11 +908,30 @@ fn launcher_cost_writes_text_json_or_csv() {
             .is_some_and(|ns| ns > 0.0),
         "{v}"
     );
-    // CSV: a header of the JSON object's keys (in its alphabetical order) and one row.
+    // Every figure with its spread over the runs, the Fig. 12b share at each T among them.
+    let figures = v["figures"].as_array().expect("figures");
+    for f in figures {
+        let (min, med, max) = (f["min"].as_f64(), f["median"].as_f64(), f["max"].as_f64());
+        assert!(min <= med && med <= max, "{f}");
+    }
+    let share = |t: &str| {
+        figures
+            .iter()
+            .find(|f| f["name"] == format!("launcher_core_percent.t_{t}ms"))
+    };
+    for t in ["0.01", "0.1", "1"] {
+        let f = share(t).unwrap_or_else(|| panic!("Fig. 12b at T = {t} ms: {v}"));
+        assert!(f["median"].as_f64().is_some_and(|p| p > 0.0), "{f}");
+    }
+    assert_eq!(v["runs"].as_u64(), Some(2));
+    // CSV: one row per figure.
     let csv = run("csv");
-    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(csv.lines().next(), Some(keys.join(",").as_str()), "{csv}");
-    assert_eq!(csv.lines().count(), 2, "a header and one row: {csv}");
+    assert_eq!(
+        csv.lines().count(),
+        1 + figures.len(),
+        "a header and one row per figure: {csv}"
+    );
+    assert!(csv.starts_with("device,commands,"), "{csv}");
     let text = run("text");
     assert!(
         text.contains("through the Lv1 launcher") && text.contains("not GPU figures"),

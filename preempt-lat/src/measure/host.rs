@@ -205,17 +205,39 @@ fn process_cpu_ns() -> Result<f64, String> {
         .map_err(|e| format!("CLOCK_PROCESS_CPUTIME_ID: {e}"))
 }
 
-/// The launcher's own host CPU per command: `commands` through an XQueue over lv1's
-/// [`NullQueue`](lv1::NullQueue) (every command completes the moment it is launched: no device, no I/O).
-pub fn launcher_cost_null_device(commands: u32, threshold: u32, batch: u32) -> Result<f64, String> {
+/// The launcher's own host cost: `commands` through an XQueue over lv1's
+/// [`NullQueue`](lv1::NullQueue) (every command completes the moment it is launched: no device,
+/// no I/O), measured by [`lv1::cost::measure`] (CPU of every thread, context switches, wall,
+/// `submit` latency).
+pub fn launcher_cost_null_device(commands: u32, threshold: u32, batch: u32) -> Result<lv1::cost::Cost, String> {
     let cfg = Config::new(threshold as usize, batch as usize).map_err(|e| e.to_string())?;
-    let xq = XQueue::new(lv1::NullQueue::shared(), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
-    let c0 = process_cpu_ns()?;
-    for i in 0..commands {
-        xq.submit(u64::from(i));
+    lv1::cost::measure(u64::from(commands), cfg).map_err(|e| format!("the launcher over the null queue: {e}"))
+}
+
+/// XSched's Fig. 12b on the host device: the CPU this process spends (the submitting thread, the
+/// launcher and its completion thread, the worker pipes' reader; not the worker processes) as a
+/// share of one core while LP commands of `t_ms` run back to back through the launcher for
+/// about `window_ms`.
+pub fn launcher_core_share(t_ms: f64, threshold: u32, batch: u32, workers: u32, window_ms: f64) -> Result<f64, String> {
+    let exe = worker_exe()?;
+    let dev = HostDevice::spawn(&exe, workers as usize).map_err(err("starting workers"))?;
+    let cfg = Config::new(threshold as usize, batch as usize).map_err(|e| e.to_string())?;
+    let xq = XQueue::new(Arc::clone(dev.lp()), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
+    drop(xq.take_completions());
+    let commands = crate::num::ceil_u32(window_ms / t_ms).max(1);
+    let ns = crate::num::round_u64(t_ms * 1e6);
+    let before = lv1::cost::Usage::now().map_err(|e| format!("getrusage: {e}"))?;
+    for _ in 0..commands {
+        xq.submit(HostCommand::delay_ns(ns));
     }
     xq.wait_idle().map_err(|e| e.to_string())?;
-    Ok((process_cpu_ns()? - c0) / f64::from(commands))
+    let used = lv1::cost::Usage::now()
+        .map_err(|e| format!("getrusage: {e}"))?
+        .since(&before);
+    drop(xq);
+    drop(dev.lp().take_records());
+    #[allow(clippy::cast_precision_loss)] // ns of one run: far below 2^53
+    Ok(100.0 * used.cpu_ns as f64 / used.wall_ns.max(1) as f64)
 }
 
 /// Host CPU time this process spends per LP command on the host device, launched directly and

@@ -148,10 +148,12 @@ impl Command {
 /// The Lv1 launcher's settings.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct Lv1Options {
-    /// Lv1: at most this many LP commands in flight (XSched's default 8). Must be >= --batch.
+    /// Lv1: at most this many LP commands in flight. Must be >= --batch. Default 8, as the seeds'
+    /// experiments set it (`XQueueSetLaunchConfig(8, 4)`); XSched's own default is 16.
     #[arg(long, default_value_t = 8, value_parser = parse_positive)]
     pub threshold: u32,
-    /// Lv1: a sync point every this many commands (XSched's default 4).
+    /// Lv1: a sync point every this many commands. Default 4, as the seeds' experiments set it;
+    /// XSched's own default is 8.
     #[arg(long, default_value_t = 4, value_parser = parse_positive)]
     pub batch: u32,
 }
@@ -392,8 +394,11 @@ pub struct LauncherCostOptions {
     /// LP worker processes ("compute units"). Default: cores - 1, at least 1.
     #[arg(long, value_parser = parse_positive)]
     pub workers: Option<u32>,
-    /// Output format: text for people; json (one object) and csv (a header and one row) carry
-    /// every parameter.
+    /// Runs of every measurement; each figure is reported as min / median / max over them.
+    #[arg(long, default_value_t = 5, value_parser = parse_positive)]
+    pub runs: u32,
+    /// Output format: text for people; json (one object, every figure with its spread) and csv
+    /// (one row per figure) carry every parameter.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }
