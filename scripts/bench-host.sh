@@ -32,7 +32,7 @@ for r in $(seq 1 "$runs"); do
     "$PL" --device host --level 3 --t-ms "$t" --samples "$samples" --warmup 20 --seed "$r" --format json --quiet --out "$out/lv3-$t-run$r.json"
   done
   "$PL" --device host --level 1 --t-ms 0.5 --threshold 8 --batch 4 --samples "$samples" --warmup 20 --seed "$r" --format json --quiet --out "$out/lv1-0.5-run$r.json"
-  "$PL" launcher-cost --device host --commands 20000 --format json > "$out/launcher-cost-run$r.json"
+  "$PL" launcher-cost --device host --commands 20000 --runs 1 --format json > "$out/launcher-cost-run$r.json"
   "$PL" priority --device host --seed "$r" --format json --quiet --out-dir "$out/priority-run$r" > /dev/null
 done
 cut -d' ' -f1 /proc/loadavg > "$out/loadavg-end"
