@@ -26,11 +26,16 @@ use clap::{CommandFactory, Parser, error::ErrorKind};
 use doctor::facts::{Fact, HipInfo};
 use exit::{Failure, Outcome, Verdict};
 use options::{Cli, Command, Common, Sweep};
-use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let command = match Cli::parse().checked() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        // --help and --version: clap prints them on stdout and exits 0.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => usage_error(&clap_error_line(&e)),
+    };
+    let command = match cli.checked() {
         Ok(c) => c,
         Err(msg) => usage_error(&msg),
     };
@@ -57,16 +62,43 @@ fn main() -> ExitCode {
     }
 }
 
-/// Exit 2 with clap's formatting, for input clap could not check by itself.
+/// Bad input: one line on stderr and exit status 2, before anything starts (`--help` teaches
+/// the rest).
 fn usage_error(msg: &str) -> ! {
-    Cli::command().error(ErrorKind::ValueValidation, msg).exit()
+    eprintln!("preempt-lat: {msg}");
+    std::process::exit(2)
+}
+
+/// clap's error as one line: its first line without the `error: ` prefix; a command given
+/// without the subcommand it needs (`sweep`) names the ones it takes.
+fn clap_error_line(e: &clap::Error) -> String {
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let root = Cli::command();
+        let sub = args.iter().find_map(|a| root.find_subcommand(a));
+        return match sub {
+            Some(c) => {
+                let names: Vec<&str> = c.get_subcommands().map(clap::Command::get_name).collect();
+                format!(
+                    "{} needs a subcommand: {} (see preempt-lat {} --help)",
+                    c.get_name(),
+                    names.join(", "),
+                    c.get_name()
+                )
+            }
+            None => "a subcommand or an option is needed (see preempt-lat --help)".into(),
+        };
+    }
+    let rendered = e.render().to_string();
+    let first = rendered.lines().next().unwrap_or("invalid arguments");
+    first.strip_prefix("error: ").unwrap_or(first).to_string()
 }
 
 fn dispatch(command: Command) -> Outcome {
     let stdout = || std::io::stdout().lock();
     let select = |c: &Common| device::select(c.device, c.workers, c.mechanism, hip_facts);
     match command {
-        Command::Run(o) => run(&o, select(&o.common)?),
+        Command::Run(o) => run(&o, || select(&o.common)),
         Command::Doctor(o) => {
             doctor::run(&o, hip_facts(), &mut stdout()).map_err(|e| format!("writing the report: {e}"))?;
             Ok(Verdict::Pass)
@@ -87,22 +119,28 @@ fn dispatch(command: Command) -> Outcome {
     }
 }
 
-fn run(o: &options::RunOptions, dev: device::Device) -> Outcome {
-    let lp_state = dev.lp_state(o.lp.lp_state)?;
-    // --out is opened now, so an unwritable path fails before a long run.
-    let mut out: Box<dyn Write> = match &o.out {
-        Some(p) => Box::new(
-            std::fs::File::create(p)
-                .map_err(|e| Failure::Usage(format!("--out {}: cannot write: {e}", p.display())))?,
-        ),
-        None => Box::new(std::io::stdout().lock()),
+fn run(o: &options::RunOptions, select: impl FnOnce() -> Result<device::Device, Failure>) -> Outcome {
+    // The outputs first, before the device is chosen: an unwritable path is a usage error before
+    // anything runs, and --out replaces a previous result only once the new one is complete.
+    let cannot = |what: &str, p: &std::path::Path, e: std::io::Error| {
+        Failure::Usage(format!("{what} {}: cannot write: {e}", p.display()))
+    };
+    let out = match &o.out {
+        Some(p) => Some(output::files::AtomicFile::create(p).map_err(|e| cannot("--out", p, e))?),
+        None => None,
     };
     if let Some(t) = &o.trace {
-        std::fs::File::create(t).map_err(|e| Failure::Usage(format!("--trace {}: cannot write: {e}", t.display())))?;
+        drop(output::files::AtomicFile::create(t).map_err(|e| cannot("--trace", t, e))?);
     }
+    let dev = select()?;
+    let lp_state = dev.lp_state(o.lp.lp_state)?;
     let p = measure::Params::new(o.level, o.t_ms, lp_state, o.samples, o.warmup, &o.common, dev.workers());
     let r = dev.measure(&p, o.common.mechanism, o.common.quiet)?;
-    output::export(o.format, &r, &mut out).map_err(|e| format!("writing the result: {e}"))?;
+    let written = match out {
+        Some(mut f) => output::export(o.format, &r, &mut f).and_then(|()| f.commit()),
+        None => output::export(o.format, &r, &mut std::io::stdout().lock()),
+    };
+    written.map_err(|e| format!("writing the result: {e}"))?;
     if let Some(t) = &o.trace {
         let note = if r.env.host_figures {
             "preempt-lat on the host device: host figures, not GPU figures"

@@ -163,9 +163,7 @@ impl Trace {
 
 /// Writes `trace` to `path`.
 pub fn write_file(trace: &Trace, note: &str, path: &std::path::Path) -> Result<(), String> {
-    let e = |e: io::Error| format!("--trace {}: cannot write: {e}", path.display());
-    let mut f = io::BufWriter::new(std::fs::File::create(path).map_err(e)?);
-    trace.write(note, &mut f).and_then(|()| f.flush()).map_err(e)
+    crate::output::files::write_file(path, |w| trace.write(note, w)).map_err(|e| format!("--trace {e}"))
 }
 
 #[cfg(test)]

@@ -18,12 +18,91 @@ fn refused_with_exit_2(cases: &[(&[&str], &str)]) {
     for (args, want) in cases {
         let o = pl(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o).lines().count(),
+            1,
+            "{args:?}: one line, not clap's usage block: {}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).starts_with("preempt-lat: "), "{args:?}: {}", stderr(&o));
         assert!(
             stderr(&o).contains(want),
             "{args:?}: stderr lacks {want:?}: {}",
             stderr(&o)
         );
     }
+}
+
+/// clap's own refusals are one line too (issue 20: they were 2-5 lines), and a command
+/// without its subcommand is an error that names them, not a help page with no error.
+#[test]
+fn clap_refusals_are_one_line() {
+    refused_with_exit_2(&[
+        (&["--t-ms", "x"], "invalid value 'x' for '--t-ms"),
+        (&["--bogus"], "unexpected argument '--bogus'"),
+        (&["sweep"], "sweep needs a subcommand: t, state, threshold"),
+        (&["priority", "--modes", "nope"], "invalid value 'nope'"),
+    ]);
+    let help = pl(&["--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage:"));
+}
+
+/// An output path is checked before anything runs, and a previous result there survives a
+/// refused or failed run (issue 20: `--samples 2000000000 --out r.json` emptied r.json).
+#[test]
+fn outputs_are_checked_first_and_replaced_only_when_complete() {
+    let dir = std::env::temp_dir().join(format!("preempt-lat-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let r = dir.join("r.json");
+    std::fs::write(&r, "previous").unwrap();
+    let r_arg = r.to_str().unwrap();
+    refused_with_exit_2(&[
+        (
+            &["--device", "host", "--samples", "2000000000", "--out", r_arg],
+            "too many for one run (at most 1000000)",
+        ),
+        (
+            &["--device", "host", "--warmup", "2000000000"],
+            "warm-up samples are too many",
+        ),
+        (
+            &["--device", "host", "--out", "/proc/version"],
+            "--out /proc/version: cannot write",
+        ),
+        (
+            &["--device", "host", "--trace", "/proc/version"],
+            "--trace /proc/version: cannot write",
+        ),
+        (
+            &["sweep", "t", "--device", "host", "--out-dir", "/proc/version"],
+            "--out-dir /proc/version: cannot create",
+        ),
+        (&["--t-ms", "1e-300"], "T = 1e-300 ms is below 1 ns"),
+    ]);
+    assert_eq!(std::fs::read_to_string(&r).unwrap(), "previous");
+    let o = pl(&[
+        "--device",
+        "host",
+        "--samples",
+        "3",
+        "--warmup",
+        "1",
+        "--format",
+        "json",
+        "--out",
+        r_arg,
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&r).unwrap()).expect("the new result");
+    assert_eq!(v["samples"].as_array().map(Vec::len), Some(3));
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "no temporary file left beside it: {left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Bad input: exit status 2 and one clear line naming the problem, before anything runs.
@@ -484,6 +563,7 @@ fn sweep_threshold_writes_overhead_points() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A bad --out-dir is bad input (exit 2, issue 20; it was 1), refused before the sweep runs.
 #[test]
 fn sweep_out_dir_that_cannot_be_made_is_an_error() {
     let o = pl(&[
@@ -497,7 +577,7 @@ fn sweep_out_dir_that_cannot_be_made_is_an_error() {
         "1",
         "--quiet",
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("--out-dir /proc/nope: cannot create"),
         "{}",

@@ -276,16 +276,18 @@ pub struct RunOptions {
     /// T, the execution time of one LP command, in milliseconds (0 < T <= 10000).
     #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms, allow_negative_numbers = true)]
     pub t_ms: f64,
-    /// Preemptions measured (after warm-up).
-    #[arg(long, default_value_t = 300, value_parser = parse_positive)]
+    /// Preemptions measured (after warm-up), at most 1000000.
+    #[arg(long, default_value_t = 300, value_parser = values::parse_samples)]
     pub samples: u32,
     /// Warm-up preemptions, measured and dropped.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = values::parse_warmup)]
     pub warmup: u32,
     /// Output format: text for people; json and csv carry every parameter and the environment.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Write the result here instead of stdout (checked to be writable before the run starts).
+    /// Write the result here instead of stdout (checked to be writable before the run starts;
+    /// written under a temporary name beside it and renamed when complete, so a failed or
+    /// interrupted run leaves a previous result in place).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Also write a timeline of the run as Chrome trace-event JSON (open in Perfetto or
@@ -312,11 +314,11 @@ pub struct Levels {
 /// What each point of a latency sweep measures.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct PerPoint {
-    /// Preemptions per point.
-    #[arg(long, default_value_t = 100, value_parser = parse_positive)]
+    /// Preemptions per point, at most 1000000.
+    #[arg(long, default_value_t = 100, value_parser = values::parse_samples)]
     pub samples: u32,
     /// Warm-up preemptions per point.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = values::parse_warmup)]
     pub warmup: u32,
 }
 

@@ -209,15 +209,16 @@ pub fn parse_t_ms(s: &str) -> Result<f64, String> {
         return Err(format!("T must be a finite number of milliseconds, not {s}"));
     }
     if v <= 0.0 {
-        return Err(format!("T must be greater than 0 ms (got {v})"));
+        return Err(format!("T must be greater than 0 ms (got {})", s.trim()));
     }
     if v > MAX_T_MS {
         return Err(format!(
-            "T = {v} ms is absurdly large: at most {MAX_T_MS} ms per command"
+            "T = {} ms is absurdly large: at most {MAX_T_MS} ms per command",
+            s.trim()
         ));
     }
     if v * 1e6 < 1.0 {
-        return Err(format!("T = {v} ms is below 1 ns"));
+        return Err(format!("T = {} ms is below 1 ns", s.trim()));
     }
     Ok(v)
 }
@@ -238,6 +239,32 @@ pub fn parse_positive_f64(s: &str, what: &str, max: f64) -> Result<f64, String> 
 }
 
 /// A whole number >= 1.
+/// The most preemptions one run or point measures (and the most warm-up ones): its samples are
+/// kept in memory (~100 bytes each), and a million at T = 0.5 ms already take hours. Larger
+/// counts are refused up front instead of failing an allocation mid-run.
+pub const MAX_SAMPLES: u32 = 1_000_000;
+
+/// A number of samples: 1..=[`MAX_SAMPLES`].
+pub fn parse_samples(s: &str) -> Result<u32, String> {
+    let n = parse_positive(s)?;
+    if n > MAX_SAMPLES {
+        return Err(format!(
+            "{n} samples are too many for one run (at most {MAX_SAMPLES}): run several and merge them with \
+             `preempt-lat report`"
+        ));
+    }
+    Ok(n)
+}
+
+/// A number of warm-up samples: 0..=[`MAX_SAMPLES`].
+pub fn parse_warmup(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if n <= MAX_SAMPLES => Ok(n),
+        Ok(n) => Err(format!("{n} warm-up samples are too many (at most {MAX_SAMPLES})")),
+        Err(_) => Err(format!("{s:?} is not a whole number")),
+    }
+}
+
 pub fn parse_positive(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
         Ok(0) => Err("must be at least 1".into()),
@@ -261,6 +288,7 @@ mod tests {
             ("1e9", "absurdly large"),
             ("x", "not a number"),
             ("1e-7", "below 1 ns"),
+            ("1e-300", "T = 1e-300 ms is below 1 ns"),
         ] {
             assert!(parse_t_ms(s).unwrap_err().contains(want), "{s}");
         }
