@@ -3,6 +3,7 @@
 //! No `unsafe` here: the HIP binding (with its FFI) is the `hip-rt` crate, the GPU device `gpu-device`.
 #![deny(unsafe_code)]
 
+mod atomic_file;
 mod bystander;
 mod device;
 mod doctor;
@@ -126,11 +127,11 @@ fn run(o: &options::RunOptions, select: impl FnOnce() -> Result<device::Device, 
         Failure::Usage(format!("{what} {}: cannot write: {e}", p.display()))
     };
     let out = match &o.out {
-        Some(p) => Some(output::files::AtomicFile::create(p).map_err(|e| cannot("--out", p, e))?),
+        Some(p) => Some(atomic_file::AtomicFile::create(p).map_err(|e| cannot("--out", p, e))?),
         None => None,
     };
     if let Some(t) = &o.trace {
-        drop(output::files::AtomicFile::create(t).map_err(|e| cannot("--trace", t, e))?);
+        drop(atomic_file::AtomicFile::create(t).map_err(|e| cannot("--trace", t, e))?);
     }
     let dev = select()?;
     let lp_state = dev.lp_state(o.lp.lp_state)?;

@@ -163,7 +163,7 @@ impl Trace {
 
 /// Writes `trace` to `path`.
 pub fn write_file(trace: &Trace, note: &str, path: &std::path::Path) -> Result<(), String> {
-    crate::output::files::write_file(path, |w| trace.write(note, w)).map_err(|e| format!("--trace {e}"))
+    crate::atomic_file::write_file(path, |w| trace.write(note, w)).map_err(|e| format!("--trace {e}"))
 }
 
 #[cfg(test)]
