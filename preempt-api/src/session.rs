@@ -279,6 +279,27 @@ impl Session {
             .ok_or_else(|| Error::new(ErrorKind::BadHandle, format!("no stream {id} in this session")))
     }
 
+    /// `s` is one of this session's open streams: the very object, not only its id (ids start
+    /// at 1 in every session, so another session's stream 1 is not ours).
+    fn owns(&self, s: &LpStream) -> Result<()> {
+        match lock(&self.inner.streams).get(&s.id()) {
+            Some(mine) if std::ptr::eq(Arc::as_ptr(mine), s) => Ok(()),
+            _ => Err(Error::invalid(format!(
+                "stream {} is not an open stream of this session: a session's sets and helper take only its own \
+                 streams",
+                s.id()
+            ))),
+        }
+    }
+
+    /// Every stream of `set` is this session's; an empty set is refused (as the C ABI does).
+    fn owns_all(&self, set: &[Arc<LpStream>]) -> Result<()> {
+        if set.is_empty() {
+            return Err(Error::invalid("an empty set"));
+        }
+        set.iter().try_for_each(|s| self.owns(s))
+    }
+
     /// Every open stream, by id.
     pub fn streams(&self) -> Vec<Arc<LpStream>> {
         lock(&self.inner.streams).values().cloned().collect()
@@ -314,6 +335,7 @@ impl Session {
     /// resumed and the failure is returned.
     pub fn suspend_set(&self, set: &[Arc<LpStream>]) -> Result<()> {
         self.live()?;
+        self.owns_all(set)?;
         for (i, s) in set.iter().enumerate() {
             if let Err(e) = s.suspend() {
                 for done in set[..i].iter().rev() {
@@ -327,6 +349,7 @@ impl Session {
 
     /// Resumes every stream of `set`; returns the first failure after trying all.
     pub fn resume_set(&self, set: &[Arc<LpStream>]) -> Result<()> {
+        self.owns_all(set)?;
         let mut first = None;
         for s in set {
             if let Err(e) = s.resume() {
@@ -339,12 +362,13 @@ impl Session {
     /// Registers `stream` with the helper at `priority` (low-priority streams: 0).
     pub fn helper_register(&self, stream: &Arc<LpStream>, priority: Priority) -> Result<()> {
         self.live()?;
-        self.stream(stream.id())?;
+        self.owns(stream)?;
         self.inner.helper.register(stream, priority)
     }
 
     /// Removes `stream` from the helper (resuming it if the helper had suspended it).
     pub fn helper_unregister(&self, stream: &LpStream) -> Result<()> {
+        self.owns(stream)?;
         self.inner.helper.unregister(stream.id())
     }
 

@@ -143,3 +143,39 @@ fn the_gpu_layer_without_a_gpu_says_no_device() {
         Err(e) => assert_eq!(e.kind, ErrorKind::NoDevice, "{e}"),
     }
 }
+
+/// Stream ids start at 1 in every session, so a session must check the stream object itself:
+/// another session's streams are refused from its sets and its helper, and touched by neither
+/// (issue 20: B's helper suspended A's stream; sets of two sessions were accepted).
+#[test]
+fn a_session_takes_only_its_own_streams() {
+    let a = Session::open(DeviceSpec::Host, opts()).unwrap();
+    let b = Session::open(DeviceSpec::Host, opts()).unwrap();
+    let la = a.create_lp_stream(Level::Lv3).unwrap();
+    let lb = b.create_lp_stream(Level::Lv3).unwrap();
+    assert_eq!(la.id(), lb.id(), "the same id in both sessions");
+    let kind = |r: preempt_api::Result<()>| r.unwrap_err().kind;
+    assert_eq!(
+        kind(b.suspend_set(&[lb.clone(), la.clone()])),
+        ErrorKind::InvalidArgument
+    );
+    assert!(
+        !la.is_suspended() && !lb.is_suspended(),
+        "a refused set suspends nothing"
+    );
+    assert_eq!(
+        kind(b.resume_set(std::slice::from_ref(&la))),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(kind(b.suspend_set(&[])), ErrorKind::InvalidArgument, "an empty set");
+    assert_eq!(kind(b.helper_register(&la, 0)), ErrorKind::InvalidArgument);
+    b.helper_register(&lb, 0).unwrap();
+    assert_eq!(kind(b.helper_unregister(&la)), ErrorKind::InvalidArgument);
+    b.helper_enter(1).unwrap();
+    assert!(lb.is_suspended(), "B's own stream is still registered");
+    assert!(!la.is_suspended(), "A's stream is not B's helper's");
+    b.helper_leave(1).unwrap();
+    assert!(!lb.is_suspended());
+    a.close().unwrap();
+    b.close().unwrap();
+}

@@ -142,6 +142,23 @@ def test_lv1_holds_the_launcher_and_drains(session):
     assert lp.check()["ok"]
 
 
+def test_a_session_takes_only_its_own_streams(session):
+    # Stream ids start at 1 in every session: the session checks the stream itself.
+    other = pk.Session("host", host_workers=1)
+    try:
+        mine, theirs = session.low_priority_stream(), other.low_priority_stream()
+        assert mine.id == theirs.id
+        with pytest.raises(pk.InvalidArgument, match="not an open stream of this session"):
+            session.helper().register(theirs)
+        with pytest.raises(pk.InvalidArgument):
+            session.suspend_set([mine, theirs])
+        assert not mine.is_suspended and not theirs.is_suspended
+        with pytest.raises(pk.InvalidArgument, match="an empty set"):
+            session.suspend_set([])
+    finally:
+        other.close()
+
+
 def test_the_helper_end_to_end(session):
     a, b = session.low_priority_stream("lv3"), session.low_priority_stream("lv1")
     hpf = session.helper()

@@ -201,6 +201,19 @@ static void host_tests(void)
 	preempt_is_suspended(lv3, &f3);
 	check(f3 == 0, "... and leaves the others as they were (all or nothing)", f3);
 	preempt_resume(lv1);
+	{
+		/* Stream ids start at 1 in every session: another session's stream is refused from
+		   this one's sets and helper, and nothing is suspended. */
+		preempt_session_t s2 = 0;
+		preempt_stream_t other = 0;
+		EXPECT(PREEMPT_OK, preempt_session_open("host", &o, &s2), "open a second session");
+		EXPECT(PREEMPT_OK, preempt_stream_create(s2, PREEMPT_LEVEL_LV3, &other), "its LP stream");
+		preempt_stream_t mixed[2] = { lv3, other };
+		EXPECT(PREEMPT_ERR_INVALID_ARGUMENT, preempt_suspend_set(mixed, 2), "a set of two sessions is INVALID_ARGUMENT");
+		preempt_is_suspended(lv3, &f3);
+		check(f3 == 0, "... and suspends nothing", f3);
+		EXPECT(PREEMPT_OK, preempt_session_close(s2), "close the second session");
+	}
 
 	/* Many cycles, explicit and through the helper, then the exactly-once check. */
 	for (int i = 0; i < 200; i++) {
