@@ -164,6 +164,9 @@ pub(crate) struct GpuHp {
     gpu: Arc<GpuDevice>,
     q: HipLpQueue,
     next: AtomicU64,
+    /// Recorded behind the submitted work by a bounded wait: made once, not per HP request
+    /// (creating one is a HIP call inside the latency the caller measures).
+    done: Mutex<hip_rt::Event>,
 }
 
 impl GpuHp {
@@ -172,6 +175,7 @@ impl GpuHp {
             gpu: Arc::clone(gpu),
             q: gpu.hp_queue(slots)?,
             next: AtomicU64::new(0),
+            done: Mutex::new(gpu.device().event(false)?),
         })
     }
 
@@ -180,7 +184,7 @@ impl GpuHp {
         let Some(limit) = timeout else {
             return Ok(self.q.synchronize()?);
         };
-        let done = self.gpu.device().event(false)?;
+        let done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
         done.record(self.q.stream())?;
         if done.wait_timeout(limit)? {
             Ok(())

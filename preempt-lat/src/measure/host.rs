@@ -198,11 +198,13 @@ pub fn lv1_overhead(
     Ok((direct, launcher, (launcher / direct - 1.0) * 100.0))
 }
 
+/// CPU time of every thread of this process so far, ns: the same source (`getrusage`, through
+/// [`lv1::cost::Usage`]) as the launcher-alone and Fig. 12b figures it is reported beside.
+#[allow(clippy::cast_precision_loss)] // ns of CPU time: exact below 2^53 (104 days)
 fn process_cpu_ns() -> Result<f64, String> {
-    use nix::time::{ClockId, clock_gettime};
-    clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID)
-        .map(|t| t.tv_sec() as f64 * 1e9 + t.tv_nsec() as f64)
-        .map_err(|e| format!("CLOCK_PROCESS_CPUTIME_ID: {e}"))
+    lv1::cost::Usage::now()
+        .map(|u| u.cpu_ns as f64)
+        .map_err(|e| format!("getrusage: {e}"))
 }
 
 /// The launcher's own host cost: `commands` through an XQueue over lv1's
@@ -241,7 +243,7 @@ pub fn launcher_core_share(t_ms: f64, threshold: u32, batch: u32, workers: u32, 
 }
 
 /// Host CPU time this process spends per LP command on the host device, launched directly and
-/// through the Lv1 launcher, with T -> 0 (1 ns of work). Measured on CLOCK_PROCESS_CPUTIME_ID,
+/// through the Lv1 launcher, with T -> 0 (1 ns of work). Measured with `getrusage(RUSAGE_SELF)`,
 /// which counts every thread of this process (launcher, completion and reader threads) and none
 /// of the worker processes. The difference also holds the host device's extra pipe wake-ups at a
 /// shallow in-flight depth; [`launcher_cost_null_device`] isolates the launcher. Returns
