@@ -203,21 +203,26 @@ def main():
         if not (math.isfinite(v) and 0 <= v <= 60_000):
             ap.error(f"{flag} {v}: give 0 to 60000 ms")
 
+    torch_error = None
+    if args.model != "stand-in":
+        # PyTorch first: its HIP runtime is then the one in the process when the library opens
+        # HIP, so stream handles mean the same thing on both sides (one libamdhip64, found by
+        # its soname, not a second copy from another ROCm on the path).
+        try:
+            import torch  # noqa: F401
+        except ImportError as e:
+            torch_error = f"PyTorch is not installed ({e})"
     with pk.Session(args.device) as s:
         device = s.device
     gpu = device.startswith("hip:")
-    want_bert = args.model == "bert" or (args.model == "auto" and gpu)
     model = None
-    if want_bert:
-        try:
-            import torch  # noqa: F401
-            if not gpu:
-                raise RuntimeError("the bert model runs on a GPU (hip:N)")
+    if args.model == "bert" or (args.model == "auto" and gpu):
+        error = torch_error or (None if gpu else f"the bert model runs on a GPU (hip:N), not on {device}")
+        if error is None:
             model = Bert(int(device.split(":")[1]))
-        except (ImportError, RuntimeError) as e:
-            if args.model == "bert":
-                print(f"example5: --model bert: {e}", file=sys.stderr)
-                return 2
+        elif args.model == "bert":
+            print(f"example5: --model bert: {error}", file=sys.stderr)
+            return 2
     if model is None:
         model = StandIn(args.standin_ms)
     args.device = device
