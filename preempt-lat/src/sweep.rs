@@ -281,7 +281,9 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
             // Short T makes short runs: at least ~50 ms of LP work per measurement, and the
             // median of 3 alternating direct/launcher measurements, so scheduler noise does
             // not dominate the few-percent differences being measured.
-            let commands = a.commands.max(crate::num::ceil_u32(50.0 / t_ms));
+            // (Never beyond --commands' own bound: they are submitted at once.)
+            let raised = crate::num::ceil_u32(50.0 / t_ms).min(crate::options::values::MAX_COMMANDS);
+            let commands = a.commands.max(raised);
             let mut runs = Vec::new();
             for _ in 0..3 {
                 runs.push(dev.lv1_overhead(t_ms, lp_state, th, a.common.lv1.batch, commands)?);

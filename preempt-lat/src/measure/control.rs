@@ -1,40 +1,118 @@
-//! Ctrl-C and progress. SIGINT/SIGTERM are blocked in every thread (set before any thread is
-//! spawned) and taken by one thread with sigwait. The first signal only raises a flag: the
-//! measurement loop stops at the next sample boundary, resumes whatever it suspended (guards),
+//! Ctrl-C and progress. SIGINT, SIGTERM and SIGHUP are blocked in every thread (set before any
+//! thread is spawned) and taken by one thread with sigwait. The first signal only raises a flag:
+//! the measurement loop stops at the next sample boundary, resumes whatever it suspended (guards),
 //! and writes what it measured. A second signal means "now": every GPU queue still suspended
 //! (lv3's registry, filled by the suspend guards) is resumed, then the process leaves with
-//! `_exit` 130/143 ([`lv3::signals::exit_now`]: no atexit handlers, so HIP's teardown cannot
+//! `_exit` 130/143/129 ([`lv3::signals::exit_now`]: no atexit handlers, so HIP's teardown cannot
 //! block on a debug mode the main thread still holds; the kernel's release path ends it).
+//!
+//! "Now" holds whatever the other threads hold (issue 20 item 11): `exit_now` flushes stdout
+//! first, which waits for the stdout lock, and a thread writing a result into a full pipe holds
+//! that lock for as long as nobody reads. So the signal thread never prints or flushes itself:
+//! its lines and the `exit_now` go to a thread of their own ([`Notices`]), and if the process
+//! still lives [`EXIT_GRACE`] later, the signal thread ends it with the signal's default action
+//! (the shell reports the same 130/143/129; like `_exit`, no atexit handler runs). The host
+//! device's workers die with the process (`PR_SET_PDEATHSIG`, stopped or not).
 //! No signal handler, hence no `unsafe`.
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nix::sys::signal::{SigSet, Signal};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Sender, channel};
+use std::time::Duration;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
-/// Call first thing in `main`, before any thread exists.
-pub fn install_stop_on_signals() {
+/// How long a second signal waits for the orderly `_exit` (its lines written, stdout flushed)
+/// before it ends the process with the signal itself.
+pub const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+/// The signals that stop a run: Ctrl-C, `kill`, and a terminal hanging up.
+fn stop_signals() -> SigSet {
     let mut set = SigSet::empty();
     set.add(Signal::SIGINT);
     set.add(Signal::SIGTERM);
+    set.add(Signal::SIGHUP);
+    set
+}
+
+/// What the signal thread has written and done, by a thread that may block in its place.
+enum Notice {
+    Line(String),
+    Exit(i32),
+}
+
+/// The signal thread's voice: a thread that writes its lines to stderr and makes its `exit_now`,
+/// so that a blocked stderr or stdout blocks that thread, never the one that takes signals.
+struct Notices(Option<Sender<Notice>>);
+
+impl Notices {
+    fn start() -> Notices {
+        let (tx, rx) = channel::<Notice>();
+        let started = std::thread::Builder::new().name("notices".into()).spawn(move || {
+            for n in rx {
+                match n {
+                    Notice::Line(l) => eprintln!("{l}"),
+                    Notice::Exit(code) => lv3::signals::exit_now(code),
+                }
+            }
+        });
+        Notices(started.is_ok().then_some(tx))
+    }
+
+    fn say(&self, line: String) {
+        if let Some(tx) = &self.0 {
+            let _ = tx.send(Notice::Line(line));
+        }
+    }
+
+    /// Exits with `code` after the lines said so far, or ends the process with `sig` if that
+    /// has not happened within [`EXIT_GRACE`].
+    fn exit(&self, sig: Signal) -> ! {
+        if let Some(tx) = &self.0 {
+            let _ = tx.send(Notice::Exit(lv3::signals::exit_code(sig)));
+            std::thread::sleep(EXIT_GRACE);
+        }
+        die_by(sig)
+    }
+}
+
+/// Ends the process with `sig`'s default action (termination): unblocked in this thread only,
+/// then raised on it. Should something have installed a handler for it, SIGKILL follows.
+fn die_by(sig: Signal) -> ! {
+    let mut only = SigSet::empty();
+    only.add(sig);
+    let _ = only.thread_unblock();
+    let _ = nix::sys::signal::raise(sig);
+    let _ = nix::sys::signal::raise(Signal::SIGKILL);
+    loop {
+        std::thread::park();
+    }
+}
+
+/// Call first thing in `main`, before any thread exists.
+pub fn install_stop_on_signals() {
+    let set = stop_signals();
     if set.thread_block().is_err() {
         return; // Signals keep their default action: still nothing is left suspended for long.
     }
     let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
+        let notices = Notices::start();
         while let Ok(sig) = set.wait() {
             let first = !STOP.swap(true, Ordering::SeqCst);
             if first {
-                eprintln!("\npreempt-lat: {sig}: stopping after the current sample; results so far will be written");
+                notices.say(format!(
+                    "\npreempt-lat: {sig}: stopping after the current sample; results so far will be written"
+                ));
             } else {
                 for (label, r) in lv3::signals::resume_all_and_close() {
-                    match r {
-                        Ok(()) => eprintln!("preempt-lat: {sig}: resumed {label}"),
-                        Err(e) => eprintln!("preempt-lat: {sig}: FAILED to resume {label}: {e}"),
-                    }
+                    notices.say(match r {
+                        Ok(()) => format!("preempt-lat: {sig}: resumed {label}"),
+                        Err(e) => format!("preempt-lat: {sig}: FAILED to resume {label}: {e}"),
+                    });
                 }
-                eprintln!("preempt-lat: {sig} again: exiting now");
-                lv3::signals::exit_now(lv3::signals::exit_code(sig));
+                notices.say(format!("preempt-lat: {sig} again: exiting now"));
+                notices.exit(sig);
             }
         }
     });

@@ -10,7 +10,7 @@ use kfd::GracePeriod;
 use lv3::{MechanismChoice, MechanismKind};
 use std::path::PathBuf;
 pub use values::{Arrival, DeviceSpec, Format, Level, LpState, Mode};
-use values::{parse_positive, parse_positive_f64, parse_t_ms};
+use values::{check_in_flight, parse_positive, parse_positive_f64, parse_t_ms, parse_threshold, parse_workers};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -111,11 +111,15 @@ impl Command {
         match self {
             Command::Run(o) => {
                 check_lp_state(o.common.device, o.lp.lp_state)?;
-                o.common.check()
+                o.common.check()?;
+                check_in_flight(o.common.lv1.threshold, o.t_ms)
             }
             Command::Sweep(Sweep::T(o)) => {
                 check_lp_state(o.common.device, o.lp.lp_state)?;
-                o.common.check()
+                o.common.check()?;
+                o.t_ms
+                    .iter()
+                    .try_for_each(|&t| check_in_flight(o.common.lv1.threshold, t))
             }
             Command::Sweep(Sweep::State(o)) => {
                 if o.common.device.is_host() {
@@ -128,7 +132,8 @@ impl Command {
                     }
                 }
                 o.states = states;
-                o.common.check()
+                o.common.check()?;
+                check_in_flight(o.common.lv1.threshold, o.t_ms)
             }
             Command::Sweep(Sweep::Threshold(o)) => {
                 check_lp_state(o.common.device, o.lp.lp_state)?;
@@ -138,6 +143,7 @@ impl Command {
             Command::Priority(o) => {
                 o.modes = Mode::ALL.into_iter().filter(|m| o.modes.contains(m)).collect();
                 o.common.check()?;
+                check_in_flight(o.common.lv1.threshold, o.t_ms)?;
                 o.check()
             }
             Command::Doctor(_) | Command::Validate(_) | Command::Report(_) | Command::BystanderWorker(_) => Ok(()),
@@ -148,9 +154,10 @@ impl Command {
 /// The Lv1 launcher's settings.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct Lv1Options {
-    /// Lv1: at most this many LP commands in flight. Must be >= --batch. Default 8, as the seeds'
+    /// Lv1: at most this many LP commands in flight. Must be >= --batch, at most 65536, and with T
+    /// at most 600 s of LP work in flight (an Lv1 suspend waits for it). Default 8, as the seeds'
     /// experiments set it (`XQueueSetLaunchConfig(8, 4)`); XSched's own default is 16.
-    #[arg(long, default_value_t = 8, value_parser = parse_positive)]
+    #[arg(long, default_value_t = 8, value_parser = parse_threshold)]
     pub threshold: u32,
     /// Lv1: a sync point every this many commands. Default 4, as the seeds' experiments set it;
     /// XSched's own default is 8.
@@ -196,7 +203,7 @@ pub struct Common {
     #[arg(long, value_name = "N|default", value_parser = str::parse::<GracePeriod>)]
     pub grace: Option<GracePeriod>,
     /// Host device: LP worker processes ("compute units"). Default: cores - 1, at least 1.
-    #[arg(long, value_parser = parse_positive)]
+    #[arg(long, value_parser = parse_workers)]
     pub workers: Option<u32>,
     /// No progress bar.
     #[arg(long, short)]
@@ -365,13 +372,14 @@ pub struct SweepStateOptions {
 #[derive(Debug, Clone, Args)]
 pub struct SweepThresholdOptions {
     /// Thresholds to sweep (batch = min(--batch, threshold) at each point).
-    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6,7,8,9,10", value_parser = parse_positive)]
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6,7,8,9,10", value_parser = parse_threshold)]
     pub thresholds: Vec<u32>,
     /// T values in ms.
     #[arg(long = "t-ms", value_delimiter = ',', default_value = "0.01,0.1,1", value_parser = parse_t_ms)]
     pub t_ms: Vec<f64>,
-    /// LP commands per throughput measurement (raised so that each lasts at least ~50 ms).
-    #[arg(long, default_value_t = 200, value_parser = parse_positive)]
+    /// LP commands per throughput measurement (raised so that each lasts at least ~50 ms), at most
+    /// 1000000.
+    #[arg(long, default_value_t = 200, value_parser = values::parse_commands)]
     pub commands: u32,
     /// Directory for sweep-threshold.{csv,json,svg} (created if missing).
     #[arg(long, default_value = "preempt-lat-results")]
@@ -385,8 +393,8 @@ pub struct SweepThresholdOptions {
 /// `launcher-cost`: what the host device's launcher costs; no HP requests (so no seed), no Lv3.
 #[derive(Debug, Clone, Args)]
 pub struct LauncherCostOptions {
-    /// Commands per measurement.
-    #[arg(long, default_value_t = 20000, value_parser = parse_positive)]
+    /// Commands per measurement, at most 1000000.
+    #[arg(long, default_value_t = 20000, value_parser = values::parse_commands)]
     pub commands: u32,
     #[command(flatten)]
     pub lv1: Lv1Options,
@@ -394,7 +402,7 @@ pub struct LauncherCostOptions {
     #[arg(long, default_value = "auto", value_parser = values::device())]
     pub device: DeviceSpec,
     /// LP worker processes ("compute units"). Default: cores - 1, at least 1.
-    #[arg(long, value_parser = parse_positive)]
+    #[arg(long, value_parser = parse_workers)]
     pub workers: Option<u32>,
     /// Runs of every measurement; each figure is reported as min / median / max over them.
     #[arg(long, default_value_t = 5, value_parser = parse_positive)]
@@ -426,8 +434,8 @@ pub struct PriorityOptions {
     /// Execution time of one HP command, in ms.
     #[arg(long = "hp-t-ms", default_value = "2", value_parser = parse_t_ms)]
     pub hp_t_ms: f64,
-    /// HP commands per request (a request completes when its last command does).
-    #[arg(long, default_value_t = 1, value_parser = parse_positive)]
+    /// HP commands per request (a request completes when its last command does), at most 10000.
+    #[arg(long, default_value_t = 1, value_parser = values::parse_hp_cmds)]
     pub hp_cmds: u32,
     /// T, the execution time of one LP command, in ms.
     #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms)]
@@ -512,8 +520,8 @@ pub struct ValidateOptions {
     /// T of the functional workload, in ms.
     #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms)]
     pub t_ms: f64,
-    /// Preempt/resume cycles per GPU and mechanism.
-    #[arg(long, default_value_t = 50, value_parser = parse_positive)]
+    /// Preempt/resume cycles per GPU and mechanism, at most 1000000.
+    #[arg(long, default_value_t = 50, value_parser = values::parse_cycles)]
     pub cycles: u32,
 }
 

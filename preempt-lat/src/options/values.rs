@@ -265,6 +265,82 @@ pub fn parse_warmup(s: &str) -> Result<u32, String> {
     }
 }
 
+/// The most LP commands `--threshold` may keep in flight: the launcher keeps 2 x threshold + 2
+/// submitted ahead of it (in memory) and an Lv1 suspend waits for all in flight; XSched's own
+/// thresholds are tens.
+pub const MAX_THRESHOLD: u32 = 65_536;
+
+/// The most LP work, in seconds, an Lv1 suspend may wait for (threshold x T; a run's final drain
+/// waits about twice that): a sample must end (issue 20 item 11).
+pub const MAX_IN_FLIGHT_S: f64 = 600.0;
+
+/// The most commands one throughput or cost measurement submits (all at once: they are held
+/// in memory until launched).
+pub const MAX_COMMANDS: u32 = 1_000_000;
+
+/// The most host worker processes: each is a process of its own, spinning a CPU.
+pub const MAX_WORKERS: u32 = 1024;
+
+/// The most HP commands per request (their records are held until the request completes).
+pub const MAX_HP_CMDS: u32 = 10_000;
+
+/// A whole number 1..=`max` of `what`, refused with the bound and why (`why`).
+fn parse_at_most(s: &str, max: u32, what: &str, why: &str) -> Result<u32, String> {
+    let n = parse_positive(s)?;
+    if n > max {
+        return Err(format!("{n} {what} are too many (at most {max}: {why})"));
+    }
+    Ok(n)
+}
+
+/// `--threshold`, `--thresholds`: 1..=[`MAX_THRESHOLD`].
+pub fn parse_threshold(s: &str) -> Result<u32, String> {
+    parse_at_most(
+        s,
+        MAX_THRESHOLD,
+        "LP commands in flight",
+        "the launcher keeps twice as many submitted ahead",
+    )
+}
+
+/// `--commands`: 1..=[`MAX_COMMANDS`].
+pub fn parse_commands(s: &str) -> Result<u32, String> {
+    parse_at_most(s, MAX_COMMANDS, "commands", "they are submitted at once")
+}
+
+/// `--workers`: 1..=[`MAX_WORKERS`].
+pub fn parse_workers(s: &str) -> Result<u32, String> {
+    parse_at_most(s, MAX_WORKERS, "worker processes", "each spins a CPU")
+}
+
+/// `--hp-cmds`: 1..=[`MAX_HP_CMDS`].
+pub fn parse_hp_cmds(s: &str) -> Result<u32, String> {
+    parse_at_most(
+        s,
+        MAX_HP_CMDS,
+        "HP commands per request",
+        "their records wait for the request",
+    )
+}
+
+/// `validate --cycles`: 1..=[`MAX_SAMPLES`] (each cycle is a sample of a run).
+pub fn parse_cycles(s: &str) -> Result<u32, String> {
+    parse_at_most(s, MAX_SAMPLES, "cycles", "each is a sample of a run, kept in memory")
+}
+
+/// `threshold` x `t_ms` of LP work in flight, at most [`MAX_IN_FLIGHT_S`]: the one-line reason
+/// otherwise.
+pub fn check_in_flight(threshold: u32, t_ms: f64) -> Result<(), String> {
+    let s = f64::from(threshold) * t_ms / 1000.0;
+    if s > MAX_IN_FLIGHT_S {
+        return Err(format!(
+            "--threshold {threshold} x --t-ms {t_ms} = {s:.0} s of LP work in flight: an Lv1 suspend waits for all of \
+             it (at most {MAX_IN_FLIGHT_S:.0} s per sample); lower --threshold or --t-ms"
+        ));
+    }
+    Ok(())
+}
+
 pub fn parse_positive(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
         Ok(0) => Err("must be at least 1".into()),

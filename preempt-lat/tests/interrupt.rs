@@ -1,0 +1,139 @@
+//! Ctrl-C and SIGTERM on the host device, every wait bounded (issue 20 item 11): the first signal
+//! stops at the next boundary and writes what was measured; a second one ends the process at
+//! once whatever it holds (stdout blocked on a full pipe included), and no host worker outlives it.
+mod common;
+
+use common::{alive_after, children, drain, preempt_lat, wait_or_kill};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+fn signal(pid: u32, sig: Signal) {
+    kill(Pid::from_raw(pid.cast_signed()), sig).expect("kill");
+}
+
+/// Ended by `sig` as the shell sees it: exit status 128 + signo, or death by the signal itself.
+fn ended_by(st: ExitStatus, sig: Signal) -> bool {
+    st.code() == Some(128 + sig as i32) || st.signal() == Some(sig as i32)
+}
+
+/// Waits at most `limit` until `pred` holds; false if it never did.
+fn wait_until(limit: Duration, mut pred: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while !pred() {
+        if t0.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Issue 20 item 11: with the result going to stdout and stdout blocked (a full pipe nobody
+/// reads), the main thread holds the stdout lock inside `write`; the second SIGINT's exit path
+/// flushed stdout and waited for that lock forever. It must end the process promptly.
+#[test]
+fn a_second_signal_ends_the_process_while_stdout_is_blocked() {
+    let mut child = preempt_lat()
+        .args([
+            "--device",
+            "host",
+            "--level",
+            "3",
+            "--t-ms",
+            "0.01",
+            "--samples",
+            "3000",
+            "--warmup",
+            "0",
+            "--format",
+            "json",
+            "--quiet",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn preempt-lat");
+    let pid = child.id();
+    let err = drain(child.stderr.take().expect("stderr"));
+    // stdout is held open and never read: 3000 samples of JSON are far more than a pipe holds.
+    let _stdout = child.stdout.take();
+    let blocked = wait_until(Duration::from_secs(120), || {
+        std::fs::read_to_string(format!("/proc/{pid}/wchan")).is_ok_and(|w| w.contains("pipe_write"))
+    });
+    if !blocked {
+        let _ = wait_or_kill(&mut child, Duration::ZERO);
+        panic!("preempt-lat never blocked writing its result: {}", err.join().unwrap());
+    }
+    signal(pid, Signal::SIGINT);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(pid, Signal::SIGINT);
+    std::thread::sleep(Duration::from_secs(2));
+    let g = std::process::Command::new("gdb")
+        .args(["-batch", "-p", &pid.to_string(), "-ex", "thread apply all bt 15"])
+        .output()
+        .unwrap();
+    eprintln!("GDB {}", String::from_utf8_lossy(&g.stdout));
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+        eprintln!(
+            "DEBUG {:?} {:?} {:?}",
+            std::fs::read_to_string(t.path().join("comm")),
+            std::fs::read_to_string(t.path().join("wchan")),
+            std::fs::read_to_string(t.path().join("syscall"))
+        );
+    }
+    let st = wait_or_kill(&mut child, Duration::from_secs(10));
+    let err = err.join().unwrap();
+    let st = st.unwrap_or_else(|| panic!("a second SIGINT did not end the process within 10 s (killed): {err}"));
+    assert!(ended_by(st, Signal::SIGINT), "{st:?}: {err}");
+    assert!(err.contains("SIGINT again: exiting now"), "{err}");
+}
+
+/// The issue's reproduction (Lv1, T = 10 s, results to stdout), with SIGTERM: the first signal
+/// says it stops after the current sample, the second ends the process promptly, and its host
+/// workers (mid-command) die with it rather than being left running or stopped.
+#[test]
+fn a_second_sigterm_ends_a_long_sample_and_its_workers() {
+    let mut child = preempt_lat()
+        .args([
+            "--device",
+            "host",
+            "--level",
+            "1",
+            "--t-ms",
+            "10000",
+            "--samples",
+            "5",
+            "--quiet",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn preempt-lat");
+    let pid = child.id();
+    let out = drain(child.stdout.take().expect("stdout"));
+    let err = drain(child.stderr.take().expect("stderr"));
+    // The LP workers and the HP worker.
+    let mut workers = Vec::new();
+    let started = wait_until(Duration::from_secs(30), || {
+        workers = children(pid);
+        workers.len() >= 2
+    });
+    assert!(started, "no host workers started");
+    std::thread::sleep(Duration::from_millis(500));
+    signal(pid, Signal::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(pid, Signal::SIGTERM);
+    let st = wait_or_kill(&mut child, Duration::from_secs(10));
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    let st = st.unwrap_or_else(|| panic!("a second SIGTERM did not end the process within 10 s (killed): {err}"));
+    assert!(ended_by(st, Signal::SIGTERM), "{st:?}: {err}");
+    assert!(err.contains("stopping after the current sample"), "{err}");
+    assert!(out.is_empty(), "nothing half-written: {out}");
+    let left = alive_after(&workers, Duration::from_secs(5));
+    assert!(left.is_empty(), "host workers outlived preempt-lat: {left:?}");
+}

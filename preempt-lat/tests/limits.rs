@@ -1,0 +1,54 @@
+//! Absurd sizes and settings that used to hang or fail late (issue 20 item 11): refused up front
+//! with one line and exit status 2, or handled; every run bounded by a time limit.
+mod common;
+
+use common::{assert_refused, run_bounded, scratch};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// Issue 20 item 11: `--threshold 4294967295 --batch 4294967295` kept the first sample from ever
+/// ending (2 x threshold + 2 commands submitted before it; an Lv1 suspend waits for threshold x T
+/// of work). Refused before anything starts, in every command that takes them.
+#[test]
+fn absurd_lv1_settings_are_refused_up_front() {
+    let huge = u32::MAX.to_string();
+    let h = huge.as_str();
+    let lv1 = ["--threshold", h, "--batch", h];
+    let with = |head: &[&'static str]| -> Vec<String> {
+        head.iter()
+            .map(|s| (*s).to_string())
+            .chain(lv1.iter().map(|s| (*s).to_string()))
+            .collect()
+    };
+    for args in [
+        with(&["--device", "host", "--level", "1", "--t-ms", "10000", "--samples", "5"]),
+        with(&["--device", "host", "--level", "3"]),
+        with(&["sweep", "t", "--device", "host"]),
+        with(&["priority", "--device", "host"]),
+        with(&["launcher-cost", "--device", "host"]),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_refused(&args, "--threshold", LIMIT);
+    }
+    // Within the absolute limit, the LP work an Lv1 suspend may wait for is bounded too.
+    let r = run_bounded(
+        &[
+            "--device",
+            "host",
+            "--level",
+            "1",
+            "--t-ms",
+            "10000",
+            "--threshold",
+            "1000",
+            "--samples",
+            "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.status.and_then(|s| s.code()), Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("of LP work in flight"), "{}", r.stderr);
+    let r = run_bounded(&["sweep", "threshold", "--device", "host", "--thresholds", h], LIMIT);
+    assert_eq!(r.status.and_then(|s| s.code()), Some(2), "{}", r.stderr);
+}
