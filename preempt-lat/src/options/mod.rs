@@ -484,7 +484,9 @@ impl PriorityOptions {
 /// `report`: JSON results merged into one table and one plot.
 #[derive(Debug, Clone, Args)]
 pub struct ReportOptions {
-    /// JSON result files.
+    /// JSON result files, or directories standing for their *.json files. A file named must be
+    /// a regular file of at most 1 GiB (a FIFO or a device is refused); in a directory, those
+    /// that are not are listed as skipped.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format on stdout (the files in --out-dir are written either way).

@@ -1,7 +1,10 @@
 //! `preempt-lat report FILE...`: JSON results from many runs (and machines) merged into one
 //! table and one plot, grouped by device, mechanism, kernel and gfx target. Reads what `run
 //! --format json`, `sweep t` (`sweep-t.json`) and `priority` (`priority.json`) write; other JSON
-//! is listed as skipped, with the reason.
+//! is listed as skipped, with the reason. A directory given stands for its `*.json` files; what
+//! is read and how much is [`read`]'s (regular files of at most 1 GiB, pruned as they are parsed).
+pub mod read;
+
 use crate::exit::{Failure, Outcome, Verdict};
 use crate::options::ReportOptions;
 use crate::output::Export;
@@ -140,6 +143,9 @@ fn priority_rows(v: &Value, file: &str) -> Vec<Row> {
         .collect()
 }
 
+/// Why a file holds no row.
+const NOT_A_RESULT: &str = "not a preempt-lat run, sweep-t or priority result";
+
 /// The rows of one file's JSON, or why it holds none.
 pub fn rows_of(v: &Value, file: &str) -> Result<Vec<Row>, String> {
     let rows: Vec<Row> = if v["modes"].is_array() && v["target_p99_ratio"].is_number() {
@@ -150,7 +156,7 @@ pub fn rows_of(v: &Value, file: &str) -> Result<Vec<Row>, String> {
         run_row(v, file).into_iter().collect()
     };
     if rows.is_empty() {
-        return Err("not a preempt-lat run, sweep-t or priority result".into());
+        return Err(NOT_A_RESULT.into());
     }
     Ok(rows)
 }
@@ -300,23 +306,62 @@ fn plot_rows(rows: &[Row], path: &Path) -> Result<(), String> {
     )
 }
 
+/// The most rows a report keeps (from all its files): a table of more is read by no one.
+pub const MAX_ROWS: usize = 100_000;
+
+/// Adds the rows of the file `path` (named `name`) to `rows`, or says why there are none.
+/// `Err` is a reason the whole report stops (too many rows).
+fn add_file(path: &Path, name: &str, rows: &mut Vec<Row>) -> Result<Result<(), String>, read::NotRead> {
+    let before = rows.len();
+    let r = read::results(path, &mut |v, part| {
+        match part {
+            read::Part::Whole => rows.extend(rows_of(&v, name).unwrap_or_default()),
+            read::Part::Element => rows.extend(run_row(&v, name)),
+        }
+        if rows.len() > MAX_ROWS {
+            return Err(format!(
+                "more than {MAX_ROWS} results in the files given: report fewer at once"
+            ));
+        }
+        Ok(())
+    });
+    match r {
+        Ok(()) if rows.len() > before => Ok(Ok(())),
+        Ok(()) => Ok(Err(NOT_A_RESULT.into())),
+        Err(read::NotRead::NotJson(e)) => Ok(Err(format!("not JSON: {e}"))),
+        Err(e) => Err(e),
+    }
+}
+
 /// `preempt-lat report`.
 pub fn run(o: &ReportOptions) -> Outcome {
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
+    let stop = |name: &str, e: read::NotRead| match e {
+        read::NotRead::Refused(why) => Failure::Usage(format!("{name}: {why}")),
+        read::NotRead::Stopped(why) | read::NotRead::NotJson(why) => Failure::Usage(why),
+    };
     for f in &o.files {
         let name = f.display().to_string();
-        let text = std::fs::read_to_string(f).map_err(|e| Failure::Usage(format!("{name}: cannot read: {e}")))?;
-        let v: Value = match serde_json::from_str(&text) {
-            Ok(v) => v,
-            Err(e) => {
-                skipped.push((name, format!("not JSON: {e}")));
-                continue;
+        let given = read::given(f).map_err(|e| Failure::Usage(format!("{name}: cannot read: {e}")))?;
+        match given {
+            // A file named is read, or the report is refused.
+            read::Given::File(p) => {
+                if let Err(why) = add_file(&p, &name, &mut rows).map_err(|e| stop(&name, e))? {
+                    skipped.push((name, why));
+                }
             }
-        };
-        match rows_of(&v, &name) {
-            Ok(r) => rows.extend(r),
-            Err(why) => skipped.push((name, why)),
+            // A directory's files that cannot be read are listed with the reason.
+            read::Given::Dir(files) => {
+                for p in files {
+                    let name = p.display().to_string();
+                    match add_file(&p, &name, &mut rows) {
+                        Ok(Ok(())) => {}
+                        Ok(Err(why)) | Err(read::NotRead::Refused(why)) => skipped.push((name, why)),
+                        Err(e) => return Err(stop(&name, e)),
+                    }
+                }
+            }
         }
     }
     if rows.is_empty() {
