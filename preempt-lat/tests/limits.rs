@@ -52,3 +52,29 @@ fn absurd_lv1_settings_are_refused_up_front() {
     let r = run_bounded(&["sweep", "threshold", "--device", "host", "--thresholds", h], LIMIT);
     assert_eq!(r.status.and_then(|s| s.code()), Some(2), "{}", r.stderr);
 }
+
+/// `priority` with no HP request to plot (`--modes standalone-lp`) wrote its results but failed
+/// with `plot ...: no data` (exit 1); a run interrupted before its first request did the same.
+#[test]
+fn priority_without_an_hp_request_writes_its_results_and_no_plot() {
+    let dir = scratch("prio-no-hp");
+    let r = run_bounded(
+        &[
+            "priority",
+            "--device",
+            "host",
+            "--modes",
+            "standalone-lp",
+            "--duration-s",
+            "0.3",
+            "--quiet",
+            "--out-dir",
+            dir.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.status.and_then(|s| s.code()), Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("priority.{csv,json}"), "{}", r.stdout);
+    assert!(dir.join("priority.json").is_file() && !dir.join("priority.svg").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

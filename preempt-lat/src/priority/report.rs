@@ -30,6 +30,11 @@ impl Export for PriorityResult {
     }
 }
 
+/// Whether there is a plot: some mode has HP latencies.
+pub fn has_plot(r: &PriorityResult) -> bool {
+    r.modes.iter().any(|m| m.hp_latency_ns.is_some())
+}
+
 /// The text report.
 pub fn text(r: &PriorityResult, w: &mut dyn Write) -> Result<()> {
     let p = &r.params;
@@ -97,7 +102,8 @@ pub fn text(r: &PriorityResult, w: &mut dyn Write) -> Result<()> {
         "p99/alone: HP P99 / standalone-hp P99 (target < {:.2}); LP/alone: LP throughput / standalone-lp's",
         r.target_p99_ratio
     )?;
-    writeln!(w, "files: {}/priority.{{csv,json,svg}}", r.out_dir.display())?;
+    let svg = if has_plot(r) { ",svg" } else { "" };
+    writeln!(w, "files: {}/priority.{{csv,json{svg}}}", r.out_dir.display())?;
     if r.env.host_figures {
         writeln!(w, "note: host device figures (CPU worker processes), not GPU figures")?;
     }
@@ -177,8 +183,17 @@ pub fn rows(r: &PriorityResult) -> Vec<Row<'_>> {
 
 /// HP request latency per mode: P99 (with the p50-p99 spread as an error bar), max, and the
 /// target (1.30 x standalone-hp P99) as a reference line; each mode's LP throughput against
-/// standalone is in its axis label.
+/// standalone is in its axis label. None where no mode has an HP latency (standalone-lp alone,
+/// or a run stopped before its first HP request).
 pub fn plot(r: &PriorityResult, path: &std::path::Path) -> std::result::Result<(), String> {
+    if !has_plot(r) {
+        // No HP request completed (standalone-lp alone, or stopped before the first): nothing to
+        // draw, and a plot left from an earlier run would not be this one's.
+        return match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("{}: {e}", path.display())),
+            _ => Ok(()),
+        };
+    }
     let names: Vec<String> = r
         .modes
         .iter()
