@@ -3,6 +3,7 @@
 //! (`CLOCK_MONOTONIC` ns) and written in microseconds from the earliest stamp.
 use serde::Serialize;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 /// The tracks (threads) of one process of every trace this tool writes: the latency run's and
@@ -31,31 +32,136 @@ pub struct Track {
     pub tid: u32,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One event as kept: small (its arguments as JSON text), since a trace may hold
+/// [`MAX_EVENTS`] of them per process.
+#[derive(Debug, Clone)]
 struct Event {
     name: String,
     cat: &'static str,
     ph: &'static str,
     /// Start, in ns on the host clock (rebased and converted when written).
-    #[serde(skip)]
     start_ns: u64,
-    #[serde(skip)]
     dur_ns: Option<u64>,
-    #[serde(skip)]
     meta: bool,
     pid: u32,
     tid: u32,
-    #[serde(skip_serializing_if = "Value::is_null")]
-    args: Value,
+    /// The arguments, as JSON text (`None`: no arguments).
+    args: Option<Box<str>>,
 }
 
-/// A timeline being built.
-#[derive(Debug, Clone, Default)]
+/// One event as written, the way Chrome's trace format has it (its arguments, kept as JSON
+/// text, are appended to it).
+#[derive(Serialize)]
+struct Written<'a> {
+    name: &'a str,
+    cat: &'static str,
+    ph: &'static str,
+    /// µs from the trace's zero (metadata events carry 0 too: some importers expect every event
+    /// to have one).
+    ts: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dur: Option<f64>,
+    /// An instant's scope: its thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s: Option<&'static str>,
+    pid: u32,
+    tid: u32,
+}
+
+/// Arguments as kept: their JSON text, none for null.
+fn args_text(args: &Value) -> Option<Box<str>> {
+    (!args.is_null()).then(|| args.to_string().into_boxed_str())
+}
+
+/// The most events a trace keeps of one process (a run, a `priority` mode), metadata aside: the
+/// first ones recorded; later ones are counted, and the written trace and stderr say how many
+/// were dropped. An event takes ~150 bytes in memory and about as much in the file: a run's length must
+/// not decide how much of either it takes (issue 20 item 13).
+pub const MAX_EVENTS: usize = 200_000;
+
+/// A timeline being built, keeping at most `limit` events per process.
+#[derive(Debug, Clone)]
 pub struct Trace {
     events: Vec<Event>,
+    limit: usize,
+    /// Events kept per process (metadata aside).
+    kept: BTreeMap<u32, usize>,
+    dropped: u64,
+}
+
+impl Default for Trace {
+    /// At most [`MAX_EVENTS`] events per process.
+    fn default() -> Self {
+        Trace::with_limit(MAX_EVENTS)
+    }
 }
 
 impl Trace {
+    /// At most `limit` events per process.
+    pub fn with_limit(limit: usize) -> Self {
+        Trace {
+            events: Vec::new(),
+            limit,
+            kept: BTreeMap::new(),
+            dropped: 0,
+        }
+    }
+
+    /// A trace nobody asked for: it keeps nothing (and counts nothing dropped).
+    pub fn off() -> Self {
+        Trace::with_limit(0)
+    }
+
+    /// An empty trace with this one's limit (on or off), to be absorbed into it later.
+    pub fn empty_like(&self) -> Trace {
+        Trace::with_limit(self.limit)
+    }
+
+    /// Whether events are kept at all (callers skip building what nobody keeps).
+    pub fn is_on(&self) -> bool {
+        self.limit > 0
+    }
+
+    /// Events recorded beyond the limit, and dropped.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Counts `n` events left out by the caller for the limit's sake.
+    pub fn count_dropped(&mut self, n: u64) {
+        if self.is_on() {
+            self.dropped += n;
+        }
+    }
+
+    /// Keeps `e` if its process is under the limit (metadata always).
+    fn push(&mut self, e: Event) {
+        self.push_counted(e, true);
+    }
+
+    fn push_counted(&mut self, e: Event, counted: bool) {
+        if !self.is_on() {
+            return;
+        }
+        if counted && !e.meta {
+            let n = self.kept.entry(e.pid).or_insert(0);
+            if *n >= self.limit {
+                self.dropped += 1;
+                return;
+            }
+            *n += 1;
+        }
+        self.events.push(e);
+    }
+
+    /// Adds another trace's events (and what it dropped) to this one, within this one's limit.
+    pub fn absorb(&mut self, other: Trace) {
+        self.count_dropped(other.dropped);
+        for e in other.events {
+            self.push(e);
+        }
+    }
+
     /// A span from `start_ns` to `end_ns` (an end before the start is written as an empty span).
     pub fn span(
         &mut self,
@@ -66,7 +172,7 @@ impl Trace {
         end_ns: u64,
         args: Value,
     ) {
-        self.events.push(Event {
+        self.push(Event {
             name: name.into(),
             cat,
             ph: "X",
@@ -75,13 +181,30 @@ impl Trace {
             meta: false,
             pid: t.pid,
             tid: t.tid,
-            args,
+            args: args_text(&args),
         });
+    }
+
+    /// A span kept whatever the limit (a run, a measured window: a few per process, which the
+    /// rest is read against).
+    pub fn landmark(&mut self, t: Track, cat: &'static str, name: &str, start_ns: u64, end_ns: u64, args: Value) {
+        let e = Event {
+            name: name.to_string(),
+            cat,
+            ph: "X",
+            start_ns,
+            dur_ns: Some(end_ns.saturating_sub(start_ns)),
+            meta: false,
+            pid: t.pid,
+            tid: t.tid,
+            args: args_text(&args),
+        };
+        self.push_counted(e, false);
     }
 
     /// A moment (an HP request's arrival, a probe's start).
     pub fn instant(&mut self, t: Track, cat: &'static str, name: impl Into<String>, at_ns: u64, args: Value) {
-        self.events.push(Event {
+        self.push(Event {
             name: name.into(),
             cat,
             ph: "i",
@@ -90,7 +213,7 @@ impl Trace {
             meta: false,
             pid: t.pid,
             tid: t.tid,
-            args,
+            args: args_text(&args),
         });
     }
 
@@ -105,7 +228,7 @@ impl Trace {
     }
 
     fn meta(&mut self, what: &'static str, t: Track, name: String) {
-        self.events.push(Event {
+        self.push(Event {
             name: what.into(),
             cat: "__metadata",
             ph: "M",
@@ -114,7 +237,7 @@ impl Trace {
             meta: true,
             pid: t.pid,
             tid: t.tid,
-            args: json!({ "name": name }),
+            args: args_text(&json!({ "name": name })),
         });
     }
 
@@ -130,40 +253,63 @@ impl Trace {
             .min()
             .unwrap_or(0);
         let us = |ns: u64| ns as f64 / 1000.0;
-        let events: Vec<Value> = self
-            .events
-            .iter()
-            .map(|e| {
-                let mut v = serde_json::to_value(e).unwrap_or(Value::Null);
-                // Metadata events carry ts 0 too: some importers expect every event to have one.
-                v["ts"] = if e.meta { json!(0) } else { json!(us(e.start_ns - zero)) };
-                if let Some(d) = e.dur_ns {
-                    v["dur"] = json!(us(d));
-                }
-                if e.ph == "i" {
-                    v["s"] = json!("t");
-                }
-                v
-            })
-            .collect();
-        let doc = json!({
-            "traceEvents": events,
+        // Written one event at a time: a whole document built first would take ~4 KB per event.
+        w.write_all(b"{\"traceEvents\":[")?;
+        for (i, e) in self.events.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",")?;
+            }
+            let out = Written {
+                name: &e.name,
+                cat: e.cat,
+                ph: e.ph,
+                ts: if e.meta { 0.0 } else { us(e.start_ns - zero) },
+                dur: e.dur_ns.map(us),
+                s: (e.ph == "i").then_some("t"),
+                pid: e.pid,
+                tid: e.tid,
+            };
+            let mut text = serde_json::to_vec(&out)?;
+            if let Some(args) = &e.args {
+                // `text` is an object with members: its closing brace makes way for one more.
+                text.pop();
+                text.extend_from_slice(b",\"args\":");
+                text.extend_from_slice(args.as_bytes());
+                text.push(b'}');
+            }
+            w.write_all(&text)?;
+        }
+        let rest = json!({
             "displayTimeUnit": "ns",
             "otherData": {
                 "clock": "host CLOCK_MONOTONIC",
                 "clock_zero_ns": zero,
                 "note": note,
                 "git_revision": crate::env::git_revision(),
+                "max_events_per_process": self.limit,
+                "dropped_events": self.dropped,
             },
         });
-        serde_json::to_writer(&mut *w, &doc)?;
+        // `rest` is an object: its members follow the events' array in the one document.
+        let rest = rest.to_string();
+        w.write_all(b"],")?;
+        w.write_all(rest.get(1..).unwrap_or("}").as_bytes())?;
         writeln!(w)
     }
 }
 
-/// Writes `trace` to `path`.
+/// Writes `trace` to `path`, and says on stderr if it dropped events.
 pub fn write_file(trace: &Trace, note: &str, path: &std::path::Path) -> Result<(), String> {
-    crate::atomic_file::write_file(path, |w| trace.write(note, w)).map_err(|e| format!("--trace {e}"))
+    crate::atomic_file::write_file(path, |w| trace.write(note, w)).map_err(|e| format!("--trace {e}"))?;
+    if trace.dropped() > 0 {
+        eprintln!(
+            "preempt-lat: --trace {}: kept the first {} events of each run or mode, dropped {} later ones",
+            path.display(),
+            trace.limit,
+            trace.dropped()
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -194,5 +340,40 @@ mod tests {
             "an end before the start is an empty span"
         );
         assert_eq!(v["otherData"]["clock_zero_ns"], 5000);
+        assert_eq!(v["otherData"]["dropped_events"], 0);
+    }
+
+    /// Issue 20 item 13: a trace keeps at most its limit of events per process, whatever a run's
+    /// length, counts the rest, and says so in the file; off, it keeps nothing.
+    #[test]
+    fn a_trace_keeps_a_bounded_number_of_events_per_process() {
+        let limit = 10;
+        let mut t = Trace::with_limit(limit);
+        let (a, b) = (Track { pid: 1, tid: 0 }, Track { pid: 2, tid: 0 });
+        t.name_process(1, "one");
+        for i in 0..3 * limit as u64 {
+            t.span(a, "lp", "x", i, i + 1, Value::Null);
+        }
+        let mut other = Trace::with_limit(limit);
+        for i in 0..limit as u64 + 1 {
+            other.instant(b, "hp", "y", i, Value::Null);
+        }
+        t.absorb(other);
+        t.landmark(a, "run", "run", 0, 100, Value::Null);
+        assert_eq!(
+            t.events.len(),
+            2 + 2 * limit,
+            "metadata, the landmark and each process's first events"
+        );
+        assert_eq!(t.dropped(), 2 * limit as u64 + 1);
+        let mut out = Vec::new();
+        t.write("test", &mut out).unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["otherData"]["dropped_events"], 2 * limit as u64 + 1);
+        assert_eq!(v["otherData"]["max_events_per_process"], limit);
+        let mut off = Trace::off();
+        off.name_process(1, "one");
+        off.span(a, "lp", "x", 0, 1, Value::Null);
+        assert!(off.events.is_empty() && off.dropped() == 0 && !off.is_on());
     }
 }

@@ -137,3 +137,51 @@ fn a_second_sigterm_ends_a_long_sample_and_its_workers() {
     let left = alive_after(&workers, Duration::from_secs(5));
     assert!(left.is_empty(), "host workers outlived preempt-lat: {left:?}");
 }
+
+/// `priority`'s first Ctrl-C is honoured while it waits for the next HP arrival or for the end
+/// of the mode's duration (it slept through both, up to --duration-s), and what was measured is
+/// written, marked interrupted.
+#[test]
+fn priority_stops_promptly_while_waiting_for_an_arrival() {
+    let dir = common::scratch("prio-int");
+    let mut child = preempt_lat()
+        .args([
+            "priority",
+            "--device",
+            "host",
+            "--modes",
+            "standalone-hp",
+            "--hp-rate",
+            "0.05",
+            "--arrival",
+            "fixed",
+            "--duration-s",
+            "60",
+            "--format",
+            "json",
+            "--quiet",
+            "--out-dir",
+            dir.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn preempt-lat");
+    let pid = child.id();
+    let out = drain(child.stdout.take().expect("stdout"));
+    let err = drain(child.stderr.take().expect("stderr"));
+    assert!(
+        wait_until(Duration::from_secs(30), || !children(pid).is_empty()),
+        "no HP worker started"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    signal(pid, Signal::SIGINT);
+    let st = wait_or_kill(&mut child, Duration::from_secs(10));
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    let st = st.unwrap_or_else(|| panic!("one SIGINT did not stop priority within 10 s (killed): {err}"));
+    assert_eq!(st.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["modes"][0]["interrupted"], true, "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -122,6 +122,23 @@ pub fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
 
+/// Sleeps until `t_ns` (`CLOCK_MONOTONIC`, as [`lv1::clock::now_ns`]) or until a stop is
+/// requested, whichever comes first (a wait of up to an hour must not outlast Ctrl-C); true if a
+/// stop cut it short.
+pub fn sleep_until_or_stop(t_ns: u64) -> bool {
+    const SLICE_NS: u64 = 10_000_000;
+    loop {
+        if stop_requested() {
+            return true;
+        }
+        let now = lv1::clock::now_ns();
+        if now >= t_ns {
+            return false;
+        }
+        lv1::clock::sleep_until(t_ns.min(now + SLICE_NS));
+    }
+}
+
 /// A progress bar on stderr, hidden when stderr is not a terminal or with --quiet.
 pub fn progress(total: u64, quiet: bool, what: &str) -> ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {

@@ -3,6 +3,7 @@
 pub mod backend;
 pub mod control;
 pub mod host;
+pub mod once;
 pub mod rng;
 pub mod samples;
 pub mod timeline;

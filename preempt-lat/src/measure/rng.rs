@@ -1,5 +1,6 @@
 //! SplitMix64: a tiny seeded generator for the gaps between HP requests (reproducible with
 //! `--seed`, no dependency needed for something this small).
+#[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
 
 impl SplitMix64 {

@@ -3,7 +3,7 @@
 //! device timed itself; turned into a Chrome trace ([`crate::trace`]) on the host clock.
 use super::backend::{DeviceSpan, RawSample};
 use crate::options::Level;
-use crate::trace::{Trace, Track};
+use crate::trace::{MAX_EVENTS, Trace, Track};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -42,6 +42,15 @@ impl Timeline {
         let mut tr = Trace::default();
         let t = |tid| Track { pid: 1, tid };
         let host = |ns: u64| u64::try_from(i128::from(ns) + i128::from(self.offset_ns)).unwrap_or(0);
+        // The trace keeps the first MAX_EVENTS events it is given: give it the earliest, as the
+        // five of a sample (at its request), the LP commands and the device's spans interleave.
+        let cutoff = self.cutoff(MAX_EVENTS, &host);
+        let mut left_out = 0u64;
+        let mut keep = |start: u64, n: u64| {
+            let keep = start < cutoff;
+            left_out += if keep { 0 } else { n };
+            keep
+        };
         tr.name_process(1, format!("Lv{} run on {device}", level.number()));
         for (tid, name) in [
             (RUN, "run"),
@@ -52,7 +61,7 @@ impl Timeline {
         ] {
             tr.name_thread(t(tid), name);
         }
-        tr.span(
+        tr.landmark(
             t(RUN),
             "run",
             "run",
@@ -60,7 +69,7 @@ impl Timeline {
             self.run_ns.1,
             json!({ "device": device }),
         );
-        for c in &self.lp {
+        for c in self.lp.iter().filter(|c| keep(c.launched_ns, 1)) {
             tr.span(
                 t(LP_QUEUE),
                 "lp",
@@ -75,7 +84,7 @@ impl Timeline {
         } else {
             ("suspend", "resume")
         };
-        for (r, hp_start_ns) in &self.samples {
+        for (r, hp_start_ns) in self.samples.iter().filter(|(r, _)| keep(host(r.t_req), 5)) {
             let args = json!({ "sample": r.index, "warmup": r.index < self.warmup });
             let req = host(r.t_req);
             tr.instant(t(HP), "hp", format!("HP request {}", r.index), req, args.clone());
@@ -102,7 +111,7 @@ impl Timeline {
         for (name, &tid) in &tracks {
             tr.name_thread(t(tid), *name);
         }
-        for d in &self.device {
+        for d in self.device.iter().filter(|d| keep(d.start_ns, 1)) {
             tr.span(
                 t(tracks[d.track.as_str()]),
                 "device",
@@ -112,6 +121,81 @@ impl Timeline {
                 json!({}),
             );
         }
+        tr.count_dropped(left_out);
         tr
+    }
+
+    /// The start time (host clock) before which at most `budget` of the run's events start:
+    /// `u64::MAX` when all of them fit.
+    fn cutoff(&self, budget: usize, host: &dyn Fn(u64) -> u64) -> u64 {
+        let total = self.lp.len() + 5 * self.samples.len() + self.device.len();
+        if total <= budget {
+            return u64::MAX;
+        }
+        let mut starts: Vec<u64> = Vec::with_capacity(total);
+        starts.extend(self.lp.iter().map(|c| c.launched_ns));
+        for (r, _) in &self.samples {
+            starts.extend([host(r.t_req); 5]);
+        }
+        starts.extend(self.device.iter().map(|d| d.start_ns));
+        *starts.select_nth_unstable(budget).1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::backend::HpStart;
+
+    /// Issue 20 item 13: a run's trace keeps the earliest [`MAX_EVENTS`] events, whatever the
+    /// run's length, and counts the rest: here the samples at the start are kept and the last LP
+    /// commands are dropped.
+    #[test]
+    fn a_long_runs_trace_keeps_its_earliest_events() {
+        let lp: Vec<LpSpan> = (0..MAX_EVENTS as u64)
+            .map(|i| LpSpan {
+                id: i,
+                ok: true,
+                launched_ns: 1_000 + i,
+                completed_ns: 2_000 + i,
+            })
+            .collect();
+        let sample = |i: u32| RawSample {
+            index: i,
+            t_req: u64::from(i),
+            suspend_ns: 1,
+            preempt_call_ns: None,
+            resume_ns: 1,
+            window: (u64::from(i) + 1, u64::from(i) + 2),
+            hp: HpStart::At(0),
+        };
+        let tl = Timeline {
+            run_ns: (0, 10_000_000),
+            offset_ns: 0,
+            warmup: 0,
+            lp,
+            samples: (0..10).map(|i| (sample(i), 5)).collect(),
+            device: Vec::new(),
+        };
+        let tr = tl.trace(Level::Lv3, "host");
+        let mut out = Vec::new();
+        tr.write("test", &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let events = v["traceEvents"].as_array().unwrap();
+        let named = |prefix: &str| {
+            events
+                .iter()
+                .filter(|e| e["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+                .count()
+        };
+        assert_eq!(named("HP request "), 10, "the samples, the earliest, are kept");
+        let total = MAX_EVENTS + 5 * 10;
+        assert_eq!(tr.dropped(), (total - MAX_EVENTS) as u64);
+        let lp_commands = events.iter().filter(|e| e["cat"] == "lp" && e["ph"] == "X").count();
+        assert_eq!(
+            lp_commands,
+            MAX_EVENTS - 5 * 10,
+            "the rest of the budget: the first LP commands"
+        );
     }
 }

@@ -7,6 +7,7 @@
 //! session per mode (opened from [`crate::device::SessionSource`]), one mode frame for every device ([`modes`]), `hpf`'s
 //! rule as the policy.
 pub mod arrivals;
+pub mod lp_side;
 pub mod modes;
 pub mod report;
 pub mod requests;
@@ -51,8 +52,10 @@ pub struct Measured {
     pub policy: &'static str,
     /// How the LP queue was suspended (`-` where it never is).
     pub mechanism: String,
-    /// Arrival to completion of each HP request, in ns.
-    pub hp_latency_ns: Vec<u64>,
+    /// HP requests completed.
+    pub hp_requests: u64,
+    /// Their latency, arrival to completion, in ns (`None` without requests).
+    pub hp_latency_ns: Option<Summary>,
     /// LP commands completed within the measured window.
     pub lp_completed: u64,
     pub window_ns: u64,
@@ -111,17 +114,13 @@ pub fn summarize(measured: Vec<(Mode, Measured)>) -> Vec<ModeResult> {
     let mut rows: Vec<ModeResult> = measured
         .into_iter()
         .map(|(mode, m)| {
-            let mut r = crate::stats::Recorder::default();
-            for &ns in &m.hp_latency_ns {
-                r.record(ns);
-            }
             let window_s = m.window_ns as f64 / 1e9;
             ModeResult {
                 mode,
                 policy: m.policy,
                 mechanism: m.mechanism,
-                hp_requests: m.hp_latency_ns.len() as u64,
-                hp_latency_ns: r.summary(),
+                hp_requests: m.hp_requests,
+                hp_latency_ns: m.hp_latency_ns,
                 hp_p99_vs_standalone: None,
                 lp_completed: m.lp_completed,
                 lp_throughput_per_s: (mode.has_lp() && window_s > 0.0).then(|| m.lp_completed as f64 / window_s),
@@ -203,7 +202,13 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         crate::num::round_u64(o.duration_s * 1e9),
         o.common.seed,
     );
-    let mut trace = Trace::default();
+    // Each mode's share of the trace's events, so that every mode is in it; none kept unasked.
+    let mut trace = match o.trace {
+        Some(_) => Trace::with_limit(crate::trace::MAX_EVENTS / o.modes.len().max(1)),
+        None => Trace::off(),
+    };
+    // Counted once (they are generated as they come: an hour at 100000/s is 360 M of them).
+    let requests = arrivals.clone().count();
     let mut measured = Vec::new();
     for (pid, &mode) in (1u32..).zip(&o.modes) {
         if crate::measure::control::stop_requested() {
@@ -214,7 +219,7 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
                 "priority: {} for {} s ({} HP requests; {})",
                 mode.name(),
                 o.duration_s,
-                if mode.has_hp() { arrivals.len() } else { 0 },
+                if mode.has_hp() { requests } else { 0 },
                 target.label()
             );
         }
@@ -255,10 +260,15 @@ mod tests {
     use super::*;
 
     fn m(lat: &[u64], lp: u64) -> Measured {
+        let mut r = crate::stats::Recorder::default();
+        for &ns in lat {
+            r.record(ns);
+        }
         Measured {
             policy: "none",
             mechanism: "-".into(),
-            hp_latency_ns: lat.to_vec(),
+            hp_requests: lat.len() as u64,
+            hp_latency_ns: r.summary(),
             lp_completed: lp,
             window_ns: 1_000_000_000,
             preemptions: 0,

@@ -14,17 +14,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hpf::{Action, Policy, Priority};
-use lv1::clock::{now_ns, sleep_until};
+use lv1::clock::now_ns;
 use preempt_api::{HpStream, Level, LpStream, Session};
 use serde_json::json;
 
+use super::arrivals::Arrivals;
+use super::lp_side::{self, LpCheck};
 use super::requests::{self, Event};
 use super::{Measured, PriorityParams};
-use crate::measure::Correctness;
 use crate::options::Mode;
-use crate::trace::tracks::{
-    CALLS as SCHEDULER, DEVICE0 as LP_WORKER0, HP as HP_REQUESTS, HP_WORKER, LP_QUEUE, RUN, SUSPENDED,
-};
+use crate::stats::Recorder;
+use crate::trace::tracks::{CALLS as SCHEDULER, HP as HP_REQUESTS, HP_WORKER, LP_QUEUE, RUN, SUSPENDED};
 use crate::trace::{Trace, Track};
 
 /// An HP request that has not completed after this long fails the mode (the GPU is stuck).
@@ -116,7 +116,7 @@ pub fn run_mode(
     session: &Session,
     p: &PriorityParams,
     mode: Mode,
-    arrivals: &[u64],
+    arrivals: &Arrivals,
     trace: &mut Trace,
     pid: u32,
     device: &str,
@@ -146,10 +146,12 @@ pub fn run_mode(
     let stop = AtomicBool::new(false);
     let t_run0 = now_ns();
 
-    let measured = std::thread::scope(|s| -> Result<Measured, String> {
+    let host = session.device().is_host();
+    let (measured, lp_check) = std::thread::scope(|s| -> Result<(Measured, Option<LpCheck>), String> {
         let feeder = lp.as_deref().map(|lp| {
             let stop = &stop;
-            s.spawn(move || feed(lp, lp_ns, keep_ahead, stop))
+            let check = LpCheck::new(keep_ahead, host, trace.empty_like(), pid);
+            s.spawn(move || lp_side::feed(lp, lp_ns, keep_ahead, stop, check))
         });
         let mut sched = Scheduler {
             policy: matches!(mode, Mode::Lv1 | Mode::Lv3).then(Policy::new),
@@ -165,26 +167,29 @@ pub fn run_mode(
         let result = measure_window(p, mode, arrivals, lp.as_deref(), hp.as_deref(), &mut sched, trace, pid);
         sched.release();
         stop.store(true, Ordering::Relaxed);
-        if let Some(f) = feeder {
-            f.join().map_err(|_| "the LP feeder thread panicked".to_string())?;
-        }
-        let (window_ns, lp_completed, hp_latency_ns, interrupted) = result?;
-        Ok(Measured {
+        let lp_check = match feeder {
+            Some(f) => Some(f.join().map_err(|_| "the LP feeder thread panicked".to_string())?),
+            None => None,
+        };
+        let (window_ns, lp_completed, hp_latency, interrupted) = result?;
+        let measured = Measured {
             policy: if sched.policy.is_some() { hpf::NAME } else { "none" },
             mechanism: match mode {
                 Mode::Lv3 => mechanism_label(session),
                 Mode::Lv1 => "stop-launching".into(),
                 _ => "-".into(),
             },
-            hp_latency_ns,
+            hp_requests: hp_latency.summary().map_or(0, |s| s.count),
+            hp_latency_ns: hp_latency.summary(),
             lp_completed,
             window_ns,
             preemptions: sched.preemptions,
             correctness: None,
             interrupted,
-        })
-    });
-    let mut measured = measured?;
+        };
+        Ok((measured, lp_check))
+    })?;
+    let mut measured = measured;
     if let Some(hp) = &hp {
         let c = hp.check();
         if !c.ok() {
@@ -194,10 +199,14 @@ pub fn run_mode(
             ));
         }
     }
-    if let Some(lp) = &lp {
-        measured.correctness = Some(check_lp(lp, p, mode, lp_ns, keep_ahead, trace, pid)?);
+    if let (Some(lp), Some(check)) = (&lp, lp_check) {
+        // Every command must complete: what the launcher still holds, each of T.
+        let limit = Duration::from_secs(60) + Duration::from_nanos(lp_ns.saturating_mul(keep_ahead as u64 * 4));
+        let (correctness, lp_trace) = check.finish(lp, mode, limit, p.workers)?;
+        measured.correctness = Some(correctness);
+        trace.absorb(lp_trace);
     }
-    trace.span(t(RUN), "run", "run", t_run0, now_ns(), json!({ "mode": mode.name() }));
+    trace.landmark(t(RUN), "run", "run", t_run0, now_ns(), json!({ "mode": mode.name() }));
     Ok(measured)
 }
 
@@ -213,19 +222,6 @@ fn mechanism_label(session: &Session) -> String {
     session.mechanism().name.clone().unwrap_or_else(|| "-".into())
 }
 
-/// Keeps `keep_ahead` LP commands pending (within the stream's capacity) until `stop`.
-fn feed(lp: &LpStream, lp_ns: u64, keep_ahead: usize, stop: &AtomicBool) {
-    let nap = Duration::from_nanos((lp_ns / 4).clamp(20_000, 1_000_000));
-    let capacity = lp.capacity().unwrap_or(u64::MAX);
-    while !stop.load(Ordering::Relaxed) {
-        let st = lp.stats().unwrap_or_default();
-        if st.pending < keep_ahead && st.submitted < capacity && lp.submit_delay(lp_ns).is_ok() {
-            continue;
-        }
-        std::thread::sleep(nap);
-    }
-}
-
 /// The measured window: the first LP command launched, then every HP request driven through
 /// the scheduler (or, without HP, the window waited out). Returns (window ns, LP commands
 /// completed in it, HP latencies, interrupted).
@@ -233,13 +229,13 @@ fn feed(lp: &LpStream, lp_ns: u64, keep_ahead: usize, stop: &AtomicBool) {
 fn measure_window(
     p: &PriorityParams,
     mode: Mode,
-    arrivals: &[u64],
+    arrivals: &Arrivals,
     lp: Option<&LpStream>,
     hp: Option<&HpStream>,
     sched: &mut Scheduler<'_>,
     trace: &mut Trace,
     pid: u32,
-) -> Result<(u64, u64, Vec<u64>, bool), String> {
+) -> Result<(u64, u64, Recorder, bool), String> {
     let t = |tid| Track { pid, tid };
     let completed = || lp.and_then(LpStream::stats).map_or(0, |s| s.completed);
     if let Some(lp) = lp {
@@ -270,8 +266,10 @@ fn measure_window(
                     let recs = hp.wait(Some(HP_TIMEOUT)).map_err(api("HP request"))?;
                     let mut end = None;
                     for (r, w) in recs.iter().filter_map(|r| r.worker.map(|w| (r, w))) {
-                        let args = json!({ "request": i });
-                        trace.span(t(HP_WORKER), "hp", format!("HP {}", r.id), w.start_ns, w.end_ns, args);
+                        if trace.is_on() {
+                            let args = json!({ "request": i });
+                            trace.span(t(HP_WORKER), "hp", format!("HP {}", r.id), w.start_ns, w.end_ns, args);
+                        }
                         end = end.max(Some(w.end_ns));
                     }
                     // The worker's own end where it says (host), else when the wait returned.
@@ -281,65 +279,14 @@ fn measure_window(
             if !r.1 && sched.holds_lp() {
                 return Err("the policy holds the LP queue suspended with no HP request pending".into());
             }
-            sleep_until(t0 + duration_ns);
-            r
+            let (latencies, interrupted) = r;
+            (latencies, interrupted || requests::idle_until(t0 + duration_ns))
         }
-        None => (Vec::new(), requests::idle_until(t0 + duration_ns)),
+        None => (Recorder::default(), requests::idle_until(t0 + duration_ns)),
     };
     let t_end = now_ns();
     let lp_done = completed() - lp_c0;
     let args = json!({ "mode": mode.name() });
-    trace.span(t(RUN), "run", "measured window", t0, t_end, args);
+    trace.landmark(t(RUN), "run", "measured window", t0, t_end, args);
     Ok((t_end - t0, lp_done, latencies, interrupted))
-}
-
-/// Drains the LP stream, then checks every command it ran: the launcher's completions against
-/// the device's records (whose host worker spans and launch-to-completion spans join the trace).
-fn check_lp(
-    lp: &LpStream,
-    p: &PriorityParams,
-    mode: Mode,
-    lp_ns: u64,
-    keep_ahead: usize,
-    trace: &mut Trace,
-    pid: u32,
-) -> Result<Correctness, String> {
-    let t = |tid| Track { pid, tid };
-    let limit = Duration::from_secs(60) + Duration::from_nanos(lp_ns.saturating_mul(keep_ahead as u64 * 4));
-    lp.wait_idle_for(limit).map_err(api("draining the LP queue"))?;
-    let submitted = lp.stats().map_or(0, |s| s.submitted);
-    let mut done = Vec::new();
-    for c in lp.take_completions() {
-        let args = json!({ "submitted_ns": c.stamps.submitted_ns });
-        trace.span(
-            t(LP_QUEUE),
-            "lp",
-            format!("LP {}", c.id),
-            c.stamps.launched_ns,
-            c.stamps.completed_ns,
-            args,
-        );
-        done.push((c.id, c.ok));
-    }
-    let v = lp.verify().map_err(api("checking the LP commands"))?;
-    if !v.check.problems.is_empty() {
-        eprintln!("preempt-lat: {}: LP commands FAILED verification:", mode.name());
-        for l in &v.check.problems {
-            eprintln!("  {l}");
-        }
-    }
-    let mut host = false;
-    for (r, w) in v.records.iter().filter_map(|r| r.worker.map(|w| (r, w))) {
-        let track = LP_WORKER0 + u32::try_from(w.worker).unwrap_or(0);
-        let args = json!({ "worker": w.worker });
-        trace.span(t(track), "lp", format!("LP {}", r.id), w.start_ns, w.end_ns, args);
-        host = true;
-    }
-    if host {
-        for w in 0..p.workers {
-            trace.name_thread(t(LP_WORKER0 + w), format!("LP worker {w}"));
-        }
-    }
-    let recs: Vec<(u64, bool)> = v.records.iter().map(|r| (r.id, r.correct)).collect();
-    Ok(Correctness::check(submitted, &done, &recs, v.records_per_command))
 }
