@@ -141,15 +141,21 @@ fn run(o: &options::RunOptions, select: impl FnOnce() -> Result<device::Device, 
         Some(mut f) => output::export(o.format, &r, &mut f).and_then(|()| f.commit()),
         None => output::export(o.format, &r, &mut std::io::stdout().lock()),
     };
-    written.map_err(|e| format!("writing the result: {e}"))?;
-    if let Some(t) = &o.trace {
+    // The trace is written even if the result could not be (stdout closed or full): one output
+    // lost is not both.
+    let traced = o.trace.as_ref().map_or(Ok(()), |t| {
         let note = if r.env.host_figures {
             "preempt-lat on the host device: host figures, not GPU figures"
         } else {
             "preempt-lat on a GPU: host-side stamps (the GPU's own stamps are not on this timeline)"
         };
-        trace::write_file(&r.timeline.trace(p.level, &r.env.device), note, t)?;
+        trace::write_file(&r.timeline.trace(p.level, &r.env.device), note, t)
+    });
+    if let (Err(e), Err(_)) = (&traced, &written) {
+        eprintln!("preempt-lat: {e}");
     }
+    written.map_err(|e| format!("writing the result: {e}"))?;
+    traced?;
     if !r.correctness.ok {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
     }

@@ -119,12 +119,12 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
         &refs,
     )?;
     let ok = runs.iter().all(|r| r.correctness.ok);
-    println!(
+    crate::output::line(format_args!(
         "sweep t: {} runs -> {}/sweep-t.{{csv,json,svg}}; correctness {}",
         runs.len(),
         a.out_dir.display(),
         if ok { "OK" } else { "FAILED" }
-    );
+    ))?;
     Ok(Verdict::from_ok(ok))
 }
 
@@ -207,7 +207,7 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
     for r in &runs {
         let p99 =
             |s: &Option<crate::stats::Summary>| s.as_ref().map_or("-".into(), |s| format!("{:.1}", s.p99 as f64 / 1e3));
-        println!(
+        crate::output::line(format_args!(
             "  Lv{} {} ({:.0} KiB/CU): p99 suspend {} us, HP start {} us{}",
             r.params.level.number(),
             r.params.lp_state.map_or("n.a.", LpState::name),
@@ -215,15 +215,15 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
             p99(&r.latency_ns.suspend),
             p99(&r.latency_ns.hp_start),
             if r.correctness.ok { "" } else { "; correctness FAILED" }
-        );
+        ))?;
     }
     let ok = runs.iter().all(|r| r.correctness.ok);
-    println!(
+    crate::output::line(format_args!(
         "sweep state: {} runs -> {}/sweep-state.{{csv,json,svg}}; correctness {}",
         runs.len(),
         a.out_dir.display(),
         if ok { "OK" } else { "FAILED" }
-    );
+    ))?;
     Ok(Verdict::from_ok(ok))
 }
 
@@ -357,11 +357,11 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
             legend: SeriesLabelPosition::UpperRight,
         },
     )?;
-    println!(
+    crate::output::line(format_args!(
         "sweep threshold: {} points -> {}/sweep-threshold.{{csv,json,svg}}",
         pts.len(),
         a.out_dir.display()
-    );
+    ))?;
     Ok(Verdict::Pass)
 }
 

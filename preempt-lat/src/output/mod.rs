@@ -37,6 +37,15 @@ pub fn export<E: Export + ?Sized>(format: Format, e: &E, w: &mut dyn Write) -> i
     }
 }
 
+/// One line on stdout: an error if stdout is closed or full (`println!` panics).
+pub fn line(args: std::fmt::Arguments) -> Result<(), String> {
+    let mut out = io::stdout().lock();
+    out.write_fmt(args)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("writing the result: {e}"))
+}
+
 /// The JSON exporter: pretty JSON and a newline.
 fn json<T: Serialize + ?Sized>(value: &T, w: &mut dyn Write) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *w, value)?;
