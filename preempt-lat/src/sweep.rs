@@ -74,6 +74,24 @@ fn latency_plot(path: &Path, title: &str, x_title: String, series: &[Series], re
     )
 }
 
+/// Draws a sweep's plot at `path` unless it has nothing to draw (a sweep stopped by Ctrl-C before
+/// its first point; a plot left there by an earlier sweep is removed, as it would not be this
+/// one's). Returns the files written beside the CSV and JSON, for the summary line.
+fn plot_if_any(
+    path: &Path,
+    series: &[Series],
+    draw: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<&'static str, String> {
+    if series.iter().all(|s| s.points.is_empty()) {
+        return match std::fs::remove_file(path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(format!("{}: {e}", path.display())),
+            _ => Ok("{csv,json}"),
+        };
+    }
+    draw(path)?;
+    Ok("{csv,json,svg}")
+}
+
 /// Latency against T for each level.
 pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
     let workers = dev.workers();
@@ -111,16 +129,12 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
         plot::device_label(&device, host_figures),
         lp_state.map_or(String::new(), |s| format!(", {s} LP kernel"))
     );
-    latency_plot(
-        &a.out_dir.join("sweep-t.svg"),
-        &title,
-        "T, LP command time (ms)".into(),
-        &series,
-        &refs,
-    )?;
+    let files = plot_if_any(&a.out_dir.join("sweep-t.svg"), &series, |path| {
+        latency_plot(path, &title, "T, LP command time (ms)".into(), &series, &refs)
+    })?;
     let ok = runs.iter().all(|r| r.correctness.ok);
     crate::output::line(format_args!(
-        "sweep t: {} runs -> {}/sweep-t.{{csv,json,svg}}; correctness {}",
+        "sweep t: {} runs -> {}/sweep-t.{files}; correctness {}",
         runs.len(),
         a.out_dir.display(),
         if ok { "OK" } else { "FAILED" }
@@ -197,13 +211,9 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
         plot::device_label(&device, host_figures),
         a.t_ms
     );
-    latency_plot(
-        &a.out_dir.join("sweep-state.svg"),
-        &title,
-        state_axis(&runs, &a.states),
-        &series,
-        &refs,
-    )?;
+    let files = plot_if_any(&a.out_dir.join("sweep-state.svg"), &series, |path| {
+        latency_plot(path, &title, state_axis(&runs, &a.states), &series, &refs)
+    })?;
     for r in &runs {
         let p99 =
             |s: &Option<crate::stats::Summary>| s.as_ref().map_or("-".into(), |s| format!("{:.1}", s.p99 as f64 / 1e3));
@@ -219,7 +229,7 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
     }
     let ok = runs.iter().all(|r| r.correctness.ok);
     crate::output::line(format_args!(
-        "sweep state: {} runs -> {}/sweep-state.{{csv,json,svg}}; correctness {}",
+        "sweep state: {} runs -> {}/sweep-state.{files}; correctness {}",
         runs.len(),
         a.out_dir.display(),
         if ok { "OK" } else { "FAILED" }
@@ -286,6 +296,10 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
             let commands = a.commands.max(raised);
             let mut runs = Vec::new();
             for _ in 0..3 {
+                // A measurement is --commands x T: Ctrl-C waits for one, not for a point's three.
+                if stop_requested() {
+                    break 'outer;
+                }
                 runs.push(dev.lv1_overhead(t_ms, lp_state, th, a.common.lv1.batch, commands)?);
             }
             let median = |f: fn(&(f64, f64, f64)) -> f64| {
@@ -339,26 +353,28 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
         label: "no overhead (0 %)".into(),
         points: vec![(f64::from(lo) - 0.5, 0.0), (f64::from(hi) + 0.5, 0.0)],
     };
-    plot::draw(
-        &a.out_dir.join("sweep-threshold.svg"),
-        &plot::Figure {
-            title: &title,
-            x: Axis {
-                title: "threshold (LP commands in flight)".into(),
-                scale: Scale::Integer,
+    let files = plot_if_any(&a.out_dir.join("sweep-threshold.svg"), &series, |path| {
+        plot::draw(
+            path,
+            &plot::Figure {
+                title: &title,
+                x: Axis {
+                    title: "threshold (LP commands in flight)".into(),
+                    scale: Scale::Integer,
+                },
+                y: Axis {
+                    title: "LP throughput overhead of the launcher (%), median of 3".into(),
+                    scale: Scale::Linear,
+                },
+                series: &series,
+                refs: &[zero],
+                x_names: &[],
+                legend: SeriesLabelPosition::UpperRight,
             },
-            y: Axis {
-                title: "LP throughput overhead of the launcher (%), median of 3".into(),
-                scale: Scale::Linear,
-            },
-            series: &series,
-            refs: &[zero],
-            x_names: &[],
-            legend: SeriesLabelPosition::UpperRight,
-        },
-    )?;
+        )
+    })?;
     crate::output::line(format_args!(
-        "sweep threshold: {} points -> {}/sweep-threshold.{{csv,json,svg}}",
+        "sweep threshold: {} points -> {}/sweep-threshold.{files}",
         pts.len(),
         a.out_dir.display()
     ))?;

@@ -185,3 +185,48 @@ fn priority_stops_promptly_while_waiting_for_an_arrival() {
     assert_eq!(v["modes"][0]["interrupted"], true, "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A sweep stopped before it measured anything writes what it has (no run with a sample) and no
+/// plot, instead of failing with `plot ...: no data` (exit 1).
+#[test]
+fn a_sweep_stopped_before_its_first_sample_writes_its_files_without_a_plot() {
+    let dir = common::scratch("sweep-int");
+    let mut child = preempt_lat()
+        .args([
+            "sweep",
+            "t",
+            "--device",
+            "host",
+            "--levels",
+            "3",
+            "--t-ms",
+            "5",
+            "--warmup",
+            "1000",
+            "--samples",
+            "5",
+            "--quiet",
+            "--out-dir",
+            dir.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn preempt-lat");
+    let pid = child.id();
+    let out = drain(child.stdout.take().expect("stdout"));
+    let err = drain(child.stderr.take().expect("stderr"));
+    assert!(
+        wait_until(Duration::from_secs(30), || !children(pid).is_empty()),
+        "no host worker started"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    signal(pid, Signal::SIGINT);
+    let st = wait_or_kill(&mut child, Duration::from_secs(30));
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    assert_eq!(st.and_then(|s| s.code()), Some(0), "{err}");
+    assert!(out.contains("sweep-t.{csv,json};"), "{out}");
+    assert!(dir.join("sweep-t.json").is_file() && !dir.join("sweep-t.svg").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
