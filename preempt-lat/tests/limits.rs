@@ -51,6 +51,22 @@ fn absurd_lv1_settings_are_refused_up_front() {
     assert!(r.stderr.contains("of LP work in flight"), "{}", r.stderr);
     let r = run_bounded(&["sweep", "threshold", "--device", "host", "--thresholds", h], LIMIT);
     assert_eq!(r.status.and_then(|s| s.code()), Some(2), "{}", r.stderr);
+    // sweep threshold's measurements are --commands x T each, and bounded too.
+    let r = run_bounded(
+        &[
+            "sweep",
+            "threshold",
+            "--device",
+            "host",
+            "--commands",
+            "1000000",
+            "--t-ms",
+            "10000",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.status.and_then(|s| s.code()), Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("of LP work per measurement"), "{}", r.stderr);
 }
 
 /// `priority` with no HP request to plot (`--modes standalone-lp`) wrote its results but failed
@@ -77,4 +93,50 @@ fn priority_without_an_hp_request_writes_its_results_and_no_plot() {
     assert!(r.stdout.contains("priority.{csv,json}"), "{}", r.stdout);
     assert!(dir.join("priority.json").is_file() && !dir.join("priority.svg").exists());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Numbers at the ends of what parses are refused in one short line that echoes them (1e308
+/// was printed as 309 digits, 1e-300 as 300 zeros), and the hidden bystander worker takes the
+/// largest --max-duration-ms (it overflowed: a panic).
+#[test]
+fn extreme_numbers_are_refused_in_one_short_line() {
+    for (args, want) in [
+        (
+            &["priority", "--device", "host", "--hp-rate", "1e308"][..],
+            "--hp-rate = 1e308 is too large",
+        ),
+        (
+            &["priority", "--device", "host", "--duration-s", "1e308"][..],
+            "--duration-s = 1e308 is too large",
+        ),
+        (
+            &["priority", "--device", "host", "--hp-rate", "1e-300"][..],
+            "--hp-rate 1e-300 makes no HP request",
+        ),
+    ] {
+        let r = run_bounded(args, LIMIT);
+        assert_eq!(r.status.and_then(|s| s.code()), Some(2), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.len() < 200, "{args:?}: a short line: {}", r.stderr);
+    }
+    let max = u64::MAX.to_string();
+    let r = run_bounded(
+        &[
+            "__bystander-worker",
+            "--device",
+            "host",
+            "--kernel-us",
+            "10",
+            "--max-duration-ms",
+            &max,
+        ],
+        LIMIT,
+    );
+    assert_eq!(
+        r.status.and_then(|s| s.code()),
+        Some(0),
+        "stdin closed: it ends: {}",
+        r.stderr
+    );
+    assert!(r.stdout.contains("stdin closed"), "{}", r.stdout);
 }

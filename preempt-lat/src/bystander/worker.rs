@@ -114,7 +114,7 @@ pub fn main(o: &BystanderWorkerOptions) -> Result<(), String> {
         },
     )?;
     out.flush().map_err(|e| format!("stdout: {e}"))?;
-    let deadline = now_ns() + o.max_duration_ms.saturating_mul(1_000_000);
+    let deadline = now_ns().saturating_add(o.max_duration_ms.saturating_mul(1_000_000));
     let mut n = 0u64;
     let reason = loop {
         if stop.load(Ordering::SeqCst) {

@@ -137,7 +137,10 @@ impl Command {
             }
             Command::Sweep(Sweep::Threshold(o)) => {
                 check_lp_state(o.common.device, o.lp.lp_state)?;
-                o.common.check()
+                o.common.check()?;
+                o.t_ms
+                    .iter()
+                    .try_for_each(|&t| values::check_measurement(o.commands, t))
             }
             Command::LauncherCost(o) => o.lv1.check(),
             Command::Priority(o) => {
@@ -378,7 +381,7 @@ pub struct SweepThresholdOptions {
     #[arg(long = "t-ms", value_delimiter = ',', default_value = "0.01,0.1,1", value_parser = parse_t_ms)]
     pub t_ms: Vec<f64>,
     /// LP commands per throughput measurement (raised so that each lasts at least ~50 ms), at most
-    /// 1000000.
+    /// 1000000 and with T at most 3600 s of LP work (Ctrl-C waits for the measurement under way).
     #[arg(long, default_value_t = 200, value_parser = values::parse_commands)]
     pub commands: u32,
     /// Directory for sweep-threshold.{csv,json,svg} (created if missing).
@@ -472,8 +475,9 @@ impl PriorityOptions {
             ));
         }
         if self.duration_s * self.hp_rate < 1.0 && self.modes.iter().any(|m| m.has_hp()) {
+            // Debug: 1e-300 as 1e-300, not as 300 zeros.
             return Err(format!(
-                "--duration-s {} at --hp-rate {} makes no HP request: raise either",
+                "--duration-s {:?} at --hp-rate {:?} makes no HP request: raise either",
                 self.duration_s, self.hp_rate
             ));
         }

@@ -233,7 +233,8 @@ pub fn parse_positive_f64(s: &str, what: &str, max: f64) -> Result<f64, String> 
         return Err(format!("{what} must be a finite number greater than 0 (got {s})"));
     }
     if v > max {
-        return Err(format!("{what} = {v} is too large: at most {max}"));
+        // The input as given: 1e308 printed as a number is 309 digits.
+        return Err(format!("{what} = {} is too large: at most {max}", s.trim()));
     }
     Ok(v)
 }
@@ -326,6 +327,23 @@ pub fn parse_hp_cmds(s: &str) -> Result<u32, String> {
 /// `validate --cycles`: 1..=[`MAX_SAMPLES`] (each cycle is a sample of a run).
 pub fn parse_cycles(s: &str) -> Result<u32, String> {
     parse_at_most(s, MAX_SAMPLES, "cycles", "each is a sample of a run, kept in memory")
+}
+
+/// The most LP work, in seconds, of one throughput measurement of `sweep threshold` (a Ctrl-C
+/// waits for the one under way).
+pub const MAX_MEASUREMENT_S: f64 = 3600.0;
+
+/// `commands` x `t_ms` of LP work in one measurement, at most [`MAX_MEASUREMENT_S`]: the
+/// one-line reason otherwise.
+pub fn check_measurement(commands: u32, t_ms: f64) -> Result<(), String> {
+    let s = f64::from(commands) * t_ms / 1000.0;
+    if s > MAX_MEASUREMENT_S {
+        return Err(format!(
+            "--commands {commands} x --t-ms {t_ms} = {s:.0} s of LP work per measurement (at most \
+             {MAX_MEASUREMENT_S:.0} s: Ctrl-C waits for the one under way); lower --commands or --t-ms"
+        ));
+    }
+    Ok(())
 }
 
 /// `threshold` x `t_ms` of LP work in flight, at most [`MAX_IN_FLIGHT_S`]: the one-line reason
