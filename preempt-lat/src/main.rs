@@ -3,6 +3,16 @@
 //! No `unsafe` here: the HIP binding (with its FFI) is the `hip-rt` crate, the GPU device `gpu-device`.
 #![deny(unsafe_code)]
 
+/// `eprintln!` for this crate, shadowing std's (defined before the modules, so that all of them
+/// use it): an error writing to stderr is ignored. std's panics on it, and a broken stderr (as
+/// `2>&1 | head -1` leaves it) then ended a run mid-way with exit 101 and its result unwritten.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod atomic_file;
 mod bystander;
 mod device;

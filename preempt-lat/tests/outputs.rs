@@ -83,3 +83,33 @@ fn a_runs_trace_is_written_when_its_stdout_is_closed() {
     assert!(t["traceEvents"].as_array().is_some_and(|e| !e.is_empty()));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A broken stderr (its reader gone, as `2>&1 | head -1` leaves it) is no reason to stop: the
+/// run's notes are lost, its result is not (std's `eprintln!` panicked: exit 101, nothing on
+/// stdout).
+#[test]
+fn a_run_whose_stderr_is_broken_still_writes_its_result() {
+    let mut child = preempt_lat()
+        .args([
+            "--device",
+            "auto",
+            "--samples",
+            "3",
+            "--warmup",
+            "0",
+            "--format",
+            "json",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn preempt-lat");
+    drop(child.stderr.take());
+    let out = drain(child.stdout.take().expect("stdout"));
+    let st = wait_or_kill(&mut child, Duration::from_secs(120));
+    let out = out.join().unwrap();
+    assert_eq!(st.and_then(|s| s.code()), Some(0), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["samples"].as_array().map(Vec::len), Some(3));
+}
