@@ -119,6 +119,12 @@ fn extreme_numbers_are_refused_in_one_short_line() {
         assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
         assert!(r.stderr.len() < 200, "{args:?}: a short line: {}", r.stderr);
     }
+    let same = std::env::temp_dir().join(format!("preempt-lat-same-{}.json", std::process::id()));
+    let same = same.to_str().unwrap();
+    // (Was refused too, but as "--trace ...: cannot write: File exists".)
+    let r = run_bounded(&["--device", "host", "--out", same, "--trace", same], LIMIT);
+    assert_eq!(r.status.and_then(|s| s.code()), Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("--out and --trace both name"), "{}", r.stderr);
     let max = u64::MAX.to_string();
     let r = run_bounded(
         &[

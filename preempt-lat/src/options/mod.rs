@@ -111,6 +111,14 @@ impl Command {
         match self {
             Command::Run(o) => {
                 check_lp_state(o.common.device, o.lp.lp_state)?;
+                if let (Some(out), Some(trace)) = (&o.out, &o.trace)
+                    && std::path::absolute(out).ok() == std::path::absolute(trace).ok()
+                {
+                    return Err(format!(
+                        "--out and --trace both name {}: give each its own file",
+                        out.display()
+                    ));
+                }
                 o.common.check()?;
                 check_in_flight(o.common.lv1.threshold, o.t_ms)
             }
