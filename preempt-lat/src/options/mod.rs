@@ -305,12 +305,14 @@ pub struct RunOptions {
     pub format: Format,
     /// Write the result here instead of stdout (checked to be writable before the run starts;
     /// written under a temporary name beside it and renamed when complete, so a failed or
-    /// interrupted run leaves a previous result in place).
+    /// interrupted run leaves a previous result in place; a device or FIFO, e.g. /dev/stdout, is
+    /// written in place).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Also write a timeline of the run as Chrome trace-event JSON (open in Perfetto or
     /// chrome://tracing): LP commands, suspend and resume calls, suspended windows, HP requests
-    /// and probes, on the host clock.
+    /// and probes, on the host clock. The earliest 200000 events at most: it says how many it
+    /// left out.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     #[command(flatten)]
@@ -460,7 +462,9 @@ pub struct PriorityOptions {
     /// Directory for priority.csv, priority.json and priority.svg (created if missing).
     #[arg(long, default_value = "preempt-lat-results")]
     pub out_dir: PathBuf,
-    /// Also write a timeline of every mode as Chrome trace-event JSON (Perfetto, chrome://tracing).
+    /// Also write a timeline of every mode as Chrome trace-event JSON (Perfetto, chrome://tracing):
+    /// at most 200000 events, shared by the modes (each keeps its first ones); it says how many it
+    /// left out.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     #[command(flatten)]
