@@ -230,3 +230,55 @@ fn a_sweep_stopped_before_its_first_sample_writes_its_files_without_a_plot() {
     assert!(dir.join("sweep-t.json").is_file() && !dir.join("sweep-t.svg").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A second signal while `priority`'s Lv3 mode holds the LP workers stopped (SIGSTOP, HP requests
+/// of 500 ms) resumes them, says so, and no worker outlives the process, stopped or not.
+#[test]
+fn a_second_signal_while_lp_workers_are_stopped_leaves_none_behind() {
+    let dir = common::scratch("prio-stopped");
+    let mut child = preempt_lat()
+        .args([
+            "priority",
+            "--device",
+            "host",
+            "--modes",
+            "lv3",
+            "--hp-rate",
+            "1.5",
+            "--hp-t-ms",
+            "500",
+            "--arrival",
+            "fixed",
+            "--duration-s",
+            "30",
+            "--quiet",
+            "--out-dir",
+            dir.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn preempt-lat");
+    let pid = child.id();
+    let out = drain(child.stdout.take().expect("stdout"));
+    let err = drain(child.stderr.take().expect("stderr"));
+    // The first request arrives after ~0.67 s and holds the LP workers stopped for 0.5 s.
+    let mut workers = Vec::new();
+    let stopped = wait_until(Duration::from_secs(30), || {
+        workers = children(pid);
+        workers.iter().any(|&w| common::state(w) == Some('T'))
+    });
+    assert!(stopped, "the LP workers were never stopped: {workers:?}");
+    signal(pid, Signal::SIGINT);
+    // (Apart: two of one signal pending at once are one.)
+    std::thread::sleep(Duration::from_millis(150));
+    signal(pid, Signal::SIGINT);
+    let st = wait_or_kill(&mut child, Duration::from_secs(10));
+    let (_, err) = (out.join().unwrap(), err.join().unwrap());
+    let st = st.unwrap_or_else(|| panic!("a second SIGINT did not end priority within 10 s (killed): {err}"));
+    assert!(ended_by(st, Signal::SIGINT), "{st:?}: {err}");
+    let left = alive_after(&workers, Duration::from_secs(5));
+    assert!(left.is_empty(), "workers outlived preempt-lat: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
