@@ -7,7 +7,6 @@ use crate::options::ReportOptions;
 use crate::output::Export;
 use crate::output::files::{prepare, write_all};
 use crate::plot::{self, Axis, Scale, Series};
-use plotters::prelude::SeriesLabelPosition;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -295,7 +294,6 @@ fn plot_rows(rows: &[Row], path: &Path) -> Result<(), String> {
             series: &series,
             refs: &[],
             x_names: &[],
-            legend: SeriesLabelPosition::UpperLeft,
         },
     )
 }

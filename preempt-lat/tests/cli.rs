@@ -509,9 +509,20 @@ fn sweep_t_writes_csv_json_and_svg() {
     );
     let svg = std::fs::read_to_string(dir.join("sweep-t.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-    for label in ["Lv1 suspend P99", "Lv3 suspend P99", "host figures, not GPU"] {
+    // A panel per level and metric, each level's line labelled once in the legend.
+    for label in [
+        "Lv1: suspend",
+        "Lv1: HP start",
+        "Lv3: suspend",
+        "Lv3: HP start",
+        "Lv1 P99",
+        "Lv3 P99",
+        "Lv3 target",
+        "host figures, not GPU",
+    ] {
         assert!(svg.contains(label), "the plot lacks {label:?}");
     }
+    assert_eq!(svg.matches("Lv3 P99").count(), 1, "one legend entry per line");
     std::fs::remove_dir_all(&dir).ok();
 }
 
