@@ -20,6 +20,7 @@ mod priority;
 mod report;
 mod stats;
 mod sweep;
+mod targets;
 mod trace;
 mod validate;
 

@@ -302,6 +302,7 @@ fn plot_rows(rows: &[Row], path: &Path) -> Result<(), String> {
 pub fn run(o: &ReportOptions) -> Outcome {
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
+    let mut judged = Vec::new();
     for f in &o.files {
         let name = f.display().to_string();
         let text = std::fs::read_to_string(f).map_err(|e| Failure::Usage(format!("{name}: cannot read: {e}")))?;
@@ -312,12 +313,15 @@ pub fn run(o: &ReportOptions) -> Outcome {
                 continue;
             }
         };
+        let j = crate::targets::judge(&v, &name);
         match rows_of(&v, &name) {
             Ok(r) => rows.extend(r),
+            Err(_) if !j.is_empty() => {} // judged only (the threshold sweep, launcher-cost, Example 5)
             Err(why) => skipped.push((name, why)),
         }
+        judged.extend(j);
     }
-    if rows.is_empty() {
+    if rows.is_empty() && judged.is_empty() {
         return Err(Failure::Usage(format!(
             "no result in {} file(s): {}",
             o.files.len(),
@@ -336,9 +340,17 @@ pub fn run(o: &ReportOptions) -> Outcome {
     let merged = Merged { rows, skipped };
     prepare(&o.out_dir)?;
     write_all(&o.out_dir, "report", &merged)?;
-    plot_rows(&merged.rows, &o.out_dir.join("report.svg"))?;
-    crate::output::export(o.format, &merged, &mut std::io::stdout().lock())
-        .map_err(|e| format!("writing the report: {e}"))?;
+    write_all(&o.out_dir, "targets", &judged[..])?;
+    if !merged.rows.is_empty() {
+        plot_rows(&merged.rows, &o.out_dir.join("report.svg"))?;
+    }
+    let mut out = std::io::stdout().lock();
+    crate::output::export(o.format, &merged, &mut out).map_err(|e| format!("writing the report: {e}"))?;
+    if o.format == crate::options::Format::Text {
+        writeln!(out)
+            .and_then(|()| crate::targets::text(&judged, &mut out))
+            .map_err(|e| format!("writing the report: {e}"))?;
+    }
     Ok(Verdict::from_ok(merged.rows.iter().all(|r| r.correct != Some(false))))
 }
 

@@ -78,9 +78,13 @@ pub enum Command {
         after_help = "Examples:\n  preempt-lat priority --device host --hp-rate 50 --hp-t-ms 1 --t-ms 0.5 --duration-s 3\n  preempt-lat priority --device host --modes standalone-hp,native,lv3 --arrival fixed --trace prio.trace.json"
     )]
     Priority(PriorityOptions),
-    /// Merge JSON results (run --format json, sweep-t.json, priority.json; from any number of
-    /// machines) into one table and one plot, grouped by device, mechanism, kernel and gfx
-    /// target; writes report.{csv,json,svg}.
+    /// Merge JSON results (run --format json, sweep-t.json, sweep-state.json, priority.json; from
+    /// any number of machines) into one table and one plot, grouped by device, mechanism, kernel
+    /// and gfx target, and judge every result (those too, and sweep-threshold.json,
+    /// launcher-cost JSON, the Example 5 example's --json) against the seeds' targets: one table,
+    /// each row the target, the measured value, the device (host figures labelled) and
+    /// PASS/FAIL; writes report.{csv,json,svg} and targets.{csv,json}. A FAIL is information,
+    /// not an error: the exit status is 3 only when a result failed its correctness check.
     #[command(
         after_help = "Example (one JSON per node, then one report):\n  srun --ntasks-per-node=1 sh -c 'preempt-lat --format json --out results/$(hostname).json'\n  preempt-lat report results/*.json --out-dir results/"
     )]
