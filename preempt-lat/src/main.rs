@@ -3,6 +3,7 @@
 //! No `unsafe` here: the HIP binding (with its FFI) is the `hip-rt` crate, the GPU device `gpu-device`.
 #![deny(unsafe_code)]
 
+mod arrivals;
 mod atomic_file;
 mod bystander;
 mod device;
@@ -18,6 +19,7 @@ mod output;
 mod plot;
 mod priority;
 mod report;
+mod schedule;
 mod stats;
 mod sweep;
 mod targets;

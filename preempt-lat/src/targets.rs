@@ -113,10 +113,10 @@ pub const TARGETS: [Target; 11] = [
     Target {
         id: "partition",
         source: "Fig. 9 bottom, test 7.2.2",
-        what: "share achieved - share asked (75:25)",
+        what: "share achieved - share asked, per queue",
         bound: Bound::Within(-5.0, 5.0),
         unit: "points",
-        measured_by: "priority --policy up (not built yet)",
+        measured_by: "priority --policy up --shares 75:25",
     },
     Target {
         id: "overhead",
@@ -329,6 +329,25 @@ fn judge_example5(v: &Value, file: &str, out: &mut Vec<Judgement>) {
     }
 }
 
+/// The class experiment (`priority --policy up`): each class's achieved share against asked.
+fn judge_schedule(v: &Value, file: &str, out: &mut Vec<Judgement>) {
+    if v["params"]["policy"].as_str() != Some(policies::up::NAME) {
+        return;
+    }
+    let device = v["env"]["device"].as_str().unwrap_or("?");
+    for c in v["classes"].as_array().into_iter().flatten() {
+        if let Some(err) = f(&c["share_error_points"]) {
+            let from = format!(
+                "{file}: class {} asked {:.1} %, got {:.1} %",
+                c["name"].as_str().unwrap_or("?"),
+                f(&c["share_asked_percent"]).unwrap_or(f64::NAN),
+                f(&c["share_achieved_percent"]).unwrap_or(f64::NAN)
+            );
+            out.push(judgement("partition", err, device, from));
+        }
+    }
+}
+
 /// Every target a result measures, whatever its kind (unknown kinds: none).
 pub fn judge(v: &Value, file: &str) -> Vec<Judgement> {
     let mut out = Vec::new();
@@ -342,6 +361,7 @@ pub fn judge(v: &Value, file: &str) -> Vec<Judgement> {
         Value::Object(o) if o.contains_key("latency_ns") => judge_run(v, file, &mut out),
         Value::Object(o) if o.contains_key("target_p99_ratio") => judge_priority(v, file, &mut out),
         Value::Object(o) if o.contains_key("launcher_cpu_ns_per_cmd") => judge_launcher(v, file, &mut out),
+        Value::Object(o) if o.contains_key("combined_work_per_s") => judge_schedule(v, file, &mut out),
         Value::Object(o) if o.get("runs").is_some_and(|r| r.get("phase2").is_some()) => {
             judge_example5(v, file, &mut out);
         }

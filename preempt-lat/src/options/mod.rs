@@ -3,14 +3,15 @@
 //! field's doc comment is its `--help` text. Bad input gets one clear line and exit status 2
 //! (clap's convention), before anything is started: clap's value parsers ([`values`]) check each
 //! value, [`Command::check`] what spans several.
+pub mod class;
 pub mod values;
 
 use clap::{Args, Parser, Subcommand};
 use kfd::GracePeriod;
 use lv3::{MechanismChoice, MechanismKind};
 use std::path::PathBuf;
-pub use values::{Arrival, DeviceSpec, Format, Level, LpState, Mode};
-use values::{parse_positive, parse_positive_f64, parse_t_ms};
+pub use values::{Arrival, DeviceSpec, Format, Level, LpState, Mode, PolicyKind};
+use values::{parse_positive, parse_positive_f64, parse_shares, parse_t_ms};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -448,11 +449,89 @@ pub struct PriorityOptions {
     /// Also write a timeline of every mode as Chrome trace-event JSON (Perfetto, chrome://tracing).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// The policy. hpf: the modes above (HP requests against one saturating LP stream). up,
+    /// kedf, laxity: the class experiment instead (every class an LP stream of one session, each
+    /// with its own arrivals; --modes, --hp-* do not apply): up = utilization partition (one
+    /// queue holds the device for a slice of --round-ms x its share; Fig. 9 bottom), kedf = the
+    /// --k earliest deadlines run (Fig. 15b), laxity = a class runs at prio= until its laxity=
+    /// is used up, then at crit= (8.2.1). Writes schedule.{csv,json}.
+    #[arg(long, value_enum, default_value_t = PolicyKind::Hpf)]
+    pub policy: PolicyKind,
+    /// up: saturating queues q0, q1, ... with these shares, T = --t-ms each (e.g. 75:25).
+    #[arg(long, value_name = "A:B[:C...]", value_parser = parse_shares)]
+    pub shares: Option<values::Shares>,
+    /// A class of the up/kedf/laxity experiment (repeat it): NAME:key=value:..., keys rate
+    /// (requests/s; 0 = saturating, the default), t (ms per command, 0.5), cmds (per request, 1),
+    /// share (up), deadline (ms, kedf), laxity (ms), prio and crit (laxity). E.g.
+    /// --class video:rate=100:t=1:deadline=10 --class bulk:t=1:deadline=1000.
+    #[arg(long = "class", value_name = "NAME:KEY=V:...", value_parser = class::parse)]
+    pub classes: Vec<class::ClassSpec>,
+    /// kedf: how many classes run at once.
+    #[arg(long, default_value_t = 1, value_parser = |s: &str| parse_positive(s).and_then(|k| if k <= 64 { Ok(k as usize) } else { Err(format!("--k {k}: at most 64")) }))]
+    pub k: usize,
+    /// up: the round the slices add up to, in ms.
+    #[arg(long = "round-ms", default_value = "10", value_parser = |s: &str| parse_positive_f64(s, "--round-ms", 10_000.0))]
+    pub round_ms: f64,
+    /// --arrival lognormal: the shape of the log-normal gaps (mean gap 1/rate).
+    #[arg(long, default_value_t = values::DEFAULT_SIGMA, value_parser = |s: &str| parse_positive_f64(s, "--sigma", 10.0))]
+    pub sigma: f64,
     #[command(flatten)]
     pub common: Common,
 }
 
 impl PriorityOptions {
+    /// The classes of a class experiment: `--shares` makes saturating queues `q0`, `q1`, ...
+    /// with those shares and T = `--t-ms`; otherwise the `--class` list.
+    pub fn class_specs(&self) -> Vec<class::ClassSpec> {
+        match &self.shares {
+            Some(shares) => shares
+                .0
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| class::ClassSpec::saturating(format!("q{i}"), self.t_ms, s))
+                .collect(),
+            None => self.classes.clone(),
+        }
+    }
+
+    /// Cross-field checks of a class experiment (one line each, a usage error).
+    fn check_classes(&self) -> Result<(), String> {
+        let p = self.policy.name();
+        if self.shares.is_some() && self.policy != PolicyKind::Up {
+            return Err(format!(
+                "--shares is for --policy up, not {p}; use --class NAME:...:share=N otherwise"
+            ));
+        }
+        if self.shares.is_some() && !self.classes.is_empty() {
+            return Err("give --shares or --class, not both".into());
+        }
+        let cs = self.class_specs();
+        if cs.len() < 2 {
+            return Err(format!(
+                "--policy {p} needs two classes or more: --shares 75:25, or --class twice"
+            ));
+        }
+        if cs.len() > 64 {
+            return Err(format!("{} classes: at most 64", cs.len()));
+        }
+        for (i, c) in cs.iter().enumerate() {
+            if cs[..i].iter().any(|d| d.name == c.name) {
+                return Err(format!("two classes are named {}", c.name));
+            }
+            let missing = match self.policy {
+                PolicyKind::Up => c.share.is_none().then_some("share="),
+                PolicyKind::Kedf => c.deadline_ms.is_none().then_some("deadline="),
+                PolicyKind::Laxity => (c.laxity_ms.is_none() || c.prio.is_none() || c.crit.is_none())
+                    .then_some("laxity=, prio= and crit="),
+                PolicyKind::Hpf => None,
+            };
+            if let Some(what) = missing {
+                return Err(format!("--policy {p} needs {what} in --class {}", c.name));
+            }
+        }
+        Ok(())
+    }
+
     /// HP work per second of wall time: rate x commands x HP T.
     pub fn hp_load(&self) -> f64 {
         self.hp_rate * f64::from(self.hp_cmds) * self.hp_t_ms / 1000.0
@@ -460,6 +539,12 @@ impl PriorityOptions {
 
     /// Cross-field checks: the one-line reason a combination is refused (a usage error).
     pub fn check(&self) -> Result<(), String> {
+        if self.policy != PolicyKind::Hpf {
+            return self.check_classes();
+        }
+        if self.shares.is_some() || !self.classes.is_empty() {
+            return Err("--shares and --class are for --policy up, kedf or laxity".into());
+        }
         let load = self.hp_load();
         if load >= 0.9 {
             return Err(format!(
