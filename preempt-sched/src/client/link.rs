@@ -65,8 +65,18 @@ fn connect(shared: &Arc<Shared>) -> Result<(UnixStream, Decoder), String> {
     let hello = Request::Hello {
         name: shared.opts.name.clone(),
     };
-    stream.write_all(&encode_request(0, hello)).map_err(io)?;
     let mut dec = Decoder::new();
+    if let Err(e) = stream.write_all(&encode_request(0, hello)) {
+        // A daemon that refuses a peer (SO_PEERCRED) writes its refusal and closes at once, so
+        // the hello may meet a closed socket: the refusal is still there to read.
+        if let Ok(Some(Notice::Refused { code, message, .. })) = read_notice(&mut stream, &mut dec) {
+            return Err(format!(
+                "{} refused the connection ({code:?}): {message}",
+                path.display()
+            ));
+        }
+        return Err(io(e));
+    }
     let deadline = Instant::now() + shared.opts.reply_timeout;
     let pid = loop {
         if Instant::now() >= deadline {
