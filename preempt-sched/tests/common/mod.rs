@@ -13,6 +13,14 @@ use std::time::{Duration, Instant};
 /// long enough for a loaded 2-core machine, short enough that a hang is a failure, not a stall.
 pub const STEP: Duration = Duration::from_secs(20);
 
+/// Unless a test is about them, the daemon's ack timeout and the clients' lease are made
+/// [`STEP`]-long: on a loaded 2-core machine a 500 ms ack or a 50 ms pong can be missed, which
+/// the daemon and the client handle (reported late; resumed and reconnected: the tests of those
+/// paths set their own values) but which would make the other tests' "stopped once enter
+/// returns" race the scheduler of the machine.
+const CALM_ACK: [&str; 2] = ["--ack-timeout-ms", "20000"];
+const CALM_LEASE: [&str; 2] = ["--lease-ms", "20000"];
+
 pub const DAEMON: &str = env!("CARGO_BIN_EXE_preempt-sched");
 pub const CLIENT: &str = env!("CARGO_BIN_EXE_preempt-sched-client");
 
@@ -63,6 +71,11 @@ impl Daemon {
             .arg("--socket")
             .arg(&socket)
             .args(extra)
+            .args(if extra.contains(&CALM_ACK[0]) {
+                &[][..]
+            } else {
+                &CALM_ACK[..]
+            })
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -152,6 +165,11 @@ impl Client {
             .arg("--socket")
             .arg(socket)
             .args(args)
+            .args(if args.contains(&CALM_LEASE[0]) {
+                &[][..]
+            } else {
+                &CALM_LEASE[..]
+            })
             .env(host_device::WORKER_ENV, &worker.program)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
