@@ -4,7 +4,7 @@
 //! lease while it holds streams suspended) resumes everything it suspended for it.
 use super::shared::{Shared, State};
 use crate::proto::{Decoder, Notice, OrderAction, Request, decode_notice, encode_request};
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -66,7 +66,7 @@ fn connect(shared: &Arc<Shared>) -> Result<(UnixStream, Decoder), String> {
         name: shared.opts.name.clone(),
     };
     let mut dec = Decoder::new();
-    if let Err(e) = stream.write_all(&encode_request(0, hello)) {
+    if let Err(e) = super::shared::write_all(&stream, &encode_request(0, hello)) {
         // A daemon that refuses a peer (SO_PEERCRED) writes its refusal and closes at once, so
         // the hello may meet a closed socket: the refusal is still there to read.
         if let Ok(Some(Notice::Refused { code, message, .. })) = read_notice(&mut stream, &mut dec) {

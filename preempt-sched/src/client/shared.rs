@@ -5,9 +5,11 @@
 use super::ClientOptions;
 use crate::proto::{Notice, Request, encode_request};
 use hpf::Priority;
+use nix::errno::Errno;
+use nix::sys::socket::{MsgFlags, send};
 use preempt_api::{LpStream, Session};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -76,7 +78,7 @@ impl State {
         let w = self.writer.as_mut()?;
         self.seq += 1;
         let seq = self.seq;
-        if w.write_all(&encode_request(seq, msg)).is_err() {
+        if write_all(w, &encode_request(seq, msg)).is_err() {
             let _ = w.shutdown(std::net::Shutdown::Both);
             self.writer = None;
             return None;
@@ -103,4 +105,19 @@ impl State {
         }
         failed
     }
+}
+
+/// Writes all of `buf` with `MSG_NOSIGNAL`: the client runs inside applications (C, Python)
+/// whose SIGPIPE may still kill the process on a write to a daemon that just died, where Rust's
+/// own binaries ignore it. A write blocked longer than the socket's send timeout fails (EAGAIN).
+pub(super) fn write_all(stream: &UnixStream, mut buf: &[u8]) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match send(stream.as_raw_fd(), buf, MsgFlags::MSG_NOSIGNAL) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
