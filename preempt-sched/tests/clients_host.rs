@@ -10,11 +10,7 @@ fn an_hp_block_in_one_process_suspends_the_lp_stream_of_another() {
     let mut lp = Client::spawn(&d.socket, &["--lp", "1", "--workers", "2"]);
     let mut hp = Client::spawn(&d.socket, &["--lp", "0"]);
     assert_eq!(lp.workers.len(), 2);
-    assert_eq!(
-        lp.cmd("submit 2000000"),
-        "submitted",
-        "busy workers are stopped mid-command"
-    );
+    lp.submit(5, 2_000_000); // busy workers are stopped mid-command
     let (scheduled, suspended, failed, late) = hp.enter(1);
     assert!(scheduled);
     assert_eq!((suspended, failed, late), (1, 0, 0));
@@ -41,6 +37,7 @@ fn an_hp_block_in_one_process_suspends_the_lp_stream_of_another() {
         hp.cmd("leave 1").starts_with("error"),
         "a leave without its enter is refused"
     );
+    lp.assert_exactly_once(5);
     lp.quit();
     hp.quit();
 }

@@ -48,7 +48,7 @@ fn the_daemon_killed_and_restarted_under_suspended_streams_leaves_nothing_stoppe
     let mut d = Daemon::start(&dir, &[]);
     let mut lp = Client::spawn(&d.socket, &["--lp", "2", "--workers", "2"]);
     let mut hp = Client::spawn(&d.socket, &["--lp", "0"]);
-    assert_eq!(lp.cmd("submit 5000000"), "submitted");
+    lp.submit(4, 5_000_000);
     assert_eq!(hp.enter(1).1, 2);
     assert_eq!(lp.workers.len(), 4);
     assert!(lp.workers.iter().all(|&w| stopped(w)));
@@ -84,6 +84,8 @@ fn the_daemon_killed_and_restarted_under_suspended_streams_leaves_nothing_stoppe
     d2.kill9();
     assert!(wait_until(STEP, || lp.workers.iter().all(|&w| !stopped(w))));
     assert_eq!(hp.cmd("leave 1"), "left");
+    // Through every suspension, death and restart: every command ran exactly once.
+    lp.assert_exactly_once(2 * 4);
     lp.quit();
     hp.quit();
 }

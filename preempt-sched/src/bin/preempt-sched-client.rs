@@ -6,7 +6,9 @@
 //! `ready pid=P streams=ID,.. workers=PID,..` and then answers one line per command:
 //! `enter P` -> `entered scheduled=B suspended=N failed=N late=N us=T`, `leave P` -> `left`,
 //! `held` -> `held N`, `connected` -> `connected B`, `stats` -> the link's counters,
-//! `submit NS` -> `submitted` (a delay command of NS ns on every stream), `quit` (or end of
+//! `submit NS` -> `submitted` (a delay command of NS ns on every stream), `check` -> waits (at
+//! most 60 s) until every stream is idle, then `check submitted=N exactly_once=N ok=B` (the
+//! workers' own records over all streams), `quit` (or end of
 //! input) closes the session and exits 0. A failure prints `error ...` (and the process goes on).
 use clap::Parser;
 use preempt_api::{DeviceSpec, Level, Options, Session};
@@ -134,6 +136,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                     Err(e) => format!("error {e}"),
                 }
             }
+            (Some("check"), None) => check(&streams),
             (Some("held"), None) => format!("held {}", sched.held().len()),
             (Some("connected"), None) => format!("connected {}", sched.connected()),
             (Some("stats"), None) => format!("stats {:?}", sched.stats()),
@@ -146,4 +149,23 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(sched);
     session.close()?;
     Ok(())
+}
+
+/// The exactly-once check over every stream, once they are idle.
+fn check(streams: &[std::sync::Arc<preempt_api::LpStream>]) -> String {
+    let (mut submitted, mut once, mut ok) = (0, 0, true);
+    for s in streams {
+        if let Err(e) = s.wait_idle_for(Duration::from_secs(60)) {
+            return format!("error {e}");
+        }
+        match s.check() {
+            Ok(c) => {
+                submitted += c.submitted;
+                once += c.exactly_once;
+                ok &= c.ok();
+            }
+            Err(e) => return format!("error {e}"),
+        }
+    }
+    format!("check submitted={submitted} exactly_once={once} ok={ok}")
 }

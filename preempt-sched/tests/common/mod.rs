@@ -65,8 +65,13 @@ pub struct Daemon {
 impl Daemon {
     /// Starts a daemon on `dir/s.sock` with `extra` arguments and waits until it answers.
     pub fn start(dir: &Path, extra: &[&str]) -> Daemon {
-        let socket = dir.join("s.sock");
-        let log = unique(dir.join("daemon.log"));
+        Self::start_at(&dir.join("s.sock"), extra)
+    }
+
+    /// Starts a daemon on `socket` (its log beside it).
+    pub fn start_at(socket: &Path, extra: &[&str]) -> Daemon {
+        let socket = socket.to_path_buf();
+        let log = unique(socket.with_file_name("daemon.log"));
         let child = Command::new(DAEMON)
             .arg("--socket")
             .arg(&socket)
@@ -254,6 +259,19 @@ impl Client {
     pub fn kill9(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Submits `n` delay commands of `ns` on every stream.
+    pub fn submit(&mut self, n: usize, ns: u64) {
+        for _ in 0..n {
+            assert_eq!(self.cmd(&format!("submit {ns}")), "submitted");
+        }
+    }
+
+    /// Asserts the exactly-once check of every command submitted so far: `expected` commands.
+    pub fn assert_exactly_once(&mut self, expected: usize) {
+        let want = format!("check submitted={expected} exactly_once={expected} ok=true");
+        assert_eq!(self.cmd("check"), want);
     }
 
     /// Ends it with `quit` and waits (at most [`STEP`]) for exit status 0.
