@@ -140,13 +140,18 @@ fn another_uid_is_refused() {
         eprintln!("SKIPPED another_uid_is_refused: needs root to run a client as uid 65534");
         return;
     }
+    let dir = temp_dir("uid");
+    // The client runs from the 0755 temp dir: the build's own directory may not be reachable by
+    // uid 65534 (a clone under /root); with --lp 0 it starts no worker.
+    let client = dir.join("preempt-sched-client");
+    std::fs::copy(common::CLIENT, &client).unwrap();
+    std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o755)).unwrap();
     let as_nobody = || {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(common::CLIENT);
+            .arg(&client);
         c
     };
-    let dir = temp_dir("uid");
     let d = Daemon::start(&dir, &[]);
     let mode = std::fs::metadata(&d.socket).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "the socket is the daemon's user's only");

@@ -24,13 +24,29 @@ const CALM_LEASE: [&str; 2] = ["--lease-ms", "20000"];
 pub const DAEMON: &str = env!("CARGO_BIN_EXE_preempt-sched");
 pub const CLIENT: &str = env!("CARGO_BIN_EXE_preempt-sched-client");
 
-/// A fresh directory under the temp dir, 0755 (another uid must reach a socket in it).
-pub fn temp_dir(tag: &str) -> PathBuf {
+/// A fresh directory under the temp dir, 0755 (another uid must reach a socket in it), removed
+/// when dropped.
+pub struct Dir(PathBuf);
+
+impl std::ops::Deref for Dir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn temp_dir(tag: &str) -> Dir {
     let d = std::env::temp_dir().join(format!("preempt-sched-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
-    d
+    Dir(d)
 }
 
 /// Polls `f` until it holds, at most `limit`.
