@@ -288,7 +288,9 @@ impl SchedClient {
     /// A block of `priority` starts in this process: returns once every stream the daemon
     /// suspends for it (in every process) acknowledged, or the daemon's ack timeout passed.
     /// Without a daemon: at once, [`Entered::scheduled`] false (recorded, and replayed if one
-    /// connects while the block is active).
+    /// connects while the block is active). Whatever it returns but a refusal, the block is
+    /// active (a [`ClientError::Timeout`] included: the daemon may still carry it out), so
+    /// [`SchedClient::leave`] follows.
     pub fn enter(&self, priority: Priority) -> Result<Entered, ClientError> {
         let rx = {
             let mut st = self.shared.state();
