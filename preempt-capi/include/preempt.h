@@ -31,6 +31,9 @@
  * preempt_resume_on_signals must be called first in main, before any other thread exists.
  * Host device: the worker processes die with the thread that created their stream
  * (PR_SET_PDEATHSIG), so create host streams from a thread that outlives them (e.g. main).
+ * After a worker died (killed, OOM), submit, synchronize and suspend on its stream (and resume
+ * at Lv3) fail with PREEMPT_ERR_DEVICE naming its pid and how it ended, preempt_check lists it
+ * as a problem, no call raises SIGPIPE, and close still works.
  *
  * WHAT IS GUARANTEED. Nothing is left suspended by the library: not on close, not on a panic
  * inside it, and, after preempt_resume_on_signals, not on SIGINT/SIGTERM (every suspended queue
