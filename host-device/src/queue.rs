@@ -107,8 +107,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl HostQueue {
-    /// Start `workers` (at least 1) worker processes and wait until each says `ready`.
-    /// Spawn from a thread that outlives the queue (see [`super::worker_main`]).
+    /// Start `workers` (at least 1) worker processes and wait until each says `ready`. Any
+    /// thread may call it, and the queue may outlive that thread: the workers are forked by one
+    /// thread that lasts as long as the process (see the spawn module).
     pub fn spawn(exe: &WorkerExe, workers: usize) -> Result<Self, HostError> {
         let n = workers.max(1);
         let inner = Arc::new(Inner {

@@ -1,5 +1,6 @@
 //! Worker processes against what happens to them from outside the library: a worker that dies
-//! (the caller gets an error naming it, never SIGPIPE). Every wait is bounded.
+//! (the caller gets an error naming it, never SIGPIPE), the thread that spawned a queue exiting.
+//! Every wait is bounded.
 
 use host_device::{HostCommand, HostQueue, WorkerExe, proc_state};
 use lv1::HwQueue;
@@ -97,4 +98,21 @@ fn a_worker_that_closes_its_pipes_is_an_error_too() {
     assert!(q.health().is_err(), "health agrees");
     drop(q);
     assert!(ended(pid), "dropping the queue still ends it");
+}
+
+/// PR_SET_PDEATHSIG fires when the *thread* that forked the worker exits: a queue spawned by a
+/// short-lived thread (a pool thread, a request handler) used to lose its workers with it.
+#[test]
+fn a_queue_spawned_by_a_thread_that_exits_keeps_its_workers() {
+    let q = std::thread::spawn(|| HostQueue::spawn(&exe(), 2).unwrap())
+        .join()
+        .unwrap();
+    // The parent-death signal, if it came, was sent when the thread exited: look a while.
+    std::thread::sleep(Duration::from_millis(100));
+    for pid in q.pids() {
+        assert!(!ended(pid), "worker {pid} died with the thread that spawned it");
+    }
+    let recs = q.run(0, HostCommand::delay_ns(MS)).unwrap();
+    assert_eq!(recs.len(), 2);
+    assert!(recs.iter().all(|r| r.is_correct()));
 }

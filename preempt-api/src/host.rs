@@ -2,7 +2,9 @@
 //! processes driven by lv1's launcher ([`XQueue`]); Lv3 is SIGSTOP/SIGCONT of its workers
 //! (registered with lv3's signal registry like a GPU queue), Lv1 the launcher's drain.
 //!
-//! A worker that dies (killed, OOM, exited) leaves its stream unable to run anything, so every later call on it fails with a
+//! Any thread may create a stream, and the stream may outlive it (host-device forks every
+//! worker from one thread that lasts as long as the process). A worker that dies (killed, OOM,
+//! exited) leaves its stream unable to run anything, so every later call on it fails with a
 //! device error naming the worker, its pid and how it ended ([`dead_worker`]), and `check`
 //! lists it as a problem; closing works as ever.
 use crate::check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};

@@ -1,6 +1,7 @@
-//! Host streams whose worker processes are killed (from outside, while suspended, while a command
-//! runs): a stream with a dead worker answers every call with an error naming the worker, and
-//! close still works; every wait here is bounded.
+//! Host streams whose worker processes meet the outside world: created by a thread that then
+//! exits (the parent-death signal is per thread), or killed (from outside, while suspended, while
+//! a command runs). A stream with a dead worker answers every call with an error naming the
+//! worker, and close still works; every wait here is bounded.
 use host_device::proc_state;
 use preempt_api::{DeviceSpec, Error, ErrorKind, Level, LpStream, Options, Session};
 use std::time::{Duration, Instant};
@@ -48,6 +49,35 @@ fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static
     });
     rx.recv_timeout(LONG)
         .unwrap_or_else(|_| panic!("{what} did not return within {LONG:?}"))
+}
+
+#[test]
+fn streams_created_by_a_thread_that_exits_keep_working() {
+    let s = host(1);
+    let s2 = s.clone();
+    // As a pool thread does: create, hand over, end. The HP stream is made on first use.
+    let lp = std::thread::spawn(move || {
+        let lp = s2.create_lp_stream(Level::Lv3).unwrap();
+        s2.hp_stream().unwrap().submit_delay(MS).unwrap();
+        lp
+    })
+    .join()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    for _ in 0..5 {
+        lp.submit_delay(MS).unwrap();
+    }
+    lp.suspend().unwrap();
+    lp.resume().unwrap();
+    lp.synchronize().unwrap();
+    let c = lp.check().unwrap();
+    assert!(c.ok() && c.exactly_once == 5, "{c:?}");
+    let hp = s.hp_stream().unwrap();
+    hp.submit_delay(MS).unwrap();
+    hp.synchronize().unwrap();
+    let c = hp.check();
+    assert!(c.ok() && c.exactly_once == 2, "{c:?}");
+    s.close().unwrap();
 }
 
 /// Every call on the stream after its worker died is an error naming it; check says so; close

@@ -1,8 +1,10 @@
 """The host device's worker processes against the world outside the library, from Python: a
-worker that dies makes every later call raise DeviceError naming it. Every wait is bounded."""
+stream created by a thread that then exits keeps its workers; a worker that dies makes every later
+call raise DeviceError naming it. Every wait is bounded."""
 
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -27,6 +29,33 @@ def eventually(what, pred):
     while not pred():
         assert time.monotonic() < deadline, f"timed out waiting until {what}"
         time.sleep(0.001)
+
+
+def test_streams_created_by_a_thread_that_exits_keep_working():
+    made = {}
+
+    def make():
+        s = pk.Session("host", host_workers=1)
+        made["s"], made["lp"] = s, s.low_priority_stream("lv3")
+        s.high_priority_stream().submit_delay(MS)
+
+    t = threading.Thread(target=make)
+    t.start()
+    t.join(LONG_S)
+    assert not t.is_alive()
+    s, lp = made["s"], made["lp"]
+    with s:
+        time.sleep(0.1)  # the parent-death signal, if it came, came when the thread ended
+        for _ in range(5):
+            lp.submit_delay(MS)
+        with lp.preempted():
+            pass
+        lp.synchronize()
+        c = lp.check()
+        assert c["ok"] and c["exactly_once"] == 5, c
+        hp = s.high_priority_stream()
+        hp.submit_delay(MS)
+        hp.synchronize()
 
 
 def test_a_dead_worker_makes_every_later_call_raise_naming_it():

@@ -6,6 +6,8 @@
  *     later call on the stream returns PREEMPT_ERR_DEVICE naming the worker's pid and how it
  *     ended, and the application lives on (a write to the dead worker raised SIGPIPE, whose
  *     default action killed a C application: exit 141);
+ *   - streams created by a thread that then exits keep their workers (PR_SET_PDEATHSIG fires
+ *     when the *thread* that forked a worker exits);
  *   - an application that ignores SIGCHLD (its children are reaped by the kernel).
  *
  *   capi_workers_test      every case, each in a child process of its own (a case that kills
@@ -20,6 +22,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,6 +229,41 @@ static void case_killed_while_running(void)
 	expect_stream_dead(s, lp, pid, "was killed by SIGKILL");
 }
 
+struct made { preempt_session_t s; preempt_stream_t lp; int rc; };
+
+static void *make_streams(void *arg)
+{
+	struct made *m = arg;
+	preempt_options o = host_options(1);
+	m->rc = preempt_session_open("host", &o, &m->s);
+	if (m->rc == PREEMPT_OK)
+		m->rc = preempt_stream_create(m->s, PREEMPT_LEVEL_LV3, &m->lp);
+	if (m->rc == PREEMPT_OK)
+		m->rc = preempt_hp_submit_delay(m->s, MS);
+	return NULL;
+}
+
+static void case_created_by_a_thread_that_exits(void)
+{
+	struct made m = { 0, 0, -1 };
+	pthread_t t;
+	pthread_create(&t, NULL, make_streams, &m);
+	pthread_join(t, NULL);
+	check(m.rc == PREEMPT_OK, "a thread opens a session, creates an LP stream and uses HP, then exits", m.rc);
+	sleep_ms(100); /* the parent-death signal came, if it did, when the thread exited */
+	for (int i = 0; i < 5; i++)
+		EXPECT(PREEMPT_OK, preempt_submit_delay(m.lp, MS, NULL), "submit from main");
+	EXPECT(PREEMPT_OK, preempt_suspend(m.lp, NULL), "suspend");
+	EXPECT(PREEMPT_OK, preempt_resume(m.lp), "resume");
+	EXPECT(PREEMPT_OK, preempt_synchronize(m.lp), "synchronize");
+	preempt_check_result r;
+	EXPECT(PREEMPT_OK, preempt_check(m.lp, &r, NULL, 0), "check");
+	check(r.finished && r.problems == 0 && r.exactly_once == 5, "... every command ran exactly once", 0);
+	EXPECT(PREEMPT_OK, preempt_hp_submit_delay(m.s, MS), "HP submit from main");
+	EXPECT(PREEMPT_OK, preempt_hp_synchronize(m.s), "HP synchronize");
+	EXPECT(PREEMPT_OK, preempt_session_close(m.s), "close");
+}
+
 static void case_sigchld_ignored(void)
 {
 	/* The kernel reaps the children of a process that ignores SIGCHLD: no zombie, no exit
@@ -289,6 +327,7 @@ int main(int argc, char **argv)
 	in_child("the HP worker killed from outside", case_hp_worker_killed);
 	in_child("a worker killed while its stream is suspended", case_killed_while_suspended);
 	in_child("a worker killed while a command runs", case_killed_while_running);
+	in_child("streams created by a thread that exits", case_created_by_a_thread_that_exits);
 	in_child("an application that ignores SIGCHLD", case_sigchld_ignored);
 	printf("capi_workers_test: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
