@@ -4,8 +4,8 @@
 # installed header and library through pkg-config, and runs it: the host device end to end,
 # then the /dev/kfd calls (here, without /dev/kfd, each gives its documented error; the QEMU
 # guests run the same program statically linked against the real kernels). Then
-# capi_workers_test.c: the host device's worker processes killed, and orphaned by an exiting
-# thread (host only).
+# capi_workers_test.c: the host device's worker processes killed, orphaned by an exiting thread,
+# and under terminal job control (host only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 P=$PWD/target/capi-prefix

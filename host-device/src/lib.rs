@@ -7,9 +7,9 @@
 //! completes when every worker has finished everything launched before it. Commands are
 //! sent to the workers' stdin (a socket, so that a dead worker is an error and never SIGPIPE)
 //! and their `start`/`done` reports come back on stdout, read by one thread per worker. The
-//! workers are forked by one thread that lasts as long as the process (the `spawn` module says
-//! why); a worker that dies makes every later call on its queue fail with
-//! [`HostError::WorkerDied`], which says how it ended.
+//! workers are forked by one thread that lasts as long as the process, each in a process group
+//! of its own (the `spawn` module says why); a worker that dies makes every later call on its
+//! queue fail with [`HostError::WorkerDied`], which says how it ended.
 //!
 //! **Lv3 on the host** is [`HostQueue::suspend`]: `SIGSTOP` to every worker, then wait
 //! until the kernel reports each one stopped (a `waitid` stop event) — from then on the

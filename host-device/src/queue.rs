@@ -109,7 +109,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl HostQueue {
     /// Start `workers` (at least 1) worker processes and wait until each says `ready`. Any
     /// thread may call it, and the queue may outlive that thread: the workers are forked by one
-    /// thread that lasts as long as the process (see the spawn module).
+    /// thread that lasts as long as the process, each in a process group of its own, so that
+    /// terminal job control cannot continue one that host Lv3 stopped (see the spawn module).
     pub fn spawn(exe: &WorkerExe, workers: usize) -> Result<Self, HostError> {
         let n = workers.max(1);
         let inner = Arc::new(Inner {

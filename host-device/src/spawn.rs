@@ -7,6 +7,11 @@
 //!   outlive it, while its workers still die with the process (exit, crash, SIGKILL; an exec too,
 //!   which ends every other thread). The thread blocks every signal: it takes none of the
 //!   application's (which may rely on a thread of its own taking SIGINT/SIGTERM).
+//! - **A process group of its own.** Terminal job control signals the foreground process group:
+//!   Ctrl-Z then `fg` (SIGTSTP, then SIGCONT) continued workers that host Lv3 held stopped, and
+//!   Ctrl-C killed them under an application that handles SIGINT and goes on. Out of the
+//!   application's group a worker is stopped and continued by its queue only; Ctrl-C still ends
+//!   it, through the application's death.
 //! - **Commands through a socket.** The worker's stdin is one end of a Unix socket pair, written
 //!   with `send(MSG_NOSIGNAL)`: a dead worker is EPIPE, never SIGPIPE, whose default action kills
 //!   a C application (a library cannot ignore a signal for the whole process). Reports come back
@@ -20,6 +25,7 @@ use nix::sys::socket::{AddressFamily, MsgFlags, SockFlag, SockType, send, setsoc
 use nix::unistd::{Pid, getpid};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{Sender, SyncSender, channel, sync_channel};
 use std::sync::{Mutex, PoisonError};
@@ -47,6 +53,7 @@ pub(crate) fn start(exe: &WorkerExe) -> io::Result<Started> {
     command
         .args(&exe.args)
         .env(PARENT_ENV, getpid().as_raw().to_string())
+        .process_group(0)
         .stdin(Stdio::from(theirs))
         .stdout(Stdio::piped());
     // The spawner drops `command` after the fork, closing our copy of the worker's end: the

@@ -8,6 +8,8 @@
  *     default action killed a C application: exit 141);
  *   - streams created by a thread that then exits keep their workers (PR_SET_PDEATHSIG fires
  *     when the *thread* that forked a worker exits);
+ *   - Ctrl-Z then fg (SIGTSTP, then SIGCONT, to the application's process group) leaves a
+ *     suspended stream's workers stopped;
  *   - an application that ignores SIGCHLD (its children are reaped by the kernel).
  *
  *   capi_workers_test      every case, each in a child process of its own (a case that kills
@@ -284,6 +286,79 @@ static void case_sigchld_ignored(void)
 	expect_stream_dead(s, lp, pid, "has ended and was reaped by someone else");
 }
 
+/* Ctrl-Z then fg, as a shell does it, to a job that holds a stream suspended: the job is this
+ * child, in a process group of its own; the test's parent process plays the shell. */
+static void job_control(void)
+{
+	int up[2], down[2];
+	if (pipe(up) != 0 || pipe(down) != 0) {
+		check(0, "pipes", errno);
+		return;
+	}
+	pid_t job = fork();
+	if (job == 0) {
+		setpgid(0, 0);
+		close(up[0]);
+		close(down[1]);
+		preempt_options o = host_options(2);
+		preempt_session_t s = 0;
+		preempt_stream_t lp = 0;
+		pid_t w[64];
+		char ch;
+		if (preempt_session_open("host", &o, &s) != PREEMPT_OK ||
+		    preempt_stream_create(s, PREEMPT_LEVEL_LV3, &lp) != PREEMPT_OK ||
+		    preempt_submit_delay(lp, 50 * MS, NULL) != PREEMPT_OK || children(w, 64) != 2)
+			_exit(3);
+		sleep_ms(5);
+		if (preempt_suspend(lp, NULL) != PREEMPT_OK)
+			_exit(4);
+		dprintf(up[1], "%d %d\n", (int)w[0], (int)w[1]);
+		while (read(down[0], &ch, 1) > 0) /* until the shell closes it */
+			;
+		preempt_check_result r;
+		int ok = preempt_resume(lp) == PREEMPT_OK && preempt_synchronize(lp) == PREEMPT_OK &&
+			 preempt_check(lp, &r, NULL, 0) == PREEMPT_OK && r.exactly_once == 1 && r.problems == 0 &&
+			 preempt_session_close(s) == PREEMPT_OK;
+		_exit(ok ? 0 : 5);
+	}
+	setpgid(job, job);
+	close(up[1]);
+	close(down[0]);
+	int w0 = 0, w1 = 0;
+	FILE *f = fdopen(up[0], "r");
+	int ready = f && fscanf(f, "%d %d", &w0, &w1) == 2;
+	check(ready, "a job (own process group) suspends a stream of 2 workers", 0);
+	if (ready) {
+		kill(-job, SIGTSTP);
+		char st = 0;
+		for (int i = 0; i < LONG_MS && st != 'T'; i++, sleep_ms(1))
+			st = proc_state(job, NULL);
+		check(st == 'T', "Ctrl-Z (SIGTSTP to the job's group) stops the application", st);
+		kill(-job, SIGCONT);
+		for (int i = 0; i < LONG_MS && st == 'T'; i++, sleep_ms(1))
+			st = proc_state(job, NULL);
+		check(st != 'T', "fg (SIGCONT to the job's group) continues the application", st);
+		/* SIGCONT wakes whatever it reaches before kill() returns; look a while longer. */
+		int stopped = 1;
+		for (int i = 0; i < 40; i++, sleep_ms(5))
+			stopped &= proc_state(w0, NULL) == 'T' && proc_state(w1, NULL) == 'T';
+		check(stopped, "... and the suspended stream's workers stay stopped", 0);
+	}
+	close(down[1]);
+	int status = 0;
+	pid_t done = 0;
+	for (int i = 0; i < LONG_MS / 10 && (done = waitpid(job, &status, WNOHANG)) == 0; i++)
+		sleep_ms(10);
+	if (done == 0) {
+		kill(-job, SIGKILL);
+		waitpid(job, &status, 0);
+	}
+	check(done == job && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the job resumes its stream, every command ran exactly once, it closes", status);
+	if (f)
+		fclose(f);
+}
+
 /* Runs `fn` in a child process: its checks count there; here, whether it ended well. */
 static void in_child(const char *name, void (*fn)(void))
 {
@@ -329,6 +404,7 @@ int main(int argc, char **argv)
 	in_child("a worker killed while a command runs", case_killed_while_running);
 	in_child("streams created by a thread that exits", case_created_by_a_thread_that_exits);
 	in_child("an application that ignores SIGCHLD", case_sigchld_ignored);
+	in_child("Ctrl-Z then fg while a stream is suspended", job_control);
 	printf("capi_workers_test: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
