@@ -56,8 +56,8 @@ pub(crate) fn start(exe: &WorkerExe) -> io::Result<Started> {
         .process_group(0)
         .stdin(Stdio::from(theirs))
         .stdout(Stdio::piped());
-    // The spawner drops `command` after the fork, closing our copy of the worker's end: the
-    // worker's exit then closes the socket, and a send says EPIPE.
+    // The spawner drops `command` after the fork, before it answers, closing our copy of the
+    // worker's end: the worker's exit then closes the socket, and a send says EPIPE.
     let mut child = on_spawner(command)?;
     let output = child.stdout.take().expect("stdout is piped");
     Ok(Started {
@@ -121,8 +121,11 @@ fn spawner() -> io::Result<Sender<Request>> {
         .spawn(move || {
             // Ends only with the process: the inbox's sender lives in `SPAWNER`. A child's
             // signal mask is reset by `Command`, so workers do not inherit this thread's.
-            for mut r in rx {
-                let _ = r.reply.send(r.command.spawn());
+            for Request { mut command, reply } in rx {
+                let child = command.spawn();
+                // Before the reply: our copy of the worker's end of its socket closes with it.
+                drop(command);
+                let _ = reply.send(child);
             }
         });
     before.thread_set_mask()?;
