@@ -1,13 +1,19 @@
 //! The host device behind the API: a low-priority stream is one [`HostQueue`] of worker
 //! processes driven by lv1's launcher ([`XQueue`]); Lv3 is SIGSTOP/SIGCONT of its workers
 //! (registered with lv3's signal registry like a GPU queue), Lv1 the launcher's drain.
+//!
+//! Any thread may create a stream, and the stream may outlive it (host-device forks every
+//! worker from one thread that lasts as long as the process). A worker that dies (killed, OOM,
+//! exited) leaves its stream unable to run anything, so every later call on it fails with a
+//! device error naming the worker, its pid and how it ended ([`dead_worker`]), and `check`
+//! lists it as a problem; closing works as ever.
 use crate::check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
 use crate::device::{DeviceBackend, HpBody, Launcher, LpBody, Lv3Held};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mech::{Lv3Setup, MechanismInfo};
 use crate::options::{Level, Options};
 use host_device::{HostCommand, HostError, HostQueue, KernelRecord, SharedHostSuspension, WorkerExe};
-use lv1::{Completion, Config, HwQueue, XQueue};
+use lv1::{Completion, Config, HwQueue, Stats, SuspendMode, WaitIdleError, XQueue};
 use lv3::MechanismChoice;
 use lv3::mechanism::Preemptor;
 use lv3::signals::{self, Refused, Registration};
@@ -31,6 +37,28 @@ pub fn default_worker() -> Result<WorkerExe> {
              {WORKER_NAME} (`cargo build --release -p host-device`), or give one when opening"
         ))
     })
+}
+
+/// The error of a call on an LP stream whose worker `e` says is dead (others pass unchanged).
+fn dead_worker(e: HostError) -> Error {
+    died(e, "the stream cannot run commands any more; close it")
+}
+
+/// [`dead_worker`] for the session's HP stream, which only closes with its session.
+fn dead_hp_worker(e: HostError) -> Error {
+    died(
+        e,
+        "the session's high-priority stream cannot run commands any more; close the session",
+    )
+}
+
+fn died(e: HostError, then: &str) -> Error {
+    let dead = matches!(e, HostError::WorkerDied { .. });
+    let mut err = Error::from(e);
+    if dead {
+        err.message = format!("{}: {then}", err.message);
+    }
+    err
 }
 
 /// Workers per LP stream by default: every core but one, at least one.
@@ -84,10 +112,20 @@ impl HostLp {
     /// SIGSTOP of every worker, registered so that SIGINT/SIGTERM handling resumes it.
     fn stop_workers(&self, label: String) -> Result<HostHeld> {
         let pids = self.queue.pids();
+        // Every worker is continued even if one is gone (a dead one answers ESRCH once reaped).
         let resume: signals::ResumeFn = Box::new(move || {
-            pids.iter().try_for_each(|&p| {
-                kill(Pid::from_raw(p), Signal::SIGCONT).map_err(|e| format!("SIGCONT of host worker {p}: {e}"))
-            })
+            let failed: Vec<String> = pids
+                .iter()
+                .filter_map(|&p| {
+                    let sent = kill(Pid::from_raw(p), Signal::SIGCONT);
+                    sent.err().map(|e| format!("SIGCONT of host worker {p}: {e}"))
+                })
+                .collect();
+            if failed.is_empty() {
+                Ok(())
+            } else {
+                Err(failed.join("; "))
+            }
         });
         match signals::register_around(label, resume, || self.queue.suspend_shared()) {
             Ok((susp, reg)) => Ok(HostHeld {
@@ -102,8 +140,13 @@ impl HostLp {
         }
     }
 
+    /// `Ok` while every worker of the stream lives ([`dead_worker`] otherwise).
+    fn health(&self) -> Result<()> {
+        self.queue.health().map_err(dead_worker)
+    }
+
     /// The exactly-once check over every worker record seen so far, with the records taken by
-    /// this call.
+    /// this call; a dead worker is its first problem.
     fn check_records(&self) -> Verified {
         let stats = self.xq.stats();
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
@@ -134,6 +177,10 @@ impl HostLp {
         if let Some((&id, _)) = seen.range(stats.submitted..).next() {
             c.problem(format!("a record for command {id}, which was never submitted"));
         }
+        if let Err(e) = self.queue.health() {
+            c.problems.insert(0, e.to_string());
+            c.problems.truncate(crate::check::MAX_PROBLEMS);
+        }
         v
     }
 }
@@ -151,7 +198,7 @@ impl HostHeld {
 
     fn release(&mut self) -> Result<()> {
         let r = match self.susp.take() {
-            Some(s) => s.resume().map_err(Error::from),
+            Some(s) => s.resume().map_err(dead_worker),
             None => Ok(()),
         };
         if let Some(reg) = self.reg.take() {
@@ -194,15 +241,18 @@ impl HostHp {
     }
 
     pub fn submit_delay(&self, ns: u64) -> Result<u64> {
+        self.queue.health().map_err(dead_hp_worker)?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.queue.launch(id, HostCommand::delay_ns(ns))?;
+        self.queue
+            .launch(id, HostCommand::delay_ns(ns))
+            .map_err(dead_hp_worker)?;
         Ok(id)
     }
 
     /// Waits for everything submitted; returns the worker's records of what completed since the
-    /// last call.
+    /// last call. A dead worker is an error, even when everything it was given had completed.
     pub fn synchronize(&self) -> Result<Vec<DeviceRecord>> {
-        self.queue.synchronize()?;
+        self.queue.synchronize().map_err(dead_hp_worker)?;
         let taken: Vec<DeviceRecord> = self.queue.take_records().iter().map(device_record).collect();
         let mut t = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
         for r in &taken {
@@ -296,15 +346,52 @@ impl DeviceBackend for HostBackend {
     }
 }
 
+/// The stream's launcher, with the workers' health checked where a call can fail: an Lv1
+/// suspend of a stream with a dead worker is an error like every other call.
+impl Launcher for HostLp {
+    fn stats(&self) -> Stats {
+        self.xq.stats()
+    }
+    fn suspend(&self, mode: SuspendMode) -> Result<()> {
+        self.health()?;
+        Launcher::suspend(&self.xq, mode).map_err(|e| match self.health() {
+            Err(dead) => dead,
+            Ok(()) => e,
+        })
+    }
+    fn resume(&self) {
+        Launcher::resume(&self.xq);
+    }
+    fn resume_dropping_pending(&self) {
+        Launcher::resume_dropping_pending(&self.xq);
+    }
+    fn wait_idle(&self) -> std::result::Result<(), WaitIdleError> {
+        self.xq.wait_idle()
+    }
+    fn wait_idle_for(&self, limit: Duration) -> std::result::Result<(), WaitIdleError> {
+        self.xq.wait_idle_for(limit)
+    }
+}
+
 impl LpBody for HostLp {
     fn launcher(&self) -> Option<&dyn Launcher> {
-        Some(&self.xq)
+        Some(self)
     }
     fn submit_delay(&self, ns: u64) -> Result<u64> {
+        self.health()?;
         Ok(self.xq.submit(HostCommand::delay_ns(ns)))
     }
     fn suspend_lv3(&self, id: u64, _pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
-        Ok(Box::new(self.stop_workers(format!("host LP stream {id} (SIGSTOP)"))?))
+        let label = format!("host LP stream {id} (SIGSTOP)");
+        Ok(Box::new(self.stop_workers(label).map_err(|e| match self.health() {
+            Err(dead) => dead,
+            Ok(()) => e,
+        })?))
+    }
+    /// After the launcher went idle: a dead worker fails the wait (its commands failed, or it
+    /// died after them; either way the stream runs nothing more).
+    fn synchronize_device(&self) -> Result<()> {
+        self.health()
     }
     fn verify(&self, _idle: bool) -> Result<Verified> {
         Ok(self.check_records())

@@ -29,8 +29,12 @@
  * do not close a session (or stream) while another thread is still calling on it (the other
  * call then fails with PREEMPT_ERR_BAD_HANDLE or PREEMPT_ERR_CLOSED, or finishes first);
  * preempt_resume_on_signals must be called first in main, before any other thread exists.
- * Host device: the worker processes die with the thread that created their stream
- * (PR_SET_PDEATHSIG), so create host streams from a thread that outlives them (e.g. main).
+ * Host device: any thread may create a stream, which may outlive that thread. Its worker
+ * processes end with the process, not with a thread; they run in a process group of their own,
+ * so terminal job control (Ctrl-Z, then fg) cannot continue a suspended stream. After a worker
+ * died (killed, OOM), submit, synchronize and suspend on its stream (and resume at Lv3) fail
+ * with PREEMPT_ERR_DEVICE naming its pid and how it ended, preempt_check lists it as a problem,
+ * no call raises SIGPIPE, and close still works.
  *
  * WHAT IS GUARANTEED. Nothing is left suspended by the library: not on close, not on a panic
  * inside it, and, after preempt_resume_on_signals, not on SIGINT/SIGTERM (every suspended queue
