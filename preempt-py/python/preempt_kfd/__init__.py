@@ -15,11 +15,13 @@ work on ``"host"``, ``"hip:N"`` and ``"kfd"`` sessions::
 
 Errors are exceptions of ``preempt_kfd.PreemptError`` with ``kind``, ``code``, ``errno`` and
 ``meaning``. Nothing is left suspended: closing a session (or its garbage collection) resumes
-everything; a panic inside the library resumes what it held; ``install_signal_handlers()``
-makes SIGINT/SIGTERM resume everything before the process goes on dying.
+everything; a panic inside the library resumes what it held; a KeyboardInterrupt anywhere in a
+``with`` block of the package leaves the block (the blocks are native: no signal lands between
+their enter and their protection); a low-priority stream's ``synchronize()`` wakes for Ctrl-C;
+``install_signal_handlers()`` makes SIGINT/SIGTERM resume everything before the process goes on
+dying.
 """
 
-import contextlib
 import signal
 import sys
 
@@ -77,7 +79,8 @@ def events():
 def install_signal_handlers(signals=(signal.SIGINT, signal.SIGTERM)):
     """On each of ``signals``: resume everything (``resume_all``), then run the handler that was
     installed before (SIGINT: ``KeyboardInterrupt``) or, for the default action, die by the
-    signal. Call from the main thread."""
+    signal. Call from the main thread. A main thread blocked in a low-priority stream's
+    ``synchronize()`` runs them too."""
 
     def install(sig):
         previous = signal.getsignal(sig)
@@ -147,21 +150,19 @@ class LowPriorityStream:
     def resume(self):
         self._n.resume()
 
-    @contextlib.contextmanager
     def preempted(self):
         """``with lp.preempted():`` the stream is suspended inside the block, resumed after it
-        (also when the block raises)."""
-        self.suspend()
-        try:
-            yield self
-        finally:
-            self.resume()
+        (also when the block raises, a KeyboardInterrupt included; a block whose stream or
+        session was closed inside it ends quietly, close having resumed it)."""
+        return self._n.preempted(self)
 
     def submit_delay(self, ns):
         """A delay command of ``ns`` nanoseconds of work through the library's launcher."""
         return self._n.submit_delay(int(ns))
 
     def synchronize(self):
+        """Wait until every command submitted through the library completed. Under an Lv3
+        suspension it waits until another thread resumes; Ctrl-C interrupts it."""
         self._n.synchronize()
 
     def check(self):
@@ -170,6 +171,8 @@ class LowPriorityStream:
         return self._n.check()
 
     def close(self):
+        """Resume the stream if suspended, leave the helper, drop the commands not yet
+        launched. Idempotent."""
         self._n.close()
 
     def __repr__(self):
@@ -190,6 +193,9 @@ class HighPriorityStream:
         return self._n.submit_delay(int(ns))
 
     def synchronize(self):
+        """Wait for everything submitted so far, in the calling thread: nothing suspends this
+        stream, so the wait is bounded by the work submitted, and a Ctrl-C raises when it
+        returns (a hand-off that woke for it would cost every request two thread wake-ups)."""
         self._n.synchronize()
 
 
@@ -216,22 +222,14 @@ class HighestPriorityFirst:
         """High-priority blocks running now."""
         return self._session._n.helper_active
 
-    @contextlib.contextmanager
     def high_priority(self, sync=None, priority=1):
         """``with hpf.high_priority(sync=...):`` a high-priority block. ``sync`` waits for the
         block's GPU work: a callable, or an object with ``synchronize()`` (a
         ``HighPriorityStream``, a ``torch.cuda.Stream``); it runs before the low-priority
-        streams resume, also when the block raises."""
-        n = self._session._n
-        n.helper_enter(int(priority))
-        try:
-            yield self
-        finally:
-            try:
-                if sync is not None:
-                    (sync.synchronize if hasattr(sync, "synchronize") else sync)()
-            finally:
-                n.helper_leave(int(priority))
+        streams resume, also when the block raises. The block is left whatever happens inside
+        it, a KeyboardInterrupt included (also one inside ``sync``, which is then raised); a
+        block whose session was closed inside it ends quietly."""
+        return self._session._n.high_priority(int(priority), sync, self)
 
 
 class Session:
