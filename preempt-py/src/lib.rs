@@ -3,14 +3,15 @@
 //! and every error becomes the matching exception class of `preempt_kfd._errors` (a
 //! `PreemptError` carrying `kind`, `code`, `errno` and `meaning`). The classes are in
 //! `objects.rs`, the `with` blocks that no signal can split in `blocks.rs`, the waits that Ctrl-C
-//! interrupts in `wait.rs`. The Pythonic surface (defaults) is in `python/preempt_kfd/`.
+//! interrupts in `wait.rs`. The Pythonic surface (argument checks, defaults) is in
+//! `python/preempt_kfd/`.
 #![deny(unsafe_code)]
 
 mod blocks;
 mod objects;
 mod wait;
 
-use preempt_api::{Error, ErrorKind};
+use preempt_api::{DeviceSpec, Error, ErrorKind, Level};
 use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -92,7 +93,8 @@ fn host_worker_main(py: Python<'_>) -> PyResult<()> {
         .map_err(|e| py_err(Error::new(ErrorKind::Device, format!("host worker: {e}"))))
 }
 
-/// Every error kind: (class name, kind name, code), for `preempt_kfd._errors`' self-check.
+/// Every error kind: (class name, kind name, code), for `preempt_kfd._errors`' self-check and
+/// the argument checks' exceptions.
 #[pyfunction]
 fn error_kinds() -> Vec<(&'static str, &'static str, i32)> {
     ErrorKind::ALL
@@ -110,5 +112,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(host_worker_main, m)?)?;
     m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
     m.add("MECHANISMS", PyTuple::new(m.py(), preempt_api::mechanism_names())?)?;
+    // The grammars' words, for the argument checks' messages (the same words as C and preempt-lat).
+    m.add("DEVICES", DeviceSpec::expected())?;
+    let levels: Vec<(String, u8)> = Level::ALL.iter().map(|l| (l.to_string(), l.number())).collect();
+    m.add("LEVELS", PyTuple::new(m.py(), levels)?)?;
     Ok(())
 }

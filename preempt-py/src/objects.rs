@@ -1,5 +1,6 @@
 //! The native classes behind `preempt_kfd.Session`, `LowPriorityStream` and
-//! `HighPriorityStream`.
+//! `HighPriorityStream`. Arguments arrive checked by `python/preempt_kfd/_args.py` (a bad one
+//! is `InvalidArgument` there, naming it); what is left to refuse here is the library's own.
 use crate::blocks::{HelperBlock, Preempted};
 use crate::wait::{self, interruptible};
 use crate::{blocking, py_err};

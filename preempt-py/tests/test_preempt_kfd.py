@@ -153,7 +153,7 @@ def test_a_session_takes_only_its_own_streams(session):
         with pytest.raises(pk.InvalidArgument):
             session.suspend_set([mine, theirs])
         assert not mine.is_suspended and not theirs.is_suspended
-        with pytest.raises(pk.InvalidArgument, match="an empty set"):
+        with pytest.raises(pk.InvalidArgument, match="streams must be a non-empty iterable"):
             session.suspend_set([])
     finally:
         other.close()
