@@ -160,6 +160,80 @@ def test_a_keyboardinterrupt_at_any_point_of_a_block_leaves_nothing_open():
     assert "T" not in report["states"], f"a worker was left stopped ({where})"
 
 
+class RaiseAt:
+    """A trace function raising KeyboardInterrupt at the k-th instruction run under `root` (its
+    frame and every frame it calls), where a signal handler could raise it."""
+
+    def __init__(self, k, root):
+        self.k, self.root, self.n, self.hit = k, root, 0, False
+
+    def under_root(self, frame):
+        while frame is not None:
+            if frame.f_code is self.root:
+                return True
+            frame = frame.f_back
+        return False
+
+    def __call__(self, frame, event, arg):
+        if not self.under_root(frame):
+            return None
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            self.n += 1
+            if self.n - 1 == self.k:
+                self.hit = True
+                raise KeyboardInterrupt
+        return self
+
+
+def opcode_events_work():
+    def probe():
+        return 1
+    t = RaiseAt(0, probe.__code__)
+    sys.settrace(t)
+    try:
+        probe()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+    return t.hit
+
+
+@pytest.mark.skipif(not opcode_events_work(), reason="this interpreter's sys.settrace gives no opcode events (3.12.1)")
+def test_a_keyboardinterrupt_at_every_instruction_of_a_block_leaves_nothing_open():
+    # Deterministic beside the hammer: the interrupt at each instruction in turn, the library's
+    # Python code and sync's included.
+    with pk.Session("host", host_workers=1) as s:
+        by_helper, by_hand = s.low_priority_stream(), s.low_priority_stream()
+        hpf = s.helper()
+        hpf.register(by_helper)
+        hp = s.high_priority_stream()
+
+        def blocks():
+            with hpf.high_priority(sync=hp):
+                pass
+            with by_hand.preempted():
+                pass
+
+        k = 0
+        while True:
+            t = RaiseAt(k, blocks.__code__)
+            sys.settrace(t)
+            try:
+                blocks()
+            except KeyboardInterrupt:
+                pass
+            finally:
+                sys.settrace(None)
+            assert hpf.active == 0, f"a block left open by an interrupt at instruction {k}"
+            assert not by_helper.is_suspended and not by_hand.is_suspended, f"suspended after instruction {k}"
+            if not t.hit:
+                break
+            k += 1
+        assert k > 20, f"only {k} instructions were interrupted"
+
+
 def test_a_keyboardinterrupt_inside_sync_still_leaves_the_block():
     with pk.Session("host", host_workers=1) as s:
         lp = s.low_priority_stream()
