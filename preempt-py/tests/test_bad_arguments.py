@@ -62,6 +62,7 @@ def stream_cases():
             ("None", lambda fx: None, True), ("5", lambda fx: 5, True), ("a string", lambda fx: "ab", True),
             ("[None]", lambda fx: [None], True), ("[5]", lambda fx: [5], True),
             ("[a session]", lambda fx: [fx.s], True), ("[the HP stream]", lambda fx: [fx.hp], True),
+            ("[a hand-made stream]", lambda fx: [pk.LowPriorityStream(5, fx.s)], True),
             ("[]", lambda fx: [], False), ("another session's stream", lambda fx: [fx.lp, fx.theirs], False),
             ("a closed stream", lambda fx: [fx.closed], False),
         ]:
@@ -74,6 +75,7 @@ def stream_cases():
                 yield Case(f"{target}.{name}", "ns", v, lambda fx, g=target, v=v: getattr(fx, g).submit_delay(v), t)
     for label, make, t in [("'x'", lambda fx: "x", True), ("None", lambda fx: None, True),
                            ("a session", lambda fx: fx.s, True), ("the HP stream", lambda fx: fx.hp, True),
+                           ("a hand-made stream", lambda fx: pk.LowPriorityStream(5, fx.s), True),
                            ("another session's stream", lambda fx: fx.theirs, False),
                            ("a closed stream", lambda fx: fx.closed, False)]:
         yield Case("register", "stream", label, lambda fx, m=make: fx.s.helper().register(m(fx)), t)

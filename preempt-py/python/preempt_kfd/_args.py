@@ -132,9 +132,10 @@ def level(where, value):
 
 def stream(where, name, value, cls):
     """One low-priority stream (the session checks that it is its own)."""
-    if not isinstance(value, cls):
+    native = getattr(value, "_n", None) if isinstance(value, cls) else None
+    if not isinstance(native, _native.NativeLpStream):  # also one built by hand, not by a session
         raise bad(where, name, f"a {cls.__name__} of this session", value, True)
-    return value._n
+    return native
 
 
 def streams(where, name, value, cls):
