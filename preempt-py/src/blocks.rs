@@ -25,13 +25,26 @@
 //! Inside `__exit__`, `sync` may run Python code and raise (Ctrl-C in a synchronize): the block
 //! is left all the same, then its error is raised. A block whose session (or stream) was closed
 //! inside it ends quietly: closing resumed everything and ended every block.
-use crate::objects::ClosedFlag;
 use crate::py_err;
 use preempt_api::{ErrorKind, LpStream, Session};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Set once `close()` ran: a `with` block whose session (or stream) was closed inside it has
+/// nothing left to leave or resume (close did it).
+#[derive(Clone, Default)]
+pub(crate) struct ClosedFlag(Arc<AtomicBool>);
+
+impl ClosedFlag {
+    pub(crate) fn set(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
 
 /// Takes one entry off `depth` if there is one (a `__exit__` without its `__enter__` has
 /// nothing to end).

@@ -1,7 +1,7 @@
 //! The native classes behind `preempt_kfd.Session`, `LowPriorityStream` and
 //! `HighPriorityStream`. Arguments arrive checked by `python/preempt_kfd/_args.py` (a bad one
 //! is `InvalidArgument` there, naming it); what is left to refuse here is the library's own.
-use crate::blocks::{HelperBlock, Preempted};
+use crate::blocks::{ClosedFlag, HelperBlock, Preempted};
 use crate::wait::{self, interruptible};
 use crate::{blocking, py_err};
 use preempt_api::{
@@ -10,7 +10,6 @@ use preempt_api::{
 };
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 fn info_dict<'py>(py: Python<'py>, m: &MechanismInfo) -> PyResult<Bound<'py, PyDict>> {
@@ -39,20 +38,6 @@ fn check_dict<'py>(py: Python<'py>, c: &Check) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("problems", c.problems.clone())?;
     d.set_item("ok", c.ok())?;
     Ok(d)
-}
-
-/// Set once `close()` ran: a `with` block whose session (or stream) was closed inside it has
-/// nothing left to leave or resume (close did it).
-#[derive(Clone, Default)]
-pub(crate) struct ClosedFlag(Arc<AtomicBool>);
-
-impl ClosedFlag {
-    pub(crate) fn set(&self) {
-        self.0.store(true, Ordering::Release);
-    }
-    pub(crate) fn is_set(&self) -> bool {
-        self.0.load(Ordering::Acquire)
-    }
 }
 
 /// A session on one device (see `preempt_kfd.Session`).
