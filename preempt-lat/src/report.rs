@@ -302,9 +302,18 @@ fn plot_rows(rows: &[Row], path: &Path) -> Result<(), String> {
 
 /// `preempt-lat report`.
 pub fn run(o: &ReportOptions) -> Outcome {
+    // Acceptance archives and directories of them (`acceptance::fleet`): their results join the
+    // rows; their stages and targets make a table of their own.
+    let fleet = crate::acceptance::fleet::read(&o.files)?;
     let mut rows = Vec::new();
-    let mut skipped = Vec::new();
-    for f in &o.files {
+    let mut skipped = fleet.skipped.clone();
+    for (name, v) in &fleet.results {
+        match rows_of(v, name) {
+            Ok(r) => rows.extend(r),
+            Err(why) => skipped.push((name.clone(), why)),
+        }
+    }
+    for f in &fleet.files {
         let name = f.display().to_string();
         let text = std::fs::read_to_string(f).map_err(|e| Failure::Usage(format!("{name}: cannot read: {e}")))?;
         let v: Value = match serde_json::from_str(&text) {
@@ -319,7 +328,7 @@ pub fn run(o: &ReportOptions) -> Outcome {
             Err(why) => skipped.push((name, why)),
         }
     }
-    if rows.is_empty() {
+    if rows.is_empty() && fleet.runs.is_empty() {
         return Err(Failure::Usage(format!(
             "no result in {} file(s): {}",
             o.files.len(),
@@ -341,7 +350,10 @@ pub fn run(o: &ReportOptions) -> Outcome {
     plot_rows(&merged.rows, &o.out_dir.join("report.svg"))?;
     crate::output::export(o.format, &merged, &mut std::io::stdout().lock())
         .map_err(|e| format!("writing the report: {e}"))?;
-    Ok(Verdict::from_ok(merged.rows.iter().all(|r| r.correct != Some(false))))
+    let fleet_ok = fleet.finish(&o.out_dir, o.format, &mut std::io::stdout().lock())?;
+    Ok(Verdict::from_ok(
+        fleet_ok && merged.rows.iter().all(|r| r.correct != Some(false)),
+    ))
 }
 
 #[cfg(test)]
