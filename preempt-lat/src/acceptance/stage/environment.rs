@@ -258,7 +258,11 @@ pub fn gather(
 }
 
 /// Whether `device` can run its stages here: the reason it cannot, as every command gives it.
-fn verdict(device: preempt_api::DeviceSpec, report: &crate::doctor::Report) -> Result<String, String> {
+fn verdict(
+    device: preempt_api::DeviceSpec,
+    report: &crate::doctor::Report,
+    env: &Environment,
+) -> Result<String, String> {
     use preempt_api::DeviceSpec;
     match device {
         DeviceSpec::Host => crate::measure::host::worker_exe().map(|w| {
@@ -270,7 +274,15 @@ fn verdict(device: preempt_api::DeviceSpec, report: &crate::doctor::Report) -> R
         }),
         DeviceSpec::Hip(n) => crate::doctor::verdict::gpu_path(&report.facts)
             .and_then(|()| crate::gpu::usable(n))
-            .map(|()| format!("hip:{n} can run; {}", report.summary))
+            .map(|()| {
+                format!(
+                    "hip:{n} can run: {} GPU node(s), KFD {}, HIP {}, amdgpu {}",
+                    report.facts.gpu_nodes().len(),
+                    report.facts.kfd_version.ok().map_or("-", String::as_str),
+                    env.hip_version.as_deref().unwrap_or("-"),
+                    env.amdgpu_module.version.as_deref().unwrap_or("(in-tree)")
+                )
+            })
             .map_err(|why| format!("--device hip:{n}: cannot run: {why} (see `preempt-lat doctor`)")),
         DeviceSpec::Auto | DeviceSpec::Kfd => Err(format!("internal: the stage needs host or hip:N, not {device}")),
     }
@@ -303,7 +315,7 @@ pub fn run(device: preempt_api::DeviceSpec, dir: &Path, hip: Fact<HipInfo>) -> S
         "gpu_usable": report.gpu_usable,
         "environment": env,
     });
-    let (status, reason) = match verdict(device, &report) {
+    let (status, reason) = match verdict(device, &report, &env) {
         Ok(how) if problems.is_empty() => (Status::Pass, how),
         Ok(_) => (Status::Fail, problems.join("; ")),
         Err(why) => (Status::Fail, why),

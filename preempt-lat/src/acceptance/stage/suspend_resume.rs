@@ -182,8 +182,8 @@ fn steps(
     }
     s.close().map_err(|e| format!("closing the session: {e}"))?;
     Ok(format!(
-        "{}: idle suspend {:.1} us; a running {LONG:?} command suspended in {:.1} us and held {HOLD:?}; {} commands \
-         through {cycles} cycles, each exactly once",
+        "{}: idle suspend {:.1} us; a running {LONG:?} command suspended in {:.1} us and held {HOLD:?}; {BURST} \
+         commands through {cycles} cycles; all {} commands exactly once",
         idle.mechanism,
         idle.latency_ns as f64 / 1e3,
         held.latency_ns as f64 / 1e3,
