@@ -363,6 +363,26 @@ fn a_stage_over_its_bound_is_stopped_and_reported() {
     let th = stage(&s, "sweep-threshold");
     assert_eq!(th["reason"], "needs latency-lv1, which failed");
     assert_eq!(stage(&s, "sweep-t")["reason"], "not selected (--only)");
+    // A stage id that is not in the plan is bad input, not a run that skips everything.
+    for (opt, val) in [("--only", "latency-lv2"), ("--stage-bound", "sweep-x=3")] {
+        let o = bounded(
+            spawn(&[
+                "acceptance",
+                "--device",
+                "host",
+                opt,
+                val,
+                "--out-dir",
+                dir.to_str().unwrap(),
+            ]),
+            Duration::from_secs(30),
+            "a bad stage id",
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        let e = text(&o.stderr);
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains("no such stage for host; the stages: environment, "), "{e}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

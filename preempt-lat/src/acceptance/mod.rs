@@ -22,7 +22,7 @@ pub mod stage;
 pub mod summary;
 pub mod targets;
 
-use crate::exit::{Outcome, Verdict};
+use crate::exit::{Failure, Outcome, Verdict};
 use crate::measure::control::stop_requested;
 use crate::options::{AcceptanceOptions, Format};
 use preempt_api::DeviceSpec;
@@ -88,6 +88,30 @@ fn devices(o: &AcceptanceOptions, doctor: impl FnOnce() -> Result<Value, String>
     }
 }
 
+/// `--only` and `--stage-bound` name stages of the devices' plans: a typo would otherwise skip
+/// every stage, or bound none, and pass.
+fn check_ids(o: &AcceptanceOptions, devices: &[DeviceSpec]) -> Result<(), Failure> {
+    let mut known: Vec<String> = Vec::new();
+    for &d in devices {
+        for s in plan::stages(d, o.quick) {
+            if !known.contains(&s.id) {
+                known.push(s.id);
+            }
+        }
+    }
+    let named = o.only.iter().map(|id| ("--only", id));
+    for (opt, id) in named.chain(o.stage_bounds.iter().map(|(id, _)| ("--stage-bound", id))) {
+        if !known.contains(id) {
+            return Err(Failure::Usage(format!(
+                "{opt} {id}: no such stage for {}; the stages: {}",
+                devices.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// This machine's name for the archive: the host name with anything but letters, digits, `.`,
 /// `_` and `-` made `-`.
 fn hostname() -> String {
@@ -138,6 +162,7 @@ pub fn run(o: &AcceptanceOptions) -> Outcome {
     crate::output::files::prepare(&o.out_dir)?;
     let program = std::env::current_exe().map_err(|e| format!("cannot find this executable to run the stages: {e}"))?;
     let devices = devices(o, || doctor(&program, &o.out_dir));
+    check_ids(o, &devices)?;
     let node = o.node.clone().unwrap_or_else(hostname);
     let started = SystemTime::now();
     let (started_utc, stamp) = utc(started);

@@ -6,7 +6,9 @@
 //! "Stood still": on the host device the command's worker spins on its thread CPU time, so a
 //! stopped worker's command lasts its work plus the hold; on a GPU the delay kernel spins on the
 //! wall clock, and the API's check of its slot at Lv3 says whether it ended inside the
-//! suspension window (it must not have).
+//! suspension window (it must not have). The hold outlasts the rest of the command
+//! ([`SUSPEND_AT`] + [`HOLD`] > [`LONG`]), so a suspend that did not take effect lets the command
+//! end inside the window, where the check sees it; a saved one ends after the resume.
 use super::StageResult;
 use crate::acceptance::summary::Status;
 use crate::measure::control::stop_requested;
@@ -17,9 +19,10 @@ use serde_json::json;
 use std::time::Duration;
 
 /// The long command, the moment it is suspended and how long it is held.
-const LONG: Duration = Duration::from_millis(300);
+const LONG: Duration = Duration::from_millis(200);
 const SUSPEND_AT: Duration = Duration::from_millis(50);
-const HOLD: Duration = Duration::from_millis(200);
+const HOLD: Duration = Duration::from_millis(300);
+const _: () = assert!(SUSPEND_AT.as_millis() + HOLD.as_millis() > LONG.as_millis());
 /// The burst: commands, and suspend/resume cycles while they run.
 const BURST: u32 = 40;
 const CYCLES: u32 = 10;
