@@ -3,6 +3,7 @@
 //! No `unsafe` here: the HIP binding (with its FFI) is the `hip-rt` crate, the GPU device `gpu-device`.
 #![deny(unsafe_code)]
 
+mod acceptance;
 mod arrivals;
 mod atomic_file;
 mod bystander;
@@ -54,6 +55,11 @@ fn main() -> ExitCode {
     }
     // Before any thread exists: Ctrl-C/SIGTERM only raise a flag (see measure::control).
     measure::control::install_stop_on_signals();
+    // A stage of `acceptance` (its child): SIGTERM when the acceptance run dies.
+    if let Err(e) = acceptance::runner::adopt_parent() {
+        eprintln!("preempt-lat: {e}");
+        return ExitCode::FAILURE;
+    }
     // What the libraries report from drops and retries (they never print themselves).
     kfd::events::set_handler(|e| eprintln!("preempt-lat: {e}"));
     match dispatch(command) {
@@ -117,6 +123,8 @@ fn dispatch(command: Command) -> Outcome {
         }
         Command::Priority(o) => priority::run(&o, select(&o.common)?),
         Command::Report(o) => report::run(&o),
+        Command::Acceptance(o) => acceptance::run(&o),
+        Command::AcceptanceStage(o) => acceptance::stage::run(&o, hip_facts),
         Command::BystanderWorker(_) => {
             unreachable!("handled in main before any thread starts")
         }

@@ -300,10 +300,22 @@ fn plot_rows(rows: &[Row], path: &Path) -> Result<(), String> {
 
 /// `preempt-lat report`.
 pub fn run(o: &ReportOptions) -> Outcome {
+    // Acceptance archives and directories of them (`acceptance::fleet`): their results join the
+    // rows; their stages and targets make a table of their own.
+    let fleet = crate::acceptance::fleet::read(&o.files)?;
     let mut rows = Vec::new();
-    let mut skipped = Vec::new();
+    let mut skipped = fleet.skipped.clone();
     let mut judged = Vec::new();
-    for f in &o.files {
+    for (name, v) in &fleet.results {
+        let j = crate::targets::judge(v, name);
+        match rows_of(v, name) {
+            Ok(r) => rows.extend(r),
+            Err(_) if !j.is_empty() => {}
+            Err(why) => skipped.push((name.clone(), why)),
+        }
+        judged.extend(j);
+    }
+    for f in &fleet.files {
         let name = f.display().to_string();
         let text = std::fs::read_to_string(f).map_err(|e| Failure::Usage(format!("{name}: cannot read: {e}")))?;
         let v: Value = match serde_json::from_str(&text) {
@@ -321,7 +333,7 @@ pub fn run(o: &ReportOptions) -> Outcome {
         }
         judged.extend(j);
     }
-    if rows.is_empty() && judged.is_empty() {
+    if rows.is_empty() && judged.is_empty() && fleet.runs.is_empty() {
         return Err(Failure::Usage(format!(
             "no result in {} file(s): {}",
             o.files.len(),
@@ -351,7 +363,10 @@ pub fn run(o: &ReportOptions) -> Outcome {
             .and_then(|()| crate::targets::text(&judged, &mut out))
             .map_err(|e| format!("writing the report: {e}"))?;
     }
-    Ok(Verdict::from_ok(merged.rows.iter().all(|r| r.correct != Some(false))))
+    let fleet_ok = fleet.finish(&o.out_dir, o.format, &mut out)?;
+    Ok(Verdict::from_ok(
+        fleet_ok && merged.rows.iter().all(|r| r.correct != Some(false)),
+    ))
 }
 
 #[cfg(test)]

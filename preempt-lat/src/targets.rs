@@ -31,7 +31,8 @@ impl Bound {
         }
     }
 
-    fn describe(self, unit: &str) -> String {
+    /// The bound for people, e.g. `< 100 us`.
+    pub fn describe(self, unit: &str) -> String {
         let u = if unit.is_empty() {
             String::new()
         } else {

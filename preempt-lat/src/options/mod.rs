@@ -3,9 +3,11 @@
 //! field's doc comment is its `--help` text. Bad input gets one clear line and exit status 2
 //! (clap's convention), before anything is started: clap's value parsers ([`values`]) check each
 //! value, [`Command::check`] what spans several.
+pub mod acceptance;
 pub mod class;
 pub mod values;
 
+pub use acceptance::{AcceptanceOptions, AcceptanceStageOptions, InternalStage};
 use clap::{Args, Parser, Subcommand};
 use kfd::GracePeriod;
 use lv3::{MechanismChoice, MechanismKind};
@@ -84,12 +86,28 @@ pub enum Command {
     /// and gfx target, and judge every result (those too, and sweep-threshold.json,
     /// launcher-cost JSON, the Example 5 example's --json) against the seeds' targets: one table,
     /// each row the target, the measured value, the device (host figures labelled) and
-    /// PASS/FAIL; writes report.{csv,json,svg} and targets.{csv,json}. A FAIL is information,
+    /// PASS/FAIL; writes report.{csv,json,svg} and targets.{csv,json}. Acceptance archives (and
+    /// directories of them) add one table of stages and targets per node and GPU
+    /// (report-acceptance.{csv,json}), and their results join the merge and the judging. A FAIL is information,
     /// not an error: the exit status is 3 only when a result failed its correctness check.
     #[command(
-        after_help = "Example (one JSON per node, then one report):\n  srun --ntasks-per-node=1 sh -c 'preempt-lat --format json --out results/$(hostname).json'\n  preempt-lat report results/*.json --out-dir results/"
+        after_help = "Examples (one JSON per node, then one report; or one acceptance archive per node or GPU):\n  srun --ntasks-per-node=1 sh -c 'preempt-lat --format json --out results/$(hostname).json'\n  preempt-lat report results/*.json --out-dir results/\n  preempt-lat report acceptance/ --out-dir acceptance-report/"
     )]
     Report(ReportOptions),
+    /// The first run on a new machine, for a bug report: every stage (environment, HIP smoke,
+    /// calibration, queue discovery, suspend/resume per mechanism, latency runs, sweeps, priority,
+    /// bystander, the kernel log), each PASS/FAIL/SKIP with its reason and time and stopped at its
+    /// time bound, a stage skipped when one it needs failed; the targets measurable today judged;
+    /// everything in one .tar.gz to attach. Exit status 0 when no stage failed, 3 when one failed
+    /// or the run was interrupted (targets are judged, not gated on).
+    #[command(
+        after_help = "Examples:\n  preempt-lat acceptance --all-gpus --out-dir acceptance/\n  preempt-lat acceptance --device host --quick\n  preempt-lat report acceptance/   # every archive in the directory: one table per node and GPU"
+    )]
+    Acceptance(AcceptanceOptions),
+    /// Internal: one stage of `acceptance` (started by preempt-lat itself), its result as
+    /// stage.json in --out-dir.
+    #[command(name = "__acceptance-stage", hide = true)]
+    AcceptanceStage(AcceptanceStageOptions),
     /// Internal: validate's bystander process (started by preempt-lat itself): delay kernels one
     /// after another, their host stamps as JSON lines on stdout, until stdin closes.
     #[command(name = "__bystander-worker", hide = true)]
@@ -145,7 +163,12 @@ impl Command {
                 o.common.check()?;
                 o.check()
             }
-            Command::Doctor(_) | Command::Validate(_) | Command::Report(_) | Command::BystanderWorker(_) => Ok(()),
+            Command::Doctor(_)
+            | Command::Validate(_)
+            | Command::Report(_)
+            | Command::Acceptance(_)
+            | Command::AcceptanceStage(_)
+            | Command::BystanderWorker(_) => Ok(()),
         }
     }
 }
@@ -565,7 +588,7 @@ impl PriorityOptions {
 /// `report`: JSON results merged into one table and one plot.
 #[derive(Debug, Clone, Args)]
 pub struct ReportOptions {
-    /// JSON result files.
+    /// JSON result files, acceptance archives (.tar.gz), or directories of acceptance archives.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format on stdout (the files in --out-dir are written either way).
