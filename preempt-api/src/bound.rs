@@ -40,13 +40,8 @@ impl LpBody for BoundQueue {
             "a bound KFD queue has no launcher: submit on its own stream",
         ))
     }
-    fn suspend_lv3(&self, id: u64, pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
-        let pre = pre.ok_or_else(|| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("stream {id}: no Lv3 mechanism or no known KFD queue"),
-            )
-        })?;
+    fn suspend_lv3(&self, _label: &str, pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
+        let pre = pre.ok_or_else(|| Error::new(ErrorKind::Unavailable, "no Lv3 mechanism or no known KFD queue"))?;
         Ok(Box::new(pre.suspend(&self.0)?))
     }
     fn verify(&self, _idle: bool) -> Result<Verified> {

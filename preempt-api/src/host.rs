@@ -2,7 +2,7 @@
 //! processes driven by lv1's launcher ([`XQueue`]); Lv3 is SIGSTOP/SIGCONT of its workers
 //! (registered with lv3's signal registry like a GPU queue), Lv1 the launcher's drain.
 use crate::check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
-use crate::device::{DeviceBackend, HpBody, Launcher, LpBody, Lv3Held};
+use crate::device::{Abandon, DeviceBackend, HpBody, Launcher, LpBody, Lv3Held};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mech::{Lv3Setup, MechanismInfo};
 use crate::options::{Level, Options};
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use host_device::{WORKER_ENV, WORKER_NAME};
 
@@ -50,6 +50,14 @@ pub(crate) struct HostLp {
     seen: Mutex<BTreeMap<u64, (usize, bool)>>,
     /// The launcher's completions, kept for [`HostLp::take_completions`] when asked.
     completions: Mutex<Option<Receiver<Completion<HostError>>>>,
+}
+
+/// SIGKILL of a queue's workers (close abandoned what they run). Their pids are still theirs:
+/// only the queue's drop reaps them; the readers then see EOF and the waits on them end.
+fn kill_workers(queue: &HostQueue) {
+    for p in queue.pids() {
+        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+    }
 }
 
 /// A worker's record as the API reports it.
@@ -203,6 +211,11 @@ impl HostHp {
     /// last call.
     pub fn synchronize(&self) -> Result<Vec<DeviceRecord>> {
         self.queue.synchronize()?;
+        Ok(self.tally_records())
+    }
+
+    /// Takes the worker's records into the running check; returns them.
+    fn tally_records(&self) -> Vec<DeviceRecord> {
         let taken: Vec<DeviceRecord> = self.queue.take_records().iter().map(device_record).collect();
         let mut t = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
         for r in &taken {
@@ -218,7 +231,25 @@ impl HostHp {
             }
             t.expected = r.id + 1;
         }
-        Ok(taken)
+        drop(t);
+        taken
+    }
+
+    /// Close: whether every command submitted completes within `limit` (the queue's own wait
+    /// has no limit, so its records are polled).
+    fn idle_within(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            self.tally_records();
+            let expected = self.tally.lock().unwrap_or_else(PoisonError::into_inner).expected;
+            if expected == self.next.load(Ordering::Relaxed) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// Every command submitted so far ran exactly once with its own result (after synchronize).
@@ -303,8 +334,11 @@ impl LpBody for HostLp {
     fn submit_delay(&self, ns: u64) -> Result<u64> {
         Ok(self.xq.submit(HostCommand::delay_ns(ns)))
     }
-    fn suspend_lv3(&self, id: u64, _pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
-        Ok(Box::new(self.stop_workers(format!("host LP stream {id} (SIGSTOP)"))?))
+    fn suspend_lv3(&self, label: &str, _pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
+        let pids = self.queue.pids();
+        Ok(Box::new(
+            self.stop_workers(format!("{label} (host workers {pids:?}, SIGSTOP)"))?,
+        ))
     }
     fn verify(&self, _idle: bool) -> Result<Verified> {
         Ok(self.check_records())
@@ -324,6 +358,10 @@ impl LpBody for HostLp {
     fn take_completions(&self) -> Vec<LpCompletion> {
         crate::check::drain_completions(&self.completions)
     }
+    fn abandon(&self) -> Abandon {
+        kill_workers(&self.queue);
+        Abandon::Stopped
+    }
 }
 
 impl Lv3Held for HostHeld {
@@ -342,5 +380,12 @@ impl HpBody for HostHp {
     }
     fn check(&self) -> Check {
         HostHp::check(self)
+    }
+    fn idle_within(&self, limit: Duration) -> bool {
+        HostHp::idle_within(self, limit)
+    }
+    fn abandon(&self) -> Abandon {
+        kill_workers(&self.queue);
+        Abandon::Stopped
     }
 }

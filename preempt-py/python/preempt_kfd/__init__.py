@@ -25,10 +25,13 @@ import sys
 
 from . import _native
 from ._errors import (
+    Abandoned,
     AlreadySuspended,
     BadHandle,
+    Busy,
     Closed,
     DeviceError,
+    Forked,
     InternalError,
     InvalidArgument,
     KfdError,
@@ -48,7 +51,7 @@ __all__ = [
     "resume_all", "install_signal_handlers", "events", "PreemptError", "InvalidArgument",
     "BadHandle", "NoDevice", "NoKfd", "Unavailable", "QueueRefused", "KfdError", "DeviceError",
     "AlreadySuspended", "NotSuspended", "ResumeFailed", "ShuttingDown", "Closed", "Unsupported",
-    "InternalError",
+    "InternalError", "Forked", "Busy", "Abandoned",
 ]
 
 #: The Lv3 mechanisms' names, in ``auto``'s order (lv3's own list, through preempt-api).
