@@ -6,6 +6,7 @@ use crate::device::{Abandon, DeviceBackend, HpBody, Launcher, LpBody, Lv3Held};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mech::{Lv3Setup, MechanismInfo};
 use crate::options::{Level, Options};
+use crate::owner::Owner;
 use host_device::{HostCommand, HostError, HostQueue, KernelRecord, SharedHostSuspension, WorkerExe};
 use lv1::{Completion, Config, HwQueue, XQueue};
 use lv3::MechanismChoice;
@@ -90,9 +91,13 @@ impl HostLp {
     }
 
     /// SIGSTOP of every worker, registered so that SIGINT/SIGTERM handling resumes it.
+    /// The registry is copied into a fork child, whose resume-all (its own signal handling)
+    /// must not SIGCONT the parent's workers (docs/c-api.md#fork): the entry checks the process.
     fn stop_workers(&self, label: String) -> Result<HostHeld> {
         let pids = self.queue.pids();
+        let owner = Owner::here();
         let resume: signals::ResumeFn = Box::new(move || {
+            owner.check().map_err(|e| e.message)?;
             pids.iter().try_for_each(|&p| {
                 kill(Pid::from_raw(p), Signal::SIGCONT).map_err(|e| format!("SIGCONT of host worker {p}: {e}"))
             })

@@ -415,6 +415,47 @@ fn a_fork_child_dropping_the_parents_session_runs_no_teardown() {
     s.close().unwrap();
 }
 
+/// A fork child's resume-all (its own SIGINT/SIGTERM handling, e.g. Python's inherited
+/// `install_signal_handlers`) runs the registry it copied from the parent: it must not SIGCONT
+/// the parent's suspended workers.
+#[test]
+fn a_fork_child_s_resume_all_leaves_the_parent_s_suspension_alone() {
+    let _one = serial();
+    let worker = worker_path();
+    let s = open_host(&worker);
+    let lp = create(s, preempt_level::PREEMPT_LEVEL_LV3);
+    // SAFETY: a handle and a NULL out pointer.
+    unsafe {
+        assert_eq!(preempt_submit_delay(lp, 200_000_000, std::ptr::null_mut()), 0);
+        assert_eq!(preempt_suspend(lp, std::ptr::null_mut()), 0, "{}", last());
+    }
+    let held = pids(lp);
+    let code = in_fork_child(Duration::from_secs(20), || {
+        let results = preempt_api::resume_all_and_close();
+        let mine = results.iter().filter(|(label, _)| label.contains(&format!("{held:?}")));
+        let refused = mine
+            .map(|(_, r)| r.as_ref().is_err_and(|e| e.contains("fork child")))
+            .collect::<Vec<_>>();
+        i32::from(refused != [true])
+    });
+    assert_eq!(
+        code,
+        Ok(0),
+        "the child's resume-all refused the parent's entry, with the reason"
+    );
+    assert!(
+        states(&held).iter().all(|&c| c == 'T'),
+        "still stopped: {:?}",
+        states(&held)
+    );
+    // SAFETY: handles only.
+    unsafe {
+        assert_eq!(preempt_resume(lp), 0, "{}", last());
+        assert_eq!(preempt_synchronize(lp), 0, "{}", last());
+        assert_eq!(preempt_session_close(s), 0, "{}", last());
+    }
+}
+
 /// Issue 20 item 16: messages name what the C caller knows, the handle, not the library's
 /// internal stream ids (which start at 1 in every session).
 #[test]
