@@ -231,13 +231,21 @@ impl Session {
         }
     }
 
-    fn add(&self, level: Level, body: Box<dyn crate::device::LpBody>) -> Arc<LpStream> {
+    /// Adds a new stream, unless close began meanwhile (checked under the lock close takes the
+    /// streams with, so every stream is either refused here or closed by close).
+    fn add(&self, level: Level, body: Box<dyn crate::device::LpBody>) -> Result<Arc<LpStream>> {
         let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let lv1_wait = !self.inner.opts.lv1_no_wait;
         let pre = self.inner.dev.preemptor.clone();
         let s = Arc::new(LpStream::new(id, level, body, pre, lv1_wait, self.inner.owner));
-        lock(&self.inner.streams).insert(id, Arc::clone(&s));
-        s
+        let mut streams = lock(&self.inner.streams);
+        if let Err(e) = self.live() {
+            drop(streams);
+            let _ = s.close(Instant::now());
+            return Err(e);
+        }
+        streams.insert(id, Arc::clone(&s));
+        Ok(s)
     }
 
     /// A low-priority stream suspended at `level`. Host: a queue of worker processes running
@@ -248,7 +256,7 @@ impl Session {
         let level = self.resolve_level(level)?;
         let lv3 = self.inner.dev.preemptor.as_ref().filter(|_| level == Level::Lv3);
         let body = self.inner.dev.backend.lp_stream(level, lv3, &self.inner.opts)?;
-        Ok(self.add(level, body))
+        self.add(level, body)
     }
 
     /// Binds an explicit KFD queue of this process (Lv3 only). Nothing is checked with the
@@ -298,7 +306,7 @@ impl Session {
             }
         }
         target.validate()?;
-        Ok(self.add(Level::Lv3, Box::new(BoundQueue(target))))
+        self.add(Level::Lv3, Box::new(BoundQueue(target)))
     }
 
     /// A stream by id.
@@ -362,6 +370,8 @@ impl Session {
     pub fn hp_stream(&self) -> Result<Arc<HpStream>> {
         self.live()?;
         let mut hp = lock(&self.inner.hp);
+        // Again under the lock close takes the HP stream with: none is made after close.
+        self.live()?;
         if let Some(h) = &*hp {
             return Ok(Arc::clone(h));
         }

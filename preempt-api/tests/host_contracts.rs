@@ -247,3 +247,43 @@ fn calls_racing_with_close_fail_cleanly() {
     assert_eq!(lp.resume().unwrap_err().kind, ErrorKind::Closed);
     assert_eq!(lp.suspend().unwrap_err().kind, ErrorKind::Closed);
 }
+
+/// Streams created while close runs (a worker spawn takes milliseconds) are either refused or
+/// closed by it: none is left open on a closed session, accepting work nobody will close.
+#[test]
+fn no_stream_outlives_a_close_that_raced_with_its_creation() {
+    for _ in 0..3 {
+        let s = host();
+        let creator = {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let mut made = Vec::new();
+                let deadline = Instant::now() + CLOSE_WAIT * 10;
+                while Instant::now() < deadline {
+                    match s.create_lp_stream(Level::Lv3) {
+                        Ok(lp) => made.push(lp),
+                        Err(e) if e.kind == ErrorKind::Closed => break,
+                        Err(e) => panic!("create racing with close: {e}"),
+                    }
+                    if let Err(e) = s.hp_stream() {
+                        assert_eq!(e.kind, ErrorKind::Closed, "{e}");
+                        break;
+                    }
+                }
+                made
+            })
+        };
+        std::thread::sleep(Duration::from_millis(30));
+        let closing = s.clone();
+        assert!(within(CLOSE_WAIT * 10, move || closing.close()).is_some_and(|r| r.is_ok()));
+        let made = within(CLOSE_WAIT * 10, move || creator.join().unwrap()).expect("the creator finished");
+        for lp in &made {
+            assert_eq!(
+                lp.submit_delay(MS).unwrap_err().kind,
+                ErrorKind::Closed,
+                "a stream left open"
+            );
+        }
+        assert!(s.hp_stream().is_err_and(|e| e.kind == ErrorKind::Closed));
+    }
+}
