@@ -68,11 +68,10 @@ pub fn add_session(s: Session) -> Result<u64> {
     Ok(h)
 }
 
-/// The session, if it is open and this process's (`Forked` in a fork child).
+/// The session, if it is open. Its calls check the process themselves (`Forked` in a fork
+/// child); the entry points that only read a value call `check_process` (one `getpid` a call).
 pub fn session(h: u64) -> Result<Session> {
-    let s = lock(&SESSIONS)?.get(&h).cloned().ok_or_else(|| bad("session", h))?;
-    s.check_process()?;
-    Ok(s)
+    lock(&SESSIONS)?.get(&h).cloned().ok_or_else(|| bad("session", h))
 }
 
 /// Removes the session and every stream handle of it (in a fork child too: the child's copies).
@@ -90,7 +89,7 @@ pub fn add_stream(session: u64, s: Arc<LpStream>) -> Result<u64> {
     Ok(h)
 }
 
-/// The stream and its session (`Forked` in a fork child).
+/// The stream and its session (as [`session`]: the calls check the process).
 pub fn stream(h: u64) -> Result<(Session, Arc<LpStream>)> {
     let (sh, s) = lock(&STREAMS)?.get(&h).cloned().ok_or_else(|| bad("stream", h))?;
     Ok((session(sh)?, s))

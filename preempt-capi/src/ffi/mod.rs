@@ -248,6 +248,7 @@ pub unsafe extern "C" fn preempt_session_mechanism(
 ) -> c_int {
     run(|| {
         let s = handles::session(session)?;
+        s.check_process()?;
         let m = s.mechanism();
         // SAFETY: forwarded from this function's contract.
         unsafe {
@@ -359,6 +360,7 @@ pub unsafe extern "C" fn preempt_stream_close(stream: preempt_stream_t) -> c_int
 pub unsafe extern "C" fn preempt_stream_handle(stream: preempt_stream_t, out: *mut *mut c_void) -> c_int {
     run(|| {
         let (_, st) = handles::stream(stream)?;
+        st.check_process()?;
         let p = st
             .handle()
             .map_or(std::ptr::null_mut(), std::ptr::with_exposed_provenance_mut::<c_void>);
@@ -376,6 +378,7 @@ pub unsafe extern "C" fn preempt_stream_handle(stream: preempt_stream_t, out: *m
 pub unsafe extern "C" fn preempt_stream_queue(stream: preempt_stream_t, queue_id: *mut u32, gpu_id: *mut u32) -> c_int {
     run(|| {
         let (_, st) = handles::stream(stream)?;
+        st.check_process()?;
         let t = st
             .queue()
             .ok_or_else(|| Error::new(ErrorKind::Unsupported, "this stream has no known KFD queue"))?;
@@ -480,6 +483,7 @@ pub unsafe extern "C" fn preempt_resume_set(set: *const preempt_stream_t, n: usi
 pub unsafe extern "C" fn preempt_is_suspended(stream: preempt_stream_t, out: *mut c_int) -> c_int {
     run(|| {
         let (_, st) = handles::stream(stream)?;
+        st.check_process()?;
         // SAFETY: forwarded from this function's contract.
         unsafe { put(out, c_int::from(st.is_suspended()), "out") }
     })

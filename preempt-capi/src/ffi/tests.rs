@@ -286,7 +286,10 @@ fn a_fork_child_gets_forked_and_touches_nothing_of_the_parent() {
         let (mut flag, mut out): (c_int, preempt_stream_t) = (0, 0);
         // SAFETY: handles and valid out pointers; each step returns its number on a failure.
         unsafe {
-            let steps: [(i32, c_int); 10] = [
+            let mut name = [0 as c_char; 16];
+            let mut hip = std::ptr::null_mut();
+            let mut r = preempt_check_result::default();
+            let steps: [(i32, c_int); 15] = [
                 (1, preempt_submit_delay(lp, 1_000_000, std::ptr::null_mut())),
                 (2, preempt_synchronize(lp)),
                 (3, preempt_resume(held)),
@@ -297,6 +300,14 @@ fn a_fork_child_gets_forked_and_touches_nothing_of_the_parent() {
                 (8, preempt_is_suspended(held, &mut flag)),
                 (9, preempt_suspend_set(&held, 1)),
                 (10, preempt_stream_create(s, 0, &mut out)),
+                (
+                    16,
+                    preempt_session_mechanism(s, name.as_mut_ptr(), name.len(), std::ptr::null_mut(), 0),
+                ),
+                (17, preempt_stream_handle(lp, &mut hip)),
+                (18, preempt_stream_queue(lp, std::ptr::null_mut(), std::ptr::null_mut())),
+                (19, preempt_check(lp, &mut r, std::ptr::null_mut(), 0)),
+                (20, preempt_resume_set(&held, 1)),
             ];
             for (step, rc) in steps {
                 if rc != FORKED {
