@@ -35,6 +35,7 @@ mod owner;
 mod session;
 mod stream;
 
+pub use bound::{KFD_PRIORITY_NORMAL, QueueDesc};
 pub use check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
 pub use error::{Error, ErrorKind, Result};
 pub use hp::HpStream;
@@ -42,7 +43,7 @@ pub use hpf::Priority;
 pub use limits::{CLOSE_WAIT, MAX_DELAY_NS};
 pub use mech::{Lv3Setup, MechanismInfo, probe};
 pub use options::{DeviceSpec, Level, Options, grace_from_units, mechanism_names, parse_mechanism};
-pub use session::{KFD_PRIORITY_NORMAL, QueueDesc, Session};
+pub use session::Session;
 pub use stream::{LpStream, SuspendInfo};
 
 pub use host_device::{WorkerExe, worker_main};
