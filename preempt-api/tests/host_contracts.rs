@@ -287,3 +287,25 @@ fn no_stream_outlives_a_close_that_raced_with_its_creation() {
         assert!(s.hp_stream().is_err_and(|e| e.kind == ErrorKind::Closed));
     }
 }
+
+/// A session dropped without close (Rust drop, Python garbage collection) closes the same
+/// bounded way, and says what it abandoned through the events it cannot return.
+#[test]
+fn a_dropped_session_reports_what_it_abandoned() {
+    let s = host();
+    let lp = s.create_lp_stream(Level::Lv3).unwrap();
+    lp.submit_delay(MAX_DELAY_NS).unwrap();
+    drop(lp);
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        within(Duration::from_nanos(MAX_DELAY_NS) / 2, move || drop(s)).is_some(),
+        "the drop returned long before the command would have ended"
+    );
+    let events = preempt_api::take_events();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.contains("closing on drop") && e.contains("abandoned")),
+        "{events:?}"
+    );
+}
