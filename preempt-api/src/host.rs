@@ -8,10 +8,11 @@
 //! device error naming the worker, its pid and how it ended ([`dead_worker`]), and `check`
 //! lists it as a problem; closing works as ever.
 use crate::check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
-use crate::device::{DeviceBackend, HpBody, Launcher, LpBody, Lv3Held};
+use crate::device::{Abandon, DeviceBackend, HpBody, Launcher, LpBody, Lv3Held};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mech::{Lv3Setup, MechanismInfo};
 use crate::options::{Level, Options};
+use crate::owner::Owner;
 use host_device::{HostCommand, HostError, HostQueue, KernelRecord, SharedHostSuspension, WorkerExe};
 use lv1::{Completion, Config, HwQueue, Stats, SuspendMode, WaitIdleError, XQueue};
 use lv3::MechanismChoice;
@@ -23,7 +24,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use host_device::{WORKER_ENV, WORKER_NAME};
 
@@ -80,6 +81,14 @@ pub(crate) struct HostLp {
     completions: Mutex<Option<Receiver<Completion<HostError>>>>,
 }
 
+/// SIGKILL of a queue's workers (close abandoned what they run). Their pids are still theirs:
+/// only the queue's drop reaps them; the readers then see EOF and the waits on them end.
+fn kill_workers(queue: &HostQueue) {
+    for p in queue.pids() {
+        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+    }
+}
+
 /// A worker's record as the API reports it.
 fn device_record(r: &KernelRecord) -> DeviceRecord {
     DeviceRecord {
@@ -110,10 +119,14 @@ impl HostLp {
     }
 
     /// SIGSTOP of every worker, registered so that SIGINT/SIGTERM handling resumes it.
+    /// The registry is copied into a fork child, whose resume-all (its own signal handling)
+    /// must not SIGCONT the parent's workers (docs/c-api.md#fork): the entry checks the process.
     fn stop_workers(&self, label: String) -> Result<HostHeld> {
         let pids = self.queue.pids();
+        let owner = Owner::here();
         // Every worker is continued even if one is gone (a dead one answers ESRCH once reaped).
         let resume: signals::ResumeFn = Box::new(move || {
+            owner.check().map_err(|e| e.message)?;
             let failed: Vec<String> = pids
                 .iter()
                 .filter_map(|&p| {
@@ -253,6 +266,11 @@ impl HostHp {
     /// last call. A dead worker is an error, even when everything it was given had completed.
     pub fn synchronize(&self) -> Result<Vec<DeviceRecord>> {
         self.queue.synchronize().map_err(dead_hp_worker)?;
+        Ok(self.tally_records())
+    }
+
+    /// Takes the worker's records into the running check; returns them.
+    fn tally_records(&self) -> Vec<DeviceRecord> {
         let taken: Vec<DeviceRecord> = self.queue.take_records().iter().map(device_record).collect();
         let mut t = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
         for r in &taken {
@@ -268,7 +286,25 @@ impl HostHp {
             }
             t.expected = r.id + 1;
         }
-        Ok(taken)
+        drop(t);
+        taken
+    }
+
+    /// Close: whether every command submitted completes within `limit` (the queue's own wait
+    /// has no limit, so its records are polled).
+    fn idle_within(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            self.tally_records();
+            let expected = self.tally.lock().unwrap_or_else(PoisonError::into_inner).expected;
+            if expected == self.next.load(Ordering::Relaxed) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// Every command submitted so far ran exactly once with its own result (after synchronize).
@@ -381,8 +417,9 @@ impl LpBody for HostLp {
         self.health()?;
         Ok(self.xq.submit(HostCommand::delay_ns(ns)))
     }
-    fn suspend_lv3(&self, id: u64, _pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
-        let label = format!("host LP stream {id} (SIGSTOP)");
+    fn suspend_lv3(&self, label: &str, _pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
+        let pids = self.queue.pids();
+        let label = format!("{label} (host workers {pids:?}, SIGSTOP)");
         Ok(Box::new(self.stop_workers(label).map_err(|e| match self.health() {
             Err(dead) => dead,
             Ok(()) => e,
@@ -411,6 +448,10 @@ impl LpBody for HostLp {
     fn take_completions(&self) -> Vec<LpCompletion> {
         crate::check::drain_completions(&self.completions)
     }
+    fn abandon(&self) -> Abandon {
+        kill_workers(&self.queue);
+        Abandon::Stopped
+    }
 }
 
 impl Lv3Held for HostHeld {
@@ -429,5 +470,12 @@ impl HpBody for HostHp {
     }
     fn check(&self) -> Check {
         HostHp::check(self)
+    }
+    fn idle_within(&self, limit: Duration) -> bool {
+        HostHp::idle_within(self, limit)
+    }
+    fn abandon(&self) -> Abandon {
+        kill_workers(&self.queue);
+        Abandon::Stopped
     }
 }

@@ -136,7 +136,7 @@ fn a_worker_killed_while_suspended_fails_the_resume_and_the_rest_runs_again() {
 fn a_worker_killed_while_a_command_runs_ends_the_wait_with_an_error() {
     let s = host(1);
     let lp = std::sync::Arc::new(s.create_lp_stream(Level::Lv3).unwrap());
-    lp.submit_delay(600_000 * MS).unwrap();
+    lp.submit_delay(9_000 * MS).unwrap(); // under the 10 s maximum; killed after 50 ms
     let pid = lp.host_pids()[0];
     let waiting = std::sync::Arc::clone(&lp);
     let (tx, rx) = std::sync::mpsc::channel();

@@ -176,7 +176,14 @@ impl Preempted {
 
     fn resume(&self, py: Python<'_>) -> preempt_api::Result<()> {
         match py.detach(|| self.stream.resume()) {
-            Err(e) if e.kind == ErrorKind::NotSuspended && self.closed.iter().any(ClosedFlag::is_set) => Ok(()),
+            // Close resumed it: the stream answers NotSuspended, or Closed once the session's
+            // close refuses every later call (docs/c-api.md#contracts).
+            Err(e)
+                if matches!(e.kind, ErrorKind::NotSuspended | ErrorKind::Closed)
+                    && self.closed.iter().any(ClosedFlag::is_set) =>
+            {
+                Ok(())
+            }
             r => r,
         }
     }

@@ -34,6 +34,9 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Closed => "Closed",
         ErrorKind::Unsupported => "Unsupported",
         ErrorKind::Panic => "InternalError",
+        ErrorKind::Forked => "Forked",
+        ErrorKind::Busy => "Busy",
+        ErrorKind::Abandoned => "Abandoned",
     }
 }
 

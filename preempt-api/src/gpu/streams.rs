@@ -258,11 +258,11 @@ impl LpBody for GpuLp {
     }
     /// Lv3 through `pre` on the discovered queue, once its binding is checked, behind the
     /// null-stream fence.
-    fn suspend_lv3(&self, id: u64, pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
+    fn suspend_lv3(&self, _label: &str, pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
         let (Some(pre), Some(binding)) = (pre, self.binding.as_ref()) else {
             return Err(Error::new(
                 ErrorKind::Unavailable,
-                format!("stream {id}: no Lv3 mechanism or no known KFD queue"),
+                "no Lv3 mechanism or no known KFD queue",
             ));
         };
         let susp = GpuSuspension::suspend(pre, binding)?;
@@ -323,5 +323,10 @@ impl HpBody for GpuHp {
     }
     fn handle(&self) -> Option<usize> {
         Some(self.q.stream().handle())
+    }
+    /// A bounded wait on the stream's completion event (a running kernel cannot be stopped:
+    /// the default [`crate::device::Abandon::Left`] follows a timeout).
+    fn idle_within(&self, limit: Duration) -> bool {
+        self.synchronize(Some(limit)).is_ok()
     }
 }

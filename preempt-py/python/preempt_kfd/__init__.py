@@ -29,10 +29,13 @@ import threading
 
 from . import _args, _native
 from ._errors import (
+    Abandoned,
     AlreadySuspended,
     BadHandle,
+    Busy,
     Closed,
     DeviceError,
+    Forked,
     InternalError,
     InvalidArgument,
     InvalidArgumentType,
@@ -53,7 +56,7 @@ __all__ = [
     "resume_all", "install_signal_handlers", "events", "PreemptError", "InvalidArgument", "InvalidArgumentType",
     "BadHandle", "NoDevice", "NoKfd", "Unavailable", "QueueRefused", "KfdError", "DeviceError",
     "AlreadySuspended", "NotSuspended", "ResumeFailed", "ShuttingDown", "Closed", "Unsupported",
-    "InternalError",
+    "InternalError", "Forked", "Busy", "Abandoned",
 ]
 
 #: The Lv3 mechanisms' names, in ``auto``'s order (lv3's own list, through preempt-api).

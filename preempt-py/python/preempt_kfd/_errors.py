@@ -101,3 +101,15 @@ class Unsupported(PreemptError):
 
 class InternalError(PreemptError):
     """A panic inside the library was caught (a bug); what it held was resumed."""
+
+
+class Forked(PreemptError):
+    """A call in a fork child on a session the parent opened: the child must open its own."""
+
+
+class Busy(PreemptError):
+    """A hand resume of a stream the helper holds suspended (a block of higher priority is active)."""
+
+
+class Abandoned(PreemptError):
+    """Close gave up waiting for work in flight and abandoned it; closed all the same."""
