@@ -111,6 +111,7 @@ fn dispatch(command: Command) -> Outcome {
         Command::Sweep(Sweep::T(o)) => sweep::t(&o, select(&o.common)?),
         Command::Sweep(Sweep::State(o)) => sweep::state(&o, select(&o.common)?),
         Command::Sweep(Sweep::Threshold(o)) => sweep::threshold(&o, select(&o.common)?),
+        Command::Sweep(Sweep::Rate(o)) => schedule::rate::run(&o, select(&o.common)?),
         Command::LauncherCost(o) => {
             let dev = device::select(o.device, o.workers, lv3::MechanismChoice::Auto, hip_facts)?;
             launcher_cost::run(&o, dev)

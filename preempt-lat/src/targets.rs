@@ -362,6 +362,12 @@ pub fn judge(v: &Value, file: &str) -> Vec<Judgement> {
         Value::Object(o) if o.contains_key("target_p99_ratio") => judge_priority(v, file, &mut out),
         Value::Object(o) if o.contains_key("launcher_cpu_ns_per_cmd") => judge_launcher(v, file, &mut out),
         Value::Object(o) if o.contains_key("combined_work_per_s") => judge_schedule(v, file, &mut out),
+        Value::Object(o) if o.get("sweep").and_then(Value::as_str) == Some("rate") => {
+            for p in o.get("points").and_then(Value::as_array).into_iter().flatten() {
+                let rate = f(&p["offered_rate"]).unwrap_or(f64::NAN);
+                judge_schedule(p, &format!("{file}: {rate} req/s"), &mut out);
+            }
+        }
         Value::Object(o) if o.get("runs").is_some_and(|r| r.get("phase2").is_some()) => {
             judge_example5(v, file, &mut out);
         }

@@ -3,8 +3,8 @@
 //! and totals. JSON whole, CSV a row per class, text a table.
 use super::engine::{ClassRun, Outcome};
 use crate::env::Environment;
+use crate::options::Arrival;
 use crate::options::class::ClassSpec;
-use crate::options::{Arrival, PriorityOptions};
 use crate::output::Export;
 use crate::stats::Summary;
 use preempt_api::Session;
@@ -149,8 +149,7 @@ fn class_result(c: ClassRun, check: ClassCheck, window_s: f64, total_work: f64, 
 impl ScheduleResult {
     #[allow(clippy::cast_precision_loss)] // counts and ns of one run: far below 2^52
     pub fn new(
-        o: &PriorityOptions,
-        workers: u32,
+        x: &super::Experiment,
         env: Environment,
         session: &Session,
         out: Outcome,
@@ -163,7 +162,7 @@ impl ScheduleResult {
             .iter()
             .map(|c| c.completed_cmds as f64 * c.spec.t_ms / 1000.0)
             .sum();
-        let up = o.policy == crate::options::PolicyKind::Up;
+        let up = x.policy == crate::options::PolicyKind::Up;
         let total_shares: f64 = if up {
             out.classes.iter().filter_map(|c| c.spec.share).map(f64::from).sum()
         } else {
@@ -184,16 +183,16 @@ impl ScheduleResult {
         }
         ScheduleResult {
             params: ScheduleParams {
-                policy: o.policy.name(),
-                k: o.k,
-                round_ms: o.round_ms,
-                arrival: o.arrival,
-                sigma: o.sigma,
-                duration_s: o.duration_s,
-                threshold: o.common.lv1.threshold,
-                batch: o.common.lv1.batch,
-                seed: o.common.seed,
-                workers,
+                policy: x.policy.name(),
+                k: x.k,
+                round_ms: x.round_ms,
+                arrival: x.arrival,
+                sigma: x.sigma,
+                duration_s: x.duration_s,
+                threshold: x.lv1.threshold,
+                batch: x.lv1.batch,
+                seed: x.seed,
+                workers: x.workers,
             },
             env,
             mechanism: session.mechanism().name.clone().unwrap_or_else(|| "lv1".into()),
