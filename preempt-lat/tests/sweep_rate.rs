@@ -145,7 +145,7 @@ fn the_built_in_set_up_sweeps_every_rate_and_writes_table_files_and_plot() {
 }
 
 #[test]
-fn a_template_splits_each_rate_by_weight_and_report_judges_its_points() {
+fn a_template_splits_each_rate_by_weight_compares_with_alone_and_report_judges_its_points() {
     let dir = scratch("template");
     let o = pl(&[
         "sweep",
@@ -164,6 +164,7 @@ fn a_template_splits_each_rate_by_weight_and_report_judges_its_points() {
         "bg:t=0.5:share=1",
         "--duration-s",
         "0.5",
+        "--standalone",
         "--quiet",
         "--out-dir",
         dir.to_str().unwrap(),
@@ -174,6 +175,17 @@ fn a_template_splits_each_rate_by_weight_and_report_judges_its_points() {
     let c = v["points"][0]["classes"].as_array().unwrap();
     let rates: Vec<f64> = c.iter().map(|c| c["rate"].as_f64().unwrap()).collect();
     assert_eq!(rates, [60.0, 20.0, 0.0], "3:1 of 80 req/s; bg stays saturating");
+    // --standalone: each class alone first; bg saturates, so the device's capacity is the
+    // reference, and each row of the CSV carries the comparison.
+    let s = &v["points"][0]["standalone"];
+    assert_eq!(s["reference"], "device capacity (a saturating class alone)", "{s}");
+    assert!(c.iter().all(|c| c["alone"]["exactly_once"] == true), "{c:?}");
+    let csv = std::fs::read_to_string(dir.join("sweep-rate.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert!(
+        header.contains(&"p99_vs_alone") && header.contains(&"throughput_loss_percent"),
+        "{csv}"
+    );
     // report reads it: the partition target judged for each class of the point.
     let o = pl(&[
         "report",

@@ -484,6 +484,11 @@ pub struct PriorityOptions {
     /// --arrival lognormal: the shape of the log-normal gaps (mean gap 1/rate).
     #[arg(long, default_value_t = values::DEFAULT_SIGMA, value_parser = |s: &str| parse_positive_f64(s, "--sigma", 10.0))]
     pub sigma: f64,
+    /// up, kedf, laxity: run each class alone first (same arrivals, same duration), then report
+    /// each class's P99 against alone and the combined throughput's loss against the classes
+    /// alone (their sum, or the device's capacity where a class saturates).
+    #[arg(long)]
+    pub standalone: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -535,6 +540,12 @@ impl PriorityOptions {
         }
         if self.shares.is_some() || !self.classes.is_empty() {
             return Err("--shares and --class are for --policy up, kedf or laxity".into());
+        }
+        if self.standalone {
+            return Err(
+                "--standalone is for --policy up, kedf or laxity; --policy hpf has its standalone-hp and standalone-lp modes"
+                    .into(),
+            );
         }
         let load = self.hp_load();
         if load >= 0.9 {
@@ -664,6 +675,10 @@ pub struct SweepRateOptions {
     /// How long each rate runs, in seconds (host default 1).
     #[arg(long, default_value = "1", value_parser = |s: &str| parse_positive_f64(s, "--duration-s", 3600.0))]
     pub duration_s: f64,
+    /// At each rate, run each class alone first, then report P99 against alone and the
+    /// throughput's loss (as `priority --standalone`; each rate then takes classes + 1 runs).
+    #[arg(long)]
+    pub standalone: bool,
     /// Directory for sweep-rate.csv, sweep-rate.json and sweep-rate.svg (created if missing).
     #[arg(long, default_value = "preempt-lat-results")]
     pub out_dir: PathBuf,

@@ -4,7 +4,8 @@
 //! `policies` crate: utilization partition (`--shares 75:25`: Fig. 9 bottom), K earliest
 //! deadlines first (Fig. 15b), least laxity (8.2.1). Per class: request latency percentiles,
 //! throughput, device share achieved (and asked, for up), late requests (kedf), the exactly-once
-//! check; combined throughput. Host device and GPU through the same session API (the GPU path is
+//! check; combined throughput; with `--standalone`, each class alone first and the loss against
+//! it ([`mod@standalone`]). Host device and GPU through the same session API (the GPU path is
 //! written for hardware and has not run on one). `--policy hpf` (the default) is `priority`'s own
 //! mode comparison.
 //!
@@ -14,6 +15,7 @@ mod engine;
 mod policy;
 pub mod rate;
 mod result;
+mod standalone;
 
 use crate::device::{Device, SessionSource};
 use crate::exit::{Outcome, Verdict};
@@ -41,6 +43,8 @@ pub struct Experiment {
     pub seed: u64,
     /// Worker processes per class (host device; 0 on a GPU).
     pub workers: u32,
+    /// Run each class alone first (same arrivals, same duration) and compare.
+    pub standalone: bool,
 }
 
 impl Experiment {
@@ -57,12 +61,50 @@ impl Experiment {
             lv1: o.common.lv1,
             seed: o.common.seed,
             workers,
+            standalone: o.standalone,
+        }
+    }
+
+    /// Class `i` alone: the same arrivals (its seed kept), duration and policy.
+    pub fn alone(&self, i: usize) -> Experiment {
+        Experiment {
+            classes: vec![self.classes[i].clone()],
+            seed: self.seed.wrapping_add(u64::try_from(i).unwrap_or(0)),
+            standalone: false,
+            ..self.clone()
         }
     }
 }
 
-/// One run of `x` on a session opened from `src`. Writes nothing; the caller reports it.
+/// One run of `x` on a session opened from `src` (every class alone first with
+/// [`Experiment::standalone`], each in a session of its own). Writes nothing; the caller
+/// reports it.
 pub fn run_experiment(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, String> {
+    if !x.standalone {
+        return run_once(x, src);
+    }
+    let mut alone = Vec::new();
+    for i in 0..x.classes.len() {
+        if crate::measure::control::stop_requested() {
+            break;
+        }
+        alone.push(run_once(&x.alone(i), src)?);
+    }
+    let mut r = run_once(x, src)?;
+    if alone.len() == x.classes.len() {
+        standalone::compare(&mut r, &alone);
+    }
+    Ok(r)
+}
+
+/// When class `i`'s requests arrive in a run of `duration_ns`: seeded with `seed + i`.
+fn arrivals_of(x: &Experiment, i: usize, duration_ns: u64) -> Vec<u64> {
+    let seed = x.seed.wrapping_add(u64::try_from(i).unwrap_or(0));
+    crate::arrivals::times(x.arrival, x.sigma, x.classes[i].rate, duration_ns, seed)
+}
+
+/// One run of `x` (no runs alone).
+fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, String> {
     let specs = &x.classes;
     let (policy, initial) = policy::Policy::new(x.policy, specs, x.k, x.round_ms)?;
     let t_start = std::time::Instant::now();
@@ -89,11 +131,7 @@ pub fn run_experiment(x: &Experiment, src: &SessionSource) -> Result<ScheduleRes
             ..Options::default()
         })
         .map_err(|e| format!("session: {e}"))?;
-    let arrivals = |i: usize| {
-        let c = &specs[i];
-        let seed = x.seed.wrapping_add(u64::try_from(i).unwrap_or(0));
-        crate::arrivals::times(x.arrival, x.sigma, c.rate, duration_ns, seed)
-    };
+    let arrivals = |i: usize| arrivals_of(x, i, duration_ns);
     let run = engine::run(
         &session,
         specs,
@@ -117,7 +155,8 @@ pub fn run_experiment(x: &Experiment, src: &SessionSource) -> Result<ScheduleRes
     ))
 }
 
-/// Runs the class experiment of `o` on `dev`: one session, one LP stream per class; writes schedule.{csv,json} into --out-dir and the
+/// Runs the class experiment of `o` on `dev`: one session, one LP stream per class (and each
+/// class alone first with `--standalone`); writes schedule.{csv,json} into --out-dir and the
 /// result on stdout in --format.
 pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     let x = Experiment::of_priority(o, dev.priority_workers(o.common.workers));
@@ -127,10 +166,11 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     crate::output::files::prepare(&o.out_dir)?;
     if !o.common.quiet {
         eprintln!(
-            "priority: --policy {} over {} classes for {} s ({})",
+            "priority: --policy {} over {} classes for {} s{} ({})",
             o.policy.name(),
             x.classes.len(),
             o.duration_s,
+            if x.standalone { ", each class alone first" } else { "" },
             src.label()
         );
     }
@@ -144,4 +184,37 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         eprintln!("preempt-lat: correctness check FAILED: some command did not complete exactly once");
     }
     Ok(Verdict::from_ok(r.correct()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_class_alone_keeps_its_arrivals() {
+        let x = Experiment {
+            policy: PolicyKind::Kedf,
+            classes: vec![
+                crate::options::class::parse("a:rate=50:deadline=5").unwrap(),
+                crate::options::class::parse("b:rate=80:deadline=9").unwrap(),
+            ],
+            k: 1,
+            round_ms: 10.0,
+            arrival: Arrival::Lognormal,
+            sigma: 2.0,
+            duration_s: 1.0,
+            lv1: Lv1Options { threshold: 8, batch: 4 },
+            seed: 7,
+            workers: 1,
+            standalone: true,
+        };
+        let b = x.alone(1);
+        assert_eq!(b.classes, [x.classes[1].clone()]);
+        assert!(!b.standalone, "a class alone is not compared again");
+        // Alone, as class 0, b draws the arrivals it draws as class 1 beside a.
+        let second = 1_000_000_000;
+        assert!(!arrivals_of(&x, 1, second).is_empty());
+        assert_eq!(arrivals_of(&b, 0, second), arrivals_of(&x, 1, second));
+        assert_ne!(arrivals_of(&x.alone(0), 0, second), arrivals_of(&x, 1, second));
+    }
 }

@@ -85,6 +85,7 @@ pub fn run(o: &SweepRateOptions, dev: Device) -> Outcome {
             lv1: o.common.lv1,
             seed: o.common.seed,
             workers,
+            standalone: o.standalone,
         })
     };
     // The first point's policy first: a class it cannot take is refused before anything starts.
@@ -176,6 +177,10 @@ pub struct Row<'a> {
     pub max_ms: Option<f64>,
     pub requests_per_s: f64,
     pub work_per_s: f64,
+    /// `--standalone`: P99 here over P99 alone.
+    pub p99_vs_alone: Option<f64>,
+    /// `--standalone`: the point's combined throughput loss against the classes alone.
+    pub throughput_loss_percent: Option<f64>,
     pub exactly_once: bool,
 }
 
@@ -212,7 +217,9 @@ impl Export for RateSweep {
                     max_ms: c.latency_ns.map(|s| ms(s.max)),
                     requests_per_s: c.requests_per_s,
                     work_per_s: c.work_per_s,
-                    exactly_once: c.check.ok,
+                    p99_vs_alone: c.p99_vs_alone,
+                    throughput_loss_percent: p.result.standalone.as_ref().map(|s| s.throughput_loss_percent),
+                    exactly_once: c.correct(),
                 })
             })
             .collect()
@@ -269,9 +276,26 @@ impl Export for RateSweep {
                     opt(c.latency_ns.map(|s| ms(s.p99))),
                     opt(c.latency_ns.map(|s| ms(s.max))),
                     c.requests_per_s,
-                    if c.check.ok { "yes" } else { "NO" }
+                    if c.correct() { "yes" } else { "NO" }
                 )?;
             }
+        }
+        for pt in &self.points {
+            let Some(s) = &pt.result.standalone else { continue };
+            let p99s: Vec<String> = pt
+                .result
+                .classes
+                .iter()
+                .filter_map(|c| Some(format!("{} {:.2}x", c.spec.name, c.p99_vs_alone?)))
+                .collect();
+            writeln!(
+                w,
+                "{} req/s against each class alone: P99 {}; throughput loss {:.1} % (against the {})",
+                crate::plot::ticks::fmt_num(pt.offered_rate),
+                if p99s.is_empty() { "-".into() } else { p99s.join(", ") },
+                s.throughput_loss_percent,
+                s.reference
+            )?;
         }
         Ok(())
     }

@@ -40,6 +40,8 @@ fn class(spec: &str, p50_ms: u64, p99_ms: u64, req_s: f64) -> ClassResult {
             ok: true,
             problems: Vec::new(),
         },
+        alone: None,
+        p99_vs_alone: None,
     }
 }
 
@@ -69,6 +71,7 @@ fn point(rate: f64, classes: Vec<ClassResult>) -> RatePoint {
             window_s: 1.0,
             interrupted: false,
             wall_time_s: 1.1,
+            standalone: None,
         },
     }
 }
