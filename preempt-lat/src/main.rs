@@ -16,6 +16,7 @@ mod measure;
 mod num;
 mod options;
 mod output;
+mod overhead;
 mod plot;
 mod priority;
 mod report;
@@ -121,6 +122,7 @@ fn dispatch(command: Command) -> Outcome {
         Command::BystanderWorker(_) => {
             unreachable!("handled in main before any thread starts")
         }
+        Command::Overhead(o) => overhead::run(&o, select(&o.common)?),
     }
 }
 

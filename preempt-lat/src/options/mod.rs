@@ -82,7 +82,8 @@ pub enum Command {
     /// Merge JSON results (run --format json, sweep-t.json, sweep-state.json, priority.json; from
     /// any number of machines) into one table and one plot, grouped by device, mechanism, kernel
     /// and gfx target, and judge every result (those too, and sweep-threshold.json,
-    /// launcher-cost JSON, the Example 5 example's --json) against the seeds' targets: one table,
+    /// launcher-cost and overhead JSON, schedule.json, sweep-rate.json, the Example 5 example's
+    /// --json) against the seeds' targets: one table,
     /// each row the target, the measured value, the device (host figures labelled) and
     /// PASS/FAIL; writes report.{csv,json,svg} and targets.{csv,json}. A FAIL is information,
     /// not an error: the exit status is 3 only when a result failed its correctness check.
@@ -94,6 +95,16 @@ pub enum Command {
     /// after another, their host stamps as JSON lines on stdout, until stdin closes.
     #[command(name = "__bystander-worker", hide = true)]
     BystanderWorker(BystanderWorkerOptions),
+    /// What being scheduled costs when nothing is preempted (XSched Fig. 12a and 12b): the same
+    /// LP work (delay commands of T, back to back) natively (straight onto the device: no
+    /// launcher, no session) and scheduled (through an application-API session's LP stream:
+    /// Lv1 through the launcher; Lv3 with the mechanism armed and the helper registered, never
+    /// entered). Per setup over --runs: whole-run time and its overhead against native (target <
+    /// 3.4 %), this process's CPU as a share of one core and its increase over native (target <
+    /// 5 points), min / median / max; the exactly-once check. Text, JSON (what `report` judges)
+    /// or CSV on stdout.
+    #[command(after_help = OVERHEAD_EXAMPLES)]
+    Overhead(OverheadOptions),
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -151,6 +162,10 @@ impl Command {
             Command::LauncherCost(o) => o.lv1.check(),
             Command::Priority(o) => {
                 o.modes = Mode::ALL.into_iter().filter(|m| o.modes.contains(m)).collect();
+                o.common.check()?;
+                o.check()
+            }
+            Command::Overhead(o) => {
                 o.common.check()?;
                 o.check()
             }
@@ -708,6 +723,61 @@ impl SweepRateOptions {
         }
         self.rates.sort_by(f64::total_cmp);
         self.rates.dedup();
+        Ok(())
+    }
+}
+
+/// `overhead --help`'s examples.
+const OVERHEAD_EXAMPLES: &str = "Examples:
+  preempt-lat overhead --device host
+      host defaults: 500 commands of T = 0.5 ms per setup and run, 5 runs (seconds in all)
+  preempt-lat overhead --device hip:0 --mechanism dbg-trap --format json > overhead.json
+      on a GPU: Lv3 with dbg-trap armed keeps the process in debug mode through its runs
+  preempt-lat report overhead.json
+      the overhead and scheduler-cpu targets judged";
+
+/// `overhead`: native against scheduled, nothing preempted.
+#[derive(Debug, Clone, Args)]
+pub struct OverheadOptions {
+    /// The scheduled setups to compare with native: 1 (an LP stream at Lv1: through the
+    /// launcher), 3 (at Lv3: the mechanism armed, the helper registered). Also lv1, lv3.
+    #[arg(long = "levels", value_name = "LEVELS", value_delimiter = ',', default_value = "1,3", value_parser = values::level())]
+    pub levels: Vec<Level>,
+    /// T, the execution time of one LP command, in ms.
+    #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms)]
+    pub t_ms: f64,
+    /// LP commands per setup and run, back to back (host default 500: 0.25 s at T = 0.5 ms).
+    #[arg(long, default_value_t = 500, value_parser = parse_positive)]
+    pub commands: u32,
+    /// Runs; every setup runs once per run (in a rotating order), and each figure is reported as
+    /// min / median / max over the runs.
+    #[arg(long, default_value_t = 5, value_parser = parse_positive)]
+    pub runs: u32,
+    /// Output format on stdout: text for people; json (every figure with its spread, what
+    /// `report` judges) and csv (a row per setup) carry every parameter.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl OverheadOptions {
+    /// The most commands one run submits (a GPU stream books a slot per command).
+    pub const MAX_COMMANDS: u32 = 1_000_000;
+
+    /// Cross-field checks (one line, a usage error); the levels put in order, once each.
+    fn check(&mut self) -> Result<(), String> {
+        if self.commands > Self::MAX_COMMANDS {
+            return Err(format!(
+                "--commands {}: at most {} per run",
+                self.commands,
+                Self::MAX_COMMANDS
+            ));
+        }
+        self.levels = [Level::Lv1, Level::Lv3]
+            .into_iter()
+            .filter(|l| self.levels.contains(l))
+            .collect();
         Ok(())
     }
 }
