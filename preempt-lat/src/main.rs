@@ -17,6 +17,7 @@ mod measure;
 mod num;
 mod options;
 mod output;
+mod overhead;
 mod plot;
 mod priority;
 mod report;
@@ -117,6 +118,7 @@ fn dispatch(command: Command) -> Outcome {
         Command::Sweep(Sweep::T(o)) => sweep::t(&o, select(&o.common)?),
         Command::Sweep(Sweep::State(o)) => sweep::state(&o, select(&o.common)?),
         Command::Sweep(Sweep::Threshold(o)) => sweep::threshold(&o, select(&o.common)?),
+        Command::Sweep(Sweep::Rate(o)) => schedule::rate::run(&o, select(&o.common)?),
         Command::LauncherCost(o) => {
             let dev = device::select(o.device, o.workers, lv3::MechanismChoice::Auto, hip_facts)?;
             launcher_cost::run(&o, dev)
@@ -128,6 +130,7 @@ fn dispatch(command: Command) -> Outcome {
         Command::BystanderWorker(_) => {
             unreachable!("handled in main before any thread starts")
         }
+        Command::Overhead(o) => overhead::run(&o, select(&o.common)?),
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! Every target is a bound on one measured figure, named after the test plan's section or the
 //! XSched figure it comes from. [`judge`] reads a result of any kind (one run, a sweep, the
-//! threshold sweep, `priority`, `launcher-cost`, the Example 5 example's JSON) and returns one
+//! threshold sweep, `priority`, the class experiment and `sweep rate`, `launcher-cost`, `overhead`,
+//! the Example 5 example's JSON) and returns one
 //! [`Judgement`] per target it measures; `report` prints them over a whole directory and the
 //! commands print their own. A host figure is judged like any other but labelled as host: it
 //! says how the *host device* behaves, never what a GPU does.
@@ -125,15 +126,15 @@ pub const TARGETS: [Target; 11] = [
         what: "whole-run overhead of being scheduled, no preemption",
         bound: Bound::Below(3.4),
         unit: "%",
-        measured_by: "not built yet",
+        measured_by: "overhead",
     },
     Target {
         id: "scheduler-cpu",
         source: "Fig. 12b, test 7.4.2",
-        what: "launcher CPU, share of one core (worst T)",
+        what: "scheduler CPU, % of one core (overhead: over native; launcher-cost: the launcher, worst T)",
         bound: Bound::Below(5.0),
         unit: "%",
-        measured_by: "launcher-cost",
+        measured_by: "overhead, launcher-cost",
     },
     Target {
         id: "throughput-loss",
@@ -317,6 +318,26 @@ fn judge_launcher(v: &Value, file: &str, out: &mut Vec<Judgement>) {
     }
 }
 
+/// `overhead`: each scheduled setup's median whole-run time overhead against native (Fig. 12a)
+/// and its CPU increase over native in points of one core (Fig. 12b: the seeds' CPU_xsched -
+/// CPU_native).
+fn judge_overhead(v: &Value, file: &str, out: &mut Vec<Judgement>) {
+    let device = v["env"]["device"].as_str().unwrap_or("?");
+    let runs = v["runs_done"].as_u64().unwrap_or(0);
+    for s in v["setups"].as_array().into_iter().flatten() {
+        let setup = s["setup"].as_str().unwrap_or("?");
+        for (id, key) in [
+            ("overhead", "time_overhead_percent"),
+            ("scheduler-cpu", "cpu_increase_points"),
+        ] {
+            if let Some(m) = f(&s[key]["median"]) {
+                let from = format!("{file}: {setup} against native, median of {runs} runs");
+                out.push(judgement(id, m, device, from));
+            }
+        }
+    }
+}
+
 /// The Example 5 example's JSON: the combined throughput lost in Phase 2 against Test 2.
 fn judge_example5(v: &Value, file: &str, out: &mut Vec<Judgement>) {
     if let Some(loss) = f(&v["summary"]["throughput_loss_vs_test2"]) {
@@ -362,7 +383,16 @@ pub fn judge(v: &Value, file: &str) -> Vec<Judgement> {
         Value::Object(o) if o.contains_key("latency_ns") => judge_run(v, file, &mut out),
         Value::Object(o) if o.contains_key("target_p99_ratio") => judge_priority(v, file, &mut out),
         Value::Object(o) if o.contains_key("launcher_cpu_ns_per_cmd") => judge_launcher(v, file, &mut out),
+        Value::Object(o) if o.contains_key("setups") && o.contains_key("runs_done") => {
+            judge_overhead(v, file, &mut out);
+        }
         Value::Object(o) if o.contains_key("combined_work_per_s") => judge_schedule(v, file, &mut out),
+        Value::Object(o) if o.get("sweep").and_then(Value::as_str) == Some("rate") => {
+            for p in o.get("points").and_then(Value::as_array).into_iter().flatten() {
+                let rate = f(&p["offered_rate"]).unwrap_or(f64::NAN);
+                judge_schedule(p, &format!("{file}: {rate} req/s"), &mut out);
+            }
+        }
         Value::Object(o) if o.get("runs").is_some_and(|r| r.get("phase2").is_some()) => {
             judge_example5(v, file, &mut out);
         }

@@ -2,7 +2,8 @@
 //! spread beside each line (a band, or error bars where the x axis names categories), and dashed
 //! reference lines that explain a result. Ticks are chosen and written by [`ticks`] (decades with
 //! minor ticks on log axes, whole numbers for integer variables). A figure is one panel or a grid
-//! of panels sharing axes (small multiples, [`draw_grid`]); the legend sits below the panels,
+//! of panels sharing axes (small multiples, [`draw_grid`]), or such grids one below the other
+//! where their y axes differ ([`draw_stack`]); the legend sits below the panels,
 //! never on the data ([`legend`]); each panel is drawn by [`chart`].
 mod chart;
 mod legend;
@@ -169,28 +170,64 @@ fn grid_ranges(g: &Grid) -> Option<((f64, f64), (f64, f64))> {
 /// Draws the panels of `g` into an SVG file at `path`, sharing axes, with one legend below them
 /// (outside every panel's data): each line's label once, in the same colour in every panel.
 pub fn draw_grid(path: &Path, g: &Grid) -> Result<(), String> {
-    let e = |x: &dyn std::fmt::Display| format!("plot {}: {x}", path.display());
-    let (xr, yr) = grid_ranges(g).ok_or_else(|| e(&"no data"))?;
-    let legend = legend::Legend::of(g);
+    draw_stack(path, std::slice::from_ref(g))
+}
+
+/// Panel sizes of a grid in pixels: one large panel, or small multiples.
+fn panel_size(g: &Grid) -> (u32, u32) {
+    if g.panels.len() == 1 { (900, 520) } else { (470, 330) }
+}
+
+/// The columns and rows of a grid.
+fn shape(g: &Grid) -> (usize, usize) {
     let cols = g.cols.clamp(1, g.panels.len().max(1));
-    let rows = g.panels.len().div_ceil(cols).max(1);
-    let (panel_w, panel_h) = if g.panels.len() == 1 { (900, 520) } else { (470, 330) };
-    let width = u32::try_from(cols).unwrap_or(1) * panel_w;
-    let legend_h = legend.height(width);
-    let height = 40 + u32::try_from(rows).unwrap_or(1) * panel_h + legend_h;
+    (cols, g.panels.len().div_ceil(cols).max(1))
+}
+
+/// Draws `grids` one below the other into one SVG file at `path`, each as [`draw_grid`] draws it
+/// (its title, its panels sharing its axes, its legend below them): figures whose y axes differ
+/// (latency panels above a throughput panel) in one file. The figure is as wide as the widest.
+pub fn draw_stack(path: &Path, grids: &[Grid]) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| format!("plot {}: {x}", path.display());
+    let mut parts = Vec::new();
+    for g in grids {
+        let ranges = grid_ranges(g).ok_or_else(|| e(&"no data"))?;
+        parts.push((g, ranges, legend::Legend::of(g)));
+    }
+    let width = grids
+        .iter()
+        .map(|g| u32::try_from(shape(g).0).unwrap_or(1) * panel_size(g).0)
+        .max()
+        .ok_or_else(|| e(&"no data"))?;
+    // Each grid's height: its title, its rows of panels, its legend at the figure's width.
+    let heights: Vec<(u32, u32)> = parts
+        .iter()
+        .map(|(g, _, legend)| {
+            let legend_h = legend.height(width);
+            let rows = u32::try_from(shape(g).1).unwrap_or(1);
+            (40 + rows * panel_size(g).1 + legend_h, legend_h)
+        })
+        .collect();
+    let height = heights.iter().map(|h| h.0).sum();
     let root = SVGBackend::new(path, (width, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
-    let (top, bottom) = root.split_vertically(height - legend_h);
-    let top = top.titled(g.title, ("sans-serif", 18)).map_err(|x| e(&x))?;
-    let areas = top.split_evenly((rows, cols));
-    for (i, (panel, area)) in g.panels.iter().zip(areas.iter()).enumerate() {
-        let place = Place {
-            left: i % cols == 0,
-            bottom: i / cols == rows - 1 || i + cols >= g.panels.len(),
-        };
-        chart::draw_panel(area, g, panel, &legend, place, xr, yr).map_err(|x| e(&x))?;
+    let mut rest = root.clone();
+    for ((g, (xr, yr), legend), (h, legend_h)) in parts.iter().zip(heights) {
+        let (area, below) = rest.split_vertically(h);
+        rest = below;
+        let (cols, rows) = shape(g);
+        let (top, bottom) = area.split_vertically(h - legend_h);
+        let top = top.titled(g.title, ("sans-serif", 18)).map_err(|x| e(&x))?;
+        let areas = top.split_evenly((rows, cols));
+        for (i, (panel, area)) in g.panels.iter().zip(areas.iter()).enumerate() {
+            let place = Place {
+                left: i % cols == 0,
+                bottom: i / cols == rows - 1 || i + cols >= g.panels.len(),
+            };
+            chart::draw_panel(area, g, panel, legend, place, *xr, *yr).map_err(|x| e(&x))?;
+        }
+        legend.draw(&bottom).map_err(|x| e(&x))?;
     }
-    legend.draw(&bottom).map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
 }

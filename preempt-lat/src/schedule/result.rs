@@ -3,8 +3,8 @@
 //! and totals. JSON whole, CSV a row per class, text a table.
 use super::engine::{ClassRun, Outcome};
 use crate::env::Environment;
+use crate::options::Arrival;
 use crate::options::class::ClassSpec;
-use crate::options::{Arrival, PriorityOptions};
 use crate::output::Export;
 use crate::stats::Summary;
 use preempt_api::Session;
@@ -70,6 +70,10 @@ pub struct ClassResult {
     /// up: achieved - asked, in percentage points (the Fig. 9 bottom target: within +-5).
     pub share_error_points: Option<f64>,
     pub check: ClassCheck,
+    /// `--standalone`: this class run alone (same arrivals, same duration).
+    pub alone: Option<super::standalone::Alone>,
+    /// `--standalone`: its P99 here over its P99 alone.
+    pub p99_vs_alone: Option<f64>,
 }
 
 /// The run's parameters.
@@ -105,6 +109,8 @@ pub struct ScheduleResult {
     pub window_s: f64,
     pub interrupted: bool,
     pub wall_time_s: f64,
+    /// `--standalone`: the combined throughput against the classes alone.
+    pub standalone: Option<super::standalone::Standalone>,
 }
 
 #[allow(clippy::cast_precision_loss)] // counts and ns of one run: far below 2^52
@@ -142,6 +148,8 @@ fn class_result(c: ClassRun, check: ClassCheck, window_s: f64, total_work: f64, 
         share_asked_percent: asked,
         share_error_points: asked.map(|a| achieved - a),
         check,
+        alone: None,
+        p99_vs_alone: None,
         spec: c.spec,
     }
 }
@@ -149,8 +157,7 @@ fn class_result(c: ClassRun, check: ClassCheck, window_s: f64, total_work: f64, 
 impl ScheduleResult {
     #[allow(clippy::cast_precision_loss)] // counts and ns of one run: far below 2^52
     pub fn new(
-        o: &PriorityOptions,
-        workers: u32,
+        x: &super::Experiment,
         env: Environment,
         session: &Session,
         out: Outcome,
@@ -163,7 +170,7 @@ impl ScheduleResult {
             .iter()
             .map(|c| c.completed_cmds as f64 * c.spec.t_ms / 1000.0)
             .sum();
-        let up = o.policy == crate::options::PolicyKind::Up;
+        let up = x.policy == crate::options::PolicyKind::Up;
         let total_shares: f64 = if up {
             out.classes.iter().filter_map(|c| c.spec.share).map(f64::from).sum()
         } else {
@@ -184,16 +191,16 @@ impl ScheduleResult {
         }
         ScheduleResult {
             params: ScheduleParams {
-                policy: o.policy.name(),
-                k: o.k,
-                round_ms: o.round_ms,
-                arrival: o.arrival,
-                sigma: o.sigma,
-                duration_s: o.duration_s,
-                threshold: o.common.lv1.threshold,
-                batch: o.common.lv1.batch,
-                seed: o.common.seed,
-                workers,
+                policy: x.policy.name(),
+                k: x.k,
+                round_ms: x.round_ms,
+                arrival: x.arrival,
+                sigma: x.sigma,
+                duration_s: x.duration_s,
+                threshold: x.lv1.threshold,
+                batch: x.lv1.batch,
+                seed: x.seed,
+                workers: x.workers,
             },
             env,
             mechanism: session.mechanism().name.clone().unwrap_or_else(|| "lv1".into()),
@@ -205,11 +212,13 @@ impl ScheduleResult {
             window_s,
             interrupted: out.interrupted,
             wall_time_s: wall.as_secs_f64(),
+            standalone: None,
         }
     }
 
+    /// Every command completed exactly once, here and in the runs alone.
     pub fn correct(&self) -> bool {
-        self.classes.iter().all(|c| c.check.ok)
+        self.classes.iter().all(ClassResult::correct)
     }
 }
 
@@ -231,6 +240,8 @@ pub struct Row<'a> {
     pub requests_per_s: f64,
     pub share_achieved_percent: f64,
     pub share_asked_percent: Option<f64>,
+    /// `--standalone`: P99 here over P99 alone.
+    pub p99_vs_alone: Option<f64>,
     pub exactly_once: bool,
 }
 
@@ -264,7 +275,8 @@ impl Export for ScheduleResult {
                 requests_per_s: c.requests_per_s,
                 share_achieved_percent: c.share_achieved_percent,
                 share_asked_percent: c.share_asked_percent,
-                exactly_once: c.check.ok,
+                p99_vs_alone: c.p99_vs_alone,
+                exactly_once: c.correct(),
             })
             .collect()
     }
@@ -313,7 +325,7 @@ impl Export for ScheduleResult {
                 c.requests_per_s,
                 c.share_asked_percent.map_or("-".into(), |a| format!("{a:.1} %")),
                 c.share_achieved_percent,
-                if c.check.ok { "yes" } else { "NO" }
+                if c.correct() { "yes" } else { "NO" }
             )?;
         }
         writeln!(
@@ -332,6 +344,9 @@ impl Export for ScheduleResult {
                 )
             }
         )?;
+        if let Some(s) = &self.standalone {
+            standalone_text(self, s, w)?;
+        }
         let mut judged = crate::targets::judge(&serde_json::to_value(self).map_err(io::Error::other)?, "this run");
         judged.retain(|j| j.target == "partition");
         if !judged.is_empty() {
@@ -350,4 +365,41 @@ impl Export for ScheduleResult {
         }
         Ok(())
     }
+}
+
+impl ClassResult {
+    /// Every command completed exactly once, here and alone.
+    pub fn correct(&self) -> bool {
+        self.check.ok && self.alone.as_ref().is_none_or(|a| a.exactly_once)
+    }
+}
+
+/// `--standalone`'s lines: each class together against alone, then the combined throughput
+/// against its reference.
+fn standalone_text(r: &ScheduleResult, s: &super::standalone::Standalone, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w, "against each class alone (same arrivals, same duration):")?;
+    writeln!(
+        w,
+        "| class | p99 ms alone | p99 ms together | p99 / alone | work/s alone | work/s together |"
+    )?;
+    writeln!(w, "|{}", " --- |".repeat(6))?;
+    let opt = |v: Option<f64>, prec: usize| v.map_or("-".into(), |v| format!("{v:.prec$}"));
+    for c in &r.classes {
+        let Some(a) = &c.alone else { continue };
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | {:.3} | {:.3} |",
+            c.spec.name,
+            opt(a.latency_ns.map(|x| ms(x.p99)), 2),
+            opt(c.latency_ns.map(|x| ms(x.p99)), 2),
+            opt(c.p99_vs_alone, 2),
+            a.work_per_s,
+            c.work_per_s
+        )?;
+    }
+    writeln!(
+        w,
+        "combined throughput {:.3} s of device work per second against {:.3}, the {}: loss {:.1} %",
+        s.combined_work_per_s, s.reference_work_per_s, s.reference, s.throughput_loss_percent
+    )
 }
