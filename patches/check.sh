@@ -10,7 +10,8 @@
 #   4. builds kfd-sys/lv3 against the patched tree's kfd_ioctl.h, so that kfd-sys proves its
 #      hand-written copy of the uapi additions equal to the patch (cfg kfd_has_preempt);
 #   5. boots it in QEMU with the guest tests (scripts/qemu/run-guest-tests.sh --patched), including
-#      the reproducer of the stock use-after-free that patch 0001 fixes, in a boot of its own.
+#      the reproducer of the stock bugs that patches 0001-0002 fix (exec with /dev/kfd open, then a
+#      reopen: a duplicate proc/<pid> and a use-after-free), in a boot of its own.
 #
 #   bash patches/check.sh
 set -euo pipefail

@@ -8,7 +8,8 @@
 # cargo doc -> kfd-sys: committed bindings equal a fresh generation, the old-header refusal, a
 # workspace build with libclang and the header hidden -> the unsafe-code fence -> the offline
 # delay-kernel compile check -> the C ABI (header regeneration, install, the C test on the host
-# device) -> the Python package (maturin into target/py-venv, pytest) -> the DKMS flavour of the
+# device) -> the Python package (maturin into target/py-venv, pytest) -> the build script as an
+# unprivileged user (scripts/check-build-user.sh) -> the DKMS flavour of the
 # series (patches/dkms/check.sh) -> the QEMU guest tests on the stock kernel -> the patch series
 # (apply, checkpatch, sign-off, build after each patch, QEMU guest tests on the patched kernel;
 # the hostile-input suite runs on both kernels). Both guests also run the C ABI's test statically
@@ -68,6 +69,11 @@ passed=$(( passed + $(grep -c '^PASS capi' "$log") ))
 step "Python package: maturin develop into target/py-venv, pytest on the host device"
 bash scripts/check-python.sh | tee "$log"
 passed=$(( passed + $(awk '/ passed/ {for (i = 1; i < NF; i++) if ($(i+1) ~ /^passed/) p = $i} END {print p+0}' "$log") ))
+
+step "scripts/build-user.sh as an unprivileged user: no Rust, no environment, the seeds' ROCm, the real build (scripts/check-build-user.sh)"
+# After check-python.sh: it takes maturin from target/py-venv. Cold ~8 min (release build), then ~10 s.
+bash scripts/check-build-user.sh | tee "$log"
+passed=$(( passed + $(grep -c '^PASS check-build-user' "$log") ))
 
 # Outside the QEMU block: it always runs checkpatch, the sign-off rules and the ABI proof; the
 # apply/module build/guest steps need PREEMPT_DKMS_SRC (no CI machine has the amdgpu-dkms source)

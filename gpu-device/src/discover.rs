@@ -12,9 +12,12 @@
 //! 2. Take sysfs and snapshot sets, create the LP stream with `hipExtStreamCreateWithCUMask` (a
 //!    dedicated queue), run one tiny launch on it (in case this HIP creates queues lazily), take
 //!    both sets again, and require exactly one new compute queue, the same in both.
+//! 3. Bind the stream to that queue object (its sysfs node from the second set), so that every
+//!    later suspend can check the queue is still the one found ([`lv3::binding`]).
 use kfd::sysfs::{self, ProcQueue, SysRoot, SysfsErrorKind};
 use kfd::{GracePeriod, Kfd, KfdOps, QueueSnapshot};
 use lv3::MechanismKind;
+use lv3::binding::QueueBinding;
 use lv3::discovery;
 use lv3::mechanism::{DbgTrap, Preempt, QueueTarget};
 
@@ -29,7 +32,8 @@ pub const KFD_PRIORITY_NORMAL: u32 = 7;
 /// The LP stream and the queue behind it.
 pub struct Discovered {
     pub stream: Stream,
-    pub target: QueueTarget,
+    /// The queue found, as the mechanisms target it, and which queue object it is.
+    pub binding: QueueBinding,
     /// What the report should say about how it was found.
     pub notes: Vec<String>,
 }
@@ -154,7 +158,8 @@ pub fn lp_stream_with_queue<E: Into<Error>>(
     notes.extend(found.ignored.iter().cloned());
     let target = QueueTarget::from_snapshot(&found.snapshot, KFD_PRIORITY_NORMAL);
     target.validate().map_err(qd)?;
-    Ok(Discovered { stream, target, notes })
+    let binding = QueueBinding::from_found(&found, target, std::process::id(), root).map_err(qd)?;
+    Ok(Discovered { stream, binding, notes })
 }
 
 #[cfg(test)]

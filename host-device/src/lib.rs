@@ -5,8 +5,11 @@
 //! units"). Every command is a delay kernel of T of CPU work ([`worker::spin_cpu`]); like a
 //! kernel sized to occupy every CU, it runs on all workers of the queue and a sync point
 //! completes when every worker has finished everything launched before it. Commands are
-//! written to the workers' stdin and their `start`/`done` reports come back on stdout,
-//! read by one thread per worker.
+//! sent to the workers' stdin (a socket, so that a dead worker is an error and never SIGPIPE)
+//! and their `start`/`done` reports come back on stdout, read by one thread per worker. The
+//! workers are forked by one thread that lasts as long as the process, each in a process group
+//! of its own (the `spawn` module says why); a worker that dies makes every later call on its
+//! queue fail with [`HostError::WorkerDied`], which says how it ended.
 //!
 //! **Lv3 on the host** is [`HostQueue::suspend`]: `SIGSTOP` to every worker, then wait
 //! until the kernel reports each one stopped (a `waitid` stop event) — from then on the
@@ -40,13 +43,16 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod ended;
 mod proto;
 mod queue;
+mod spawn;
 mod stop;
 #[cfg(feature = "test-util")]
 pub mod testing;
 mod worker;
 
+pub use ended::Ended;
 pub use proto::{PROTOCOL_VERSION, expected_result};
 pub use queue::{HostCommand, HostQueue, HostSync, KernelRecord};
 pub use stop::{HostSuspension, SharedHostSuspension, proc_state};
@@ -128,17 +134,22 @@ impl WorkerExe {
 pub enum HostError {
     /// A worker could not be started.
     Spawn(std::io::Error),
-    /// Writing to worker `worker` failed (it probably died).
+    /// Writing to worker `worker` failed otherwise than by its death.
     Io {
         /// Worker index within its queue.
         worker: usize,
         /// The write error.
         source: std::io::Error,
     },
-    /// Worker `worker` closed its output (exited or was killed).
+    /// Worker `worker` is gone (it exited, was killed, or closed its pipes): the queue cannot
+    /// run commands any more.
     WorkerDied {
         /// Worker index within its queue.
         worker: usize,
+        /// Its process id.
+        pid: i32,
+        /// How it ended.
+        ended: Ended,
     },
     /// A worker said something that is not the protocol (wrong executable or version).
     Protocol(String),
@@ -155,7 +166,7 @@ impl fmt::Display for HostError {
         match self {
             Self::Spawn(e) => write!(f, "cannot start host worker: {e}"),
             Self::Io { worker, source } => write!(f, "host worker {worker}: {source}"),
-            Self::WorkerDied { worker } => write!(f, "host worker {worker} died"),
+            Self::WorkerDied { worker, pid, ended } => write!(f, "host worker {worker} (pid {pid}) {ended}"),
             Self::Protocol(m) => write!(f, "host worker protocol error: {m}"),
             Self::Sys(what, e) => write!(f, "{what}: {e}"),
             Self::Timeout(what) => write!(f, "host worker timed out: {what}"),

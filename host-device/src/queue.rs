@@ -1,13 +1,16 @@
 //! [`HostQueue`]: worker processes behind the [`HwQueue`] trait.
 
-use super::proto::{FromWorker, PARENT_ENV, PROTOCOL_VERSION, ToWorker, expected_result};
+use super::ended::{self, Ended};
+use super::proto::{FromWorker, PROTOCOL_VERSION, ToWorker, expected_result};
+use super::spawn::{self, Input};
 use super::{HostError, WorkerExe};
 use lv1::{CommandId, HwQueue};
+use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill};
-use nix::unistd::{Pid, getpid};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use nix::unistd::Pid;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdout};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -68,7 +71,7 @@ impl KernelRecord {
 
 struct Launch {
     launched: u64,
-    stdins: Vec<Option<ChildStdin>>,
+    inputs: Vec<Input>,
 }
 
 #[derive(Default)]
@@ -90,6 +93,8 @@ pub(super) struct Inner {
 /// See the [module documentation](super).
 pub struct HostQueue {
     pub(super) pids: Vec<Pid>,
+    /// How each worker ended, once it was found dead (asked once: see [`HostQueue::died`]).
+    ended: Vec<OnceLock<Ended>>,
     pub(super) suspended: Mutex<bool>,
     launch: Mutex<Launch>,
     inner: Arc<Inner>,
@@ -102,8 +107,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl HostQueue {
-    /// Start `workers` (at least 1) worker processes and wait until each says `ready`.
-    /// Spawn from a thread that outlives the queue (see [`super::worker_main`]).
+    /// Start `workers` (at least 1) worker processes and wait until each says `ready`. Any
+    /// thread may call it, and the queue may outlive that thread: the workers are forked by one
+    /// thread that lasts as long as the process, each in a process group of its own, so that
+    /// terminal job control cannot continue one that host Lv3 stopped (see the spawn module).
     pub fn spawn(exe: &WorkerExe, workers: usize) -> Result<Self, HostError> {
         let n = workers.max(1);
         let inner = Arc::new(Inner {
@@ -117,28 +124,23 @@ impl HostQueue {
         // From here on, `q`'s Drop cleans up whatever was started if a later step fails.
         let mut q = Self {
             pids: Vec::new(),
+            ended: Vec::new(),
             suspended: Mutex::new(false),
             launch: Mutex::new(Launch {
                 launched: 0,
-                stdins: Vec::new(),
+                inputs: Vec::new(),
             }),
             inner,
             children: Vec::new(),
             readers: Vec::new(),
         };
         for w in 0..n {
-            let mut child = Command::new(&exe.program)
-                .args(&exe.args)
-                .env(PARENT_ENV, getpid().as_raw().to_string())
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .map_err(HostError::Spawn)?;
-            let stdout = child.stdout.take().expect("stdout is piped");
-            lock(&q.launch).stdins.push(child.stdin.take());
-            q.pids.push(Pid::from_raw(child.id().cast_signed()));
-            q.children.push(child);
-            let inner = Arc::clone(&q.inner);
+            let started = spawn::start(exe).map_err(HostError::Spawn)?;
+            lock(&q.launch).inputs.push(started.input);
+            q.pids.push(Pid::from_raw(started.child.id().cast_signed()));
+            q.ended.push(OnceLock::new());
+            q.children.push(started.child);
+            let (inner, stdout) = (Arc::clone(&q.inner), started.output);
             let reader = std::thread::Builder::new()
                 .name(format!("lv1-host-reader-{w}"))
                 .spawn(move || inner.read_worker(w, stdout))
@@ -190,6 +192,29 @@ impl HostQueue {
         Ok(self.take_records_for(id))
     }
 
+    /// `Ok` while every worker is alive; otherwise [`HostError::WorkerDied`] for the first one
+    /// found dead (it closed its pipes, a write found it gone, or the kernel reports its exit),
+    /// saying how it ended. A queue with a dead worker cannot run a command any more: everything
+    /// launched runs on every worker.
+    pub fn health(&self) -> Result<(), HostError> {
+        let closed = lock(&self.inner.progress).dead.iter().position(|&d| d);
+        let dead = closed
+            .or_else(|| self.ended.iter().position(|e| e.get().is_some()))
+            .or_else(|| self.pids.iter().position(|&p| ended::now(p).is_some()));
+        dead.map_or(Ok(()), |w| Err(self.died(w)))
+    }
+
+    /// The error for worker `worker`, found dead: its pid and how it ended (asked of the kernel
+    /// once, waiting briefly for the exit status of a worker whose pipes just closed).
+    pub(crate) fn died(&self, worker: usize) -> HostError {
+        let pid = self.pids[worker];
+        HostError::WorkerDied {
+            worker,
+            pid: pid.as_raw(),
+            ended: *self.ended[worker].get_or_init(|| ended::ending(pid)),
+        }
+    }
+
     /// Wait for `pred` on the progress, failing on a dead worker, a protocol error or timeout.
     fn wait_progress(
         &self,
@@ -207,7 +232,8 @@ impl HostQueue {
                 return Err(HostError::Protocol(m.clone()));
             }
             if let Some(worker) = p.dead.iter().position(|&d| d) {
-                return Err(HostError::WorkerDied { worker });
+                drop(p);
+                return Err(self.died(worker));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -267,8 +293,9 @@ impl HwQueue for HostQueue {
     type SyncPoint = HostSync;
     type Error = HostError;
 
-    /// Write the command to every worker's stdin (a pipe, so this does not wait for the
-    /// workers unless ~2000 commands are already queued on a stopped one).
+    /// Send the command to every worker's socket (buffered, so this does not wait for the
+    /// workers unless hundreds of commands are already queued on a stopped one: see the spawn
+    /// module). A worker found gone is [`HostError::WorkerDied`], and no signal is raised.
     fn launch(&self, id: CommandId, cmd: HostCommand) -> Result<(), HostError> {
         let line = ToWorker::Run {
             id,
@@ -276,11 +303,21 @@ impl HwQueue for HostQueue {
         }
         .encode();
         let mut l = lock(&self.launch);
-        for (worker, stdin) in l.stdins.iter_mut().enumerate() {
-            let stdin = stdin.as_mut().ok_or(HostError::WorkerDied { worker })?;
-            stdin
-                .write_all(line.as_bytes())
-                .map_err(|source| HostError::Io { worker, source })?;
+        for (worker, input) in l.inputs.iter().enumerate() {
+            match input.send_all(line.as_bytes()) {
+                Ok(()) => {}
+                // The worker closed its end: it ended (or is ending).
+                Err(e)
+                    if matches!(
+                        Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+                        Errno::EPIPE | Errno::ECONNRESET
+                    ) =>
+                {
+                    drop(l);
+                    return Err(self.died(worker));
+                }
+                Err(source) => return Err(HostError::Io { worker, source }),
+            }
         }
         l.launched += 1;
         Ok(())
@@ -295,16 +332,19 @@ impl HwQueue for HostQueue {
         self.wait_progress("sync point", NO_LIMIT, |p| p.done.iter().all(|&d| d >= sp.0))
     }
 
+    /// Waits for everything launched, then fails if a worker is dead: whatever it ran, the queue
+    /// cannot run anything more ([`HostQueue::health`]).
     fn synchronize(&self) -> Result<(), HostError> {
-        self.wait(&self.record()?)
+        self.wait(&self.record()?)?;
+        self.health()
     }
 }
 
 impl Drop for HostQueue {
-    /// Close the workers' stdin, then `SIGCONT` (never leave one stopped), `SIGKILL` and
-    /// reap each one, then join the reader threads (their pipes close with the workers).
+    /// Close the workers' command sockets, then `SIGCONT` (never leave one stopped), `SIGKILL`
+    /// and reap each one, then join the reader threads (their pipes close with the workers).
     fn drop(&mut self) {
-        lock(&self.launch).stdins.clear();
+        lock(&self.launch).inputs.clear();
         for (child, &pid) in self.children.iter_mut().zip(&self.pids) {
             // Not yet reaped (only this drop reaps), so the pid is still this worker's.
             let _ = kill(pid, Signal::SIGCONT);

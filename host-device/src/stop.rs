@@ -30,6 +30,13 @@ pub fn proc_state(pid: i32) -> std::io::Result<char> {
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("bad stat: {stat:?}")))
 }
 
+/// What a wait on one worker found, when it did not find what it waited for.
+enum Failed {
+    /// The worker is dead: the queue says how it ended ([`HostQueue::died`]).
+    Died,
+    Other(HostError),
+}
+
 /// Wait until the kernel reports that `pid` (worker `worker`) stopped, consuming the event.
 ///
 /// Busy-polls for [`SPIN`], then blocks in `waitid(WSTOPPED | WEXITED | WNOWAIT)`: the kernel
@@ -39,7 +46,8 @@ pub fn proc_state(pid: i32) -> std::io::Result<char> {
 /// and also leaves the stop event, which a `WNOHANG` call then consumes. There is no time
 /// limit: after `SIGSTOP` a live worker stops or dies, unless a debugger holds it or another
 /// waiter in this process takes its events.
-fn wait_stopped(pid: Pid, worker: usize) -> Result<(), HostError> {
+fn wait_stopped(pid: Pid, worker: usize) -> Result<(), Failed> {
+    let sys = |e| Failed::Other(HostError::Sys("waitid", e));
     let stopped = WaitPidFlag::WSTOPPED;
     let spin_until = Instant::now() + SPIN;
     loop {
@@ -48,57 +56,54 @@ fn wait_stopped(pid: Pid, worker: usize) -> Result<(), HostError> {
             Ok(_) if Instant::now() < spin_until => std::hint::spin_loop(),
             // A dead (zombie) worker answers only `WEXITED`: the wait below says it died.
             Ok(_) | Err(Errno::ECHILD) => break,
-            Err(e) => return Err(HostError::Sys("waitid", e)),
+            Err(e) => return Err(sys(e)),
         }
     }
     loop {
         match waitid(Id::Pid(pid), stopped | WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
             Ok(WaitStatus::Stopped(..)) => break,
-            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) => return Err(HostError::WorkerDied { worker }),
+            // ECHILD: reaped by someone else, so dead too.
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(Errno::ECHILD) => return Err(Failed::Died),
             Ok(other) => {
                 // Nothing else answers these flags for a child we do not trace; and with
                 // `WNOWAIT` the same answer would come again, so do not loop on it.
-                return Err(HostError::Protocol(format!(
+                return Err(Failed::Other(HostError::Protocol(format!(
                     "worker {worker}: wait status {other:?} while stopping"
-                )));
+                ))));
             }
             Err(Errno::EINTR) => {}
-            Err(e) => return Err(HostError::Sys("waitid", e)),
+            Err(e) => return Err(sys(e)),
         }
     }
     // Consume the stop event. Should someone have continued the worker in between, its event
     // is gone and the continue event waits instead, to be consumed by our own continue.
     waitid(Id::Pid(pid), stopped | WaitPidFlag::WNOHANG)
         .map(drop)
-        .map_err(|e| HostError::Sys("waitid", e))
+        .map_err(sys)
 }
 
 /// Wait until the kernel reports that `pid` (worker `worker`) continued, consuming the event.
 /// The kernel posts it while sending `SIGCONT`, so the first poll normally finds it: this keeps
 /// stale events from piling up. A worker that died meanwhile is an error at once. Never asks for
 /// `WEXITED` without `WNOWAIT`, so it never reaps (see the module docs).
-fn wait_continued(pid: Pid, worker: usize) -> Result<(), HostError> {
+fn wait_continued(pid: Pid) -> Result<(), Failed> {
     let deadline = Instant::now() + CONTINUE_TIMEOUT;
     loop {
         match waitid(Id::Pid(pid), WaitPidFlag::WCONTINUED | WaitPidFlag::WNOHANG) {
             Ok(WaitStatus::Continued(_)) => return Ok(()),
             // ECHILD: a zombie answers only `WEXITED`, asked next.
             Ok(_) | Err(Errno::ECHILD) => {}
-            Err(e) => return Err(HostError::Sys("waitid", e)),
+            Err(e) => return Err(Failed::Other(HostError::Sys("waitid", e))),
         }
         let dead = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
         match waitid(Id::Pid(pid), dead) {
-            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) => return Err(HostError::WorkerDied { worker }),
+            // ECHILD: reaped by someone else, so dead too.
+            Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(Errno::ECHILD) => return Err(Failed::Died),
             Ok(_) if Instant::now() < deadline => std::thread::yield_now(),
-            Ok(_) => return Err(HostError::Timeout("continue")),
-            Err(e) => return Err(HostError::Sys("waitid", e)),
+            Ok(_) => return Err(Failed::Other(HostError::Timeout("continue"))),
+            Err(e) => return Err(Failed::Other(HostError::Sys("waitid", e))),
         }
     }
-}
-
-fn signal_all(pids: &[Pid], sig: Signal) -> Result<(), HostError> {
-    pids.iter()
-        .try_for_each(|&pid| kill(pid, sig).map_err(|e| HostError::Sys("kill", e)))
 }
 
 impl HostQueue {
@@ -132,18 +137,41 @@ impl HostQueue {
         })
     }
 
+    /// `sig` to every worker, each one tried even when another fails (a worker reaped by
+    /// someone else is `ESRCH`: dead); the first failure is returned.
+    fn signal_all(&self, sig: Signal) -> Result<(), HostError> {
+        let mut first = Ok(());
+        for (worker, &pid) in self.pids.iter().enumerate() {
+            let sent = match kill(pid, sig) {
+                Err(Errno::ESRCH) => Err(self.died(worker)),
+                r => r.map_err(|e| HostError::Sys("kill", e)),
+            };
+            first = first.and(sent);
+        }
+        first
+    }
+
+    /// A wait's failure as the queue's error.
+    fn failed(&self, worker: usize, f: Failed) -> HostError {
+        match f {
+            Failed::Died => self.died(worker),
+            Failed::Other(e) => e,
+        }
+    }
+
     /// SIGSTOP every worker and wait for each stop; marks the queue suspended. Returns when.
     fn stop(&self) -> Result<u64, HostError> {
         let mut suspended = self.suspended.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if *suspended {
             return Err(HostError::AlreadySuspended);
         }
-        let stop = signal_all(&self.pids, Signal::SIGSTOP).and_then(|()| {
-            self.pids
-                .iter()
-                .enumerate()
-                .try_for_each(|(worker, &p)| wait_stopped(p, worker))
-        });
+        // Every living worker is waited for even when another one failed, so that the continue
+        // below finds each one stopped (a continue of a worker that had not stopped yet would
+        // post no event to wait for).
+        let mut stop = self.signal_all(Signal::SIGSTOP);
+        for (worker, &pid) in self.pids.iter().enumerate() {
+            stop = stop.and(wait_stopped(pid, worker).map_err(|f| self.failed(worker, f)));
+        }
         if let Err(e) = stop {
             let _ = self.continue_all();
             return Err(e);
@@ -159,15 +187,14 @@ impl HostQueue {
         r
     }
 
-    /// `SIGCONT` every worker and consume each continue event.
+    /// `SIGCONT` every worker and consume each continue event. Every worker is continued and
+    /// waited for even when one is dead or fails; the first failure is returned.
     fn continue_all(&self) -> Result<(), HostError> {
-        let sent = signal_all(&self.pids, Signal::SIGCONT);
-        sent.and_then(|()| {
-            self.pids
-                .iter()
-                .enumerate()
-                .try_for_each(|(worker, &p)| wait_continued(p, worker))
-        })
+        let mut first = self.signal_all(Signal::SIGCONT);
+        for (worker, &pid) in self.pids.iter().enumerate() {
+            first = first.and(wait_continued(pid).map_err(|f| self.failed(worker, f)));
+        }
+        first
     }
 }
 

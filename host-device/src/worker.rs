@@ -27,9 +27,9 @@ pub fn spin_cpu(work_ns: u64) {
 ///
 /// The worker asks the kernel to SIGKILL it when its parent dies
 /// (`PR_SET_PDEATHSIG`), so that a crashed parent cannot leave it stopped forever.
-/// Linux fires that signal when the parent *thread* that spawned the worker exits, so a
-/// host queue must be spawned from a thread that outlives it (the main thread, or the
-/// thread that also drops it). If the parent is already gone, the worker exits at once.
+/// Linux fires that signal when the parent *thread* that forked the worker exits; a host queue
+/// forks its workers from one thread that lasts as long as the process, so the signal comes
+/// when the process ends. If the parent is already gone, the worker exits at once.
 pub fn worker_main() -> io::Result<()> {
     prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
     if let Ok(parent) = std::env::var(PARENT_ENV)

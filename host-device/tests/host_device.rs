@@ -2,9 +2,10 @@
 //! process cleanup. Assertions are about behaviour; durations only appear as lower bounds
 //! that follow from the work a command must do.
 
-use host_device::{HostCommand, HostDevice, HostError, HostQueue, WorkerExe, proc_state};
+use host_device::{Ended, HostCommand, HostDevice, HostError, HostQueue, WorkerExe, proc_state};
 use lv1::HwQueue;
 use lv1::clock::now_ns;
+use nix::sys::signal::Signal;
 use std::time::{Duration, Instant};
 
 const MS: u64 = 1_000_000;
@@ -168,7 +169,11 @@ fn a_worker_killed_from_outside_is_an_error_not_a_hang() {
     assert!(
         matches!(
             r,
-            Err(HostError::WorkerDied { worker: 0 } | HostError::Io { worker: 0, .. })
+            Err(HostError::WorkerDied {
+                worker: 0,
+                ended: Ended::Killed(Signal::SIGKILL),
+                ..
+            })
         ),
         "{r:?}"
     );
@@ -180,11 +185,12 @@ fn suspending_a_worker_killed_from_outside_is_an_error_not_a_hang() {
     let pid = nix::unistd::Pid::from_raw(q.pids()[1]);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
     let r = q.suspend().map(|g| g.stopped_ns());
-    assert!(matches!(r, Err(HostError::WorkerDied { worker: 1 })), "{r:?}");
+    let killed = |r: &Result<u64, HostError>| matches!(r, Err(HostError::WorkerDied { worker: 1, pid: p, ended: Ended::Killed(Signal::SIGKILL) }) if *p == pid.as_raw());
+    assert!(killed(&r), "{r:?}");
     // The living worker was continued again, and the queue is not left marked suspended.
     wait_not_stopped(q.pids()[0]);
     let again = q.suspend().map(|g| g.stopped_ns());
-    assert!(matches!(again, Err(HostError::WorkerDied { worker: 1 })), "{again:?}");
+    assert!(killed(&again), "{again:?}");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! queues without the debugger API.
 //!
 //! One source of truth: the `kfd_ioctl.h` hunk of
-//! `patches/0002-drm-amdkfd-add-AMDKFD_IOC_PREEMPT_QUEUES-and-AMDKFD_.patch`. This is a
+//! `patches/0004-drm-amdkfd-add-AMDKFD_IOC_PREEMPT_QUEUES-and-AMDKFD_.patch`. This is a
 //! hand-written `#[repr(C)]` copy, so that the crate builds against stock headers (where the
 //! ioctls are absent and a stock kernel answers ENOTTY). When the header bindgen bound defines
 //! `AMDKFD_IOC_PREEMPT_QUEUES` (the `bindgen` feature with a patched tree, e.g. `KFD_IOCTL_H=<patched

@@ -141,3 +141,66 @@ fn malformed_files_give_clear_errors() {
     let e = sysfs::proc_queues(&root("bad-values"), 7).unwrap_err();
     assert!(e.to_string().contains("found \"12x\""), "{e}");
 }
+
+#[test]
+fn a_queue_node_names_one_queue_object_and_changes_when_the_id_is_reused() {
+    // Fixture: process 4242 has queues 3 and 5; the listing carries each queue's node.
+    let q = sysfs::proc_queues(&root("gfx942"), 4242).unwrap();
+    assert!(q.iter().all(|q| q.node.is_some()), "{q:?}");
+    assert_eq!(
+        sysfs::queue_node(&root("gfx942"), 4242, 3).unwrap(),
+        q[0].node,
+        "one stat gives the node the listing saw"
+    );
+    assert_eq!(sysfs::queue_node(&root("gfx942"), 4242, 4).unwrap(), None, "no queue 4");
+    assert_eq!(
+        sysfs::queue_node(&root("gfx942"), 1, 3).unwrap(),
+        None,
+        "no KFD context"
+    );
+    // A KFD without the proc directory cannot say whether the queue exists.
+    let e = sysfs::queue_node(&root("cpu-only"), 1, 3).unwrap_err();
+    assert!(
+        e.path.ends_with("sys/class/kfd/kfd/proc") && e.kind == SysfsErrorKind::Missing,
+        "{e}"
+    );
+
+    let fake = kfd::testing::FakeProcQueues::new(77);
+    fake.create(4, 0xbeef);
+    let first = sysfs::queue_node(&fake.root(), 77, 4).unwrap().unwrap();
+    assert_eq!(
+        sysfs::queue_node(&fake.root(), 77, 4).unwrap(),
+        Some(first),
+        "stable while it lives"
+    );
+    let dir = sysfs::QueueDir::open(&fake.root(), 77).unwrap();
+    assert_eq!(
+        dir.node(4).unwrap(),
+        Some(first),
+        "the open directory sees the same node"
+    );
+    fake.replace(4);
+    let second = sysfs::queue_node(&fake.root(), 77, 4).unwrap().unwrap();
+    assert_ne!(second, first, "the same id, another queue object");
+    assert_eq!(
+        dir.node(4).unwrap(),
+        Some(second),
+        "and so does the directory held open"
+    );
+    let listed = sysfs::proc_queues(&fake.root(), 77).unwrap();
+    assert_eq!((listed.len(), listed[0].node), (1, Some(second)));
+    fake.destroy(4);
+    assert_eq!(sysfs::queue_node(&fake.root(), 77, 4).unwrap(), None);
+    assert_eq!(dir.node(4).unwrap(), None);
+    // No KFD context, or no queue list at all: errors naming what is missing.
+    let e = sysfs::QueueDir::open(&fake.root(), 78).unwrap_err();
+    assert!(
+        e.kind == SysfsErrorKind::Missing && e.path.ends_with("proc/78/queues"),
+        "{e}"
+    );
+    let e = sysfs::QueueDir::open(&root("cpu-only"), 78).unwrap_err();
+    assert!(
+        e.kind == SysfsErrorKind::Missing && e.path.ends_with("kfd/kfd/proc"),
+        "{e}"
+    );
+}

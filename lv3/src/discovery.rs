@@ -142,12 +142,18 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-/// What was there before and is no longer (or, for the snapshot, has another ring now).
+/// What was there before and is no longer: gone, another type, or (where both listings could
+/// stat it) another sysfs node, i.e. another queue object under the same id
+/// (docs/kfd-facts.md#queue-identity-in-sysfs). For the snapshot: another ring now.
 fn changed_sysfs(before: &[ProcQueue], after: &[ProcQueue]) -> Vec<QueueKey> {
     let now: BTreeMap<QueueKey, &ProcQueue> = after.iter().map(|q| (sysfs_key(q), q)).collect();
+    let replaced = |a: &ProcQueue, b: &ProcQueue| matches!((a.node, b.node), (Some(x), Some(y)) if x != y);
     before
         .iter()
-        .filter(|b| now.get(&sysfs_key(b)).is_none_or(|a| a.queue_type != b.queue_type))
+        .filter(|b| {
+            now.get(&sysfs_key(b))
+                .is_none_or(|a| a.queue_type != b.queue_type || replaced(a, b))
+        })
         .map(sysfs_key)
         .collect()
 }
@@ -318,6 +324,7 @@ pub fn looks_disabled(q: &ProcQueue, ring_size: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kfd::sysfs::QueueNode;
 
     const GPU: u32 = 0xbeef;
 
@@ -327,6 +334,10 @@ mod tests {
             size: 1 << 20,
             queue_type: ty,
             gpu_id: GPU,
+            node: Some(QueueNode {
+                dev: 1,
+                ino: 100 + u64::from(id),
+            }),
         }
     }
 
@@ -493,6 +504,28 @@ mod tests {
                 }
             ),
             "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_queue_replaced_under_its_id_is_refused_from_sysfs_alone() {
+        // Queue 2 destroyed and a new queue (the stream's) given id 2: the ids and types agree,
+        // the sysfs node does not. A listing that could not stat a node does not count as a change.
+        let (sb, nb) = base();
+        let (mut sa, _) = base();
+        sa[2].node = Some(QueueNode { dev: 1, ino: 999 });
+        let e = find_new_queue(&sb, &sa, &nb, &nb, Some(GPU)).unwrap_err();
+        assert_eq!(
+            e,
+            Refusal::Changed {
+                source: Source::Sysfs,
+                keys: vec![(GPU, 2)]
+            }
+        );
+        sa[2].node = None;
+        assert_eq!(
+            find_new_queue(&sb, &sa, &nb, &nb, Some(GPU)).unwrap_err(),
+            Refusal::NoNewQueue
         );
     }
 

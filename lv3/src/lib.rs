@@ -5,6 +5,8 @@
 //!   that resumes a suspended queue on drop; the `--mechanism auto` chooser.
 //! - [`discovery`]: which KFD queue a freshly created stream got (pure: sysfs and snapshot sets
 //!   in, one queue or a refusal out).
+//! - [`binding`]: a stream's binding to the queue discovery found, checked before every suspend
+//!   (the queue may have been destroyed and its id given to another queue).
 //! - [`conformance`]: what the kernel must answer, through this API, wherever `/dev/kfd` opens;
 //!   `preempt-lat validate` and the real-kernel tests run the same probes.
 //! - [`signals`]: the process-wide registry of suspended queues, and a SIGINT/SIGTERM thread that
@@ -27,6 +29,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod binding;
 pub mod conformance;
 pub mod discovery;
 pub mod mechanism;

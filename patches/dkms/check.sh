@@ -4,7 +4,7 @@
 #
 #   without the amdgpu-dkms source (always, CI included):
 #     1. checkpatch.pl --strict --no-tree (linux-source-6.12's) on every patch: 0/0/0;
-#     2. the ABI proof: the series' uapi hunk (patch 0003's include/uapi/linux/kfd_ioctl.h part)
+#     2. the ABI proof: the series' uapi hunk (patch 0004's include/uapi/linux/kfd_ioctl.h part)
 #        is written to apply with no fuzz to upstream 6.12's kfd_ioctl.h as well; applied there,
 #        kfd-sys/lv3 build against it with cfg(kfd_has_preempt): kfd-sys's hand-written copy equals
 #        the DKMS series' definitions (as patches/check.sh step 4 proves for the upstream series);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Guest test of the id handling that AMDKFD_IOC_PREEMPT_QUEUES and
- * AMDKFD_IOC_RESUME_QUEUES document in kfd_ioctl.h (patch 0003), in a guest
+ * AMDKFD_IOC_RESUME_QUEUES document in kfd_ioctl.h (patch 0004), in a guest
  * with no GPU (so no queue exists and every id must come back INVALID):
  * duplicate ids, bit 31 and bit 30 of an id, ids >= 1024, a full array of
  * 1024 ids, and num_done/kernel_ns/version written back on -EFAULT.

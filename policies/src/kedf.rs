@@ -34,6 +34,12 @@ struct Member {
     suspended: bool,
 }
 
+impl crate::Recorded for Member {
+    fn suspended(&mut self) -> &mut bool {
+        &mut self.suspended
+    }
+}
+
 /// K-EDF over queues keyed by `Q`. See the [module documentation](self).
 #[derive(Debug, Clone)]
 pub struct KEdf<Q: Ord + Copy> {
@@ -111,10 +117,7 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for KEdf<Q> {
     }
 
     fn unregister(&mut self, q: Q, _now: Duration) -> Vec<Action<Q>> {
-        let mut out = match self.queues.remove(&q) {
-            Some(m) if m.suspended => vec![Action::Resume(q)],
-            _ => Vec::new(),
-        };
+        let mut out = crate::forget(&mut self.queues, q);
         out.extend(self.reconcile());
         out
     }
@@ -144,9 +147,7 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for KEdf<Q> {
     }
 
     fn failed(&mut self, action: Action<Q>) {
-        if let Some(m) = self.queues.get_mut(&action.queue()) {
-            m.suspended = matches!(action, Action::Resume(_));
-        }
+        crate::record_failure(&mut self.queues, action);
     }
 
     fn is_suspended(&self, q: Q) -> bool {

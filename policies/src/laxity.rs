@@ -37,6 +37,12 @@ struct Member {
     suspended: bool,
 }
 
+impl crate::Recorded for Member {
+    fn suspended(&mut self) -> &mut bool {
+        &mut self.suspended
+    }
+}
+
 impl Member {
     fn priority(&self, now: Duration) -> Priority {
         match self.ready_since {
@@ -113,10 +119,7 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for Laxity<Q> {
     }
 
     fn unregister(&mut self, q: Q, now: Duration) -> Vec<Action<Q>> {
-        let mut out = match self.queues.remove(&q) {
-            Some(m) if m.suspended => vec![Action::Resume(q)],
-            _ => Vec::new(),
-        };
+        let mut out = crate::forget(&mut self.queues, q);
         out.extend(self.decide(now));
         out
     }
@@ -151,9 +154,7 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for Laxity<Q> {
     }
 
     fn failed(&mut self, action: Action<Q>) {
-        if let Some(m) = self.queues.get_mut(&action.queue()) {
-            m.suspended = matches!(action, Action::Resume(_));
-        }
+        crate::record_failure(&mut self.queues, action);
     }
 
     fn is_suspended(&self, q: Q) -> bool {

@@ -32,6 +32,12 @@ struct Member {
     vtime: u128,
 }
 
+impl crate::Recorded for Member {
+    fn suspended(&mut self) -> &mut bool {
+        &mut self.suspended
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Holder<Q> {
     queue: Q,
@@ -145,10 +151,7 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for Partition<Q> {
         if self.holder() == Some(q) {
             self.release(now);
         }
-        let mut out = match self.queues.remove(&q) {
-            Some(m) if m.suspended => vec![Action::Resume(q)],
-            _ => Vec::new(),
-        };
+        let mut out = crate::forget(&mut self.queues, q);
         self.pick(now);
         out.extend(self.reconcile());
         out
@@ -192,9 +195,7 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for Partition<Q> {
     }
 
     fn failed(&mut self, action: Action<Q>) {
-        if let Some(m) = self.queues.get_mut(&action.queue()) {
-            m.suspended = matches!(action, Action::Resume(_));
-        }
+        crate::record_failure(&mut self.queues, action);
     }
 
     fn is_suspended(&self, q: Q) -> bool {

@@ -5,8 +5,67 @@ use crate::check::Verified;
 use crate::device::{DeviceBackend, HpBody, Launcher, LpBody, Lv3Held};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::{Level, Options};
+use kfd::{Kfd, KfdOps};
 use lv3::mechanism::{Preemptor, QueueTarget, SuspendedQueue};
 use std::sync::Arc;
+
+/// KFD priority ROCr gives a normal-priority queue (LOW 0, NORMAL 7, HIGH 11): what a bound
+/// queue is restored with when its descriptor does not say.
+pub const KFD_PRIORITY_NORMAL: u32 = 7;
+
+/// An explicit KFD queue to bind ([`crate::Session::bind_queue`]). Zero ring fields: looked up in
+/// GET_QUEUE_SNAPSHOT when this process's debug trap is on (dbg-trap sessions), else unknown,
+/// which only update-queue needs (it restores the ring from them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueDesc {
+    pub queue_id: u32,
+    /// The KFD gpu id (`/sys/class/kfd/kfd/topology/nodes/N/gpu_id`); 0 = unknown.
+    pub gpu_id: u32,
+    pub ring_base_address: u64,
+    /// Bytes, a power of two.
+    pub ring_size: u32,
+    /// KFD priority 0..=15; `None` = 7 (ROCr's normal).
+    pub priority: Option<u32>,
+}
+
+/// The queue `desc` names, for `p`: the ring looked up in GET_QUEUE_SNAPSHOT where it was not
+/// given, which only a mechanism that restores from the ring needs.
+pub(crate) fn target(desc: QueueDesc, p: &Preemptor) -> Result<QueueTarget> {
+    let priority = desc.priority.unwrap_or(KFD_PRIORITY_NORMAL);
+    let mut target = QueueTarget {
+        queue_id: desc.queue_id,
+        gpu_id: desc.gpu_id,
+        ring_base_address: desc.ring_base_address,
+        ring_size: desc.ring_size,
+        priority,
+        percentage: 100,
+    };
+    if desc.ring_base_address == 0 {
+        let snap = Kfd::open()
+            .ok()
+            .and_then(|k| k.queue_snapshot(0).ok())
+            .and_then(|all| all.into_iter().find(|s| s.queue_id == desc.queue_id));
+        match snap {
+            Some(s) => target = QueueTarget::from_snapshot(&s, priority),
+            None if p.kind().restores_from_ring() => {
+                return Err(Error::invalid(format!(
+                    "queue {}: {} restores the queue from its ring address and size, which were not \
+                     given and are not in GET_QUEUE_SNAPSHOT (debugging is off, or no such queue)",
+                    desc.queue_id,
+                    p.kind()
+                )));
+            }
+            // The others name the queue by id only; the ring fields are placeholders
+            // that pass the target check and are never sent to the kernel.
+            None => {
+                target.ring_base_address = QueueTarget::NONEXISTENT.ring_base_address;
+                target.ring_size = QueueTarget::NONEXISTENT.ring_size;
+            }
+        }
+    }
+    target.validate()?;
+    Ok(target)
+}
 
 /// A `kfd` session's device: nothing to create streams with.
 pub(crate) struct KfdBackend;
@@ -40,13 +99,8 @@ impl LpBody for BoundQueue {
             "a bound KFD queue has no launcher: submit on its own stream",
         ))
     }
-    fn suspend_lv3(&self, id: u64, pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
-        let pre = pre.ok_or_else(|| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("stream {id}: no Lv3 mechanism or no known KFD queue"),
-            )
-        })?;
+    fn suspend_lv3(&self, _label: &str, pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
+        let pre = pre.ok_or_else(|| Error::new(ErrorKind::Unavailable, "no Lv3 mechanism or no known KFD queue"))?;
         Ok(Box::new(pre.suspend(&self.0)?))
     }
     fn verify(&self, _idle: bool) -> Result<Verified> {

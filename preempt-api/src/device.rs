@@ -34,8 +34,9 @@ pub(crate) trait LpBody: Send + Sync {
     fn launcher(&self) -> Option<&dyn Launcher>;
     /// Submits a delay command of `ns` through the launcher; its id.
     fn submit_delay(&self, ns: u64) -> Result<u64>;
-    /// Suspends stream `id` at Lv3 (`pre`: the session's mechanism, where the device uses one).
-    fn suspend_lv3(&self, id: u64, pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>>;
+    /// Suspends the stream at Lv3 (`pre`: the session's mechanism, where the device uses one);
+    /// `label` names it as its user knows it (for the signal registry's list).
+    fn suspend_lv3(&self, label: &str, pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>>;
     /// The exactly-once check with its records; `idle`: nothing is suspended.
     fn verify(&self, idle: bool) -> Result<Verified>;
     /// One line: what stream `id` is, with `how` (its level and mechanism) in its place.
@@ -63,6 +64,34 @@ pub(crate) trait LpBody: Send + Sync {
     fn take_completions(&self) -> Vec<LpCompletion> {
         Vec::new()
     }
+    /// Close's grace passed with commands still running: stop them if the device can
+    /// (docs/c-api.md#close). The default, a device that cannot, leaves them running.
+    fn abandon(&self) -> Abandon {
+        Abandon::Left
+    }
+}
+
+/// What close did with the work still running after its grace ([`crate::CLOSE_WAIT`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Abandon {
+    /// Stopped (the host device killed the stream's workers): the stream drops at once.
+    Stopped,
+    /// A GPU cannot stop a running kernel: its queue runs the work out, and the stream is never
+    /// dropped (a drop would wait for it); the process's exit frees both.
+    Left,
+}
+
+impl Abandon {
+    /// What happened, for close's message.
+    pub fn how(self) -> &'static str {
+        match self {
+            Abandon::Stopped => "stopped: the host device killed its workers",
+            Abandon::Left => {
+                "left running: a GPU cannot stop a running kernel, so its queue runs it out and is freed when the \
+                 process exits"
+            }
+        }
+    }
 }
 
 /// A session's high-priority stream on its device.
@@ -73,6 +102,12 @@ pub(crate) trait HpBody: Send + Sync {
     fn check(&self) -> Check;
     fn handle(&self) -> Option<usize> {
         None
+    }
+    /// Close: whether everything submitted completes within `limit`.
+    fn idle_within(&self, limit: Duration) -> bool;
+    /// Close's grace passed with commands still running: see [`LpBody::abandon`].
+    fn abandon(&self) -> Abandon {
+        Abandon::Left
     }
 }
 

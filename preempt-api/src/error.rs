@@ -40,11 +40,20 @@ pub enum ErrorKind {
     Unsupported,
     /// A panic inside the library, caught at the boundary (a bug: please report it).
     Panic,
+    /// A call in a fork child on a session (or its stream) that the parent process opened: a
+    /// session belongs to the process that opened it, and the child must open its own.
+    Forked,
+    /// The stream's suspension is the helper's (a block of higher priority is active): a hand
+    /// resume would let it run inside that block; it resumes when the block leaves.
+    Busy,
+    /// Close gave up waiting for work in flight and abandoned it (the session or stream is
+    /// closed all the same; only that work was lost).
+    Abandoned,
 }
 
 impl ErrorKind {
     /// Every kind, in code order.
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::InvalidArgument,
         ErrorKind::BadHandle,
         ErrorKind::NoDevice,
@@ -60,12 +69,16 @@ impl ErrorKind {
         ErrorKind::Closed,
         ErrorKind::Unsupported,
         ErrorKind::Panic,
+        ErrorKind::Forked,
+        ErrorKind::Busy,
+        ErrorKind::Abandoned,
     ];
 
     /// The C ABI's code: negative, -1 for the first kind.
     pub fn code(self) -> i32 {
-        let i = Self::ALL.iter().position(|&k| k == self).unwrap_or(Self::ALL.len() - 1);
-        -1 - i32::try_from(i).unwrap_or(i32::MAX - 1)
+        // Every kind is in ALL (the test below checks it), so the fallback is never taken.
+        let i = Self::ALL.iter().position(|&k| k == self).unwrap_or(0);
+        -1 - i32::try_from(i).unwrap_or(0)
     }
 
     /// The kind of a code (`None` for 0 and unknown codes).
@@ -92,6 +105,9 @@ impl ErrorKind {
             ErrorKind::Closed => "closed",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::Panic => "panic",
+            ErrorKind::Forked => "forked",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Abandoned => "abandoned",
         }
     }
 }
@@ -249,12 +265,23 @@ mod tests {
     #[test]
     fn codes_are_stable_and_round_trip() {
         assert_eq!(ErrorKind::InvalidArgument.code(), -1);
-        assert_eq!(ErrorKind::Panic.code(), -15);
-        for k in ErrorKind::ALL {
+        assert_eq!(
+            ErrorKind::Panic.code(),
+            -15,
+            "codes never change meaning: new kinds come after"
+        );
+        for (i, k) in ErrorKind::ALL.into_iter().enumerate() {
             assert_eq!(ErrorKind::from_code(k.code()), Some(k));
+            assert_eq!(
+                ErrorKind::ALL.iter().filter(|&&o| o == k).count(),
+                1,
+                "{k:?} once in ALL"
+            );
+            assert_eq!(i64::from(k.code()), -1 - i64::try_from(i).unwrap());
         }
+        let past = -1 - i32::try_from(ErrorKind::ALL.len()).unwrap();
         assert_eq!(ErrorKind::from_code(0), None);
-        assert_eq!(ErrorKind::from_code(-16), None);
+        assert_eq!(ErrorKind::from_code(past), None);
         assert_eq!(ErrorKind::from_code(i32::MIN), None);
     }
 

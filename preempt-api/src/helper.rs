@@ -24,9 +24,10 @@ pub(crate) struct Helper {
 
 impl State {
     /// Carries `actions` out; a failed one is reported to the policy (so its record stays true)
-    /// and the first failure is returned. A suspend refused because the user suspended the
-    /// stream by hand counts as failed (the helper never resumes what it did not suspend); a
-    /// resume of a stream the user resumed by hand counts as done.
+    /// and the first failure is returned. The helper's suspension is its own hold beside the
+    /// user's (docs/c-api.md#who-holds-a-suspension): a stream the user suspended by hand is
+    /// held by both and stays suspended after the block; a resume releases only the helper's
+    /// hold (one it no longer has counts as done).
     fn apply(&mut self, actions: Vec<Action<u64>>) -> Result<()> {
         let mut first = None;
         for a in actions {
@@ -34,15 +35,15 @@ impl State {
                 continue;
             };
             let r = match a {
-                Action::Suspend(_) => s.suspend().map(drop),
-                Action::Resume(_) => match s.resume() {
+                Action::Suspend(_) => s.helper_suspend(),
+                Action::Resume(_) => match s.helper_resume() {
                     Err(e) if e.kind == ErrorKind::NotSuspended => Ok(()),
                     r => r,
                 },
             };
             if let Err(e) = r {
                 self.policy.failed(a);
-                first.get_or_insert(e.context(&format!("helper: stream {}", a.queue())));
+                first.get_or_insert(e.context("helper"));
             }
         }
         first.map_or(Ok(()), Err)

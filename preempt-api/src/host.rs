@@ -1,23 +1,30 @@
 //! The host device behind the API: a low-priority stream is one [`HostQueue`] of worker
 //! processes driven by lv1's launcher ([`XQueue`]); Lv3 is SIGSTOP/SIGCONT of its workers
 //! (registered with lv3's signal registry like a GPU queue), Lv1 the launcher's drain.
+//!
+//! Any thread may create a stream, and the stream may outlive it (host-device forks every
+//! worker from one thread that lasts as long as the process). A worker that dies (killed, OOM,
+//! exited) leaves its stream unable to run anything, so every later call on it fails with a
+//! device error naming the worker, its pid and how it ended ([`dead_worker`]), and `check`
+//! lists it as a problem; closing works as ever.
 use crate::check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
-use crate::device::{DeviceBackend, HpBody, Launcher, LpBody, Lv3Held};
+use crate::device::{Abandon, DeviceBackend, HpBody, Launcher, LpBody, Lv3Held};
 use crate::error::{Error, ErrorKind, Result};
+use crate::host_records::Seen;
 use crate::mech::{Lv3Setup, MechanismInfo};
 use crate::options::{Level, Options};
+use crate::owner::Owner;
 use host_device::{HostCommand, HostError, HostQueue, KernelRecord, SharedHostSuspension, WorkerExe};
-use lv1::{Completion, Config, HwQueue, XQueue};
+use lv1::{Completion, Config, HwQueue, Stats, SuspendMode, WaitIdleError, XQueue};
 use lv3::MechanismChoice;
 use lv3::mechanism::Preemptor;
 use lv3::signals::{self, Refused, Registration};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use host_device::{WORKER_ENV, WORKER_NAME};
 
@@ -31,6 +38,28 @@ pub fn default_worker() -> Result<WorkerExe> {
              {WORKER_NAME} (`cargo build --release -p host-device`), or give one when opening"
         ))
     })
+}
+
+/// The error of a call on an LP stream whose worker `e` says is dead (others pass unchanged).
+fn dead_worker(e: HostError) -> Error {
+    died(e, "the stream cannot run commands any more; close it")
+}
+
+/// [`dead_worker`] for the session's HP stream, which only closes with its session.
+fn dead_hp_worker(e: HostError) -> Error {
+    died(
+        e,
+        "the session's high-priority stream cannot run commands any more; close the session",
+    )
+}
+
+fn died(e: HostError, then: &str) -> Error {
+    let dead = matches!(e, HostError::WorkerDied { .. });
+    let mut err = Error::from(e);
+    if dead {
+        err.message = format!("{}: {then}", err.message);
+    }
+    err
 }
 
 /// Workers per LP stream by default: every core but one, at least one.
@@ -52,15 +81,12 @@ pub(crate) struct HostLp {
     completions: Mutex<Option<Receiver<Completion<HostError>>>>,
 }
 
-/// The worker records a stream's check has seen, in memory that does not grow with the stream's
-/// length (issue 20 item 13: an id per command ever run, 40 bytes each, kept to the end): the
-/// commands below `below` ran on every worker with their own result and are only counted.
-#[derive(Default)]
-struct Seen {
-    below: u64,
-    /// id -> (records, all correct), from `below` on, and for an id below it only records that
-    /// came after it was counted (one too many).
-    open: BTreeMap<u64, (usize, bool)>,
+/// SIGKILL of a queue's workers (close abandoned what they run). Their pids are still theirs:
+/// only the queue's drop reaps them; the readers then see EOF and the waits on them end.
+fn kill_workers(queue: &HostQueue) {
+    for p in queue.pids() {
+        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+    }
 }
 
 /// A worker's record as the API reports it.
@@ -93,12 +119,26 @@ impl HostLp {
     }
 
     /// SIGSTOP of every worker, registered so that SIGINT/SIGTERM handling resumes it.
+    /// The registry is copied into a fork child, whose resume-all (its own signal handling)
+    /// must not SIGCONT the parent's workers (docs/c-api.md#fork): the entry checks the process.
     fn stop_workers(&self, label: String) -> Result<HostHeld> {
         let pids = self.queue.pids();
+        let owner = Owner::here();
+        // Every worker is continued even if one is gone (a dead one answers ESRCH once reaped).
         let resume: signals::ResumeFn = Box::new(move || {
-            pids.iter().try_for_each(|&p| {
-                kill(Pid::from_raw(p), Signal::SIGCONT).map_err(|e| format!("SIGCONT of host worker {p}: {e}"))
-            })
+            owner.check().map_err(|e| e.message)?;
+            let failed: Vec<String> = pids
+                .iter()
+                .filter_map(|&p| {
+                    let sent = kill(Pid::from_raw(p), Signal::SIGCONT);
+                    sent.err().map(|e| format!("SIGCONT of host worker {p}: {e}"))
+                })
+                .collect();
+            if failed.is_empty() {
+                Ok(())
+            } else {
+                Err(failed.join("; "))
+            }
         });
         match signals::register_around(label, resume, || self.queue.suspend_shared()) {
             Ok((susp, reg)) => Ok(HostHeld {
@@ -113,8 +153,13 @@ impl HostLp {
         }
     }
 
+    /// `Ok` while every worker of the stream lives ([`dead_worker`] otherwise).
+    fn health(&self) -> Result<()> {
+        self.queue.health().map_err(dead_worker)
+    }
+
     /// The exactly-once check over every worker record seen so far, with the records taken by
-    /// this call.
+    /// this call; a dead worker is its first problem.
     fn check_records(&self) -> Verified {
         let stats = self.xq.stats();
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
@@ -123,48 +168,11 @@ impl HostLp {
         let mut v = Verified::new(&stats, self.workers);
         v.records = taken;
         seen.check(&mut v.check, stats.submitted, self.workers);
+        if let Err(e) = self.queue.health() {
+            v.check.problems.insert(0, e.to_string());
+            v.check.problems.truncate(crate::check::MAX_PROBLEMS);
+        }
         v
-    }
-}
-
-impl Seen {
-    /// Adds records, then forgets the commands done right, in order (only counted from then on).
-    fn add(&mut self, records: &[DeviceRecord], submitted: u64, workers: usize) {
-        for r in records {
-            let e = self.open.entry(r.id).or_insert((0, true));
-            e.0 += 1;
-            e.1 &= r.correct;
-        }
-        while self.below < submitted && self.open.get(&self.below) == Some(&(workers, true)) {
-            self.open.remove(&self.below);
-            self.below += 1;
-        }
-    }
-
-    /// Counts the commands of `0..submitted` that ran exactly once on every worker into `c`, and
-    /// adds a line for each wrong one (one that never ran only once `c` is finished).
-    fn check(&self, c: &mut Check, submitted: u64, workers: usize) {
-        let line = |id: u64, n: usize, correct: bool| {
-            let wrong = if correct { "" } else { ", wrong result" };
-            format!("command {id}: {n} worker record(s) for {workers} worker(s){wrong}")
-        };
-        c.exactly_once = self.below;
-        for (&id, &(n, correct)) in self.open.range(..self.below) {
-            c.exactly_once -= 1;
-            c.problem(line(id, n + workers, correct));
-        }
-        for id in self.below..submitted {
-            match self.open.get(&id) {
-                Some(&(n, true)) if n == workers => c.exactly_once += 1,
-                Some(&(n, correct)) if n > workers || !correct => c.problem(line(id, n, correct)),
-                Some(&(n, _)) if c.finished => c.problem(format!("command {id}: ran on {n} of {workers} workers")),
-                None if c.finished => c.problem(format!("command {id}: never ran")),
-                _ => {}
-            }
-        }
-        if let Some((&id, _)) = self.open.range(submitted..).next() {
-            c.problem(format!("a record for command {id}, which was never submitted"));
-        }
     }
 }
 
@@ -181,7 +189,7 @@ impl HostHeld {
 
     fn release(&mut self) -> Result<()> {
         let r = match self.susp.take() {
-            Some(s) => s.resume().map_err(Error::from),
+            Some(s) => s.resume().map_err(dead_worker),
             None => Ok(()),
         };
         if let Some(reg) = self.reg.take() {
@@ -224,15 +232,23 @@ impl HostHp {
     }
 
     pub fn submit_delay(&self, ns: u64) -> Result<u64> {
+        self.queue.health().map_err(dead_hp_worker)?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.queue.launch(id, HostCommand::delay_ns(ns))?;
+        self.queue
+            .launch(id, HostCommand::delay_ns(ns))
+            .map_err(dead_hp_worker)?;
         Ok(id)
     }
 
     /// Waits for everything submitted; returns the worker's records of what completed since the
-    /// last call.
+    /// last call. A dead worker is an error, even when everything it was given had completed.
     pub fn synchronize(&self) -> Result<Vec<DeviceRecord>> {
-        self.queue.synchronize()?;
+        self.queue.synchronize().map_err(dead_hp_worker)?;
+        Ok(self.tally_records())
+    }
+
+    /// Takes the worker's records into the running check; returns them.
+    fn tally_records(&self) -> Vec<DeviceRecord> {
         let taken: Vec<DeviceRecord> = self.queue.take_records().iter().map(device_record).collect();
         let mut t = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
         for r in &taken {
@@ -248,7 +264,25 @@ impl HostHp {
             }
             t.expected = r.id + 1;
         }
-        Ok(taken)
+        drop(t);
+        taken
+    }
+
+    /// Close: whether every command submitted completes within `limit` (the queue's own wait
+    /// has no limit, so its records are polled).
+    fn idle_within(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            self.tally_records();
+            let expected = self.tally.lock().unwrap_or_else(PoisonError::into_inner).expected;
+            if expected == self.next.load(Ordering::Relaxed) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// Every command submitted so far ran exactly once with its own result (after synchronize).
@@ -326,15 +360,53 @@ impl DeviceBackend for HostBackend {
     }
 }
 
+/// The stream's launcher, with the workers' health checked where a call can fail: an Lv1
+/// suspend of a stream with a dead worker is an error like every other call.
+impl Launcher for HostLp {
+    fn stats(&self) -> Stats {
+        self.xq.stats()
+    }
+    fn suspend(&self, mode: SuspendMode) -> Result<()> {
+        self.health()?;
+        Launcher::suspend(&self.xq, mode).map_err(|e| match self.health() {
+            Err(dead) => dead,
+            Ok(()) => e,
+        })
+    }
+    fn resume(&self) {
+        Launcher::resume(&self.xq);
+    }
+    fn resume_dropping_pending(&self) {
+        Launcher::resume_dropping_pending(&self.xq);
+    }
+    fn wait_idle(&self) -> std::result::Result<(), WaitIdleError> {
+        self.xq.wait_idle()
+    }
+    fn wait_idle_for(&self, limit: Duration) -> std::result::Result<(), WaitIdleError> {
+        self.xq.wait_idle_for(limit)
+    }
+}
+
 impl LpBody for HostLp {
     fn launcher(&self) -> Option<&dyn Launcher> {
-        Some(&self.xq)
+        Some(self)
     }
     fn submit_delay(&self, ns: u64) -> Result<u64> {
+        self.health()?;
         Ok(self.xq.submit(HostCommand::delay_ns(ns)))
     }
-    fn suspend_lv3(&self, id: u64, _pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
-        Ok(Box::new(self.stop_workers(format!("host LP stream {id} (SIGSTOP)"))?))
+    fn suspend_lv3(&self, label: &str, _pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
+        let pids = self.queue.pids();
+        let label = format!("{label} (host workers {pids:?}, SIGSTOP)");
+        Ok(Box::new(self.stop_workers(label).map_err(|e| match self.health() {
+            Err(dead) => dead,
+            Ok(()) => e,
+        })?))
+    }
+    /// After the launcher went idle: a dead worker fails the wait (its commands failed, or it
+    /// died after them; either way the stream runs nothing more).
+    fn synchronize_device(&self) -> Result<()> {
+        self.health()
     }
     fn verify(&self, _idle: bool) -> Result<Verified> {
         Ok(self.check_records())
@@ -353,6 +425,10 @@ impl LpBody for HostLp {
     }
     fn take_completions(&self) -> Vec<LpCompletion> {
         crate::check::drain_completions(&self.completions)
+    }
+    fn abandon(&self) -> Abandon {
+        kill_workers(&self.queue);
+        Abandon::Stopped
     }
 }
 
@@ -373,51 +449,11 @@ impl HpBody for HostHp {
     fn check(&self) -> Check {
         HostHp::check(self)
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rec(id: u64, correct: bool) -> DeviceRecord {
-        DeviceRecord::plain(id, correct)
+    fn idle_within(&self, limit: Duration) -> bool {
+        HostHp::idle_within(self, limit)
     }
-
-    /// Issue 20 item 13: the check remembers the commands in flight, not every command a long
-    /// stream ever ran, and still finds a record that comes after its command was counted.
-    #[test]
-    fn the_check_forgets_commands_done_right_and_still_counts_them() {
-        let (workers, n) = (2, 10_000u64);
-        let mut seen = Seen::default();
-        for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
-            let recs: Vec<DeviceRecord> = chunk.iter().flat_map(|&id| [rec(id, true), rec(id, true)]).collect();
-            seen.add(&recs, n, workers);
-        }
-        assert_eq!(
-            (seen.below, seen.open.len()),
-            (n, 0),
-            "nothing kept of the commands done"
-        );
-        let done = |seen: &Seen, submitted: u64| {
-            let mut c = Check {
-                finished: true,
-                ..Check::default()
-            };
-            seen.check(&mut c, submitted, workers);
-            c
-        };
-        let c = done(&seen, n);
-        assert_eq!((c.exactly_once, c.problems.len()), (n, 0), "{c:?}");
-        // One record too many for a command already counted, and one wrong result in flight.
-        seen.add(&[rec(7, true), rec(n, false)], n + 1, workers);
-        let c = done(&seen, n + 1);
-        assert_eq!(c.exactly_once, n - 1);
-        assert_eq!(
-            c.problems,
-            [
-                format!("command 7: {} worker record(s) for {workers} worker(s)", workers + 1),
-                format!("command {n}: 1 worker record(s) for {workers} worker(s), wrong result")
-            ]
-        );
+    fn abandon(&self) -> Abandon {
+        kill_workers(&self.queue);
+        Abandon::Stopped
     }
 }

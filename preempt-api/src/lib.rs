@@ -27,18 +27,25 @@ mod error;
 pub mod gpu;
 mod helper;
 pub mod host;
+mod host_records;
+mod hp;
+mod limits;
 mod mech;
 mod options;
+mod owner;
 mod session;
 mod stream;
 
+pub use bound::{KFD_PRIORITY_NORMAL, QueueDesc};
 pub use check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
 pub use error::{Error, ErrorKind, Result};
+pub use hp::HpStream;
 pub use hpf::Priority;
+pub use limits::{CLOSE_WAIT, MAX_DELAY_NS};
 pub use mech::{Lv3Setup, MechanismInfo, probe};
 pub use options::{DeviceSpec, Level, Options, grace_from_units, mechanism_names, parse_mechanism};
-pub use session::{KFD_PRIORITY_NORMAL, QueueDesc, Session};
-pub use stream::{HpStream, LpStream, SuspendInfo};
+pub use session::Session;
+pub use stream::{LpStream, SuspendInfo};
 
 pub use host_device::{WorkerExe, worker_main};
 pub use lv1::Config as Lv1Config;

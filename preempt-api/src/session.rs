@@ -1,45 +1,36 @@
 //! [`Session`]: one device, its Lv3 mechanism, its streams and its helper.
-use crate::bound::{BoundQueue, KfdBackend};
+use crate::bound::{BoundQueue, KfdBackend, QueueDesc};
 use crate::device::DeviceBackend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::{GpuBackend, GpuDevice};
 use crate::helper::Helper;
 use crate::host::HostBackend;
+use crate::hp::HpStream;
+use crate::limits::CLOSE_WAIT;
 use crate::mech::{self, Lv3Setup, MechanismInfo};
 use crate::options::{DeviceSpec, Level, Options};
-use crate::stream::{HpStream, LpStream};
+use crate::owner::{Bound, Owner};
+use crate::stream::LpStream;
 use hpf::Priority;
-use kfd::{Kfd, KfdOps};
-use lv3::mechanism::{Preemptor, QueueTarget};
+use lv3::mechanism::Preemptor;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
-/// KFD priority ROCr gives a normal-priority queue (LOW 0, NORMAL 7, HIGH 11): what a bound
-/// queue is restored with when its descriptor does not say.
-pub const KFD_PRIORITY_NORMAL: u32 = 7;
-
-/// An explicit KFD queue to bind ([`Session::bind_queue`]). Zero ring fields: looked up in
-/// GET_QUEUE_SNAPSHOT when this process's debug trap is on (dbg-trap sessions), else unknown,
-/// which only update-queue needs (it restores the ring from them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct QueueDesc {
-    pub queue_id: u32,
-    /// The KFD gpu id (`/sys/class/kfd/kfd/topology/nodes/N/gpu_id`); 0 = unknown.
-    pub gpu_id: u32,
-    pub ring_base_address: u64,
-    /// Bytes, a power of two.
-    pub ring_size: u32,
-    /// KFD priority 0..=15; `None` = 7 (ROCr's normal).
-    pub priority: Option<u32>,
-}
-
-struct Inner {
-    device: DeviceSpec,
+/// The session's device: the opening process's alone ([`Bound`]: a fork child never drops it).
+struct Dev {
     backend: Box<dyn DeviceBackend>,
     /// The GPU, on `hip:N` sessions.
     gpu: Option<Arc<GpuDevice>>,
     preemptor: Option<Arc<Preemptor>>,
+}
+
+struct Inner {
+    /// The process that opened the session (docs/c-api.md#fork).
+    owner: Owner,
+    device: DeviceSpec,
+    dev: Bound<Dev>,
     info: MechanismInfo,
     opts: Options,
     streams: Mutex<BTreeMap<u64, Arc<LpStream>>>,
@@ -50,7 +41,10 @@ struct Inner {
 }
 
 /// A session on one device. Cheap to clone (a shared handle); thread-safe. Closing (or dropping
-/// the last handle) resumes everything it suspended, then tears the mechanism down.
+/// the last handle) resumes everything it suspended, waits at most [`CLOSE_WAIT`] for the work in
+/// flight, then tears the mechanism down. A session belongs to the process that opened it: in a
+/// fork child every call fails with `Forked`, and close (or a drop) releases only the child's
+/// copy, touching nothing of the parent's.
 ///
 /// ```no_run
 /// use preempt_api::{DeviceSpec, Level, Options, Session};
@@ -139,12 +133,19 @@ impl Session {
         lv3: Lv3Setup,
         opts: Options,
     ) -> Session {
+        let owner = Owner::here();
         Session {
             inner: Arc::new(Inner {
+                owner,
                 device,
-                backend,
-                gpu,
-                preemptor: lv3.preemptor,
+                dev: Bound::new(
+                    owner,
+                    Dev {
+                        backend,
+                        gpu,
+                        preemptor: lv3.preemptor,
+                    },
+                ),
                 info: lv3.info,
                 opts,
                 streams: Mutex::new(BTreeMap::new()),
@@ -158,10 +159,18 @@ impl Session {
 
     /// The GPU the session runs on (`None` on the host device and `kfd`).
     pub fn gpu(&self) -> Option<&Arc<GpuDevice>> {
-        self.inner.gpu.as_ref()
+        self.inner.dev.gpu.as_ref()
     }
 
+    /// `Forked` unless the calling process opened the session (a fork child must open its own).
+    pub fn check_process(&self) -> Result<()> {
+        self.inner.owner.check()
+    }
+
+    /// `Forked` in a fork child (checked before any lock: a parent thread may have held it at the
+    /// fork), `Closed` after close.
     fn live(&self) -> Result<()> {
+        self.inner.owner.check()?;
         if self.inner.closed.load(Ordering::Acquire) {
             Err(Error::closed())
         } else {
@@ -182,10 +191,10 @@ impl Session {
     /// Whether Lv3 is available (a mechanism on a GPU/kfd session; on the host device unless
     /// [`Options::no_lv3`]).
     pub fn has_lv3(&self) -> bool {
-        if self.inner.backend.own_lv3() {
+        if self.inner.dev.backend.own_lv3() {
             !self.inner.opts.no_lv3
         } else {
-            self.inner.preemptor.is_some()
+            self.inner.dev.preemptor.is_some()
         }
     }
 
@@ -202,12 +211,21 @@ impl Session {
         }
     }
 
-    fn add(&self, level: Level, body: Box<dyn crate::device::LpBody>) -> Arc<LpStream> {
+    /// Adds a new stream, unless close began meanwhile (checked under the lock close takes the
+    /// streams with, so every stream is either refused here or closed by close).
+    fn add(&self, level: Level, body: Box<dyn crate::device::LpBody>) -> Result<Arc<LpStream>> {
         let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let lv1_wait = !self.inner.opts.lv1_no_wait;
-        let s = Arc::new(LpStream::new(id, level, body, self.inner.preemptor.clone(), lv1_wait));
-        lock(&self.inner.streams).insert(id, Arc::clone(&s));
-        s
+        let pre = self.inner.dev.preemptor.clone();
+        let s = Arc::new(LpStream::new(id, level, body, pre, lv1_wait, self.inner.owner));
+        let mut streams = lock(&self.inner.streams);
+        if let Err(e) = self.live() {
+            drop(streams);
+            let _ = s.close(Instant::now());
+            return Err(e);
+        }
+        streams.insert(id, Arc::clone(&s));
+        Ok(s)
     }
 
     /// A low-priority stream suspended at `level`. Host: a queue of worker processes running
@@ -216,9 +234,9 @@ impl Session {
     pub fn create_lp_stream(&self, level: Level) -> Result<Arc<LpStream>> {
         self.live()?;
         let level = self.resolve_level(level)?;
-        let lv3 = self.inner.preemptor.as_ref().filter(|_| level == Level::Lv3);
-        let body = self.inner.backend.lp_stream(level, lv3, &self.inner.opts)?;
-        Ok(self.add(level, body))
+        let lv3 = self.inner.dev.preemptor.as_ref().filter(|_| level == Level::Lv3);
+        let body = self.inner.dev.backend.lp_stream(level, lv3, &self.inner.opts)?;
+        self.add(level, body)
     }
 
     /// Binds an explicit KFD queue of this process (Lv3 only). Nothing is checked with the
@@ -226,53 +244,22 @@ impl Session {
     /// for preempt-queues and dbg-trap, EFAULT for update-queue).
     pub fn bind_queue(&self, desc: QueueDesc) -> Result<Arc<LpStream>> {
         self.live()?;
-        if let Some(e) = self.inner.backend.bind_refused() {
+        if let Some(e) = self.inner.dev.backend.bind_refused() {
             return Err(e);
         }
-        let Some(p) = &self.inner.preemptor else {
+        let Some(p) = &self.inner.dev.preemptor else {
             return Err(Error::new(
                 ErrorKind::Unavailable,
                 format!("no Lv3 mechanism: {}", self.inner.info.why),
             ));
         };
-        let priority = desc.priority.unwrap_or(KFD_PRIORITY_NORMAL);
-        let mut target = QueueTarget {
-            queue_id: desc.queue_id,
-            gpu_id: desc.gpu_id,
-            ring_base_address: desc.ring_base_address,
-            ring_size: desc.ring_size,
-            priority,
-            percentage: 100,
-        };
-        if desc.ring_base_address == 0 {
-            let snap = Kfd::open()
-                .ok()
-                .and_then(|k| k.queue_snapshot(0).ok())
-                .and_then(|all| all.into_iter().find(|s| s.queue_id == desc.queue_id));
-            match snap {
-                Some(s) => target = QueueTarget::from_snapshot(&s, priority),
-                None if p.kind().restores_from_ring() => {
-                    return Err(Error::invalid(format!(
-                        "queue {}: {} restores the queue from its ring address and size, which were not \
-                         given and are not in GET_QUEUE_SNAPSHOT (debugging is off, or no such queue)",
-                        desc.queue_id,
-                        p.kind()
-                    )));
-                }
-                // The others name the queue by id only; the ring fields are placeholders
-                // that pass the target check and are never sent to the kernel.
-                None => {
-                    target.ring_base_address = QueueTarget::NONEXISTENT.ring_base_address;
-                    target.ring_size = QueueTarget::NONEXISTENT.ring_size;
-                }
-            }
-        }
-        target.validate()?;
-        Ok(self.add(Level::Lv3, Box::new(BoundQueue(target))))
+        let target = crate::bound::target(desc, p)?;
+        self.add(Level::Lv3, Box::new(BoundQueue(target)))
     }
 
     /// A stream by id.
     pub fn stream(&self, id: u64) -> Result<Arc<LpStream>> {
+        self.inner.owner.check()?;
         lock(&self.inner.streams)
             .get(&id)
             .cloned()
@@ -285,9 +272,8 @@ impl Session {
         match lock(&self.inner.streams).get(&s.id()) {
             Some(mine) if std::ptr::eq(Arc::as_ptr(mine), s) => Ok(()),
             _ => Err(Error::invalid(format!(
-                "stream {} is not an open stream of this session: a session's sets and helper take only its own \
-                 streams",
-                s.id()
+                "{} is not an open stream of this session: a session's sets and helper take only its own streams",
+                s.label()
             ))),
         }
     }
@@ -300,33 +286,47 @@ impl Session {
         set.iter().try_for_each(|s| self.owns(s))
     }
 
-    /// Every open stream, by id.
+    /// Every open stream, by id (none in a fork child).
     pub fn streams(&self) -> Vec<Arc<LpStream>> {
+        if !self.inner.owner.is_here() {
+            return Vec::new();
+        }
         lock(&self.inner.streams).values().cloned().collect()
     }
 
     /// Closes one stream: resumes it if suspended, leaves the helper, drops its commands not
-    /// yet launched. Its handle stays valid until its owner drops it; every call then fails.
+    /// yet launched and waits at most [`CLOSE_WAIT`] for those in flight (past it: `Abandoned`,
+    /// as [`Session::close`]). Its handle stays valid until its owner drops it; every call then
+    /// fails. In a fork child: nothing (the stream is the parent's), `Ok`.
     pub fn close_stream(&self, id: u64) -> Result<()> {
+        if !self.inner.owner.is_here() {
+            return Ok(());
+        }
+        let deadline = Instant::now() + CLOSE_WAIT;
         let s = lock(&self.inner.streams).remove(&id);
         let Some(s) = s else {
             return Err(Error::new(
                 ErrorKind::BadHandle,
-                format!("no stream {id} in this session"),
+                "that stream is not open in this session (closed already)",
             ));
         };
         let r = self.inner.helper.unregister(id);
-        s.close().and(r)
+        r.and(s.close(deadline))
     }
 
     /// The session's high-priority stream (created on first use).
     pub fn hp_stream(&self) -> Result<Arc<HpStream>> {
         self.live()?;
         let mut hp = lock(&self.inner.hp);
+        // Again under the lock close takes the HP stream with: none is made after close.
+        self.live()?;
         if let Some(h) = &*hp {
             return Ok(Arc::clone(h));
         }
-        let made = Arc::new(HpStream(self.inner.backend.hp_stream(&self.inner.opts)?));
+        let made = Arc::new(HpStream::new(
+            self.inner.owner,
+            self.inner.dev.backend.hp_stream(&self.inner.opts)?,
+        ));
         *hp = Some(Arc::clone(&made));
         Ok(made)
     }
@@ -341,7 +341,7 @@ impl Session {
                 for done in set[..i].iter().rev() {
                     let _ = done.resume();
                 }
-                return Err(e.context(&format!("stream {} (set member {i})", s.id())));
+                return Err(e.context(&format!("set member {i}")));
             }
         }
         Ok(())
@@ -349,11 +349,12 @@ impl Session {
 
     /// Resumes every stream of `set`; returns the first failure after trying all.
     pub fn resume_set(&self, set: &[Arc<LpStream>]) -> Result<()> {
+        self.live()?;
         self.owns_all(set)?;
         let mut first = None;
-        for s in set {
+        for (i, s) in set.iter().enumerate() {
             if let Err(e) = s.resume() {
-                first.get_or_insert(e.context(&format!("stream {}", s.id())));
+                first.get_or_insert(e.context(&format!("set member {i}")));
             }
         }
         first.map_or(Ok(()), Err)
@@ -368,6 +369,7 @@ impl Session {
 
     /// Removes `stream` from the helper (resuming it if the helper had suspended it).
     pub fn helper_unregister(&self, stream: &LpStream) -> Result<()> {
+        self.live()?;
         self.owns(stream)?;
         self.inner.helper.unregister(stream.id())
     }
@@ -379,19 +381,30 @@ impl Session {
         self.inner.helper.enter(priority)
     }
 
-    /// A block of `priority` ended; call it once the block's device work is done.
+    /// A block of `priority` ended; call it once the block's device work is done. `Closed`
+    /// after close (which ended every block).
     pub fn helper_leave(&self, priority: Priority) -> Result<()> {
+        self.live()?;
         self.inner.helper.leave(priority)
     }
 
-    /// Blocks inside the helper now.
+    /// Blocks inside the helper now (0 in a fork child).
     pub fn helper_active(&self) -> usize {
-        self.inner.helper.active()
+        if self.inner.owner.is_here() {
+            self.inner.helper.active()
+        } else {
+            0
+        }
     }
 
-    /// Resumes everything, closes every stream, tears the mechanism down (dbg-trap: debugging
-    /// off). Idempotent; every later call on the session or its streams fails with `Closed`.
-    /// Returns the first failure (a queue that could not be resumed) after trying everything.
+    /// Resumes everything, closes every stream (the commands not yet launched are dropped),
+    /// waits at most [`CLOSE_WAIT`] for the commands in flight, then tears the mechanism down
+    /// (dbg-trap: debugging off). Idempotent; every later call on the session or its streams
+    /// fails with `Closed`. Returns the first failure (a queue that could not be resumed) after
+    /// trying everything; else `Abandoned` if commands were still running when the wait ended
+    /// (the host device kills those workers; a GPU cannot stop a running kernel, so its queue
+    /// runs it out and is freed when the process exits). In a fork child it releases only the
+    /// child's copy of the session and returns `Ok`.
     pub fn close(&self) -> Result<()> {
         self.inner.close()
     }
@@ -399,29 +412,53 @@ impl Session {
 
 impl Inner {
     fn close(&self) -> Result<()> {
+        if !self.owner.is_here() {
+            // A fork child: nothing here is its own but this copy's flag (Drop: `Bound`).
+            self.closed.store(true, Ordering::Release);
+            return Ok(());
+        }
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        let mut first = self.helper.clear().err();
+        let deadline = Instant::now() + CLOSE_WAIT;
+        let mut results = vec![self.helper.clear()];
         let streams = std::mem::take(&mut *lock(&self.streams));
-        for s in streams.values() {
-            if let Err(e) = s.close() {
-                first.get_or_insert(e);
-            }
-        }
+        results.extend(streams.values().map(|s| s.close(deadline)));
         drop(streams);
-        drop(lock(&self.hp).take());
-        if let Some(p) = &self.preemptor
-            && let Err(e) = p.teardown()
-        {
-            first.get_or_insert(e.into());
+        let hp = lock(&self.hp).take();
+        results.extend(hp.map(|h| h.close(deadline)));
+        if let Some(p) = &self.dev.preemptor {
+            results.push(p.teardown().map_err(Error::from));
         }
-        first.map_or(Ok(()), Err)
+        first_failure(results)
     }
 }
 
+/// The first failure that is not an abandonment; else every abandonment in one `Abandoned`.
+fn first_failure(results: Vec<Result<()>>) -> Result<()> {
+    let (abandoned, failed): (Vec<Error>, Vec<Error>) = results
+        .into_iter()
+        .filter_map(std::result::Result::err)
+        .partition(|e| e.kind == ErrorKind::Abandoned);
+    if let Some(e) = failed.into_iter().next() {
+        return Err(e);
+    }
+    if abandoned.is_empty() {
+        return Ok(());
+    }
+    let what: Vec<String> = abandoned.into_iter().map(|e| e.message).collect();
+    Err(Error::new(ErrorKind::Abandoned, format!("close: {}", what.join("; "))))
+}
+
 impl Drop for Inner {
+    /// What a drop cannot return is reported through `kfd::events` (`take_events`).
     fn drop(&mut self) {
-        let _ = self.close();
+        if let Err(e) = self.close() {
+            kfd::events::emit(
+                kfd::events::Severity::Warning,
+                "preempt session",
+                format!("closing on drop: {e}"),
+            );
+        }
     }
 }

@@ -1,20 +1,50 @@
-//! Streams: a low-priority stream ([`LpStream`]) is what gets suspended; the high-priority
-//! stream ([`HpStream`]) runs the work that must not wait. Both are written once over the
-//! device's bodies ([`crate::device`]).
-use crate::check::{Check, DeviceRecord, LpCompletion, Verified};
-use crate::device::{HpBody, Launcher, LpBody, Lv3Held};
+//! The low-priority stream ([`LpStream`]): what gets suspended (the high-priority one, which
+//! runs the work that must not wait, is `hp.rs`'s). Written once over the device's bodies
+//! ([`crate::device`]).
+//!
+//! A low-priority stream's suspension has up to two holders, the user (by hand: `suspend`,
+//! sets) and the helper; it runs again only when neither holds it, so the helper resumes only
+//! what it suspended and a hand suspension outlives a block (docs/c-api.md#who-holds-a-suspension).
+use crate::check::{Check, LpCompletion, Verified};
+use crate::device::{Abandon, Launcher, LpBody, Lv3Held};
 use crate::error::{Error, ErrorKind, Result};
+use crate::limits::{CLOSE_WAIT, check_delay};
 use crate::options::Level;
+use crate::owner::{Bound, Owner};
 use lv1::{SuspendMode, WaitIdleError};
 use lv3::mechanism::{Preemptor, QueueTarget};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 /// A suspension a stream holds; dropping it resumes (the guards' rule).
 enum Held {
     Lv1,
     Lv3(Box<dyn Lv3Held>),
+}
+
+/// Who asks for a suspension: the user by hand (`suspend`, `resume`, sets) or the helper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holder {
+    Hand,
+    Helper,
+}
+
+/// The stream's suspension and its holders: `held` is `Some` exactly while one holds it.
+#[derive(Default)]
+struct Hold {
+    held: Option<Held>,
+    hand: bool,
+    helper: bool,
+}
+
+impl Hold {
+    fn by(&mut self, who: Holder) -> &mut bool {
+        match who {
+            Holder::Hand => &mut self.hand,
+            Holder::Helper => &mut self.helper,
+        }
+    }
 }
 
 /// What one suspend did.
@@ -24,21 +54,35 @@ pub struct SuspendInfo {
     pub level: Level,
     /// `sigstop`, `preempt-queues`, `dbg-trap`, `update-queue`, `lv1-drain` or `lv1-stop`.
     pub mechanism: String,
-    /// Wall time of the suspend call, ns.
+    /// Wall time of the suspend call, ns (the helper held it already: the call's own, ~0).
     pub latency_ns: u64,
 }
 
+/// The stream on its device: the owner's alone ([`Bound`]).
+struct Device {
+    body: Box<dyn LpBody>,
+    preemptor: Option<Arc<Preemptor>>,
+    hold: Mutex<Hold>,
+}
+
+/// How messages name a stream whose binding gave it no name ([`LpStream::set_label`]).
+const UNNAMED: &str = "the stream";
+
 /// A low-priority stream of a session: the object suspended and resumed. Thread-safe; every
-/// method takes `&self`. After its session closes, every call fails with `Closed`.
+/// method takes `&self`. After its session closes, every call fails with `Closed`; in a fork
+/// child, with `Forked` (getters without a `Result` answer as for a stream with nothing).
 pub struct LpStream {
     id: u64,
     level: Level,
-    body: Box<dyn LpBody>,
-    preemptor: Option<Arc<Preemptor>>,
     /// Lv1 suspend waits for the commands in flight ([`crate::Options::lv1_no_wait`]).
     lv1_wait: bool,
-    held: Mutex<Option<Held>>,
+    owner: Owner,
+    label: OnceLock<String>,
     closed: AtomicBool,
+    /// Submits hold it shared, close exclusively: no submit lands after close dropped the
+    /// commands not yet launched.
+    gate: RwLock<()>,
+    dev: Bound<Device>,
 }
 
 impl std::fmt::Debug for LpStream {
@@ -62,23 +106,39 @@ impl LpStream {
         body: Box<dyn LpBody>,
         preemptor: Option<Arc<Preemptor>>,
         lv1_wait: bool,
+        owner: Owner,
     ) -> Self {
         LpStream {
             id,
             level,
-            body,
-            preemptor,
             lv1_wait,
-            held: Mutex::new(None),
+            owner,
+            label: OnceLock::new(),
             closed: AtomicBool::new(false),
+            gate: RwLock::new(()),
+            dev: Bound::new(
+                owner,
+                Device {
+                    body,
+                    preemptor,
+                    hold: Mutex::new(Hold::default()),
+                },
+            ),
         }
     }
 
-    fn held(&self) -> MutexGuard<'_, Option<Held>> {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    fn hold(&self) -> MutexGuard<'_, Hold> {
+        self.dev.hold.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// `Forked` in a fork child (checked before any lock), `Closed` after close.
     fn live(&self) -> Result<()> {
+        self.owner.check()?;
+        self.not_closed()
+    }
+
+    /// `Closed` after close (for calls that checked the process first, before a lock).
+    fn not_closed(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             Err(Error::closed())
         } else {
@@ -88,14 +148,32 @@ impl LpStream {
 
     /// The launcher, or the error for a bound KFD queue, which has none.
     fn launcher(&self, what: &str) -> Result<&dyn Launcher> {
-        self.body
+        self.dev
+            .body
             .launcher()
-            .ok_or_else(|| Error::unsupported(format!("a bound KFD queue has no launcher to {what}")))
+            .ok_or_else(|| Error::unsupported(format!("{}: a bound KFD queue has no launcher to {what}", self.label())))
     }
 
-    /// The stream's id within its session (unique, never reused).
+    /// The stream's id within its session (unique, never reused; ids start at 1 in every
+    /// session, so messages name the stream by its label instead).
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// How messages name the stream: what a binding set ([`LpStream::set_label`]; the C ABI:
+    /// `stream handle N`), else `the stream`.
+    pub fn label(&self) -> &str {
+        self.label.get().map_or(UNNAMED, String::as_str)
+    }
+
+    /// Names the stream in messages as its user knows it (once; later calls change nothing).
+    pub fn set_label(&self, label: impl Into<String>) {
+        let _ = self.label.set(label.into());
+    }
+
+    /// `Forked` unless the calling process is the one that opened the stream's session.
+    pub fn check_process(&self) -> Result<()> {
+        self.owner.check()
     }
 
     /// The level it is suspended at (Lv1 or Lv3; `auto` was resolved at creation).
@@ -103,25 +181,36 @@ impl LpStream {
         self.level
     }
 
-    /// The raw `hipStream_t` as a number (GPU streams); `None` on the host device and for a
-    /// bound KFD queue.
+    /// The raw `hipStream_t` as a number (GPU streams); `None` on the host device, for a bound
+    /// KFD queue and in a fork child.
     pub fn handle(&self) -> Option<usize> {
-        self.body.handle()
+        self.owner.is_here().then(|| self.dev.body.handle()).flatten()
     }
 
     /// The KFD queue behind the stream (Lv3 GPU streams and bound queues).
     pub fn queue(&self) -> Option<QueueTarget> {
-        self.body.queue()
+        self.owner.is_here().then(|| self.dev.body.queue()).flatten()
     }
 
     /// Host LP streams: the worker processes' pids (for inspection and tests).
     pub fn host_pids(&self) -> Vec<i32> {
-        self.body.host_pids()
+        if self.owner.is_here() {
+            self.dev.body.host_pids()
+        } else {
+            Vec::new()
+        }
     }
 
     /// One line: what the stream is and how it is suspended.
     pub fn describe(&self) -> String {
-        self.body
+        if !self.owner.is_here() {
+            return format!(
+                "{}: a stream of the parent process (this is a fork child)",
+                self.label()
+            );
+        }
+        self.dev
+            .body
             .describe(self.id, &format!("{} via {}", self.level, self.mechanism_name()))
     }
 
@@ -129,30 +218,68 @@ impl LpStream {
         match self.level {
             Level::Lv1 if self.lv1_wait => "lv1-drain".into(),
             Level::Lv1 => "lv1-stop".into(),
-            _ => self.body.lv3_name(self.preemptor.as_deref()),
+            _ => self.dev.body.lv3_name(self.dev.preemptor.as_deref()),
         }
     }
 
-    /// Whether this stream holds a suspension.
+    /// Whether the user or the helper holds a suspension of the stream (false in a fork child:
+    /// the stream is not the child's).
     pub fn is_suspended(&self) -> bool {
-        self.held().is_some()
+        self.owner.is_here() && self.hold().held.is_some()
     }
 
     /// Suspends the stream at its level: Lv3 stops the running work where it is (the
     /// session's mechanism; SIGSTOP on the host); Lv1 stops the library's launcher and waits
     /// until what was launched (and anything else on the stream) completed (only stops it, with
-    /// [`crate::Options::lv1_no_wait`]). `AlreadySuspended` if it is suspended already.
+    /// [`crate::Options::lv1_no_wait`]). The suspension is the user's: it lasts until
+    /// [`LpStream::resume`], whatever the helper does meanwhile (if the helper holds the stream
+    /// already, the stream just stays suspended). `AlreadySuspended` if the user holds it.
     pub fn suspend(&self) -> Result<SuspendInfo> {
-        let mut held = self.held();
-        self.live()?;
-        if held.is_some() {
+        self.hold_by(Holder::Hand)
+    }
+
+    /// Releases the user's suspension; the stream runs again unless the helper holds it too.
+    /// `Busy` if only the helper holds it (a block of higher priority is active: it resumes
+    /// when the block leaves), `NotSuspended` if nobody does.
+    pub fn resume(&self) -> Result<()> {
+        self.release_by(Holder::Hand)
+    }
+
+    /// The helper's suspend ([`crate::helper`]).
+    pub(crate) fn helper_suspend(&self) -> Result<()> {
+        self.hold_by(Holder::Helper).map(drop)
+    }
+
+    /// The helper's resume: releases only the helper's hold.
+    pub(crate) fn helper_resume(&self) -> Result<()> {
+        self.release_by(Holder::Helper)
+    }
+
+    fn hold_by(&self, who: Holder) -> Result<SuspendInfo> {
+        self.owner.check()?;
+        let mut hold = self.hold();
+        self.not_closed()?;
+        if *hold.by(who) {
+            let by = if who == Holder::Helper { " by the helper" } else { "" };
             return Err(Error::new(
                 ErrorKind::AlreadySuspended,
-                format!("stream {} is already suspended", self.id),
+                format!("{} is already suspended{by}", self.label()),
             ));
         }
         let t0 = Instant::now();
-        let h = match self.level {
+        if hold.held.is_none() {
+            hold.held = Some(self.suspend_device().map_err(|e| e.context(self.label()))?);
+        }
+        *hold.by(who) = true;
+        Ok(SuspendInfo {
+            level: self.level,
+            mechanism: self.mechanism_name(),
+            latency_ns: ns(t0),
+        })
+    }
+
+    fn suspend_device(&self) -> Result<Held> {
+        match self.level {
             Level::Lv1 => {
                 let mode = if self.lv1_wait {
                     SuspendMode::Drain
@@ -164,34 +291,52 @@ impl LpStream {
                     x.resume();
                     return Err(e.context("Lv1 drain"));
                 }
-                Held::Lv1
+                Ok(Held::Lv1)
             }
-            _ => Held::Lv3(self.body.suspend_lv3(self.id, self.preemptor.as_deref())?),
-        };
-        *held = Some(h);
-        Ok(SuspendInfo {
-            level: self.level,
-            mechanism: self.mechanism_name(),
-            latency_ns: ns(t0),
-        })
+            _ => Ok(Held::Lv3(
+                self.dev.body.suspend_lv3(self.label(), self.dev.preemptor.as_deref())?,
+            )),
+        }
     }
 
-    /// Resumes what [`LpStream::suspend`] suspended; `NotSuspended` if nothing is held.
-    pub fn resume(&self) -> Result<()> {
-        let mut held = self.held();
-        match held.take() {
-            None => Err(Error::new(
-                ErrorKind::NotSuspended,
-                format!("stream {} is not suspended", self.id),
-            )),
-            Some(h) => self.release(h),
+    fn release_by(&self, who: Holder) -> Result<()> {
+        self.owner.check()?;
+        let mut hold = self.hold();
+        // Releasing is never refused as closed for the helper (close releases everything).
+        if who == Holder::Hand {
+            self.not_closed()?;
+        }
+        if !*hold.by(who) {
+            let label = self.label();
+            return Err(match who {
+                Holder::Hand if hold.helper => Error::new(
+                    ErrorKind::Busy,
+                    format!(
+                        "{label} is suspended by the helper (a block of higher priority is active): it resumes when \
+                         the block leaves; a hand resume releases only a hand suspension"
+                    ),
+                ),
+                Holder::Hand => Error::new(ErrorKind::NotSuspended, format!("{label} is not suspended")),
+                Holder::Helper => Error::new(
+                    ErrorKind::NotSuspended,
+                    format!("{label} is not suspended by the helper"),
+                ),
+            });
+        }
+        *hold.by(who) = false;
+        if hold.hand || hold.helper {
+            return Ok(());
+        }
+        match hold.held.take() {
+            Some(h) => self.release(h).map_err(|e| e.context(self.label())),
+            None => Ok(()),
         }
     }
 
     fn release(&self, h: Held) -> Result<()> {
         match h {
             Held::Lv1 => {
-                if let Some(x) = self.body.launcher() {
+                if let Some(x) = self.dev.body.launcher() {
                     x.resume();
                 }
                 Ok(())
@@ -202,25 +347,31 @@ impl LpStream {
 
     /// Submits a delay command of `ns` nanoseconds of work through the library's launcher
     /// (host: CPU work on every worker; GPU: the delay kernel on every CU). Returns its id.
+    /// `InvalidArgument` past [`crate::MAX_DELAY_NS`].
     pub fn submit_delay(&self, ns: u64) -> Result<u64> {
-        self.live()?;
-        self.body.submit_delay(ns)
+        self.owner.check()?;
+        check_delay(ns).map_err(|e| e.context(self.label()))?;
+        let _open = self.gate.read().unwrap_or_else(PoisonError::into_inner);
+        self.not_closed()?;
+        self.dev.body.submit_delay(ns).map_err(|e| e.context(self.label()))
     }
 
     /// Waits until every command submitted through the library completed (GPU: and everything
     /// else on the stream). Blocks through an Lv3 suspension until another thread resumes; fails
-    /// at once under an Lv1 suspension with commands pending (they would never launch).
+    /// at once under an Lv1 suspension with commands pending (they would never launch), and with
+    /// `Closed` if the session closed meanwhile.
     pub fn synchronize(&self) -> Result<()> {
         self.live()?;
         self.launcher("wait for")?.wait_idle().map_err(|e| self.wait_error(e))?;
-        self.body.synchronize_device()
+        self.not_closed()?;
+        self.dev.body.synchronize_device()
     }
 
     fn wait_error(&self, e: WaitIdleError) -> Error {
         match e {
             WaitIdleError::Suspended { .. } => Error::new(
                 ErrorKind::Unsupported,
-                format!("stream {}: {e}: resume it before waiting", self.id),
+                format!("{}: {e}: resume it before waiting", self.label()),
             ),
             WaitIdleError::TimedOut { .. } => Error::new(ErrorKind::Device, e.to_string()),
         }
@@ -232,7 +383,7 @@ impl LpStream {
         self.live()?;
         self.launcher("wait for")?
             .wait_idle_for(limit)
-            .map_err(|e| Error::new(ErrorKind::Device, format!("stream {}: {e} (waited {limit:?})", self.id)))
+            .map_err(|e| Error::new(ErrorKind::Device, format!("{}: {e} (waited {limit:?})", self.label())))
     }
 
     /// The exactly-once check of the delay commands submitted so far (call after
@@ -246,68 +397,76 @@ impl LpStream {
     /// (at Lv3 also checked against the stream's suspension windows, which needs the stream idle
     /// and running: while it is suspended that part is left out).
     pub fn verify(&self) -> Result<Verified> {
-        self.body.verify(!self.is_suspended())
+        self.owner.check()?;
+        self.dev.body.verify(!self.is_suspended())
     }
 
     /// The launcher's counters (submitted, launched, completed, pending, in flight, ...);
-    /// `None` for a bound KFD queue.
+    /// `None` for a bound KFD queue and in a fork child.
     pub fn stats(&self) -> Option<lv1::Stats> {
-        self.body.launcher().map(Launcher::stats)
+        self.owner
+            .is_here()
+            .then(|| self.dev.body.launcher().map(Launcher::stats))
+            .flatten()
     }
 
     /// How many delay commands the stream can take in all (GPU: its slots); `None`: no limit.
     pub fn capacity(&self) -> Option<u64> {
-        self.body.capacity()
+        self.dev.body.capacity()
     }
 
     /// The launcher's completions since the last call, in completion order (kept only for
     /// sessions opened with [`crate::Options::keep_records`]; empty otherwise).
     pub fn take_completions(&self) -> Vec<LpCompletion> {
-        self.body.take_completions()
-    }
-
-    /// Resumes whatever is held, refuses every later call, and drops the commands not yet
-    /// launched (those in flight complete). Idempotent.
-    pub(crate) fn close(&self) -> Result<()> {
-        let mut held = self.held();
-        self.closed.store(true, Ordering::Release);
-        let r = held.take().map_or(Ok(()), |h| self.release(h));
-        drop(held);
-        if let Some(x) = self.body.launcher() {
-            x.resume_dropping_pending();
+        if self.owner.is_here() {
+            self.dev.body.take_completions()
+        } else {
+            Vec::new()
         }
-        r
-    }
-}
-
-/// The high-priority stream of a session: delay commands that nothing suspends.
-pub struct HpStream(pub(crate) Box<dyn HpBody>);
-
-impl HpStream {
-    /// Submits a delay command of `ns` of work; returns its id.
-    pub fn submit_delay(&self, ns: u64) -> Result<u64> {
-        self.0.submit_delay(ns)
     }
 
-    /// Waits for everything submitted so far.
-    pub fn synchronize(&self) -> Result<()> {
-        self.wait(None).map(drop)
-    }
-
-    /// Waits for everything submitted so far, on a GPU at most `limit` (a stuck GPU is an error,
-    /// not a hang; the host device's worker always finishes). Returns the device's records of
-    /// what completed since the last call: the host worker's own timing; nothing on a GPU.
-    pub fn wait(&self, limit: Option<Duration>) -> Result<Vec<DeviceRecord>> {
-        self.0.wait(limit)
-    }
-
-    /// Every command submitted so far completed exactly once (call after waiting).
-    pub fn check(&self) -> Check {
-        self.0.check()
-    }
-
-    /// The raw `hipStream_t` (GPU), `None` on the host device.
-    pub fn handle(&self) -> Option<usize> {
-        self.0.handle()
+    /// Releases every hold, refuses every later call, drops the commands not yet launched and
+    /// waits until `deadline` for those in flight; past it abandons them (host: the workers are
+    /// killed; GPU: the queue runs them out and the stream is never dropped) and says so with
+    /// `Abandoned`. Idempotent. In a fork child: nothing (the stream is the parent's).
+    pub(crate) fn close(&self, deadline: Instant) -> Result<()> {
+        if !self.owner.is_here() {
+            return Ok(());
+        }
+        {
+            let _shut = self.gate.write().unwrap_or_else(PoisonError::into_inner);
+            if self.closed.swap(true, Ordering::AcqRel) {
+                return Ok(());
+            }
+        }
+        let released = {
+            let mut hold = self.hold();
+            (hold.hand, hold.helper) = (false, false);
+            hold.held.take().map_or(Ok(()), |h| self.release(h))
+        };
+        let released = released.map_err(|e| e.context(self.label()));
+        let Some(x) = self.dev.body.launcher() else {
+            return released;
+        };
+        x.resume_dropping_pending();
+        let left = deadline.saturating_duration_since(Instant::now());
+        if x.wait_idle_for(left).is_ok() {
+            return released;
+        }
+        let in_flight = x.stats().in_flight;
+        let how = self.dev.body.abandon();
+        if how == Abandon::Left {
+            self.dev.leak();
+        }
+        released.and(Err(Error::new(
+            ErrorKind::Abandoned,
+            format!(
+                "{} (low-priority): {in_flight} command(s) still running when close's wait ({:?}) ended were \
+                 abandoned ({})",
+                self.label(),
+                CLOSE_WAIT,
+                how.how()
+            ),
+        )))
     }
 }

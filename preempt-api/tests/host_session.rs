@@ -39,7 +39,7 @@ fn lv3_stops_the_running_command_and_nothing_is_lost() {
     assert!(
         lv3::signals::registered()
             .iter()
-            .any(|l| l.contains(&format!("host LP stream {}", lp.id()))),
+            .any(|l| l.contains(&format!("host workers {:?}", lp.host_pids()))),
         "a host suspension is in lv3's signal registry"
     );
     std::thread::sleep(Duration::from_millis(20));
@@ -102,10 +102,16 @@ fn the_helper_suspends_every_registered_stream_during_a_high_priority_block() {
     s.helper_leave(1).unwrap();
     assert!(!a.is_suspended() && !b.is_suspended());
     assert_eq!(s.helper_leave(1).unwrap_err().kind, ErrorKind::InvalidArgument);
-    // A stream suspended by hand stays the user's: the helper neither fails nor resumes it.
+    // A stream suspended by hand stays the user's: the helper neither fails nor resumes it
+    // (host_contracts.rs has the rest of who holds a suspension).
     a.suspend().unwrap();
-    assert_eq!(s.helper_enter(1).unwrap_err().kind, ErrorKind::AlreadySuspended);
-    assert!(a.is_suspended() && !b.is_suspended(), "enter is all-or-nothing");
+    s.helper_enter(1).unwrap();
+    assert!(a.is_suspended() && b.is_suspended());
+    s.helper_leave(1).unwrap();
+    assert!(
+        a.is_suspended() && !b.is_suspended(),
+        "the hand suspension outlives the block"
+    );
     a.resume().unwrap();
     for st in [&a, &b] {
         st.synchronize().unwrap();

@@ -13,10 +13,11 @@
  *
  * HANDLES AND OWNERSHIP. Sessions and streams are handles (numbers, never pointers; 0 is never
  * a handle): a closed or made-up handle gives PREEMPT_ERR_BAD_HANDLE, never undefined
- * behaviour. A session owns its streams: preempt_session_close resumes everything the session
- * suspended (explicit suspends and the helper's), closes every stream (their handles become
- * invalid; commands not yet launched are dropped, those in flight complete), and tears the Lv3
- * mechanism down (dbg-trap: this process's debug trap off). A stream's hipStream_t
+ * behaviour. Messages name a stream by its handle ("stream handle 3"). A session owns its
+ * streams: preempt_session_close resumes everything the session suspended (explicit suspends
+ * and the helper's), closes every stream (their handles become invalid; commands not yet
+ * launched are dropped), waits at most PREEMPT_CLOSE_WAIT_MS for the commands in flight, and
+ * tears the Lv3 mechanism down (dbg-trap: this process's debug trap off). A stream's hipStream_t
  * (preempt_stream_handle) belongs to the library: launch on it with any library, never destroy
  * it, and stop using it before closing its stream or session. Strings the library returns are
  * static (preempt_status_name, preempt_version) or owned by the calling thread
@@ -29,8 +30,34 @@
  * do not close a session (or stream) while another thread is still calling on it (the other
  * call then fails with PREEMPT_ERR_BAD_HANDLE or PREEMPT_ERR_CLOSED, or finishes first);
  * preempt_resume_on_signals must be called first in main, before any other thread exists.
- * Host device: the worker processes die with the thread that created their stream
- * (PR_SET_PDEATHSIG), so create host streams from a thread that outlives them (e.g. main).
+ * Host device: any thread may create a stream, which may outlive that thread. Its worker
+ * processes end with the process, not with a thread; they run in a process group of their own,
+ * so terminal job control (Ctrl-Z, then fg) cannot continue a suspended stream. After a worker
+ * died (killed, OOM), submit, synchronize and suspend on its stream (and resume at Lv3) fail
+ * with PREEMPT_ERR_DEVICE naming its pid and how it ended, preempt_check lists it as a problem,
+ * no call raises SIGPIPE, and close still works.
+ *
+ * CLOSE IS BOUNDED. A delay command takes at most PREEMPT_MAX_DELAY_NS (longer:
+ * PREEMPT_ERR_INVALID_ARGUMENT). A close (session or stream) waits at most PREEMPT_CLOSE_WAIT_MS
+ * for the commands in flight; what still runs then is abandoned and the close returns
+ * PREEMPT_ERR_ABANDONED, the handle being closed all the same: the host device kills those
+ * workers; a GPU cannot stop a running kernel, so its queue runs it out and its stream is freed
+ * when the process exits (work you launched yourself on a hipStream_t: wait for it first).
+ *
+ * WHO HOLDS A SUSPENSION. A stream's suspension has up to two holders, the caller
+ * (preempt_suspend, preempt_suspend_set) and the helper (a block of higher priority); the
+ * stream runs again only when neither holds it. So the helper resumes only what it suspended: a
+ * stream suspended by hand stays suspended after a block until preempt_resume; preempt_suspend
+ * inside a block is the caller's own hold (it outlives the block); preempt_resume of a stream
+ * that only the helper holds is PREEMPT_ERR_BUSY (it resumes when the block leaves).
+ *
+ * FORK. A session belongs to the process that opened it. In a fork child every call on the
+ * parent's sessions and streams fails with PREEMPT_ERR_FORKED and touches nothing of the
+ * parent's (no signal to its workers, no write to their pipes, no wait on its children); the
+ * child must open its own session (a child of a threaded process: after exec, as POSIX says).
+ * preempt_session_close and preempt_stream_close in the child return PREEMPT_OK and release the
+ * child's handles only; the memory they held is left to the child's exit or exec (freeing it
+ * would run the parent's teardown).
  *
  * WHAT IS GUARANTEED. Nothing is left suspended by the library: not on close, not on a panic
  * inside it, and, after preempt_resume_on_signals, not on SIGINT/SIGTERM (every suspended queue
@@ -55,6 +82,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+// The longest delay command `preempt_submit_delay` and `preempt_hp_submit_delay` take, in ns
+// (10 s); a longer one is PREEMPT_ERR_INVALID_ARGUMENT.
+#define PREEMPT_MAX_DELAY_NS 10000000000
+
+// How long `preempt_session_close` and `preempt_stream_close` wait for the work in flight, in
+// ms, before they abandon what still runs (PREEMPT_ERR_ABANDONED).
+#define PREEMPT_CLOSE_WAIT_MS 1000
 
 // What every function returns: `PREEMPT_OK` (0) or a negative error code. The message of the
 // last failure on the calling thread is `preempt_last_error()`, its errno (0 if none)
@@ -92,6 +127,16 @@ typedef enum preempt_status {
   PREEMPT_ERR_UNSUPPORTED = -14,
   // A panic inside the library was caught (a bug); what it held was resumed.
   PREEMPT_ERR_PANIC = -15,
+  // A call in a fork child on a session (or stream) the parent opened: a session belongs to
+  // the process that opened it; the child must open its own. Nothing of the parent's is
+  // touched (see FORK in the opening comment).
+  PREEMPT_ERR_FORKED = -16,
+  // A hand resume of a stream whose suspension is the helper's (a block of higher priority
+  // is active): it resumes when the block leaves.
+  PREEMPT_ERR_BUSY = -17,
+  // Close waited PREEMPT_CLOSE_WAIT_MS for the work in flight and abandoned what still ran
+  // (the host device kills its workers; a GPU runs it out): closed all the same.
+  PREEMPT_ERR_ABANDONED = -18,
 } preempt_status;
 
 // The level a low-priority stream is suspended at.
@@ -168,7 +213,7 @@ typedef struct preempt_check_result {
 } preempt_check_result;
 
 // Every status, in code order (0, -1, -2, ...).
-#define preempt_status_ALL { PREEMPT_OK, PREEMPT_ERR_INVALID_ARGUMENT, PREEMPT_ERR_BAD_HANDLE, PREEMPT_ERR_NO_DEVICE, PREEMPT_ERR_NO_KFD, PREEMPT_ERR_UNAVAILABLE, PREEMPT_ERR_QUEUE_REFUSED, PREEMPT_ERR_KFD, PREEMPT_ERR_DEVICE, PREEMPT_ERR_ALREADY_SUSPENDED, PREEMPT_ERR_NOT_SUSPENDED, PREEMPT_ERR_RESUME_FAILED, PREEMPT_ERR_SHUTTING_DOWN, PREEMPT_ERR_CLOSED, PREEMPT_ERR_UNSUPPORTED, PREEMPT_ERR_PANIC, }
+#define preempt_status_ALL { PREEMPT_OK, PREEMPT_ERR_INVALID_ARGUMENT, PREEMPT_ERR_BAD_HANDLE, PREEMPT_ERR_NO_DEVICE, PREEMPT_ERR_NO_KFD, PREEMPT_ERR_UNAVAILABLE, PREEMPT_ERR_QUEUE_REFUSED, PREEMPT_ERR_KFD, PREEMPT_ERR_DEVICE, PREEMPT_ERR_ALREADY_SUSPENDED, PREEMPT_ERR_NOT_SUSPENDED, PREEMPT_ERR_RESUME_FAILED, PREEMPT_ERR_SHUTTING_DOWN, PREEMPT_ERR_CLOSED, PREEMPT_ERR_UNSUPPORTED, PREEMPT_ERR_PANIC, PREEMPT_ERR_FORKED, PREEMPT_ERR_BUSY, PREEMPT_ERR_ABANDONED, }
 
 #ifdef __cplusplus
 extern "C" {
@@ -195,9 +240,14 @@ int preempt_session_open(const char *device,
                          preempt_session_t *out);
 
 // Closes the session: resumes every stream it suspended (helper included), closes its streams
-// (their handles become invalid; commands not yet launched are dropped), tears the mechanism
-// down (dbg-trap: debugging off). Returns the first failure (e.g. a queue that could not be
-// resumed) after trying everything; the handle is invalid afterwards either way.
+// (their handles become invalid; commands not yet launched are dropped), waits at most
+// `PREEMPT_CLOSE_WAIT_MS` for the commands in flight, tears the mechanism down (dbg-trap:
+// debugging off). Returns the first failure (e.g. a queue that could not be resumed) after
+// trying everything, else `PREEMPT_ERR_ABANDONED` if commands were still running when the wait
+// ended (the host device kills those workers; a GPU cannot stop a running kernel: its queue
+// runs it out, freed when the process exits); the handle is invalid afterwards either way. In
+// a fork child it releases the child's handles of the parent's session and returns
+// `PREEMPT_OK`, touching nothing of the parent's.
 //
 // # Safety
 // None beyond the handle rules of the header (call it once no other thread uses the session).
@@ -244,7 +294,9 @@ int preempt_queue_bind(preempt_session_t session,
                        preempt_stream_t *out);
 
 // Closes a stream: resumes it if suspended, leaves the helper, drops its commands not yet
-// launched. The handle is invalid afterwards.
+// launched and waits at most `PREEMPT_CLOSE_WAIT_MS` for those in flight (then
+// `PREEMPT_ERR_ABANDONED`, as `preempt_session_close`). The handle is invalid afterwards. In a
+// fork child it releases the child's handle and returns `PREEMPT_OK`.
 //
 // # Safety
 // None beyond the handle rules of the header.
@@ -266,13 +318,19 @@ int preempt_stream_queue(preempt_stream_t stream, uint32_t *queue_id, uint32_t *
 
 // Suspends the stream at its level (Lv3: the session's mechanism with its grace period, or
 // SIGSTOP on the host; Lv1: stop the launcher and wait for the stream to drain). When it
-// returns OK, the stream runs nothing. `latency_ns` (may be NULL) gets the call's wall time.
+// returns OK, the stream runs nothing, until `preempt_resume`: the suspension is the caller's,
+// whatever the helper does meanwhile (if the helper holds the stream already, it just stays
+// suspended). `PREEMPT_ERR_ALREADY_SUSPENDED` if the caller holds it already. `latency_ns` (may
+// be NULL) gets the call's wall time.
 //
 // # Safety
 // `latency_ns` is NULL or valid for writing a `uint64_t`.
 int preempt_suspend(preempt_stream_t stream, uint64_t *latency_ns);
 
-// Resumes what `preempt_suspend` suspended (`PREEMPT_ERR_NOT_SUSPENDED` otherwise).
+// Releases the suspension `preempt_suspend` made; the stream runs again unless the helper
+// holds it too (then it resumes when the helper's block leaves). `PREEMPT_ERR_BUSY` if only the
+// helper holds it (a block of higher priority is active), `PREEMPT_ERR_NOT_SUSPENDED` if
+// nothing does.
 //
 // # Safety
 // None beyond the handle rules of the header.
@@ -291,7 +349,7 @@ int preempt_suspend_set(const preempt_stream_t *set, size_t n);
 // `set` is valid for reading `n` handles.
 int preempt_resume_set(const preempt_stream_t *set, size_t n);
 
-// `*out` = 1 if the stream is suspended (by `preempt_suspend` or the helper), else 0.
+// `*out` = 1 if the stream is suspended (by `preempt_suspend`, the helper, or both), else 0.
 //
 // # Safety
 // `out` is valid for writing an `int`.
@@ -299,6 +357,7 @@ int preempt_is_suspended(preempt_stream_t stream, int *out);
 
 // Submits a delay command of `ns` nanoseconds of work through the stream's launcher (host: CPU
 // work on every worker; GPU: the delay kernel on every CU). `id` (may be NULL) gets its id.
+// `ns` above `PREEMPT_MAX_DELAY_NS` is `PREEMPT_ERR_INVALID_ARGUMENT`.
 //
 // # Safety
 // `id` is NULL or valid for writing a `uint64_t`.
@@ -320,7 +379,8 @@ int preempt_synchronize(preempt_stream_t stream);
 int preempt_check(preempt_stream_t stream, struct preempt_check_result *out, char *buf, size_t len);
 
 // Submits a delay command of `ns` to the session's high-priority stream (created on first
-// use; nothing suspends it).
+// use; nothing suspends it). `ns` above `PREEMPT_MAX_DELAY_NS` is
+// `PREEMPT_ERR_INVALID_ARGUMENT`.
 //
 // # Safety
 // None beyond the handle rules of the header.
@@ -346,14 +406,16 @@ int preempt_helper_register(preempt_stream_t stream, int32_t priority);
 int preempt_helper_unregister(preempt_stream_t stream);
 
 // A block of `priority` begins: every registered stream of lower priority is suspended at its
-// level; all of them or, on a failure, none (the error names the stream).
+// level; all of them or, on a failure, none (the error names the stream). A stream the caller
+// suspended by hand stays the caller's: the block holds it too, and it stays suspended after
+// the block until the caller's `preempt_resume`.
 //
 // # Safety
 // None beyond the handle rules of the header.
 int preempt_helper_enter(preempt_session_t session, int32_t priority);
 
 // A block of `priority` ended; call it once the block's GPU work is done. Streams that no
-// other active block outranks resume.
+// other active block outranks resume, unless the caller holds them suspended by hand.
 //
 // # Safety
 // None beyond the handle rules of the header.

@@ -9,6 +9,14 @@ pub type preempt_session_t = u64;
 /// A stream handle (0 is never one).
 pub type preempt_stream_t = u64;
 
+/// The longest delay command `preempt_submit_delay` and `preempt_hp_submit_delay` take, in ns
+/// (10 s); a longer one is PREEMPT_ERR_INVALID_ARGUMENT.
+pub const PREEMPT_MAX_DELAY_NS: u64 = 10_000_000_000;
+
+/// How long `preempt_session_close` and `preempt_stream_close` wait for the work in flight, in
+/// ms, before they abandon what still runs (PREEMPT_ERR_ABANDONED).
+pub const PREEMPT_CLOSE_WAIT_MS: u32 = 1000;
+
 /// What every function returns: `PREEMPT_OK` (0) or a negative error code. The message of the
 /// last failure on the calling thread is `preempt_last_error()`, its errno (0 if none)
 /// `preempt_last_errno()`.
@@ -47,11 +55,21 @@ pub enum preempt_status {
     PREEMPT_ERR_UNSUPPORTED = -14,
     /// A panic inside the library was caught (a bug); what it held was resumed.
     PREEMPT_ERR_PANIC = -15,
+    /// A call in a fork child on a session (or stream) the parent opened: a session belongs to
+    /// the process that opened it; the child must open its own. Nothing of the parent's is
+    /// touched (see FORK in the opening comment).
+    PREEMPT_ERR_FORKED = -16,
+    /// A hand resume of a stream whose suspension is the helper's (a block of higher priority
+    /// is active): it resumes when the block leaves.
+    PREEMPT_ERR_BUSY = -17,
+    /// Close waited PREEMPT_CLOSE_WAIT_MS for the work in flight and abandoned what still ran
+    /// (the host device kills its workers; a GPU runs it out): closed all the same.
+    PREEMPT_ERR_ABANDONED = -18,
 }
 
 impl preempt_status {
     /// Every status, in code order (0, -1, -2, ...).
-    pub const ALL: [preempt_status; 16] = [
+    pub const ALL: [preempt_status; 19] = [
         preempt_status::PREEMPT_OK,
         preempt_status::PREEMPT_ERR_INVALID_ARGUMENT,
         preempt_status::PREEMPT_ERR_BAD_HANDLE,
@@ -68,6 +86,9 @@ impl preempt_status {
         preempt_status::PREEMPT_ERR_CLOSED,
         preempt_status::PREEMPT_ERR_UNSUPPORTED,
         preempt_status::PREEMPT_ERR_PANIC,
+        preempt_status::PREEMPT_ERR_FORKED,
+        preempt_status::PREEMPT_ERR_BUSY,
+        preempt_status::PREEMPT_ERR_ABANDONED,
     ];
 
     /// The status of an API error kind.
@@ -97,6 +118,9 @@ impl preempt_status {
             preempt_status::PREEMPT_ERR_CLOSED => c"PREEMPT_ERR_CLOSED",
             preempt_status::PREEMPT_ERR_UNSUPPORTED => c"PREEMPT_ERR_UNSUPPORTED",
             preempt_status::PREEMPT_ERR_PANIC => c"PREEMPT_ERR_PANIC",
+            preempt_status::PREEMPT_ERR_FORKED => c"PREEMPT_ERR_FORKED",
+            preempt_status::PREEMPT_ERR_BUSY => c"PREEMPT_ERR_BUSY",
+            preempt_status::PREEMPT_ERR_ABANDONED => c"PREEMPT_ERR_ABANDONED",
         }
     }
 }

@@ -139,6 +139,17 @@ impl SessionSource {
         }
     }
 
+    /// `commands` delay commands of `t_ms` launched straight onto this device with no launcher
+    /// and no session (`overhead`'s native run; the threshold sweep's direct phase), on the host
+    /// device with `workers` workers, on a GPU with the device its sessions share. Returns what
+    /// this process used meanwhile and whether every command completed exactly once.
+    pub fn native(&self, t_ms: f64, commands: u32, workers: u32) -> Result<(lv1::cost::Usage, bool), String> {
+        match self {
+            SessionSource::Host(exe) => crate::measure::host::native(exe, t_ms, commands, workers),
+            SessionSource::Gpu { gpu, .. } => crate::gpu::overhead::native(gpu, t_ms, commands),
+        }
+    }
+
     /// The device in progress lines.
     pub fn label(&self) -> String {
         match self {

@@ -13,6 +13,8 @@ macro_rules! eprintln {
     }};
 }
 
+mod acceptance;
+mod arrivals;
 mod atomic_file;
 mod bystander;
 mod device;
@@ -25,11 +27,14 @@ mod measure;
 mod num;
 mod options;
 mod output;
+mod overhead;
 mod plot;
 mod priority;
 mod report;
+mod schedule;
 mod stats;
 mod sweep;
+mod targets;
 mod trace;
 mod validate;
 
@@ -61,6 +66,11 @@ fn main() -> ExitCode {
     }
     // Before any thread exists: Ctrl-C/SIGTERM only raise a flag (see measure::control).
     measure::control::install_stop_on_signals();
+    // A stage of `acceptance` (its child): SIGTERM when the acceptance run dies.
+    if let Err(e) = acceptance::runner::adopt_parent() {
+        eprintln!("preempt-lat: {e}");
+        return ExitCode::FAILURE;
+    }
     // What the libraries report from drops and retries (they never print themselves).
     kfd::events::set_handler(|e| eprintln!("preempt-lat: {e}"));
     match dispatch(command) {
@@ -118,15 +128,19 @@ fn dispatch(command: Command) -> Outcome {
         Command::Sweep(Sweep::T(o)) => sweep::t(&o, select(&o.common)?),
         Command::Sweep(Sweep::State(o)) => sweep::state(&o, select(&o.common)?),
         Command::Sweep(Sweep::Threshold(o)) => sweep::threshold(&o, select(&o.common)?),
+        Command::Sweep(Sweep::Rate(o)) => schedule::rate::run(&o, select(&o.common)?),
         Command::LauncherCost(o) => {
             let dev = device::select(o.device, o.workers, lv3::MechanismChoice::Auto, hip_facts)?;
             launcher_cost::run(&o, dev)
         }
         Command::Priority(o) => priority::run(&o, select(&o.common)?),
         Command::Report(o) => report::run(&o),
+        Command::Acceptance(o) => acceptance::run(&o),
+        Command::AcceptanceStage(o) => acceptance::stage::run(&o, hip_facts),
         Command::BystanderWorker(_) => {
             unreachable!("handled in main before any thread starts")
         }
+        Command::Overhead(o) => overhead::run(&o, select(&o.common)?),
     }
 }
 

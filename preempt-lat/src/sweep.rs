@@ -6,19 +6,30 @@ use crate::measure::{Params, RunResult, control::stop_requested};
 use crate::options::{HOST_HAS_NO_LP_STATE, Level, LpState, SweepStateOptions, SweepTOptions, SweepThresholdOptions};
 use crate::output::Export;
 use crate::output::files::{prepare, write_all};
-use crate::plot::{self, Axis, RefLine, Scale, Series};
-use plotters::prelude::SeriesLabelPosition;
+use crate::plot::{self, Axis, Panel, RefLine, Scale, Series};
 use serde::Serialize;
 use std::io::{self, Write};
 use std::path::Path;
 
-/// The P99 suspend and HP start latency (us) of each level's runs against `x` of the run (runs
-/// without an `x` are left out), as plot series; empty series are dropped.
-fn p99_series(runs: &[RunResult], levels: &[Level], x: impl Fn(&RunResult) -> Option<f64>) -> Vec<Series> {
-    let mut series = Vec::new();
-    for &level in levels {
-        for metric in ["suspend", "HP start"] {
-            let points: Vec<(f64, f64, f64)> = runs
+/// The sweeps' latency panels: a row per metric (suspend, HP start), a column per level, each
+/// panel one line (the P99 in µs against `x` of the run, with its p50-p99 band) and the reference
+/// lines `refs` gives for its level. Small multiples instead of one chart, because the bands of
+/// different levels and metrics cross and hide each other when drawn together. Runs without an
+/// `x` are left out; a level without points gets no panels.
+#[allow(clippy::cast_precision_loss)] // latencies in ns, far below 2^52
+fn latency_panels(
+    runs: &[RunResult],
+    levels: &[Level],
+    x: impl Fn(&RunResult) -> Option<f64>,
+    refs: impl Fn(Level) -> Vec<RefLine>,
+) -> (Vec<Panel>, usize) {
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let mut panels = Vec::new();
+    let mut cols = 0;
+    for metric in ["suspend", "HP start"] {
+        let mut row = 0;
+        for &level in levels {
+            let spread: Vec<(f64, f64, f64)> = runs
                 .iter()
                 .filter(|r| r.params.level == level)
                 .filter_map(|r| {
@@ -28,24 +39,29 @@ fn p99_series(runs: &[RunResult], levels: &[Level], x: impl Fn(&RunResult) -> Op
                         &r.latency_ns.hp_start
                     };
                     let s = s.as_ref()?;
-                    Some((x(r)?, s.p50 as f64 / 1000.0, s.p99 as f64 / 1000.0))
+                    Some((x(r)?, us(s.p50), us(s.p99)))
                 })
                 .collect();
-            if !points.is_empty() {
-                series.push(Series {
-                    label: format!("Lv{} {metric} P99", level.number()),
-                    spread: points.clone(),
-                    points: points.iter().map(|&(x, _, p99)| (x, p99)).collect(),
-                    connect: true,
-                });
+            if spread.is_empty() {
+                continue;
             }
+            row += 1;
+            panels.push(Panel {
+                title: format!("Lv{}: {metric}", level.number()),
+                series: vec![Series {
+                    label: format!("Lv{} P99", level.number()),
+                    points: spread.iter().map(|&(x, _, p99)| (x, p99)).collect(),
+                    spread,
+                    connect: true,
+                }],
+                refs: refs(level),
+            });
         }
+        cols = cols.max(row);
     }
-    series
+    (panels, cols)
 }
 
-/// A sweep's latency plot: P99 lines with their p50-p99 bands against `x_title` (log), on a
-/// log latency axis, with the reference lines.
 /// The device the runs record (for plot titles) and whether its figures are host figures.
 fn device_of(runs: &[RunResult]) -> (String, bool) {
     runs.first()
@@ -53,10 +69,11 @@ fn device_of(runs: &[RunResult]) -> (String, bool) {
         .unwrap_or_default()
 }
 
-fn latency_plot(path: &Path, title: &str, x_title: String, series: &[Series], refs: &[RefLine]) -> Result<(), String> {
-    plot::draw(
+/// A sweep's latency plot: the panels of [`latency_panels`] on shared log axes.
+fn latency_plot(path: &Path, title: &str, x_title: String, (panels, cols): (Vec<Panel>, usize)) -> Result<(), String> {
+    plot::draw_grid(
         path,
-        &plot::Figure {
+        &plot::Grid {
             title,
             x: Axis {
                 title: x_title,
@@ -66,23 +83,39 @@ fn latency_plot(path: &Path, title: &str, x_title: String, series: &[Series], re
                 title: "latency (µs): P99, band p50-p99".into(),
                 scale: Scale::Log,
             },
-            series,
-            refs,
+            panels,
+            cols,
             x_names: &[],
-            legend: SeriesLabelPosition::UpperLeft,
         },
     )
 }
+
+/// The x values of `xs` padded like a log axis (the reference lines reach the plot's edges).
+fn x_span(xs: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (lo, hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    (lo <= hi).then_some((lo / 1.3, hi * 1.3))
+}
+
+/// A horizontal reference line at `y` over the padded x values `xs`.
+fn flat_ref(label: &str, y: f64, xs: impl Iterator<Item = f64>) -> Option<RefLine> {
+    x_span(xs).map(|(lo, hi)| RefLine {
+        label: label.into(),
+        points: vec![(lo, y), (hi, y)],
+    })
+}
+
+/// The 100 µs target of Lv3 (seeds' test 4.1.1), drawn in Lv3's panels.
+const LV3_TARGET: &str = "100 µs: Lv3 target";
 
 /// Draws a sweep's plot at `path` unless it has nothing to draw (a sweep stopped by Ctrl-C before
 /// its first point; a plot left there by an earlier sweep is removed, as it would not be this
 /// one's). Returns the files written beside the CSV and JSON, for the summary line.
 fn plot_if_any(
     path: &Path,
-    series: &[Series],
+    has_data: bool,
     draw: impl FnOnce(&Path) -> Result<(), String>,
 ) -> Result<&'static str, String> {
-    if series.iter().all(|s| s.points.is_empty()) {
+    if !has_data {
         return match std::fs::remove_file(path) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(format!("{}: {e}", path.display())),
             _ => Ok("{csv,json}"),
@@ -123,14 +156,14 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
     }
     write_all(&a.out_dir, "sweep-t", &runs[..])?;
     let (device, host_figures) = device_of(&runs);
-    let (series, refs) = sweep_t_series(&runs, &a.levels.list, a.common.lv1.threshold);
+    let panels = sweep_t_panels(&runs, &a.levels.list, a.common.lv1.threshold);
     let title = format!(
         "P99 preemption latency vs T ({}{})",
         plot::device_label(&device, host_figures),
         lp_state.map_or(String::new(), |s| format!(", {s} LP kernel"))
     );
-    let files = plot_if_any(&a.out_dir.join("sweep-t.svg"), &series, |path| {
-        latency_plot(path, &title, "T, LP command time (ms)".into(), &series, &refs)
+    let files = plot_if_any(&a.out_dir.join("sweep-t.svg"), !panels.0.is_empty(), |path| {
+        latency_plot(path, &title, "T, LP command time (ms)".into(), panels)
     })?;
     let ok = runs.iter().all(|r| r.correctness.ok);
     crate::output::line(format_args!(
@@ -194,25 +227,22 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
         }
     }
     write_all(&a.out_dir, "sweep-state", &runs[..])?;
-    let series = p99_series(&runs, &a.levels.list, state_kib);
     let (device, host_figures) = device_of(&runs);
-    let refs = if a.levels.list.contains(&Level::Lv3) && !series.is_empty() {
-        let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
-        let (lo, hi) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-        vec![RefLine {
-            label: "100 µs: Lv3 target".into(),
-            points: vec![(lo / 1.3, 100.0), (hi * 1.3, 100.0)],
-        }]
-    } else {
-        Vec::new()
-    };
+    let xs: Vec<f64> = runs.iter().filter_map(state_kib).collect();
+    let panels = latency_panels(&runs, &a.levels.list, state_kib, |level| {
+        (level == Level::Lv3)
+            .then(|| flat_ref(LV3_TARGET, 100.0, xs.iter().copied()))
+            .flatten()
+            .into_iter()
+            .collect()
+    });
     let title = format!(
         "P99 preemption latency vs LP wave state ({}, T = {} ms)",
         plot::device_label(&device, host_figures),
         a.t_ms
     );
-    let files = plot_if_any(&a.out_dir.join("sweep-state.svg"), &series, |path| {
-        latency_plot(path, &title, state_axis(&runs, &a.states), &series, &refs)
+    let files = plot_if_any(&a.out_dir.join("sweep-state.svg"), !panels.0.is_empty(), |path| {
+        latency_plot(path, &title, state_axis(&runs, &a.states), panels)
     })?;
     for r in &runs {
         let p99 =
@@ -353,7 +383,7 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
         label: "no overhead (0 %)".into(),
         points: vec![(f64::from(lo) - 0.5, 0.0), (f64::from(hi) + 0.5, 0.0)],
     };
-    let files = plot_if_any(&a.out_dir.join("sweep-threshold.svg"), &series, |path| {
+    let files = plot_if_any(&a.out_dir.join("sweep-threshold.svg"), !series.is_empty(), |path| {
         plot::draw(
             path,
             &plot::Figure {
@@ -369,7 +399,6 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
                 series: &series,
                 refs: &[zero],
                 x_names: &[],
-                legend: SeriesLabelPosition::UpperRight,
             },
         )
     })?;
@@ -381,57 +410,30 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
     Ok(Verdict::Pass)
 }
 
-/// The lines of `sweep t`'s plot: P99 per level and metric with its p50-p99 band (in µs), and
-/// the reference lines that explain them: threshold x T (where Lv1's suspend should sit) and
-/// the 100 µs target of Lv3.
-#[allow(clippy::cast_precision_loss)] // latencies in ns, far below 2^52
-fn sweep_t_series(runs: &[RunResult], levels: &[Level], threshold: u32) -> (Vec<Series>, Vec<RefLine>) {
-    let us = |ns: u64| ns as f64 / 1000.0;
-    let mut series = Vec::new();
-    for &level in levels {
-        for metric in ["suspend", "HP start"] {
-            let mut points = Vec::new();
-            let mut spread = Vec::new();
-            for r in runs.iter().filter(|r| r.params.level == level) {
-                let s = if metric == "suspend" {
-                    &r.latency_ns.suspend
-                } else {
-                    &r.latency_ns.hp_start
-                };
-                if let Some(s) = s {
-                    points.push((r.params.t_ms, us(s.p99)));
-                    spread.push((r.params.t_ms, us(s.p50), us(s.p99)));
-                }
-            }
-            if !points.is_empty() {
-                series.push(Series {
-                    label: format!("Lv{} {metric} P99", level.number()),
-                    points,
-                    spread,
-                    connect: true,
-                });
-            }
-        }
-    }
-    let ts: Vec<f64> = runs.iter().map(|r| r.params.t_ms).collect();
-    let (lo, hi) = ts.iter().fold((f64::MAX, f64::MIN), |(a, b), &t| (a.min(t), b.max(t)));
-    let mut refs = Vec::new();
-    if lo <= hi && levels.contains(&Level::Lv1) {
-        refs.push(RefLine {
-            label: format!("threshold x T ({threshold} x T): Lv1's expected suspend"),
-            points: [lo / 1.3, hi * 1.3]
-                .iter()
-                .map(|&t| (t, f64::from(threshold) * t * 1000.0))
+/// The panels of `sweep t`'s plot (see [`latency_panels`]) with the reference lines that explain
+/// them: threshold x T in Lv1's panels (where Lv1's suspend should sit) and the 100 µs target in
+/// Lv3's.
+fn sweep_t_panels(runs: &[RunResult], levels: &[Level], threshold: u32) -> (Vec<Panel>, usize) {
+    let ts = || runs.iter().map(|r| r.params.t_ms);
+    latency_panels(
+        runs,
+        levels,
+        |r| Some(r.params.t_ms),
+        |level| match level {
+            Level::Lv1 => x_span(ts())
+                .map(|(lo, hi)| RefLine {
+                    label: format!("threshold x T ({threshold} x T): Lv1's expected suspend"),
+                    points: [lo, hi]
+                        .iter()
+                        .map(|&t| (t, f64::from(threshold) * t * 1000.0))
+                        .collect(),
+                })
+                .into_iter()
                 .collect(),
-        });
-    }
-    if lo <= hi && levels.contains(&Level::Lv3) {
-        refs.push(RefLine {
-            label: "100 µs: Lv3 target".into(),
-            points: vec![(lo / 1.3, 100.0), (hi * 1.3, 100.0)],
-        });
-    }
-    (series, refs)
+            Level::Lv3 => flat_ref(LV3_TARGET, 100.0, ts()).into_iter().collect(),
+            Level::Auto => Vec::new(),
+        },
+    )
 }
 
 #[cfg(test)]
@@ -440,26 +442,31 @@ mod tests {
     use crate::measure::fake_gpu_run as run;
 
     #[test]
-    fn state_series_put_each_level_and_metric_against_the_wave_state() {
+    fn state_panels_put_each_level_and_metric_against_the_wave_state() {
         let runs = [
             run(Level::Lv1, LpState::Light, 64, 4000),
             run(Level::Lv1, LpState::Heavy, 576, 4000),
             run(Level::Lv3, LpState::Light, 64, 40),
             run(Level::Lv3, LpState::Heavy, 576, 90),
         ];
-        let s = p99_series(&runs, &[Level::Lv1, Level::Lv3], state_kib);
-        let labels: Vec<&str> = s.iter().map(|s| s.label.as_str()).collect();
+        let target = |level| flat_ref(LV3_TARGET, 100.0, [64.0, 576.0].into_iter()).filter(|_| level == Level::Lv3);
+        let (p, cols) = latency_panels(&runs, &[Level::Lv1, Level::Lv3], state_kib, |l| {
+            target(l).into_iter().collect()
+        });
+        let titles: Vec<&str> = p.iter().map(|p| p.title.as_str()).collect();
         assert_eq!(
-            labels,
-            [
-                "Lv1 suspend P99",
-                "Lv1 HP start P99",
-                "Lv3 suspend P99",
-                "Lv3 HP start P99"
-            ]
+            titles,
+            ["Lv1: suspend", "Lv3: suspend", "Lv1: HP start", "Lv3: HP start"]
         );
+        assert_eq!(cols, 2, "a column per level, a row per metric");
+        // One line per panel, labelled by level so that a level keeps its colour in every panel.
+        assert!(p.iter().all(|p| p.series.len() == 1));
+        assert_eq!(p[1].series[0].label, "Lv3 P99");
+        assert_eq!(p[3].series[0].label, "Lv3 P99");
+        // Only Lv3's panels carry its target.
+        assert!(p[0].refs.is_empty() && p[1].refs.len() == 1 && p[1].refs[0].label == LV3_TARGET);
         // x = KiB per CU, y = the run's P99 in us (within the histogram's 3 significant digits).
-        let lv3 = &s[2].points;
+        let lv3 = &p[1].series[0].points;
         assert_eq!(lv3.iter().map(|p| p.0).collect::<Vec<_>>(), [64.0, 576.0]);
         assert!(
             (lv3[0].1 - 40.0).abs() < 0.1 && (lv3[1].1 - 90.0).abs() < 0.1,
@@ -469,11 +476,34 @@ mod tests {
             state_axis(&runs, &[LpState::Light, LpState::Heavy]),
             "wave state per CU, KiB (light 64, heavy 576)"
         );
-        // A level without runs gives no series; a run without an LP kernel (host) no point.
-        assert!(p99_series(&runs[..2], &[Level::Lv3], state_kib).is_empty());
+        // A level without runs gives no panel; a run without an LP kernel (host) no point.
+        assert!(
+            latency_panels(&runs[..2], &[Level::Lv3], state_kib, |_| Vec::new())
+                .0
+                .is_empty()
+        );
         let mut host = run(Level::Lv3, LpState::Light, 0, 10);
         host.lp_kernel = None;
-        assert!(p99_series(&[host], &[Level::Lv3], state_kib).is_empty());
+        assert!(
+            latency_panels(&[host], &[Level::Lv3], state_kib, |_| Vec::new())
+                .0
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn sweep_t_panels_carry_threshold_x_t_for_lv1_and_the_target_for_lv3() {
+        let mut a = run(Level::Lv1, LpState::Light, 64, 4000);
+        a.params.t_ms = 0.5;
+        let mut b = run(Level::Lv3, LpState::Light, 64, 40);
+        b.params.t_ms = 0.5;
+        let (p, cols) = sweep_t_panels(&[a, b], &[Level::Lv1, Level::Lv3], 8);
+        assert_eq!(cols, 2);
+        let lv1 = &p[0].refs[0];
+        assert!(lv1.label.starts_with("threshold x T (8 x T)"), "{}", lv1.label);
+        // 8 x T in µs at the padded ends of T = 0.5 ms.
+        assert!((lv1.points[0].1 - 8.0 * 0.5 / 1.3 * 1000.0).abs() < 1e-6);
+        assert_eq!(p[1].refs[0].label, LV3_TARGET);
     }
 
     #[test]

@@ -509,9 +509,20 @@ fn sweep_t_writes_csv_json_and_svg() {
     );
     let svg = std::fs::read_to_string(dir.join("sweep-t.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-    for label in ["Lv1 suspend P99", "Lv3 suspend P99", "host figures, not GPU"] {
+    // A panel per level and metric, each level's line labelled once in the legend.
+    for label in [
+        "Lv1: suspend",
+        "Lv1: HP start",
+        "Lv3: suspend",
+        "Lv3: HP start",
+        "Lv1 P99",
+        "Lv3 P99",
+        "Lv3 target",
+        "host figures, not GPU",
+    ] {
         assert!(svg.contains(label), "the plot lacks {label:?}");
     }
+    assert_eq!(svg.matches("Lv3 P99").count(), 1, "one legend entry per line");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -864,6 +875,42 @@ fn report_merges_json_results_into_one_table_and_plot() {
     assert_eq!(csv.lines().count(), 4, "a header and one row per run: {csv}");
     let svg = std::fs::read_to_string(out.join("report.svg")).unwrap();
     assert!(svg.contains("Lv3 host sigstop") && svg.contains("host figures, not GPU figures"));
+    // The target table: the Lv3 run at T = 0.5 ms judged against 100 us, labelled as a host
+    // figure; targets no result measures listed as such.
+    assert!(t.contains("targets (the seeds' test plan):"), "{t}");
+    let lv3 = t
+        .lines()
+        .find(|l| l.starts_with("| Lv3 suspend P99 at T = 0.5 ms |"))
+        .unwrap_or_else(|| panic!("no Lv3 target row: {t}"));
+    assert!(
+        lv3.contains("host (host figure, not a GPU figure)") && lv3.contains("lv3-0.5.json"),
+        "{lv3}"
+    );
+    assert!(lv3.contains("| PASS |") || lv3.contains("| FAIL |"), "{lv3}");
+    assert!(t.contains("| not measured | sweep threshold |"), "{t}");
+    let targets: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("targets.json")).unwrap()).unwrap();
+    assert!(
+        targets
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|j| j["target"] == "lv1-threshold-x-t")
+    );
+    // A threshold sweep alone has no table rows but is judged, not refused.
+    let th = dir.join("sweep-threshold.json");
+    let point = |threshold: u32, overhead: f64| serde_json::json!({"device": "host", "t_ms": 0.1, "threshold": threshold, "overhead_percent": overhead});
+    std::fs::write(&th, serde_json::json!([point(4, 9.0), point(16, 0.5)]).to_string()).unwrap();
+    let o = pl(&["report", "--out-dir", out.to_str().unwrap(), th.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("| Lv1 launcher overhead at threshold >= 10 |")
+                && l.contains("| 0.500 % |")
+                && l.contains("| PASS |")),
+        "{t}"
+    );
     let o = pl(&["report", "--out-dir", out.to_str().unwrap(), bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("no result in 1 file(s)"));

@@ -14,8 +14,9 @@ echo 1 > /proc/sys/kernel/printk
 set -a; . /tests/env; set +a
 echo "=== guest: uname $(uname -r) $(uname -v)"
 # A boot of its own for the C tests of patches/tests: the id checks of the patched ioctls, the
-# hostile-input suite, then the stock use-after-free reproducer (kfd-exec-reopen.c), last: the
-# stock kernel oopses on it, so it must not share a boot with the other tests.
+# hostile-input suite, then the reproducer of the stock duplicate proc/<pid> and use-after-free
+# (kfd-exec-reopen.c, two rounds of each of its ways), last: the stock kernel oopses on it, so it
+# must not share a boot with the other tests.
 if grep -q 'kfd_guest=exec-reopen' /proc/cmdline; then
   echo "=== guest: running kfd-preempt-ids"
   if [ "${PREEMPT_EXPECT_PATCHED:-}" = 1 ]; then /tests/kfd-preempt-ids --patched; else /tests/kfd-preempt-ids --stock; fi
@@ -32,7 +33,7 @@ if grep -q 'kfd_guest=exec-reopen' /proc/cmdline; then
     echo "=== guest: hostile dmesg end"
   fi
   echo "=== guest: running kfd-exec-reopen"
-  /tests/kfd-exec-reopen 3
+  /tests/kfd-exec-reopen 4
   echo "=== guest: kfd-exec-reopen exit $?"
   echo "=== guest: dmesg begin"
   dmesg

@@ -189,16 +189,16 @@ if [ -n "$splats" ]; then echo "FAIL guest dkms kernel log has splats:"; echo "$
 elif ! grep -aq 'Lock dependency validator' "$SER"; then echo "FAIL guest dkms kernel log: lockdep is not on"; fail=1
 else echo "PASS guest dkms kernel log: lockdep on, no WARNING/BUG/lockdep splat"; fi
 
-# Second boot: kfd-preempt-ids --patched, then the exec/reopen reproducer (patch 0001).
+# Second boot: kfd-preempt-ids --patched, then the exec/reopen reproducer (patches 0001-0002).
 SER2=$OUT/serial-reopen.log
 boot "$SER2" 600 "kfd_guest=exec-reopen"
 iline=$(grep -a '^=== guest: kfd-preempt-ids exit ' "$SER2" || true)
 if [ "$iline" = "=== guest: kfd-preempt-ids exit 0" ]; then echo "PASS guest dkms $(grep -a '^kfd-preempt-ids: ' "$SER2" | tail -1)"
 else echo "FAIL guest dkms kfd-preempt-ids (${iline:-no exit line})"; grep -a '^kfd-preempt-ids: \|^FAIL: ' "$SER2" | head -20; fail=1; fi
 rline=$(grep -a '^=== guest: kfd-exec-reopen exit ' "$SER2" || true)
-rsplat=$(grep -aE "$splat_re|refcount_t" "$SER2" || true)
+rsplat=$(grep -aE "$splat_re|refcount_t|cannot create duplicate filename|kobject_add_internal failed|Call Trace:" "$SER2" || true)
 if grep -aq '^=== guest: done' "$SER2" && [ "$rline" = "=== guest: kfd-exec-reopen exit 0" ] && [ -z "$rsplat" ]; then
-  echo "PASS guest dkms kfd-exec-reopen: exec with /dev/kfd open, then reopen: no use-after-free"
+  echo "PASS guest dkms kfd-exec-reopen: exec with /dev/kfd open, then reopen (plain and clone-vm): no use-after-free, no stack dump, the new process has its own proc/<pid>"
 else
   echo "FAIL guest dkms kfd-exec-reopen: ${rline:-no exit line}"; printf '%s\n' "$rsplat" | head -5; fail=1
 fi

@@ -159,13 +159,14 @@ elif ! grep -q 'Lock dependency validator' "$SER"; then echo "FAIL guest kernel 
 elif ! grep -q 'KernelAddressSanitizer initialized' "$SER"; then echo "FAIL guest kernel log: KASAN is not on (scripts/qemu/kernel.config)"; fail=1
 else echo "PASS guest kernel log: lockdep and KASAN on, no WARNING/BUG/KASAN/lockdep splat"; fi
 
-# ---- BEGIN patches/tests (C): kfd-preempt-ids, kfd-exec-reopen (patches/0001) ----------------
+# ---- BEGIN patches/tests (C): kfd-preempt-ids, kfd-exec-reopen (patches/0001, 0002) ----------
 # A second boot, after every result above is in: kfd-preempt-ids (the patched ioctls' id handling;
 # ENOTTY on stock), then kfd-exec-reopen: exec() with a /dev/kfd fd open, then open /dev/kfd
-# again: stock 6.12.117 frees the new process's procfs kobject twice and oopses, so that a crash
-# cannot take the other results down. Stock: expected failure (XFAIL); patched: must pass. A stock
+# again: stock 6.12.117 refuses the new process's proc/<pid> (a stack dump), frees its procfs
+# kobject twice and oopses, so that a crash cannot take the other results down. Stock: expected
+# failure (XFAIL); patched: must pass (the new process has its own proc/<pid>, no dump). A stock
 # kernel that passes is reported (XPASS) and fails the run: the bug is then fixed in that kernel
-# and patch 0001 should go.
+# and patches 0001-0002 should go.
 t3=$(date +%s)
 REO=$OUT/kfd-exec-reopen
 # The hostile suite's seed: PREEMPT_HOSTILE_SEED replays a run (the seed is in every log).
@@ -195,7 +196,7 @@ else
   hline=$(grep -a '^=== guest: kfd-hostile exit ' "$SER2" || true)
   hout=$(grep -a '^kfd-hostile: \|^UNEXPECTED ' "$SER2" || true)
   hsplat=$(sed -n '/^=== guest: hostile dmesg begin/,/^=== guest: hostile dmesg end/p' "$SER2" |
-    grep -aE 'WARNING:|BUG:|KASAN|Oops|general protection|list_(add|del) corruption|refcount_t|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU|hung_task|blocked for more than' || true)
+    grep -aE 'WARNING:|BUG:|KASAN|Oops|general protection|list_(add|del) corruption|refcount_t|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU|hung_task|blocked for more than|cannot create duplicate filename|kobject_add_internal failed|Call Trace:' || true)
   if [ "$hline" = "=== guest: kfd-hostile exit 0" ] && [ -z "$hsplat" ] && grep -aq '^=== guest: hostile dmesg end' "$SER2"; then
     echo "PASS guest kfd-hostile (seed $HSEED, $flavor kernel): $(printf '%s\n' "$hout" | grep '^kfd-hostile: PASS' | sed 's/^kfd-hostile: PASS: //; s/ (seed .*//') in the args, threads and procs phases; no splat"
   else
@@ -205,22 +206,24 @@ else
     echo "  serial log: $SER2"; fail=1
   fi
   rline=$(grep -a '^=== guest: kfd-exec-reopen exit ' "$SER2" || true)
-  rout=$(grep -a '^kfd-exec-reopen: \|^kernel: \|^round ' "$SER2" | head -8 || true)
+  rout=$(grep -a '^kfd-exec-reopen: \|^kernel: \|^round \|^stage2: ' "$SER2" | head -12 || true)
   rsplat=$(sed -n '/^=== guest: hostile dmesg end/,$p' "$SER2" |
-    grep -aE 'WARNING:|BUG:|Oops|refcount_t|possible circular locking|possible recursive locking|inconsistent lock state' || true)
+    grep -aE 'WARNING:|BUG:|Oops|refcount_t|possible circular locking|possible recursive locking|inconsistent lock state|cannot create duplicate filename|kobject_add_internal failed|Call Trace:' || true)
   if grep -aq '^=== guest: done' "$SER2" && [ "$rline" = "=== guest: kfd-exec-reopen exit 0" ] && [ -z "$rsplat" ]; then
     if [ "$flavor" = patched ]; then
-      echo "PASS guest kfd-exec-reopen: exec with /dev/kfd open, then reopen: no use-after-free ($(( $(date +%s) - t3 ))s)"
+      echo "PASS guest kfd-exec-reopen: exec with /dev/kfd open, then reopen (plain and clone-vm): no use-after-free, no stack dump, the new process has its own proc/<pid> ($(( $(date +%s) - t3 ))s)"
     else
-      echo "FAIL guest kfd-exec-reopen: XPASS, the stock kernel did not show the use-after-free in"
-      echo "  kfd_create_process() (fixed by patches/0001): is it fixed in this kernel? see $SER2"; fail=1
+      echo "FAIL guest kfd-exec-reopen: XPASS, the stock kernel did not show the duplicate proc/<pid>"
+      echo "  and the use-after-free in kfd_create_process() (fixed by patches/0001-0002): are they fixed"
+      echo "  in this kernel? see $SER2"; fail=1
     fi
   else
     what=${rline:-no exit line: the kernel crashed}
     if [ "$flavor" = stock ]; then
-      echo "XFAIL guest kfd-exec-reopen (expected failure: stock amdkfd bug, a use-after-free of the"
-      echo "  procfs kobject in kfd_create_process()/kfd_process_wq_release(), fixed by"
-      echo "  patches/0001-drm-amdkfd-do-not-free-a-process-s-procfs-kobject-tw.patch): $what"
+      echo "XFAIL guest kfd-exec-reopen (expected failure: stock amdkfd bug, a duplicate proc/<pid> and a"
+      echo "  use-after-free of the procfs kobject in kfd_create_process()/kfd_process_wq_release(), fixed"
+      echo "  by patches/0001-drm-amdkfd-do-not-free-a-process-s-procfs-kobject-tw.patch and"
+      echo "  patches/0002-drm-amdkfd-give-up-a-process-s-sysfs-directory-when-.patch): $what"
     else
       echo "FAIL guest kfd-exec-reopen: $what"; fail=1
     fi

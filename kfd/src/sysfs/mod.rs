@@ -8,7 +8,7 @@ mod proc_queues;
 mod topology;
 
 pub use params::AmdgpuParams;
-pub use proc_queues::{ProcQueue, proc_queues};
+pub use proc_queues::{ProcQueue, QueueDir, QueueNode, proc_queues, queue_node};
 pub use topology::{Capability, CwsrSizes, GfxTarget, TopologyNode, cwsr_sizes, topology_nodes};
 
 use std::fmt;

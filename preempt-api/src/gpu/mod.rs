@@ -10,8 +10,10 @@
 //!   of its own, its first use, at Lv3 its KFD queue found by gpu-device's discovery (as the
 //!   mechanism needs it: [`lv3::MechanismKind`]), and a zeroed slot buffer for exactly-once
 //!   checks. One stream is created at a time (discovery diffs the process's queues).
-//! - [`GpuSuspension`]: THE Lv3 guard on a GPU queue: the null-stream fence, then the
-//!   mechanism's suspension; resume drops the fence only after a successful resume.
+//! - [`GpuSuspension`]: THE Lv3 guard on a GPU queue: the check that the stream's queue is still
+//!   the one discovery bound it to ([`QueueBinding::check`]: one `stat`, a refusal when the queue
+//!   was destroyed or its id reused), the null-stream fence, then the mechanism's suspension;
+//!   resume drops the fence only after a successful resume.
 //! - The mechanism itself comes from [`crate::Lv3Setup::build`].
 //!
 //! Written from the kernel and ROCm sources and gpu-device's tested pieces; it has not run on a
@@ -27,6 +29,7 @@ use crate::error::{Error, ErrorKind, Result};
 use gpu_device::kernel::{self, DelayKernel};
 use gpu_device::{Calibration, GfxTarget, Grid, HipLpQueue, discover, setup};
 use hip_rt::{Device, Hip, Stream, StreamPriority};
+use lv3::binding::QueueBinding;
 use lv3::mechanism::{Preemptor, QueueTarget};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -37,8 +40,10 @@ pub const DEFAULT_SLOTS: usize = 1 << 16;
 pub struct LpQueue {
     /// The stream and its slots, as lv1's hardware queue.
     pub queue: Arc<HipLpQueue>,
-    /// The KFD queue behind the stream (Lv3 set-ups).
+    /// The KFD queue behind the stream (Lv3 set-ups), for reports: `binding`'s target.
     pub target: Option<QueueTarget>,
+    /// The stream's binding to that queue (Lv3 set-ups): what [`GpuSuspension::suspend`] takes.
+    pub binding: Option<QueueBinding>,
     /// How discovery went, for reports.
     pub notes: Vec<String>,
 }
@@ -172,11 +177,11 @@ impl GpuDevice {
             b.zero_async(s)?;
             Ok(s.synchronize()?)
         };
-        let (stream, target, notes) = match lv3 {
+        let (stream, binding, notes) = match lv3 {
             Some(p) => {
                 let d = discover::lp_stream_with_queue(&self.dev, first_use, p.kind())
                     .map_err(|e| Error::new(ErrorKind::Unavailable, e.to_string()))?;
-                (d.stream, Some(d.target), d.notes)
+                (d.stream, Some(d.binding), d.notes)
             }
             None => {
                 let s = self.dev.stream_own_queue()?;
@@ -188,7 +193,8 @@ impl GpuDevice {
         let buf = kernel::slot_buffer(&self.dev, &stream, n)?;
         Ok(LpQueue {
             queue: Arc::new(HipLpQueue::new(Arc::clone(&self.dev), k, stream, buf)),
-            target,
+            target: binding.as_ref().map(|b| *b.target()),
+            binding,
             notes,
         })
     }

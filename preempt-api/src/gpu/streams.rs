@@ -8,6 +8,7 @@ use crate::options::{Level, Options};
 use gpu_device::verify::{self, Window};
 use gpu_device::{ClockMap, ClockPair, DelayCmd, HipLpQueue, SlotStatus, calib, kernel};
 use lv1::{Completion, Config, HwQueue, XQueue};
+use lv3::binding::QueueBinding;
 use lv3::mechanism::{Preemptor, QueueTarget};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
@@ -23,8 +24,10 @@ pub(crate) struct GpuLp {
     gpu: Arc<GpuDevice>,
     pub lpq: Arc<HipLpQueue>,
     pub xq: XQueue<HipLpQueue>,
-    /// The discovered KFD queue (Lv3 streams).
+    /// The discovered KFD queue (Lv3 streams): `binding`'s target.
     pub target: Option<QueueTarget>,
+    /// The stream's binding to it, checked before every suspend.
+    pub binding: Option<QueueBinding>,
     /// How discovery went (for the stream's description).
     pub notes: Vec<String>,
     completions: Mutex<Option<Receiver<Completion<gpu_device::Error>>>>,
@@ -61,7 +64,12 @@ impl GpuLp {
     /// The stream on `gpu`: [`GpuDevice::lp_queue`] behind a launcher of `cfg`; `keep`: keep the
     /// launcher's completions for [`GpuLp::take_completions`].
     pub fn new(gpu: &Arc<GpuDevice>, lv3: Option<&Preemptor>, slots: usize, cfg: Config, keep: bool) -> Result<Self> {
-        let LpQueue { queue, target, notes } = gpu.lp_queue(lv3, slots)?;
+        let LpQueue {
+            queue,
+            target,
+            binding,
+            notes,
+        } = gpu.lp_queue(lv3, slots)?;
         // Lv3: the clock map's first half, while the stream is idle and nothing is suspended.
         let pairs = if target.is_some() {
             kernel::sample_clock(&*gpu.kernel()?, gpu.device(), queue.stream(), CLOCK_PAIRS)?
@@ -76,6 +84,7 @@ impl GpuLp {
             lpq: queue,
             xq,
             target,
+            binding,
             notes,
             completions: Mutex::new(if keep { rx } else { None }),
             pairs,
@@ -247,15 +256,16 @@ impl LpBody for GpuLp {
         let ticks = self.gpu.ticks_for(ns)?;
         Ok(self.xq.submit(DelayCmd { ticks }))
     }
-    /// Lv3 through `pre` on the discovered queue, behind the null-stream fence.
-    fn suspend_lv3(&self, id: u64, pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
-        let (Some(pre), Some(target)) = (pre, self.target) else {
+    /// Lv3 through `pre` on the discovered queue, once its binding is checked, behind the
+    /// null-stream fence.
+    fn suspend_lv3(&self, _label: &str, pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
+        let (Some(pre), Some(binding)) = (pre, self.binding.as_ref()) else {
             return Err(Error::new(
                 ErrorKind::Unavailable,
-                format!("stream {id}: no Lv3 mechanism or no known KFD queue"),
+                "no Lv3 mechanism or no known KFD queue",
             ));
         };
-        let susp = GpuSuspension::suspend(pre, &target)?;
+        let susp = GpuSuspension::suspend(pre, binding)?;
         Ok(Box::new(GpuHeld {
             susp,
             from_ns: host_now(),
@@ -313,5 +323,10 @@ impl HpBody for GpuHp {
     }
     fn handle(&self) -> Option<usize> {
         Some(self.q.stream().handle())
+    }
+    /// A bounded wait on the stream's completion event (a running kernel cannot be stopped:
+    /// the default [`crate::device::Abandon::Left`] follows a timeout).
+    fn idle_within(&self, limit: Duration) -> bool {
+        self.synchronize(Some(limit)).is_ok()
     }
 }

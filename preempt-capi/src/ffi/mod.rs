@@ -209,16 +209,21 @@ pub unsafe extern "C" fn preempt_session_open(
         // SAFETY: forwarded from this function's contract.
         let o = unsafe { options(opts)? };
         let s = Session::open(spec, o)?;
-        let h = handles::add_session(s);
+        let h = handles::add_session(s)?;
         // SAFETY: checked non-NULL above; valid per the contract.
         unsafe { put(out, h, "out") }
     })
 }
 
 /// Closes the session: resumes every stream it suspended (helper included), closes its streams
-/// (their handles become invalid; commands not yet launched are dropped), tears the mechanism
-/// down (dbg-trap: debugging off). Returns the first failure (e.g. a queue that could not be
-/// resumed) after trying everything; the handle is invalid afterwards either way.
+/// (their handles become invalid; commands not yet launched are dropped), waits at most
+/// `PREEMPT_CLOSE_WAIT_MS` for the commands in flight, tears the mechanism down (dbg-trap:
+/// debugging off). Returns the first failure (e.g. a queue that could not be resumed) after
+/// trying everything, else `PREEMPT_ERR_ABANDONED` if commands were still running when the wait
+/// ended (the host device kills those workers; a GPU cannot stop a running kernel: its queue
+/// runs it out, freed when the process exits); the handle is invalid afterwards either way. In
+/// a fork child it releases the child's handles of the parent's session and returns
+/// `PREEMPT_OK`, touching nothing of the parent's.
 ///
 /// # Safety
 /// None beyond the handle rules of the header (call it once no other thread uses the session).
@@ -243,6 +248,7 @@ pub unsafe extern "C" fn preempt_session_mechanism(
 ) -> c_int {
     run(|| {
         let s = handles::session(session)?;
+        s.check_process()?;
         let m = s.mechanism();
         // SAFETY: forwarded from this function's contract.
         unsafe {
@@ -291,7 +297,7 @@ pub unsafe extern "C" fn preempt_stream_create(
         }
         let s = handles::session(session)?;
         let st = s.create_lp_stream(Level::from_number(i64::from(level))?)?;
-        let h = handles::add_stream(session, st);
+        let h = handles::add_stream(session, st)?;
         // SAFETY: forwarded from this function's contract.
         unsafe { put(out, h, "out") }
     })
@@ -324,14 +330,16 @@ pub unsafe extern "C" fn preempt_queue_bind(
             ring_size: d.ring_size,
             priority: u32::try_from(d.priority).ok(),
         })?;
-        let h = handles::add_stream(session, st);
+        let h = handles::add_stream(session, st)?;
         // SAFETY: forwarded from this function's contract.
         unsafe { put(out, h, "out") }
     })
 }
 
 /// Closes a stream: resumes it if suspended, leaves the helper, drops its commands not yet
-/// launched. The handle is invalid afterwards.
+/// launched and waits at most `PREEMPT_CLOSE_WAIT_MS` for those in flight (then
+/// `PREEMPT_ERR_ABANDONED`, as `preempt_session_close`). The handle is invalid afterwards. In a
+/// fork child it releases the child's handle and returns `PREEMPT_OK`.
 ///
 /// # Safety
 /// None beyond the handle rules of the header.
@@ -352,6 +360,7 @@ pub unsafe extern "C" fn preempt_stream_close(stream: preempt_stream_t) -> c_int
 pub unsafe extern "C" fn preempt_stream_handle(stream: preempt_stream_t, out: *mut *mut c_void) -> c_int {
     run(|| {
         let (_, st) = handles::stream(stream)?;
+        st.check_process()?;
         let p = st
             .handle()
             .map_or(std::ptr::null_mut(), std::ptr::with_exposed_provenance_mut::<c_void>);
@@ -369,6 +378,7 @@ pub unsafe extern "C" fn preempt_stream_handle(stream: preempt_stream_t, out: *m
 pub unsafe extern "C" fn preempt_stream_queue(stream: preempt_stream_t, queue_id: *mut u32, gpu_id: *mut u32) -> c_int {
     run(|| {
         let (_, st) = handles::stream(stream)?;
+        st.check_process()?;
         let t = st
             .queue()
             .ok_or_else(|| Error::new(ErrorKind::Unsupported, "this stream has no known KFD queue"))?;
@@ -387,7 +397,10 @@ pub unsafe extern "C" fn preempt_stream_queue(stream: preempt_stream_t, queue_id
 
 /// Suspends the stream at its level (Lv3: the session's mechanism with its grace period, or
 /// SIGSTOP on the host; Lv1: stop the launcher and wait for the stream to drain). When it
-/// returns OK, the stream runs nothing. `latency_ns` (may be NULL) gets the call's wall time.
+/// returns OK, the stream runs nothing, until `preempt_resume`: the suspension is the caller's,
+/// whatever the helper does meanwhile (if the helper holds the stream already, it just stays
+/// suspended). `PREEMPT_ERR_ALREADY_SUSPENDED` if the caller holds it already. `latency_ns` (may
+/// be NULL) gets the call's wall time.
 ///
 /// # Safety
 /// `latency_ns` is NULL or valid for writing a `uint64_t`.
@@ -404,7 +417,10 @@ pub unsafe extern "C" fn preempt_suspend(stream: preempt_stream_t, latency_ns: *
     })
 }
 
-/// Resumes what `preempt_suspend` suspended (`PREEMPT_ERR_NOT_SUSPENDED` otherwise).
+/// Releases the suspension `preempt_suspend` made; the stream runs again unless the helper
+/// holds it too (then it resumes when the helper's block leaves). `PREEMPT_ERR_BUSY` if only the
+/// helper holds it (a block of higher priority is active), `PREEMPT_ERR_NOT_SUSPENDED` if
+/// nothing does.
 ///
 /// # Safety
 /// None beyond the handle rules of the header.
@@ -459,7 +475,7 @@ pub unsafe extern "C" fn preempt_resume_set(set: *const preempt_stream_t, n: usi
     })
 }
 
-/// `*out` = 1 if the stream is suspended (by `preempt_suspend` or the helper), else 0.
+/// `*out` = 1 if the stream is suspended (by `preempt_suspend`, the helper, or both), else 0.
 ///
 /// # Safety
 /// `out` is valid for writing an `int`.
@@ -467,6 +483,7 @@ pub unsafe extern "C" fn preempt_resume_set(set: *const preempt_stream_t, n: usi
 pub unsafe extern "C" fn preempt_is_suspended(stream: preempt_stream_t, out: *mut c_int) -> c_int {
     run(|| {
         let (_, st) = handles::stream(stream)?;
+        st.check_process()?;
         // SAFETY: forwarded from this function's contract.
         unsafe { put(out, c_int::from(st.is_suspended()), "out") }
     })
@@ -474,6 +491,7 @@ pub unsafe extern "C" fn preempt_is_suspended(stream: preempt_stream_t, out: *mu
 
 /// Submits a delay command of `ns` nanoseconds of work through the stream's launcher (host: CPU
 /// work on every worker; GPU: the delay kernel on every CU). `id` (may be NULL) gets its id.
+/// `ns` above `PREEMPT_MAX_DELAY_NS` is `PREEMPT_ERR_INVALID_ARGUMENT`.
 ///
 /// # Safety
 /// `id` is NULL or valid for writing a `uint64_t`.
@@ -533,7 +551,8 @@ pub unsafe extern "C" fn preempt_check(
 }
 
 /// Submits a delay command of `ns` to the session's high-priority stream (created on first
-/// use; nothing suspends it).
+/// use; nothing suspends it). `ns` above `PREEMPT_MAX_DELAY_NS` is
+/// `PREEMPT_ERR_INVALID_ARGUMENT`.
 ///
 /// # Safety
 /// None beyond the handle rules of the header.
@@ -577,7 +596,9 @@ pub unsafe extern "C" fn preempt_helper_unregister(stream: preempt_stream_t) -> 
 }
 
 /// A block of `priority` begins: every registered stream of lower priority is suspended at its
-/// level; all of them or, on a failure, none (the error names the stream).
+/// level; all of them or, on a failure, none (the error names the stream). A stream the caller
+/// suspended by hand stays the caller's: the block holds it too, and it stays suspended after
+/// the block until the caller's `preempt_resume`.
 ///
 /// # Safety
 /// None beyond the handle rules of the header.
@@ -587,7 +608,7 @@ pub unsafe extern "C" fn preempt_helper_enter(session: preempt_session_t, priori
 }
 
 /// A block of `priority` ended; call it once the block's GPU work is done. Streams that no
-/// other active block outranks resume.
+/// other active block outranks resume, unless the caller holds them suspended by hand.
 ///
 /// # Safety
 /// None beyond the handle rules of the header.

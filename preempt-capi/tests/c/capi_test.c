@@ -3,7 +3,9 @@
  * The C ABI (include/preempt.h) from C, as an application uses it.
  *
  *   capi_test host                 the host device end to end, and the documented errors of a
- *                                  machine without a GPU (README's test command, on the host)
+ *                                  machine without a GPU (README's test command, on the host);
+ *                                  the contracts of fork, of who holds a suspension, and of a
+ *                                  bounded close
  *   capi_test kfd --stock|--patched   /dev/kfd through the ABI in the QEMU guest (no GPU): open,
  *                                  probe, bind made-up queue ids (INVALID), suspend/resume of
  *                                  bogus ids, close; without /dev/kfd every open is NO_KFD
@@ -312,6 +314,194 @@ static void signal_test(void)
 		fclose(f);
 }
 
+/* Waits at most `ms` for `pid`; kills it past that. Returns its wait status, or -1 if it hung. */
+static int wait_bounded(pid_t pid, long ms)
+{
+	int st = 0;
+	for (long waited = 0; waited < ms; waited += 10) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return st;
+		sleep_ms(10);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+/* The child of fork_test: every call on the parent's handles is FORKED, a close releases only the
+ * child's handles (OK, and they are then BAD_HANDLE here), and the child's own session works.
+ * Returns the number of the first unexpected step (0: all as documented). */
+static int fork_child(preempt_session_t s, preempt_stream_t lp, preempt_stream_t held)
+{
+	preempt_stream_t out = 0;
+	int flag = 0;
+	int rc[] = {
+		preempt_submit_delay(lp, MS, NULL), preempt_synchronize(lp), preempt_resume(held),
+		preempt_suspend(lp, NULL), preempt_hp_submit_delay(s, MS), preempt_hp_synchronize(s),
+		preempt_helper_enter(s, 1), preempt_is_suspended(held, &flag), preempt_stream_create(s, 0, &out),
+		preempt_suspend_set(&lp, 1),
+	};
+	for (unsigned i = 0; i < sizeof(rc) / sizeof(rc[0]); i++)
+		if (rc[i] != PREEMPT_ERR_FORKED)
+			return 1 + (int)i;
+	if (!strstr(preempt_last_error(), "fork") || !strstr(preempt_last_error(), "own session"))
+		return 20;
+	if (preempt_stream_close(held) != PREEMPT_OK || preempt_resume(held) != PREEMPT_ERR_BAD_HANDLE)
+		return 24;
+	if (preempt_session_close(s) != PREEMPT_OK)
+		return 21;
+	if (preempt_synchronize(lp) != PREEMPT_ERR_BAD_HANDLE)
+		return 22;
+	preempt_options o = host_options();
+	preempt_session_t mine = 0;
+	preempt_stream_t st = 0;
+	if (preempt_session_open("host", &o, &mine) != PREEMPT_OK || preempt_stream_create(mine, PREEMPT_LEVEL_LV3, &st) != PREEMPT_OK ||
+	    preempt_submit_delay(st, MS, NULL) != PREEMPT_OK || preempt_synchronize(st) != PREEMPT_OK ||
+	    preempt_session_close(mine) != PREEMPT_OK)
+		return 23;
+	return 0;
+}
+
+/* fork() after opening a session (issue 20 item 3): the child's calls fail with FORKED and touch
+ * nothing of the parent's; the parent's suspended stream stays suspended, its LP and HP workers
+ * live, and it goes on working. */
+static void fork_test(void)
+{
+	preempt_options o = host_options();
+	preempt_session_t s = 0;
+	preempt_stream_t lp = 0, held = 0;
+	preempt_check_result r;
+	int flag = 0;
+	EXPECT(PREEMPT_OK, preempt_session_open("host", &o, &s), "fork: open a session");
+	preempt_stream_create(s, PREEMPT_LEVEL_LV3, &lp);
+	preempt_stream_create(s, PREEMPT_LEVEL_LV3, &held);
+	preempt_submit_delay(lp, MS, NULL);
+	preempt_synchronize(lp);
+	preempt_hp_submit_delay(s, MS);
+	preempt_hp_synchronize(s);
+	EXPECT(PREEMPT_OK, preempt_suspend(held, NULL), "fork: suspend a stream before the fork");
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(fork_child(s, lp, held));
+	int st = wait_bounded(pid, 20000);
+	check(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "fork: every child call on the parent's handles is FORKED, its close is OK, its own session works", st);
+	if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0)
+		printf("  the child's first unexpected step: %d\n", WEXITSTATUS(st));
+	preempt_is_suspended(held, &flag);
+	check(flag == 1, "fork: the parent's suspension stands after the child's calls and close", flag);
+	EXPECT(PREEMPT_OK, preempt_resume(held), "fork: the parent resumes it");
+	for (int i = 0; i < 5; i++)
+		preempt_submit_delay(lp, MS, NULL);
+	EXPECT(PREEMPT_OK, preempt_hp_submit_delay(s, MS), "fork: the parent's HP worker lives");
+	EXPECT(PREEMPT_OK, preempt_hp_synchronize(s), "fork: ... and runs");
+	EXPECT(PREEMPT_OK, preempt_synchronize(lp), "fork: the parent's LP stream runs");
+	r = checked(lp);
+	check(r.finished && r.problems == 0 && r.exactly_once == r.submitted && r.submitted == 6,
+	      "fork: ... every command exactly once", 0);
+	EXPECT(PREEMPT_OK, preempt_session_close(s), "fork: the parent closes");
+}
+
+/* Who holds a suspension (issue 20 item 7): the helper resumes only what it suspended; a hand
+ * resume of its suspension is BUSY; a hand suspension survives a block. And the messages name
+ * the handle (item 16). */
+static void hold_test(void)
+{
+	preempt_options o = host_options();
+	preempt_session_t s = 0;
+	preempt_stream_t lp = 0, other = 0;
+	char handle[48];
+	int flag = 0;
+	preempt_session_open("host", &o, &s);
+	preempt_stream_create(s, PREEMPT_LEVEL_LV3, &other);
+	preempt_stream_create(s, PREEMPT_LEVEL_LV3, &lp);
+	snprintf(handle, sizeof(handle), "stream handle %llu", (unsigned long long)lp);
+	preempt_submit_delay(lp, 100 * MS, NULL);
+	EXPECT(PREEMPT_OK, preempt_helper_register(lp, 0), "hold: register");
+	EXPECT(PREEMPT_OK, preempt_helper_enter(s, 1), "hold: enter");
+	EXPECT_MSG(PREEMPT_ERR_BUSY, preempt_resume(lp), "helper", "hold: a hand resume of the helper's suspension is BUSY");
+	check(strstr(preempt_last_error(), handle) != NULL, "hold: ... and the message names the handle", 0);
+	EXPECT(PREEMPT_OK, preempt_suspend(lp, NULL), "hold: a hand suspend inside the block is the user's");
+	EXPECT(PREEMPT_OK, preempt_helper_leave(s, 1), "hold: leave");
+	preempt_is_suspended(lp, &flag);
+	check(flag == 1, "hold: the hand suspension outlives the block", flag);
+	EXPECT(PREEMPT_OK, preempt_helper_enter(s, 1), "hold: a block over a stream suspended by hand begins");
+	EXPECT(PREEMPT_OK, preempt_helper_leave(s, 1), "hold: ... and leaves");
+	preempt_is_suspended(lp, &flag);
+	check(flag == 1, "hold: the helper did not resume what it did not suspend", flag);
+	EXPECT_MSG(PREEMPT_ERR_ALREADY_SUSPENDED, preempt_suspend(lp, NULL), handle,
+		   "hold: ALREADY_SUSPENDED names the handle, not an internal id");
+	EXPECT(PREEMPT_OK, preempt_resume(lp), "hold: the user resumes their suspension");
+	EXPECT(PREEMPT_OK, preempt_synchronize(lp), "hold: synchronize");
+	check(exactly_once(lp, 1), "hold: exactly once", 0);
+	EXPECT(PREEMPT_OK, preempt_session_close(s), "hold: close");
+}
+
+/* The child of close_test: its own session, a command of the maximum delay on an LP and the HP
+ * stream, then close; prints the status and how long close took. */
+static int close_child(void)
+{
+	preempt_options o = host_options();
+	preempt_session_t s = 0;
+	preempt_stream_t lp = 0;
+	struct timespec a, b;
+	if (preempt_session_open("host", &o, &s) != PREEMPT_OK || preempt_stream_create(s, PREEMPT_LEVEL_LV3, &lp) != PREEMPT_OK) {
+		printf("close-child: %s\n", preempt_last_error());
+		return 1;
+	}
+	int over = preempt_submit_delay(lp, PREEMPT_MAX_DELAY_NS + 1, NULL);
+	int huge = preempt_hp_submit_delay(s, UINT64_MAX);
+	printf("%d %d\n", over, huge);
+	preempt_submit_delay(lp, PREEMPT_MAX_DELAY_NS, NULL);
+	preempt_hp_submit_delay(s, PREEMPT_MAX_DELAY_NS);
+	sleep_ms(50);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	int rc = preempt_session_close(s);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	long ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+	printf("%d %ld %s\n", rc, ms, preempt_last_error());
+	return 0;
+}
+
+/* Delays past PREEMPT_MAX_DELAY_NS are INVALID, and close is bounded (issue 20 item 9): with
+ * commands of the maximum delay running, close waits PREEMPT_CLOSE_WAIT_MS, abandons them and
+ * returns PREEMPT_ERR_ABANDONED, long before they would have ended. Run in a child process so
+ * that a close that does not return fails the test instead of hanging it. */
+static void close_test(void)
+{
+	int fds[2];
+	char line1[64] = "", line2[512] = "";
+	int over = 0, huge = 0, rc = 0;
+	long ms = -1;
+	if (pipe(fds) != 0) {
+		check(0, "pipe", errno);
+		return;
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		execl("/proc/self/exe", "capi_test", "close-child", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	int st = wait_bounded(pid, (long)(PREEMPT_MAX_DELAY_NS / 1000000ull) * 3);
+	FILE *f = fdopen(fds[0], "r");
+	if (f && fgets(line1, sizeof(line1), f))
+		sscanf(line1, "%d %d", &over, &huge);
+	if (f && fgets(line2, sizeof(line2), f))
+		sscanf(line2, "%d %ld", &rc, &ms);
+	if (f)
+		fclose(f);
+	check(over == PREEMPT_ERR_INVALID_ARGUMENT && huge == PREEMPT_ERR_INVALID_ARGUMENT,
+	      "a delay past PREEMPT_MAX_DELAY_NS (LP and HP) is INVALID_ARGUMENT", over ? over : huge);
+	check(st != -1 && rc == PREEMPT_ERR_ABANDONED, "close with the maximum delay in flight is ABANDONED", rc);
+	check(ms >= PREEMPT_CLOSE_WAIT_MS && ms < (long)(PREEMPT_MAX_DELAY_NS / 2000000ull),
+	      "... after waiting PREEMPT_CLOSE_WAIT_MS, long before the commands would end", (int)ms);
+	printf("  close: %s", line2);
+}
+
 static void kfd_tests(int patched)
 {
 	char name[32], why[1024], probe[2048];
@@ -414,9 +604,14 @@ int main(int argc, char **argv)
 		return preempt_host_worker_main() == PREEMPT_OK ? 0 : 1;
 	if (argc > 1 && strcmp(argv[1], "signal-child") == 0)
 		return signal_child();
+	if (argc > 1 && strcmp(argv[1], "close-child") == 0)
+		return close_child();
 	if (argc > 1 && strcmp(argv[1], "host") == 0) {
 		host_tests();
 		signal_test();
+		fork_test();
+		hold_test();
+		close_test();
 	} else if (argc > 2 && strcmp(argv[1], "kfd") == 0 &&
 		   (strcmp(argv[2], "--stock") == 0 || strcmp(argv[2], "--patched") == 0)) {
 		kfd_tests(strcmp(argv[2], "--patched") == 0);

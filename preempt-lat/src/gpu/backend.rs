@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use gpu_device::verify::{self, Window};
 use gpu_device::{ClockMap, ClockPair, DelayCmd, HipLpQueue, HpProbe, calib};
-use lv3::mechanism::{Preemptor, QueueTarget};
+use lv3::binding::QueueBinding;
+use lv3::mechanism::Preemptor;
 use preempt_api::gpu::{GpuDevice, GpuSuspension};
 
 use super::setup::{CLOCK_PAIRS, PROBE_TIMEOUT, clock_pairs, h};
@@ -19,10 +20,11 @@ use crate::measure::backend::{Backend, Finished, HpStart, RawSample, Suspended};
 use crate::measure::{AchievedT, Correctness, LpKernel};
 use crate::options::Level;
 
-/// Lv3 on a GPU: the guard (resumes on drop) and the queue it acts on.
+/// Lv3 on a GPU: the guard (resumes on drop) and the queue it acts on, checked before every
+/// suspend.
 pub(super) struct Lv3 {
     pub preemptor: Arc<Preemptor>,
-    pub target: QueueTarget,
+    pub binding: QueueBinding,
 }
 
 /// Everything the environment record says about the device, gathered during set-up; the clock
@@ -113,7 +115,7 @@ impl Backend for GpuBackend {
             .as_ref()
             .ok_or("Lv3 suspend without a mechanism (an Lv1 run)")?;
         Ok(Box::new(
-            GpuSuspension::suspend(&lv3.preemptor, &lv3.target).map_err(|e| e.to_string())?,
+            GpuSuspension::suspend(&lv3.preemptor, &lv3.binding).map_err(|e| e.to_string())?,
         ))
     }
     fn hp_launch(&self, index: u32) -> Result<(), String> {

@@ -24,7 +24,8 @@ use kfd::GracePeriod;
 use lv1::HwQueue;
 use lv1::clock::{now_ns, sleep_until};
 use lv3::MechanismChoice;
-use lv3::mechanism::{MechanismKind, Preemptor, QueueTarget};
+use lv3::binding::QueueBinding;
+use lv3::mechanism::{MechanismKind, Preemptor};
 use preempt_api::gpu::{GpuDevice, GpuSuspension, KernelChoice};
 
 use super::run::{build_mechanism, unusable_reason, usable};
@@ -86,7 +87,7 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
     }
     let pre = build_mechanism(MechanismChoice::Only(kind), GracePeriod::SHORTEST, true)?;
     let lp = gpu.lp_queue(Some(&pre), n_lp as usize).map_err(|e| e.to_string())?;
-    let target = lp.target.ok_or("the LP queue was set up without its KFD queue")?;
+    let binding = lp.binding.ok_or("the LP queue was set up without its KFD queue")?;
 
     // Our LP chain: enqueued at once, it outlasts both windows (Plan::lp_commands).
     let ticks = cal.ticks_for(plan.lp_t_ms);
@@ -98,7 +99,7 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
     let lp_done = gpu.device().event(false).map_err(h("LP event"))?;
     lp_done.record(lp.queue.stream()).map_err(h("LP event"))?;
     std::thread::sleep(Duration::from_millis(20));
-    let windows = run_windows(plan, &pre, &target, worker);
+    let windows = run_windows(plan, &pre, &binding, worker);
     let rec = worker.finish(EXIT_TIMEOUT);
     // The mechanism goes first (dbg-trap: debug mode off, which resumes anything a failed
     // resume left suspended), then our LP chain must end, then every LP command is checked.
@@ -163,7 +164,7 @@ type Windows = (Span, Span, Vec<Span>, Vec<u64>, Vec<u64>);
 
 /// The baseline window, then the measured window with a preemption at each of the plan's
 /// offsets. A suspension is resumed before the next step, or by its guard on an early return.
-fn run_windows(plan: &Plan, pre: &Preemptor, target: &QueueTarget, worker: &mut Worker) -> Result<Windows, String> {
+fn run_windows(plan: &Plan, pre: &Preemptor, binding: &QueueBinding, worker: &mut Worker) -> Result<Windows, String> {
     let kind = pre.kind();
     let baseline_from = now_ns();
     std::thread::sleep(Duration::from_nanos(plan.baseline_ns));
@@ -185,7 +186,7 @@ fn run_windows(plan: &Plan, pre: &Preemptor, target: &QueueTarget, worker: &mut 
             return Err("interrupted".into());
         }
         let t0 = now_ns();
-        let held = GpuSuspension::suspend(pre, target).map_err(|e| format!("{kind} suspend: {e}"))?;
+        let held = GpuSuspension::suspend(pre, binding).map_err(|e| format!("{kind} suspend: {e}"))?;
         let t1 = now_ns();
         std::thread::sleep(Duration::from_nanos(plan.hold_ns));
         let t2 = now_ns();

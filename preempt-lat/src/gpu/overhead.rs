@@ -1,18 +1,72 @@
-//! The threshold sweep's point on a GPU: LP throughput launched directly vs. through the launcher.
+//! LP work launched straight onto a GPU (no launcher, no session): the threshold sweep's direct
+//! phase against the launcher ([`lv1_overhead`]), and `overhead`'s native run ([`native`]).
 use std::sync::Arc;
 use std::time::Instant;
 
+use lv1::cost::Usage;
 use lv1::{Config, XQueue};
 
-use gpu_device::{DelayCmd, LpState, SlotStatus, kernel};
+use gpu_device::{DelayCmd, HipLpQueue, LpState, SlotStatus, kernel};
 use hip_rt::StreamPriority;
+use preempt_api::gpu::GpuDevice;
 
 use super::setup::{calibration_points, h};
 
+/// The first of `n` slots that did not complete (`what` names the phase), as an error line.
+fn incomplete(what: &str, slots: &[gpu_device::DelaySlot], nblocks: u32) -> Option<String> {
+    (0u32..)
+        .zip(slots)
+        .map(|(i, s)| (i, s.status(i, nblocks)))
+        .find(|(_, st)| *st != SlotStatus::Complete)
+        .map(|(i, st)| format!("{what}: LP command {i}: {st:?}"))
+}
+
+/// `n` delay commands of `ticks` launched straight onto `lpq`'s stream (no launcher, no session)
+/// with slots of their own, and waited for. Returns what this process used meanwhile (wall and
+/// CPU time of every thread, `getrusage`) and the first command whose slot says it did not
+/// complete, if any.
+pub fn direct_run(
+    gpu: &GpuDevice,
+    k: &gpu_device::kernel::DelayKernel,
+    lpq: &HipLpQueue,
+    n: u32,
+    ticks: u64,
+) -> Result<(Usage, Option<String>), String> {
+    let n32 = n.max(1);
+    let slots = kernel::slot_buffer(gpu.device(), lpq.stream(), n32 as usize).map_err(h("slot buffer"))?;
+    let usage = || Usage::now().map_err(|e| format!("getrusage: {e}"));
+    let before = usage()?;
+    for id in 0..n32 {
+        k.launch(lpq.stream(), hip_rt::Mem::Device(&slots), id, ticks)
+            .map_err(h("direct launch"))?;
+    }
+    lpq.stream().synchronize().map_err(h("direct synchronize"))?;
+    let used = usage()?.since(&before);
+    let read = kernel::read_slots(&slots, n32 as usize).map_err(h("reading slots"))?;
+    Ok((used, incomplete("direct", &read, lpq.nblocks())))
+}
+
+/// `overhead`'s native run on a GPU opened already (the device its sessions run on):
+/// `commands` delay commands of T on a stream with a queue of its own, with the device's
+/// calibration (`GpuDevice::ticks_for`, as a session's `submit_delay`). Returns what this process
+/// used and whether every command completed.
+pub fn native(gpu: &GpuDevice, t_ms: f64, commands: u32) -> Result<(Usage, bool), String> {
+    let k = gpu
+        .kernel()
+        .map_err(|e| format!("hip: preparing the delay kernel: {e}"))?;
+    let ticks = gpu
+        .ticks_for(crate::num::round_u64(t_ms * 1e6))
+        .map_err(|e| format!("hip: calibrating T: {e}"))?;
+    let lpq = gpu.lp_queue(None, 1).map_err(|e| e.to_string())?.queue;
+    let (used, problem) = direct_run(gpu, &k, &lpq, commands, ticks)?;
+    Ok((used, problem.is_none()))
+}
+
 /// The GPU version of `measure::host::lv1_overhead`: `commands` LP commands of T (of the `state`
-/// LP kernel) launched directly on a dedicated stream, then the same through an XQueue with
-/// `threshold`/`batch`. Returns (direct s, launcher s, overhead %). Both phases must complete
-/// every command.
+/// LP kernel) launched directly on a dedicated stream ([`direct_run`]), then the same through an
+/// XQueue with `threshold`/`batch`. Returns (direct s, launcher s, overhead %). Both phases must
+/// complete every command.
+#[allow(clippy::cast_precision_loss)] // ns of one run: far below 2^53
 pub fn lv1_overhead(
     device_index: u32,
     t_ms: f64,
@@ -32,17 +86,14 @@ pub fn lv1_overhead(
         .calibration;
     let n32 = commands.max(1);
     let n = n32 as usize;
-    let direct_slots = kernel::slot_buffer(dev, &warm, n).map_err(h("slot buffer"))?;
     // The LP queue of the API's set-up (Lv1: no KFD queue to find), its slots for the launcher.
     let lpq = gpu.lp_queue(None, n).map_err(|e| e.to_string())?.queue;
     let ticks = cal.ticks_for(t_ms);
-    let t0 = Instant::now();
-    for id in 0..n32 {
-        k.launch(lpq.stream(), hip_rt::Mem::Device(&direct_slots), id, ticks)
-            .map_err(h("direct launch"))?;
+    let (used, problem) = direct_run(&gpu, &k, &lpq, n32, ticks)?;
+    if let Some(p) = problem {
+        return Err(format!("lv1 overhead ({p})"));
     }
-    lpq.stream().synchronize().map_err(h("direct synchronize"))?;
-    let direct = t0.elapsed().as_secs_f64();
+    let direct = used.wall_ns as f64 / 1e9;
     let cfg = Config::new(threshold as usize, batch.min(threshold) as usize).map_err(|e| e.to_string())?;
     let xq = XQueue::new(Arc::clone(&lpq), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
     let t1 = Instant::now();
@@ -52,18 +103,9 @@ pub fn lv1_overhead(
     xq.wait_idle().map_err(|e| e.to_string())?;
     let launcher = t1.elapsed().as_secs_f64();
     drop(xq);
-    for (what, slots) in [
-        ("direct", kernel::read_slots(&direct_slots, n)),
-        ("launcher", lpq.read_slots(n as u64)),
-    ] {
-        let slots = slots.map_err(h("reading slots"))?;
-        if let Some((i, st)) = (0u32..)
-            .zip(&slots)
-            .map(|(i, s)| (i, s.status(i, lpq.nblocks())))
-            .find(|(_, st)| *st != SlotStatus::Complete)
-        {
-            return Err(format!("lv1 overhead ({what}): LP command {i}: {st:?}"));
-        }
+    let slots = lpq.read_slots(n as u64).map_err(h("reading slots"))?;
+    if let Some(p) = incomplete("launcher", &slots, lpq.nblocks()) {
+        return Err(format!("lv1 overhead ({p})"));
     }
     Ok((direct, launcher, (launcher / direct - 1.0) * 100.0))
 }

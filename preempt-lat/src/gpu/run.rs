@@ -280,10 +280,13 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
             Some(pre)
         }
     };
-    if hip_version >= (6, 5, 0) {
+    if hip_version >= (7, 0, 0) {
+        // docs/kfd-facts.md#dynamic-queues: clr may move idle streams between pooled queues;
+        // a CU-mask stream (the LP stream) is exempt, and its binding is checked anyway.
         note(
             quiet,
-            "HIP >= 6.5 may hand an idle stream's queue to another (dynamic queues); the LP stream is kept busy",
+            "HIP >= 7 may move idle streams between pooled hardware queues (dynamic queues); the LP stream has a \
+             queue of its own, which it keeps, and its KFD queue is checked before every suspend",
         );
     }
 
@@ -291,8 +294,9 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     let lp = gpu
         .lp_queue(preemptor.as_deref(), budget_usize(budget))
         .map_err(|e| e.to_string())?;
-    let lv3 = match (preemptor, lp.target) {
-        (Some(preemptor), Some(target)) => {
+    let lv3 = match (preemptor, lp.binding) {
+        (Some(preemptor), Some(binding)) => {
+            let target = *binding.target();
             note(
                 quiet,
                 &format!(
@@ -303,7 +307,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
             for n in &lp.notes {
                 note(quiet, n);
             }
-            Some(Lv3 { preemptor, target })
+            Some(Lv3 { preemptor, binding })
         }
         (Some(_), None) => return Err("the LP queue was set up without its KFD queue at Lv3".into()),
         (None, _) => None,
@@ -337,7 +341,8 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
             ns_to_us(floor),
             lv3.as_ref().map_or(String::new(), |l| format!(
                 "; LP queue {} gpu 0x{:x}",
-                l.target.queue_id, l.target.gpu_id
+                l.binding.target().queue_id,
+                l.binding.target().gpu_id
             )),
             corun.map_or(String::new(), |w| format!("; WARNING: {w}")),
         ),

@@ -165,9 +165,49 @@ pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
     samples::run(p, b, "host", quiet)
 }
 
+/// `commands` delay commands of `t_ns` launched straight onto `dev`'s LP queue (no launcher, no
+/// session) and waited for: the direct phase of the threshold sweep and the native baseline of
+/// `overhead`. Returns what this process used meanwhile (wall and CPU time of every thread,
+/// `getrusage`; the worker processes are the device, not counted) and whether every command ran
+/// exactly once on each of the `workers` workers with the right result (their own records).
+pub fn direct_run(
+    dev: &HostDevice,
+    t_ns: u64,
+    commands: u32,
+    workers: u32,
+) -> Result<(lv1::cost::Usage, bool), String> {
+    let q = dev.lp();
+    drop(q.take_records());
+    let usage = || lv1::cost::Usage::now().map_err(|e| format!("getrusage: {e}"));
+    let before = usage()?;
+    for id in 0..u64::from(commands) {
+        q.launch(id, HostCommand::delay_ns(t_ns))
+            .map_err(err("direct launch"))?;
+    }
+    q.synchronize().map_err(err("direct synchronize"))?;
+    let used = usage()?.since(&before);
+    let mut runs: HashMap<u64, u32> = HashMap::new();
+    let mut wrong = false;
+    for r in q.take_records() {
+        *runs.entry(r.id).or_default() += 1;
+        wrong |= !r.is_correct();
+    }
+    let once = u64::try_from(runs.len()).is_ok_and(|n| n == u64::from(commands))
+        && runs.iter().all(|(&id, &n)| id < u64::from(commands) && n == workers);
+    Ok((used, once && !wrong))
+}
+
+/// [`direct_run`] on a host device of its own with `workers` workers of `exe`: `overhead`'s
+/// native run.
+pub fn native(exe: &WorkerExe, t_ms: f64, commands: u32, workers: u32) -> Result<(lv1::cost::Usage, bool), String> {
+    let dev = HostDevice::spawn(exe, workers as usize).map_err(err("starting workers"))?;
+    direct_run(&dev, crate::num::round_u64(t_ms * 1e6), commands, workers)
+}
+
 /// LP throughput cost of the Lv1 launcher: `commands` delay commands of T, once launched
-/// directly onto the hardware queue, once through an XQueue with `threshold`/`batch`.
-/// Returns (direct seconds, launcher seconds, overhead percent).
+/// directly onto the hardware queue ([`direct_run`]), once through an XQueue with
+/// `threshold`/`batch`. Returns (direct seconds, launcher seconds, overhead percent).
+#[allow(clippy::cast_precision_loss)] // ns of one run: far below 2^53
 pub fn lv1_overhead(
     t_ms: f64,
     threshold: u32,
@@ -178,15 +218,12 @@ pub fn lv1_overhead(
     let exe = worker_exe()?;
     let t_ns = crate::num::round_u64(t_ms * 1e6);
     let dev = HostDevice::spawn(&exe, workers as usize).map_err(err("starting workers"))?;
-    let q = dev.lp();
-    let t0 = std::time::Instant::now();
-    for id in 0..u64::from(commands) {
-        q.launch(id, HostCommand::delay_ns(t_ns))
-            .map_err(err("direct launch"))?;
+    let (used, once) = direct_run(&dev, t_ns, commands, workers)?;
+    if !once {
+        return Err("lv1 overhead (direct): some LP command did not run exactly once on every worker".into());
     }
-    q.synchronize().map_err(err("direct synchronize"))?;
-    let direct = t0.elapsed().as_secs_f64();
-    drop(q.take_records());
+    let direct = used.wall_ns as f64 / 1e9;
+    let q = dev.lp();
     let cfg = Config::new(threshold as usize, batch.min(threshold) as usize).map_err(|e| e.to_string())?;
     let xq = XQueue::new(Arc::clone(q), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
     let t1 = std::time::Instant::now();

@@ -3,14 +3,19 @@
 //! field's doc comment is its `--help` text. Bad input gets one clear line and exit status 2
 //! (clap's convention), before anything is started: clap's value parsers ([`values`]) check each
 //! value, [`Command::check`] what spans several.
+pub mod acceptance;
+pub mod class;
 pub mod values;
 
+pub use acceptance::{AcceptanceOptions, AcceptanceStageOptions, InternalStage};
 use clap::{Args, Parser, Subcommand};
 use kfd::GracePeriod;
 use lv3::{MechanismChoice, MechanismKind};
 use std::path::PathBuf;
-pub use values::{Arrival, DeviceSpec, Format, Level, LpState, Mode};
-use values::{check_in_flight, parse_positive, parse_positive_f64, parse_t_ms, parse_threshold, parse_workers};
+pub use values::{Arrival, DeviceSpec, Format, Level, LpState, Mode, PolicyKind};
+use values::{
+    check_in_flight, parse_positive, parse_positive_f64, parse_shares, parse_t_ms, parse_threshold, parse_workers,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -78,17 +83,48 @@ pub enum Command {
         after_help = "Examples:\n  preempt-lat priority --device host --hp-rate 50 --hp-t-ms 1 --t-ms 0.5 --duration-s 3\n  preempt-lat priority --device host --modes standalone-hp,native,lv3 --arrival fixed --trace prio.trace.json"
     )]
     Priority(PriorityOptions),
-    /// Merge JSON results (run --format json, sweep-t.json, priority.json; from any number of
-    /// machines) into one table and one plot, grouped by device, mechanism, kernel and gfx
-    /// target; writes report.{csv,json,svg}.
+    /// Merge JSON results (run --format json, sweep-t.json, sweep-state.json, priority.json; from
+    /// any number of machines) into one table and one plot, grouped by device, mechanism, kernel
+    /// and gfx target, and judge every result (those too, and sweep-threshold.json,
+    /// launcher-cost and overhead JSON, schedule.json, sweep-rate.json, the Example 5 example's
+    /// --json) against the seeds' targets: one table,
+    /// each row the target, the measured value, the device (host figures labelled) and
+    /// PASS/FAIL; writes report.{csv,json,svg} and targets.{csv,json}. Acceptance archives (and
+    /// directories of them) add one table of stages and targets per node and GPU
+    /// (report-acceptance.{csv,json}), and their results join the merge and the judging. A FAIL is information,
+    /// not an error: the exit status is 3 only when a result failed its correctness check.
     #[command(
-        after_help = "Example (one JSON per node, then one report):\n  srun --ntasks-per-node=1 sh -c 'preempt-lat --format json --out results/$(hostname).json'\n  preempt-lat report results/*.json --out-dir results/"
+        after_help = "Examples (one JSON per node, then one report; or one acceptance archive per node or GPU):\n  srun --ntasks-per-node=1 sh -c 'preempt-lat --format json --out results/$(hostname).json'\n  preempt-lat report results/*.json --out-dir results/\n  preempt-lat report acceptance/ --out-dir acceptance-report/"
     )]
     Report(ReportOptions),
+    /// The first run on a new machine, for a bug report: every stage (environment, HIP smoke,
+    /// calibration, queue discovery, suspend/resume per mechanism, latency runs, sweeps, priority,
+    /// bystander, the kernel log), each PASS/FAIL/SKIP with its reason and time and stopped at its
+    /// time bound, a stage skipped when one it needs failed; the targets measurable today judged;
+    /// everything in one .tar.gz to attach. Exit status 0 when no stage failed, 3 when one failed
+    /// or the run was interrupted (targets are judged, not gated on).
+    #[command(
+        after_help = "Examples:\n  preempt-lat acceptance --all-gpus --out-dir acceptance/\n  preempt-lat acceptance --device host --quick\n  preempt-lat report acceptance/   # every archive in the directory: one table per node and GPU"
+    )]
+    Acceptance(AcceptanceOptions),
+    /// Internal: one stage of `acceptance` (started by preempt-lat itself), its result as
+    /// stage.json in --out-dir.
+    #[command(name = "__acceptance-stage", hide = true)]
+    AcceptanceStage(AcceptanceStageOptions),
     /// Internal: validate's bystander process (started by preempt-lat itself): delay kernels one
     /// after another, their host stamps as JSON lines on stdout, until stdin closes.
     #[command(name = "__bystander-worker", hide = true)]
     BystanderWorker(BystanderWorkerOptions),
+    /// What being scheduled costs when nothing is preempted (XSched Fig. 12a and 12b): the same
+    /// LP work (delay commands of T, back to back) natively (straight onto the device: no
+    /// launcher, no session) and scheduled (through an application-API session's LP stream:
+    /// Lv1 through the launcher; Lv3 with the mechanism armed and the helper registered, never
+    /// entered). Per setup over --runs: whole-run time and its overhead against native (target <
+    /// 3.4 %), this process's CPU as a share of one core and its increase over native (target <
+    /// 5 points), min / median / max; the exactly-once check. Text, JSON (what `report` judges)
+    /// or CSV on stdout.
+    #[command(after_help = OVERHEAD_EXAMPLES)]
+    Overhead(OverheadOptions),
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -101,6 +137,11 @@ pub enum Sweep {
     /// Lv1 overhead (LP throughput with the launcher vs. launching everything directly)
     /// against the threshold, for several T (XSched Fig. 11c's shape).
     Threshold(SweepThresholdOptions),
+    /// The class experiment (`priority --policy`) once per offered request rate: per-class
+    /// latency (p50, P99) and throughput against the rate (XSched Fig. 15b's shape: K-EDF,
+    /// log-normal arrivals). Writes sweep-rate.{csv,json,svg}.
+    #[command(after_help = SWEEP_RATE_EXAMPLES)]
+    Rate(SweepRateOptions),
 }
 
 impl Command {
@@ -150,6 +191,10 @@ impl Command {
                     .iter()
                     .try_for_each(|&t| values::check_measurement(o.commands, t))
             }
+            Command::Sweep(Sweep::Rate(o)) => {
+                o.common.check()?;
+                o.check()
+            }
             Command::LauncherCost(o) => o.lv1.check(),
             Command::Priority(o) => {
                 o.modes = Mode::ALL.into_iter().filter(|m| o.modes.contains(m)).collect();
@@ -157,7 +202,16 @@ impl Command {
                 check_in_flight(o.common.lv1.threshold, o.t_ms)?;
                 o.check()
             }
-            Command::Doctor(_) | Command::Validate(_) | Command::Report(_) | Command::BystanderWorker(_) => Ok(()),
+            Command::Overhead(o) => {
+                o.common.check()?;
+                o.check()
+            }
+            Command::Doctor(_)
+            | Command::Validate(_)
+            | Command::Report(_)
+            | Command::Acceptance(_)
+            | Command::AcceptanceStage(_)
+            | Command::BystanderWorker(_) => Ok(()),
         }
     }
 }
@@ -467,11 +521,76 @@ pub struct PriorityOptions {
     /// left out.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// The policy. hpf: the modes above (HP requests against one saturating LP stream). up,
+    /// kedf, laxity: the class experiment instead (every class an LP stream of one session, each
+    /// with its own arrivals; --modes, --hp-* do not apply): up = utilization partition (one
+    /// queue holds the device for a slice of --round-ms x its share; Fig. 9 bottom), kedf = the
+    /// --k earliest deadlines run (Fig. 15b), laxity = a class runs at prio= until its laxity=
+    /// is used up, then at crit= (8.2.1). Writes schedule.{csv,json}.
+    #[arg(long, value_enum, default_value_t = PolicyKind::Hpf)]
+    pub policy: PolicyKind,
+    /// up: saturating queues q0, q1, ... with these shares, T = --t-ms each (e.g. 75:25).
+    #[arg(long, value_name = "A:B[:C...]", value_parser = parse_shares)]
+    pub shares: Option<values::Shares>,
+    /// A class of the up/kedf/laxity experiment (repeat it): NAME:key=value:..., keys rate
+    /// (requests/s; 0 = saturating, the default), t (ms per command, 0.5), cmds (per request, 1),
+    /// share (up), deadline (ms, kedf), laxity (ms), prio and crit (laxity). E.g.
+    /// --class video:rate=100:t=1:deadline=10 --class bulk:t=1:deadline=1000.
+    #[arg(long = "class", value_name = "NAME:KEY=V:...", value_parser = class::parse)]
+    pub classes: Vec<class::ClassSpec>,
+    /// kedf: how many classes run at once.
+    #[arg(long, default_value_t = 1, value_parser = |s: &str| parse_positive(s).and_then(|k| if k <= 64 { Ok(k as usize) } else { Err(format!("--k {k}: at most 64")) }))]
+    pub k: usize,
+    /// up: the round the slices add up to, in ms.
+    #[arg(long = "round-ms", default_value = "10", value_parser = |s: &str| parse_positive_f64(s, "--round-ms", 10_000.0))]
+    pub round_ms: f64,
+    /// --arrival lognormal: the shape of the log-normal gaps (mean gap 1/rate).
+    #[arg(long, default_value_t = values::DEFAULT_SIGMA, value_parser = |s: &str| parse_positive_f64(s, "--sigma", 10.0))]
+    pub sigma: f64,
+    /// up, kedf, laxity: run each class alone first (same arrivals, same duration), then report
+    /// each class's P99 against alone and the combined throughput's loss against the classes
+    /// alone (their sum, or the device's capacity where a class saturates).
+    #[arg(long)]
+    pub standalone: bool,
     #[command(flatten)]
     pub common: Common,
 }
 
 impl PriorityOptions {
+    /// The classes of a class experiment: `--shares` makes saturating queues `q0`, `q1`, ...
+    /// with those shares and T = `--t-ms`; otherwise the `--class` list.
+    pub fn class_specs(&self) -> Vec<class::ClassSpec> {
+        match &self.shares {
+            Some(shares) => shares
+                .0
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| class::ClassSpec::saturating(format!("q{i}"), self.t_ms, s))
+                .collect(),
+            None => self.classes.clone(),
+        }
+    }
+
+    /// Cross-field checks of a class experiment (one line each, a usage error).
+    fn check_classes(&self) -> Result<(), String> {
+        let p = self.policy.name();
+        if self.shares.is_some() && self.policy != PolicyKind::Up {
+            return Err(format!(
+                "--shares is for --policy up, not {p}; use --class NAME:...:share=N otherwise"
+            ));
+        }
+        if self.shares.is_some() && !self.classes.is_empty() {
+            return Err("give --shares or --class, not both".into());
+        }
+        let cs = self.class_specs();
+        if cs.len() < 2 {
+            return Err(format!(
+                "--policy {p} needs two classes or more: --shares 75:25, or --class twice"
+            ));
+        }
+        class::check_set(self.policy, &cs)
+    }
+
     /// HP work per second of wall time: rate x commands x HP T.
     pub fn hp_load(&self) -> f64 {
         self.hp_rate * f64::from(self.hp_cmds) * self.hp_t_ms / 1000.0
@@ -479,6 +598,18 @@ impl PriorityOptions {
 
     /// Cross-field checks: the one-line reason a combination is refused (a usage error).
     pub fn check(&self) -> Result<(), String> {
+        if self.policy != PolicyKind::Hpf {
+            return self.check_classes();
+        }
+        if self.shares.is_some() || !self.classes.is_empty() {
+            return Err("--shares and --class are for --policy up, kedf or laxity".into());
+        }
+        if self.standalone {
+            return Err(
+                "--standalone is for --policy up, kedf or laxity; --policy hpf has its standalone-hp and standalone-lp modes"
+                    .into(),
+            );
+        }
         let load = self.hp_load();
         if load >= 0.9 {
             return Err(format!(
@@ -500,9 +631,9 @@ impl PriorityOptions {
 /// `report`: JSON results merged into one table and one plot.
 #[derive(Debug, Clone, Args)]
 pub struct ReportOptions {
-    /// JSON result files, or directories standing for their *.json files. A file named must be
-    /// a regular file of at most 1 GiB (a FIFO or a device is refused); in a directory, those
-    /// that are not are listed as skipped.
+    /// JSON result files, acceptance archives (.tar.gz), or directories of them (their archives
+    /// and *.json files). A file named must be a regular file of at most 1 GiB (a FIFO or a device
+    /// is refused); in a directory, entries that are not are listed as skipped.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format on stdout (the files in --out-dir are written either way).
@@ -555,6 +686,151 @@ pub struct BystanderWorkerOptions {
     /// Stop after this long even if stdin stays open, in ms.
     #[arg(long, default_value_t = 60_000)]
     pub max_duration_ms: u64,
+}
+
+/// `sweep rate --help`'s examples: the host defaults, Fig. 15b on a GPU, a template.
+const SWEEP_RATE_EXAMPLES: &str = "Examples:
+  preempt-lat sweep rate --device host
+      host defaults: 4 clients, K = 2, 1 s per rate (K below the clients, so K-EDF suspends)
+  preempt-lat sweep rate --device hip:0 --clients 32 --k 16 --duration-s 10 --out-dir fig15b/
+      XSched Fig. 15b on a GPU: K-EDF with K = 16, log-normal arrivals (sigma 2), 100 to 1200 req/s
+  preempt-lat sweep rate --device host --rates 50,100,200 --class video:rate=3:t=1:deadline=10 \\
+      --class speech:rate=1:t=2:deadline=40 --class bulk:t=1:deadline=1000
+      a template: video gets 3/4 of each rate, speech 1/4; bulk (no rate=) stays saturating";
+
+/// `sweep rate`: the class experiment at each offered rate.
+#[derive(Debug, Clone, Args)]
+pub struct SweepRateOptions {
+    /// Total request rates to sweep, requests per second (the x axis).
+    #[arg(long, value_delimiter = ',', default_value = "100,200,400,600,800,1000,1200",
+          value_parser = |s: &str| parse_positive_f64(s, "--rates", 100_000.0))]
+    pub rates: Vec<f64>,
+    /// The policy (as `priority --policy`): kedf (Fig. 15b), up or laxity.
+    #[arg(long, value_enum, default_value_t = PolicyKind::Kedf)]
+    pub policy: PolicyKind,
+    /// kedf: how many classes run at once (host default 2; Fig. 15b's is 16, with more clients).
+    #[arg(long, default_value_t = 2, value_parser = |s: &str| parse_positive(s).and_then(|k| if k <= 64 { Ok(k as usize) } else { Err(format!("--k {k}: at most 64")) }))]
+    pub k: usize,
+    /// The built-in set-up (without --class): this many identical clients c0, c1, ..., each an
+    /// equal part of the rate (host default 4).
+    #[arg(long, default_value_t = 4, value_parser = |s: &str| parse_positive(s).and_then(|n| if n <= 64 { Ok(n) } else { Err(format!("--clients {n}: at most 64")) }),
+          conflicts_with = "classes")]
+    pub clients: u32,
+    /// The built-in set-up: T of each request (one command), in ms.
+    #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms, conflicts_with = "classes")]
+    pub t_ms: f64,
+    /// The built-in set-up: a request is due this long after it arrives, in ms (kedf's
+    /// deadline, laxity's laxity).
+    #[arg(long = "deadline-ms", default_value = "20", value_parser = |s: &str| parse_positive_f64(s, "--deadline-ms", 3_600_000.0),
+          conflicts_with = "classes")]
+    pub deadline_ms: f64,
+    /// A class template instead of the built-in set-up (repeat it; keys as `priority --class`):
+    /// at each swept rate R, a class with rate=W gets R x W / (sum of the W) requests per
+    /// second; a class without rate= stays saturating.
+    #[arg(long = "class", value_name = "NAME:KEY=V:...", value_parser = class::parse)]
+    pub classes: Vec<class::ClassSpec>,
+    /// How requests arrive (Fig. 15b: lognormal).
+    #[arg(long, value_enum, default_value_t = Arrival::Lognormal)]
+    pub arrival: Arrival,
+    /// --arrival lognormal: the shape of the log-normal gaps (mean gap 1/rate).
+    #[arg(long, default_value_t = values::DEFAULT_SIGMA, value_parser = |s: &str| parse_positive_f64(s, "--sigma", 10.0))]
+    pub sigma: f64,
+    /// up: the round the slices add up to, in ms.
+    #[arg(long = "round-ms", default_value = "10", value_parser = |s: &str| parse_positive_f64(s, "--round-ms", 10_000.0))]
+    pub round_ms: f64,
+    /// How long each rate runs, in seconds (host default 1).
+    #[arg(long, default_value = "1", value_parser = |s: &str| parse_positive_f64(s, "--duration-s", 3600.0))]
+    pub duration_s: f64,
+    /// At each rate, run each class alone first, then report P99 against alone and the
+    /// throughput's loss (as `priority --standalone`; each rate then takes classes + 1 runs).
+    #[arg(long)]
+    pub standalone: bool,
+    /// Directory for sweep-rate.csv, sweep-rate.json and sweep-rate.svg (created if missing).
+    #[arg(long, default_value = "preempt-lat-results")]
+    pub out_dir: PathBuf,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl SweepRateOptions {
+    /// The classes whose rates are swept: the --class templates, else the built-in set-up.
+    pub fn template(&self) -> Vec<class::ClassSpec> {
+        if self.classes.is_empty() {
+            class::built_in(self.clients, self.t_ms, self.deadline_ms)
+        } else {
+            self.classes.clone()
+        }
+    }
+
+    /// Cross-field checks (one line each, a usage error); the rates put in order, once each.
+    fn check(&mut self) -> Result<(), String> {
+        if self.policy == PolicyKind::Hpf {
+            return Err("sweep rate runs the class experiment: --policy kedf, up or laxity".into());
+        }
+        let t = self.template();
+        class::check_set(self.policy, &t)?;
+        if class::at_rate(&t, 1.0).is_none() {
+            return Err("sweep rate needs a class with requests to sweep: give one --class a rate= above 0".into());
+        }
+        self.rates.sort_by(f64::total_cmp);
+        self.rates.dedup();
+        Ok(())
+    }
+}
+
+/// `overhead --help`'s examples.
+const OVERHEAD_EXAMPLES: &str = "Examples:
+  preempt-lat overhead --device host
+      host defaults: 500 commands of T = 0.5 ms per setup and run, 5 runs (seconds in all)
+  preempt-lat overhead --device hip:0 --mechanism dbg-trap --format json > overhead.json
+      on a GPU: Lv3 with dbg-trap armed keeps the process in debug mode through its runs
+  preempt-lat report overhead.json
+      the overhead and scheduler-cpu targets judged";
+
+/// `overhead`: native against scheduled, nothing preempted.
+#[derive(Debug, Clone, Args)]
+pub struct OverheadOptions {
+    /// The scheduled setups to compare with native: 1 (an LP stream at Lv1: through the
+    /// launcher), 3 (at Lv3: the mechanism armed, the helper registered). Also lv1, lv3.
+    #[arg(long = "levels", value_name = "LEVELS", value_delimiter = ',', default_value = "1,3", value_parser = values::level())]
+    pub levels: Vec<Level>,
+    /// T, the execution time of one LP command, in ms.
+    #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms)]
+    pub t_ms: f64,
+    /// LP commands per setup and run, back to back (host default 500: 0.25 s at T = 0.5 ms).
+    #[arg(long, default_value_t = 500, value_parser = parse_positive)]
+    pub commands: u32,
+    /// Runs; every setup runs once per run (in a rotating order), and each figure is reported as
+    /// min / median / max over the runs.
+    #[arg(long, default_value_t = 5, value_parser = parse_positive)]
+    pub runs: u32,
+    /// Output format on stdout: text for people; json (every figure with its spread, what
+    /// `report` judges) and csv (a row per setup) carry every parameter.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl OverheadOptions {
+    /// The most commands one run submits (a GPU stream books a slot per command).
+    pub const MAX_COMMANDS: u32 = 1_000_000;
+
+    /// Cross-field checks (one line, a usage error); the levels put in order, once each.
+    fn check(&mut self) -> Result<(), String> {
+        if self.commands > Self::MAX_COMMANDS {
+            return Err(format!(
+                "--commands {}: at most {} per run",
+                self.commands,
+                Self::MAX_COMMANDS
+            ));
+        }
+        self.levels = [Level::Lv1, Level::Lv3]
+            .into_iter()
+            .filter(|l| self.levels.contains(l))
+            .collect();
+        Ok(())
+    }
 }
 
 #[cfg(test)]

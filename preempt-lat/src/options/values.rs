@@ -35,13 +35,15 @@ impl Format {
     }
 }
 
-/// How HP requests arrive: `fixed`, every 1/rate seconds; `poisson`, a Poisson process of the
-/// rate (exponential gaps, seeded).
+/// How requests arrive: `fixed`, every 1/rate seconds; `poisson`, a Poisson process of the rate
+/// (exponential gaps, seeded); `lognormal`, log-normal gaps of mean 1/rate and shape `--sigma`
+/// (bursty: XSched's Fig. 15b uses sigma 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Arrival {
     Fixed,
     Poisson,
+    Lognormal,
 }
 
 impl Arrival {
@@ -49,8 +51,57 @@ impl Arrival {
         match self {
             Arrival::Fixed => "fixed",
             Arrival::Poisson => "poisson",
+            Arrival::Lognormal => "lognormal",
         }
     }
+}
+
+/// `priority --policy`: `hpf`, the mode comparison (HP requests against one LP stream); or a
+/// time-driven policy over classes (see `priority --help`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyKind {
+    Hpf,
+    Up,
+    Kedf,
+    Laxity,
+}
+
+impl PolicyKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::Hpf => hpf::NAME,
+            PolicyKind::Up => policies::up::NAME,
+            PolicyKind::Kedf => policies::kedf::NAME,
+            PolicyKind::Laxity => policies::laxity::NAME,
+        }
+    }
+}
+
+/// The shape of log-normal gaps when none is given (XSched's Fig. 15b).
+pub const DEFAULT_SIGMA: f64 = 2.0;
+
+/// `--shares 75:25`: positive whole weights, two or more (one value to clap, hence the type).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shares(pub Vec<u32>);
+
+/// Parses `--shares`.
+pub fn parse_shares(s: &str) -> Result<Shares, String> {
+    let v: Vec<u32> = s
+        .split(':')
+        .map(|x| match x.parse::<u32>() {
+            Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "--shares {s}: each share is a whole number from 1 to 1000000, e.g. 75:25"
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    if v.len() < 2 {
+        return Err(format!(
+            "--shares {s}: two shares or more, separated by ':', e.g. 75:25"
+        ));
+    }
+    Ok(Shares(v))
 }
 
 /// A mode of `preempt-lat priority`: what runs, and which policy schedules it (the variants'

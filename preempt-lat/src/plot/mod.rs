@@ -1,7 +1,12 @@
 //! SVG plots (plotters' SVG backend, no font dependencies): lines with markers, the p50-p99
 //! spread beside each line (a band, or error bars where the x axis names categories), and dashed
 //! reference lines that explain a result. Ticks are chosen and written by [`ticks`] (decades with
-//! minor ticks on log axes, whole numbers for integer variables).
+//! minor ticks on log axes, whole numbers for integer variables). A figure is one panel or a grid
+//! of panels sharing axes (small multiples, [`draw_grid`]), or such grids one below the other
+//! where their y axes differ ([`draw_stack`]); the legend sits below the panels,
+//! never on the data ([`legend`]); each panel is drawn by [`chart`].
+mod chart;
+mod legend;
 pub mod ticks;
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
@@ -25,7 +30,9 @@ pub struct Axis {
     pub scale: Scale,
 }
 
-/// One line of a plot: a label, (x, y) points, and optionally the spread around them.
+/// One line of a plot: a label, (x, y) points, and optionally the spread around them. Lines of
+/// the same label share a colour across the panels of a [`Grid`].
+#[derive(Clone)]
 pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
@@ -36,12 +43,13 @@ pub struct Series {
 }
 
 /// A dashed grey reference line (e.g. threshold x T, a latency target), labelled in the legend.
+#[derive(Clone)]
 pub struct RefLine {
     pub label: String,
     pub points: Vec<(f64, f64)>,
 }
 
-/// A whole figure.
+/// A whole figure of one panel.
 pub struct Figure<'a> {
     pub title: &'a str,
     pub x: Axis,
@@ -50,8 +58,24 @@ pub struct Figure<'a> {
     pub refs: &'a [RefLine],
     /// Names of the whole-number x positions (a categorical axis); empty: numbers.
     pub x_names: &'a [String],
-    /// Where the legend goes: the corner the data leaves free.
-    pub legend: SeriesLabelPosition,
+}
+
+/// One panel of a [`Grid`]: its own title, lines and reference lines.
+pub struct Panel {
+    pub title: String,
+    pub series: Vec<Series>,
+    pub refs: Vec<RefLine>,
+}
+
+/// Small multiples: panels in rows of `cols`, sharing both axes (ranges and ticks), so that
+/// bands that would overlap in one chart sit side by side and compare at a glance.
+pub struct Grid<'a> {
+    pub title: &'a str,
+    pub x: Axis,
+    pub y: Axis,
+    pub panels: Vec<Panel>,
+    pub cols: usize,
+    pub x_names: &'a [String],
 }
 
 const COLORS: [RGBColor; 6] = [
@@ -93,18 +117,40 @@ fn axis_ticks(scale: Scale, (lo, hi): (f64, f64)) -> (Vec<f64>, Vec<f64>) {
     }
 }
 
-/// Draws `fig` into an SVG file at `path`.
+/// Draws `fig` into an SVG file at `path`: one panel, the legend below it.
 pub fn draw(path: &Path, fig: &Figure) -> Result<(), String> {
-    let e = |x: &dyn std::fmt::Display| format!("plot {}: {x}", path.display());
-    let xs: Vec<f64> = fig.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
+    let grid = Grid {
+        title: fig.title,
+        x: Axis {
+            title: fig.x.title.clone(),
+            scale: fig.x.scale,
+        },
+        y: Axis {
+            title: fig.y.title.clone(),
+            scale: fig.y.scale,
+        },
+        panels: vec![Panel {
+            title: String::new(),
+            series: fig.series.iter().map(Series::clone).collect(),
+            refs: fig.refs.iter().map(RefLine::clone).collect(),
+        }],
+        cols: 1,
+        x_names: fig.x_names,
+    };
+    draw_grid(path, &grid)
+}
+
+/// The shared ranges of a grid: every panel's points, spreads, and the reference lines inside
+/// the x range.
+fn grid_ranges(g: &Grid) -> Option<((f64, f64), (f64, f64))> {
+    let series = || g.panels.iter().flat_map(|p| p.series.iter());
+    let xs: Vec<f64> = series().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
     if xs.is_empty() {
-        return Err(e(&"no data"));
+        return None;
     }
-    let xr = range(&xs, fig.x.scale);
+    let xr = range(&xs, g.x.scale);
     let in_x = |x: f64| x >= xr.0 && x <= xr.1;
-    let ys: Vec<f64> = fig
-        .series
-        .iter()
+    let ys: Vec<f64> = series()
         .flat_map(|s| {
             s.points
                 .iter()
@@ -112,163 +158,85 @@ pub fn draw(path: &Path, fig: &Figure) -> Result<(), String> {
                 .chain(s.spread.iter().flat_map(|p| [p.1, p.2]))
         })
         .chain(
-            fig.refs
+            g.panels
                 .iter()
+                .flat_map(|p| p.refs.iter())
                 .flat_map(|r| r.points.iter().filter(|p| in_x(p.0)).map(|p| p.1)),
         )
         .collect();
-    let yr = range(&ys, fig.y.scale);
-    let (x_major, x_minor) = axis_ticks(fig.x.scale, xr);
-    let (y_major, y_minor) = axis_ticks(fig.y.scale, yr);
+    Some((xr, range(&ys, g.y.scale)))
+}
 
-    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(|x| e(&x))?;
-    let names = fig.x_names;
-    let x_fmt = |v: &f64| -> String {
-        if names.is_empty() {
-            return ticks::fmt_num(*v);
-        }
-        let i = crate::num::round_u64(*v);
-        usize::try_from(i)
-            .ok()
-            .and_then(|i| names.get(i))
-            .cloned()
-            .unwrap_or_default()
-    };
-    let y_fmt = |v: &f64| ticks::fmt_num(*v);
-    let categorical = !names.is_empty();
+/// Draws the panels of `g` into an SVG file at `path`, sharing axes, with one legend below them
+/// (outside every panel's data): each line's label once, in the same colour in every panel.
+pub fn draw_grid(path: &Path, g: &Grid) -> Result<(), String> {
+    draw_stack(path, std::slice::from_ref(g))
+}
 
-    macro_rules! draw {
-        ($chart:expr) => {{
-            let mut chart = $chart;
-            chart
-                .configure_mesh()
-                .x_desc(fig.x.title.as_str())
-                .y_desc(fig.y.title.as_str())
-                .x_label_formatter(&x_fmt)
-                .y_label_formatter(&y_fmt)
-                .label_style(("sans-serif", 14))
-                .axis_desc_style(("sans-serif", 16))
-                .bold_line_style(BLACK.mix(0.15))
-                .light_line_style(BLACK.mix(0.05))
-                .draw()
-                .map_err(|x| e(&x))?;
-            for (i, r) in fig.refs.iter().enumerate() {
-                let (c, dash, gap) = REF_STYLES[i % REF_STYLES.len()];
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        r.points.iter().copied(),
-                        dash,
-                        gap,
-                        c.stroke_width(2),
-                    ))
-                    .map_err(|x| e(&x))?
-                    .label(r.label.clone())
-                    .legend(move |(x, y)| {
-                        let d = i32::try_from(dash).unwrap_or(4);
-                        let g = i32::try_from(gap).unwrap_or(4);
-                        let seg = |k: i32| {
-                            let a = (k * (d + g)).min(20);
-                            PathElement::new(vec![(a, 0), ((a + d).min(20), 0)], c.stroke_width(2))
-                        };
-                        EmptyElement::at((x, y)) + seg(0) + seg(1) + seg(2)
-                    });
-            }
-            for (i, s) in fig.series.iter().enumerate() {
-                let c = COLORS[i % COLORS.len()];
-                let connect = s.connect;
-                if !s.spread.is_empty() && !categorical {
-                    let band: Vec<(f64, f64)> = s
-                        .spread
-                        .iter()
-                        .map(|p| (p.0, p.2))
-                        .chain(s.spread.iter().rev().map(|p| (p.0, p.1)))
-                        .collect();
-                    chart
-                        .draw_series(std::iter::once(Polygon::new(band, c.mix(0.15).filled())))
-                        .map_err(|x| e(&x))?;
-                }
-                if categorical {
-                    chart
-                        .draw_series(
-                            s.spread
-                                .iter()
-                                .map(|&(x, lo, hi)| ErrorBar::new_vertical(x, lo, lo, hi, c.stroke_width(2), 12)),
-                        )
-                        .map_err(|x| e(&x))?;
-                }
-                if s.connect {
-                    chart
-                        .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
-                        .map_err(|x| e(&x))?;
-                }
-                chart
-                    .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, c.filled())))
-                    .map_err(|x| e(&x))?
-                    .label(s.label.clone())
-                    .legend(move |(x, y)| {
-                        // A line in the legend only where the points are joined by one.
-                        let line = if connect { vec![(0, 0), (20, 0)] } else { vec![(10, 0)] };
-                        EmptyElement::at((x, y))
-                            + PathElement::new(line, c.stroke_width(2))
-                            + Circle::new((10, 0), 4, c.filled())
-                    });
-            }
-            chart
-                .configure_series_labels()
-                .position(fig.legend.clone())
-                .label_font(("sans-serif", 13))
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.4))
-                .draw()
-                .map_err(|x| e(&x))?;
-        }};
+/// Panel sizes of a grid in pixels: one large panel, or small multiples.
+fn panel_size(g: &Grid) -> (u32, u32) {
+    if g.panels.len() == 1 { (900, 520) } else { (470, 330) }
+}
+
+/// The columns and rows of a grid.
+fn shape(g: &Grid) -> (usize, usize) {
+    let cols = g.cols.clamp(1, g.panels.len().max(1));
+    (cols, g.panels.len().div_ceil(cols).max(1))
+}
+
+/// Draws `grids` one below the other into one SVG file at `path`, each as [`draw_grid`] draws it
+/// (its title, its panels sharing its axes, its legend below them): figures whose y axes differ
+/// (latency panels above a throughput panel) in one file. The figure is as wide as the widest.
+pub fn draw_stack(path: &Path, grids: &[Grid]) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| format!("plot {}: {x}", path.display());
+    let mut parts = Vec::new();
+    for g in grids {
+        let ranges = grid_ranges(g).ok_or_else(|| e(&"no data"))?;
+        parts.push((g, ranges, legend::Legend::of(g)));
     }
-    let mut b = ChartBuilder::on(&root);
-    b.caption(fig.title, ("sans-serif", 18))
-        .margin(15)
-        .x_label_area_size(50)
-        .y_label_area_size(75);
-    let x_lin = Linear::new(xr, x_major.clone(), x_minor.clone());
-    let y_lin = Linear::new(yr, y_major.clone(), y_minor.clone());
-    match (fig.x.scale == Scale::Log, fig.y.scale == Scale::Log) {
-        (true, true) => draw!(
-            b.build_cartesian_2d(
-                (xr.0..xr.1)
-                    .log_scale()
-                    .with_key_points(x_major)
-                    .with_light_points(x_minor),
-                (yr.0..yr.1)
-                    .log_scale()
-                    .with_key_points(y_major)
-                    .with_light_points(y_minor),
-            )
-            .map_err(|x| e(&x))?
-        ),
-        (true, false) => draw!(
-            b.build_cartesian_2d(
-                (xr.0..xr.1)
-                    .log_scale()
-                    .with_key_points(x_major)
-                    .with_light_points(x_minor),
-                y_lin
-            )
-            .map_err(|x| e(&x))?
-        ),
-        (false, true) => draw!(
-            b.build_cartesian_2d(
-                x_lin,
-                (yr.0..yr.1)
-                    .log_scale()
-                    .with_key_points(y_major)
-                    .with_light_points(y_minor),
-            )
-            .map_err(|x| e(&x))?
-        ),
-        (false, false) => draw!(b.build_cartesian_2d(x_lin, y_lin).map_err(|x| e(&x))?),
+    let width = grids
+        .iter()
+        .map(|g| u32::try_from(shape(g).0).unwrap_or(1) * panel_size(g).0)
+        .max()
+        .ok_or_else(|| e(&"no data"))?;
+    // Each grid's height: its title, its rows of panels, its legend at the figure's width.
+    let heights: Vec<(u32, u32)> = parts
+        .iter()
+        .map(|(g, _, legend)| {
+            let legend_h = legend.height(width);
+            let rows = u32::try_from(shape(g).1).unwrap_or(1);
+            (40 + rows * panel_size(g).1 + legend_h, legend_h)
+        })
+        .collect();
+    let height = heights.iter().map(|h| h.0).sum();
+    let root = SVGBackend::new(path, (width, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let mut rest = root.clone();
+    for ((g, (xr, yr), legend), (h, legend_h)) in parts.iter().zip(heights) {
+        let (area, below) = rest.split_vertically(h);
+        rest = below;
+        let (cols, rows) = shape(g);
+        let (top, bottom) = area.split_vertically(h - legend_h);
+        let top = top.titled(g.title, ("sans-serif", 18)).map_err(|x| e(&x))?;
+        let areas = top.split_evenly((rows, cols));
+        for (i, (panel, area)) in g.panels.iter().zip(areas.iter()).enumerate() {
+            let place = Place {
+                left: i % cols == 0,
+                bottom: i / cols == rows - 1 || i + cols >= g.panels.len(),
+            };
+            chart::draw_panel(area, g, panel, legend, place, *xr, *yr).map_err(|x| e(&x))?;
+        }
+        legend.draw(&bottom).map_err(|x| e(&x))?;
     }
     root.present().map_err(|x| e(&x))?;
     Ok(())
+}
+
+/// Where a panel sits: axis titles are written once, on the left column and the bottom row.
+#[derive(Clone, Copy)]
+struct Place {
+    left: bool,
+    bottom: bool,
 }
 
 /// A linear f64 axis whose ticks are given (plotters' own linear axis chooses its ticks and has

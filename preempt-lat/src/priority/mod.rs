@@ -6,7 +6,6 @@
 //! the LP correctness check. On the host device and on a GPU, through the application API: one
 //! session per mode (opened from [`crate::device::SessionSource`]), one mode frame for every device ([`modes`]), `hpf`'s
 //! rule as the policy.
-pub mod arrivals;
 pub mod lp_side;
 pub mod modes;
 pub mod report;
@@ -176,6 +175,9 @@ fn session(src: &SessionSource, p: &PriorityParams, mode: Mode) -> Result<Sessio
 /// the report on stdout in `o.format`. On a GPU (written for hardware, not yet run on one) the
 /// device is opened once and each mode runs in a session of its own on it.
 pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
+    if o.policy != crate::options::PolicyKind::Hpf {
+        return crate::schedule::run(o, dev);
+    }
     let target = dev.session_source(o.common.mechanism, o.common.grace())?;
     let t_start = std::time::Instant::now();
     let p = PriorityParams {
@@ -196,8 +198,9 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     };
     crate::output::files::prepare(&o.out_dir)?;
     // Same arrivals in every mode, so the modes differ only in what runs and how it is scheduled.
-    let arrivals = arrivals::times(
+    let arrivals = crate::arrivals::Arrivals::new(
         o.arrival,
+        o.sigma,
         o.hp_rate,
         crate::num::round_u64(o.duration_s * 1e9),
         o.common.seed,

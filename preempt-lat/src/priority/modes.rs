@@ -18,10 +18,10 @@ use lv1::clock::now_ns;
 use preempt_api::{HpStream, Level, LpStream, Session};
 use serde_json::json;
 
-use super::arrivals::Arrivals;
 use super::lp_side::{self, LpCheck};
 use super::requests::{self, Event};
 use super::{Measured, PriorityParams};
+use crate::arrivals::Arrivals;
 use crate::options::Mode;
 use crate::stats::Recorder;
 use crate::trace::tracks::{CALLS as SCHEDULER, HP as HP_REQUESTS, HP_WORKER, LP_QUEUE, RUN, SUSPENDED};

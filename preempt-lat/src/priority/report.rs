@@ -2,7 +2,6 @@
 use super::PriorityResult;
 use crate::output::Export;
 use crate::plot::{self, Axis, RefLine, Scale, Series};
-use plotters::prelude::SeriesLabelPosition;
 use serde::Serialize;
 use std::io::{Result, Write};
 
@@ -259,7 +258,6 @@ pub fn plot(r: &PriorityResult, path: &std::path::Path) -> std::result::Result<(
             series: &series,
             refs: &refs,
             x_names: &names,
-            legend: SeriesLabelPosition::UpperLeft,
         },
     )
 }

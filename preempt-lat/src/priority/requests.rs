@@ -4,7 +4,7 @@
 //! the scheduler hears of its completion. Memory does not grow with the mode's length: the
 //! arrivals are generated as they come (two cursors over the same times: the next to run and the
 //! next to announce), the latencies go into a histogram.
-use super::arrivals::Arrivals;
+use crate::arrivals::Arrivals;
 use crate::measure::control::{sleep_until_or_stop, stop_requested};
 use crate::stats::Recorder;
 use crate::trace::{Trace, Track};
@@ -92,7 +92,7 @@ mod tests {
         let track = Track { pid: 1, tid: 4 };
         let t0 = now_ns();
         // Three requests 1 ms apart; each takes 2.5 ms, so the next two arrive during the first.
-        let arrivals = super::super::arrivals::times(crate::options::Arrival::Fixed, 1000.0, 3_000_001, 1);
+        let arrivals = Arrivals::new(crate::options::Arrival::Fixed, 0.0, 1000.0, 3_000_001, 1);
         let mut events = Vec::new();
         let (lat, interrupted) = drive(
             &arrivals,

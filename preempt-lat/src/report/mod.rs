@@ -1,8 +1,9 @@
 //! `preempt-lat report FILE...`: JSON results from many runs (and machines) merged into one
 //! table and one plot, grouped by device, mechanism, kernel and gfx target. Reads what `run
 //! --format json`, `sweep t` (`sweep-t.json`) and `priority` (`priority.json`) write; other JSON
-//! is listed as skipped, with the reason. A directory given stands for its `*.json` files; what
-//! is read and how much is [`read`]'s (regular files of at most 1 GiB, pruned as they are parsed).
+//! is listed as skipped, with the reason. A directory given stands for its acceptance archives
+//! and its `*.json` files; what is read and how much is [`read`]'s (regular files of at most
+//! 1 GiB, parsed without the runs' samples).
 pub mod read;
 
 use crate::exit::{Failure, Outcome, Verdict};
@@ -10,7 +11,6 @@ use crate::options::ReportOptions;
 use crate::output::Export;
 use crate::output::files::{prepare, write_all};
 use crate::plot::{self, Axis, Scale, Series};
-use plotters::prelude::SeriesLabelPosition;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -301,70 +301,78 @@ fn plot_rows(rows: &[Row], path: &Path) -> Result<(), String> {
             series: &series,
             refs: &[],
             x_names: &[],
-            legend: SeriesLabelPosition::UpperLeft,
         },
     )
 }
 
-/// The most rows a report keeps (from all its files): a table of more is read by no one.
-pub const MAX_ROWS: usize = 100_000;
-
-/// Adds the rows of the file `path` (named `name`) to `rows`, or says why there are none.
-/// `Err` is a reason the whole report stops (too many rows).
-fn add_file(path: &Path, name: &str, rows: &mut Vec<Row>) -> Result<Result<(), String>, read::NotRead> {
-    let before = rows.len();
-    let r = read::results(path, &mut |v, part| {
-        match part {
-            read::Part::Whole => rows.extend(rows_of(&v, name).unwrap_or_default()),
-            read::Part::Element => rows.extend(run_row(&v, name)),
-        }
-        if rows.len() > MAX_ROWS {
-            return Err(format!(
-                "more than {MAX_ROWS} results in the files given: report fewer at once"
-            ));
-        }
-        Ok(())
-    });
-    match r {
-        Ok(()) if rows.len() > before => Ok(Ok(())),
-        Ok(()) => Ok(Err(NOT_A_RESULT.into())),
-        Err(read::NotRead::NotJson(e)) => Ok(Err(format!("not JSON: {e}"))),
-        Err(e) => Err(e),
+/// Adds a result's rows and judgements (`judged`), or says in `skipped` why it holds none.
+fn add_result(
+    name: &str,
+    v: &Value,
+    rows: &mut Vec<Row>,
+    judged: &mut Vec<crate::targets::Judgement>,
+    skipped: &mut Vec<(String, String)>,
+) {
+    let j = crate::targets::judge(v, name);
+    match rows_of(v, name) {
+        Ok(r) => rows.extend(r),
+        Err(_) if !j.is_empty() => {} // judged only (the threshold sweep, launcher-cost, Example 5)
+        Err(why) => skipped.push((name.to_string(), why)),
     }
+    judged.extend(j);
 }
 
 /// `preempt-lat report`.
 pub fn run(o: &ReportOptions) -> Outcome {
-    let mut rows = Vec::new();
-    let mut skipped = Vec::new();
-    let stop = |name: &str, e: read::NotRead| match e {
-        read::NotRead::Refused(why) => Failure::Usage(format!("{name}: {why}")),
-        read::NotRead::Stopped(why) | read::NotRead::NotJson(why) => Failure::Usage(why),
-    };
+    // A directory stands for its acceptance archives (read by `acceptance::fleet`) and its
+    // *.json files (read here); what is not a regular file in it is listed, never opened.
+    let (mut inputs, mut found, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
     for f in &o.files {
-        let name = f.display().to_string();
-        let given = read::given(f).map_err(|e| Failure::Usage(format!("{name}: cannot read: {e}")))?;
+        let given = read::given(f).map_err(|e| Failure::Usage(format!("{}: cannot read: {e}", f.display())))?;
         match given {
-            // A file named is read, or the report is refused.
-            read::Given::File(p) => {
-                if let Err(why) = add_file(&p, &name, &mut rows).map_err(|e| stop(&name, e))? {
-                    skipped.push((name, why));
+            read::Given::File(p) => inputs.push(p),
+            read::Given::Dir {
+                archives,
+                json,
+                left_out,
+            } => {
+                if !archives && json.is_empty() && left_out.is_empty() {
+                    return Err(Failure::Usage(format!(
+                        "{}: a directory is read for acceptance archives (*.tar.gz) and result files (*.json), and \
+                         it holds none",
+                        f.display()
+                    )));
                 }
-            }
-            // A directory's files that cannot be read are listed with the reason.
-            read::Given::Dir(files) => {
-                for p in files {
-                    let name = p.display().to_string();
-                    match add_file(&p, &name, &mut rows) {
-                        Ok(Ok(())) => {}
-                        Ok(Err(why)) | Err(read::NotRead::Refused(why)) => skipped.push((name, why)),
-                        Err(e) => return Err(stop(&name, e)),
-                    }
+                if archives {
+                    inputs.push(f.clone());
                 }
+                found.extend(json);
+                skipped.extend(left_out);
             }
         }
     }
-    if rows.is_empty() {
+    // Acceptance archives and directories of them (`acceptance::fleet`): their results join the
+    // rows; their stages and targets make a table of their own.
+    let fleet = crate::acceptance::fleet::read(&inputs)?;
+    let mut rows = Vec::new();
+    skipped.extend(fleet.skipped.iter().cloned());
+    let mut judged = Vec::new();
+    for (name, v) in &fleet.results {
+        add_result(name, v, &mut rows, &mut judged, &mut skipped);
+    }
+    // A file named is read whole or the report is refused; one found in a directory is listed
+    // as skipped.
+    let named = fleet.files.iter().map(|f| (f, true));
+    for (f, was_named) in named.chain(found.iter().map(|f| (f, false))) {
+        let name = f.display().to_string();
+        match read::result(f) {
+            Ok(v) => add_result(&name, &v, &mut rows, &mut judged, &mut skipped),
+            Err(read::NotRead::Refused(why)) if was_named => return Err(Failure::Usage(format!("{name}: {why}"))),
+            Err(read::NotRead::Refused(why)) => skipped.push((name, why)),
+            Err(read::NotRead::NotJson(e)) => skipped.push((name, format!("not JSON: {e}"))),
+        }
+    }
+    if rows.is_empty() && judged.is_empty() && fleet.runs.is_empty() {
         return Err(Failure::Usage(format!(
             "no result in {} file(s): {}",
             o.files.len(),
@@ -383,10 +391,21 @@ pub fn run(o: &ReportOptions) -> Outcome {
     let merged = Merged { rows, skipped };
     prepare(&o.out_dir)?;
     write_all(&o.out_dir, "report", &merged)?;
-    plot_rows(&merged.rows, &o.out_dir.join("report.svg"))?;
-    crate::output::export(o.format, &merged, &mut std::io::stdout().lock())
-        .map_err(|e| format!("writing the report: {e}"))?;
-    Ok(Verdict::from_ok(merged.rows.iter().all(|r| r.correct != Some(false))))
+    write_all(&o.out_dir, "targets", &judged[..])?;
+    if !merged.rows.is_empty() {
+        plot_rows(&merged.rows, &o.out_dir.join("report.svg"))?;
+    }
+    let mut out = std::io::stdout().lock();
+    crate::output::export(o.format, &merged, &mut out).map_err(|e| format!("writing the report: {e}"))?;
+    if o.format == crate::options::Format::Text {
+        writeln!(out)
+            .and_then(|()| crate::targets::text(&judged, &mut out))
+            .map_err(|e| format!("writing the report: {e}"))?;
+    }
+    let fleet_ok = fleet.finish(&o.out_dir, o.format, &mut out)?;
+    Ok(Verdict::from_ok(
+        fleet_ok && merged.rows.iter().all(|r| r.correct != Some(false)),
+    ))
 }
 
 #[cfg(test)]

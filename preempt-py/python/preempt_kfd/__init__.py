@@ -14,23 +14,31 @@ work on ``"host"``, ``"hip:N"`` and ``"kfd"`` sessions::
             run_the_urgent_request()              # lp is suspended until this block's GPU work is done
 
 Errors are exceptions of ``preempt_kfd.PreemptError`` with ``kind``, ``code``, ``errno`` and
-``meaning``. Nothing is left suspended: closing a session (or its garbage collection) resumes
-everything; a panic inside the library resumes what it held; ``install_signal_handlers()``
-makes SIGINT/SIGTERM resume everything before the process goes on dying.
+``meaning``; a bad argument is ``InvalidArgument`` (the wrong type: ``InvalidArgumentType``, also
+a TypeError). Nothing is left suspended: closing a session (or its garbage collection) resumes
+everything; a panic inside the library resumes what it held; a KeyboardInterrupt anywhere in a
+``with`` block of the package leaves the block (the blocks are native: no signal lands between
+their enter and their protection); a low-priority stream's ``synchronize()`` wakes for Ctrl-C;
+``install_signal_handlers()`` makes SIGINT/SIGTERM resume everything before the process goes on
+dying.
 """
 
-import contextlib
 import signal
 import sys
+import threading
 
-from . import _native
+from . import _args, _native
 from ._errors import (
+    Abandoned,
     AlreadySuspended,
     BadHandle,
+    Busy,
     Closed,
     DeviceError,
+    Forked,
     InternalError,
     InvalidArgument,
+    InvalidArgumentType,
     KfdError,
     NoDevice,
     NoKfd,
@@ -45,10 +53,10 @@ from ._errors import (
 
 __all__ = [
     "Session", "LowPriorityStream", "HighPriorityStream", "HighestPriorityFirst", "probe", "MECHANISMS",
-    "resume_all", "install_signal_handlers", "events", "PreemptError", "InvalidArgument",
+    "resume_all", "install_signal_handlers", "events", "PreemptError", "InvalidArgument", "InvalidArgumentType",
     "BadHandle", "NoDevice", "NoKfd", "Unavailable", "QueueRefused", "KfdError", "DeviceError",
     "AlreadySuspended", "NotSuspended", "ResumeFailed", "ShuttingDown", "Closed", "Unsupported",
-    "InternalError",
+    "InternalError", "Forked", "Busy", "Abandoned",
 ]
 
 #: The Lv3 mechanisms' names, in ``auto``'s order (lv3's own list, through preempt-api).
@@ -77,7 +85,13 @@ def events():
 def install_signal_handlers(signals=(signal.SIGINT, signal.SIGTERM)):
     """On each of ``signals``: resume everything (``resume_all``), then run the handler that was
     installed before (SIGINT: ``KeyboardInterrupt``) or, for the default action, die by the
-    signal. Call from the main thread."""
+    signal. Call from the main thread (Python runs signal handlers there only); nothing is
+    installed if an argument is bad. A main thread blocked in a low-priority stream's
+    ``synchronize()`` runs them too."""
+    signals = _args.signals("install_signal_handlers", signals)
+    if threading.current_thread() is not threading.main_thread():
+        raise _args.error(Unsupported, "unsupported",
+                          "install_signal_handlers: call it from the main thread (Python runs signal handlers there only)")
 
     def install(sig):
         previous = signal.getsignal(sig)
@@ -147,21 +161,20 @@ class LowPriorityStream:
     def resume(self):
         self._n.resume()
 
-    @contextlib.contextmanager
     def preempted(self):
         """``with lp.preempted():`` the stream is suspended inside the block, resumed after it
-        (also when the block raises)."""
-        self.suspend()
-        try:
-            yield self
-        finally:
-            self.resume()
+        (also when the block raises, a KeyboardInterrupt included; a block whose stream or
+        session was closed inside it ends quietly, close having resumed it)."""
+        return self._n.preempted(self)
 
     def submit_delay(self, ns):
-        """A delay command of ``ns`` nanoseconds of work through the library's launcher."""
-        return self._n.submit_delay(int(ns))
+        """A delay command of ``ns`` nanoseconds of work through the library's launcher (any
+        real number, rounded; 0..2**64-1)."""
+        return self._n.submit_delay(_args.duration_ns("submit_delay", "ns", ns))
 
     def synchronize(self):
+        """Wait until every command submitted through the library completed. Under an Lv3
+        suspension it waits until another thread resumes; Ctrl-C interrupts it."""
         self._n.synchronize()
 
     def check(self):
@@ -170,6 +183,8 @@ class LowPriorityStream:
         return self._n.check()
 
     def close(self):
+        """Resume the stream if suspended, leave the helper, drop the commands not yet
+        launched. Idempotent."""
         self._n.close()
 
     def __repr__(self):
@@ -187,9 +202,12 @@ class HighPriorityStream:
         return self._n.handle
 
     def submit_delay(self, ns):
-        return self._n.submit_delay(int(ns))
+        return self._n.submit_delay(_args.duration_ns("submit_delay", "ns", ns))
 
     def synchronize(self):
+        """Wait for everything submitted so far, in the calling thread: nothing suspends this
+        stream, so the wait is bounded by the work submitted, and a Ctrl-C raises when it
+        returns (a hand-off that woke for it would cost every request two thread wake-ups)."""
         self._n.synchronize()
 
 
@@ -206,32 +224,27 @@ class HighestPriorityFirst:
         self._session = session
 
     def register(self, stream, priority=0):
-        self._session._n.helper_register(stream._n, int(priority))
+        n = _args.stream("register", "stream", stream, LowPriorityStream)
+        self._session._n.helper_register(n, _args.integer("register", "priority", priority, *_args.I32))
 
     def unregister(self, stream):
-        self._session._n.helper_unregister(stream._n)
+        self._session._n.helper_unregister(_args.stream("unregister", "stream", stream, LowPriorityStream))
 
     @property
     def active(self):
         """High-priority blocks running now."""
         return self._session._n.helper_active
 
-    @contextlib.contextmanager
     def high_priority(self, sync=None, priority=1):
         """``with hpf.high_priority(sync=...):`` a high-priority block. ``sync`` waits for the
         block's GPU work: a callable, or an object with ``synchronize()`` (a
         ``HighPriorityStream``, a ``torch.cuda.Stream``); it runs before the low-priority
-        streams resume, also when the block raises."""
-        n = self._session._n
-        n.helper_enter(int(priority))
-        try:
-            yield self
-        finally:
-            try:
-                if sync is not None:
-                    (sync.synchronize if hasattr(sync, "synchronize") else sync)()
-            finally:
-                n.helper_leave(int(priority))
+        streams resume, also when the block raises. The block is left whatever happens inside
+        it, a KeyboardInterrupt included (also one inside ``sync``, which is then raised); a
+        block whose session was closed inside it ends quietly."""
+        sync = _args.sync("high_priority", sync)
+        priority = _args.integer("high_priority", "priority", priority, *_args.I32)
+        return self._session._n.high_priority(priority, sync, self)
 
 
 class Session:
@@ -248,9 +261,18 @@ class Session:
 
     def __init__(self, device="auto", mechanism="auto", grace=0, force=False, host_workers=0,
                  host_worker=DEFAULT_HOST_WORKER, lv1_threshold=8, lv1_batch=4, gpu_slots=0):
-        worker = [str(a) for a in host_worker] if host_worker is not None else None
-        self._n = _native.NativeSession(device, mechanism, int(grace), bool(force), int(host_workers),
-                                        worker, int(lv1_threshold), int(lv1_batch), int(gpu_slots))
+        w = "Session"
+        self._n = _native.NativeSession(
+            _args.word(w, "device", device, _native.DEVICES),
+            _args.word(w, "mechanism", mechanism, _args.either(("auto", *MECHANISMS))),
+            _args.integer(w, "grace", grace, 0, 255, "units of ~1K GPU clocks; 0: the firmware's default"),
+            _args.flag(w, "force", force),
+            _args.integer(w, "host_workers", host_workers, 0, _args.U32, "worker processes per stream; 0: every core but one"),
+            _args.worker(w, host_worker),
+            _args.integer(w, "lv1_threshold", lv1_threshold, 1, _args.U32),
+            _args.integer(w, "lv1_batch", lv1_batch, 1, _args.U32, "at most lv1_threshold"),
+            _args.integer(w, "gpu_slots", gpu_slots, 0, _args.U32, "command slots per GPU delay stream; 0: 65536"),
+        )
         self._helper = HighestPriorityFirst(self)
 
     @property
@@ -271,22 +293,31 @@ class Session:
     def low_priority_stream(self, level="auto"):
         """A low-priority stream suspended at ``level``: ``"auto"`` (Lv3 where available, else
         Lv1), ``"lv3"`` or ``"lv1"``."""
-        return LowPriorityStream(self._n.create_lp_stream(str(level)), self)
+        return LowPriorityStream(self._n.create_lp_stream(_args.level("low_priority_stream", level)), self)
 
     def bind_queue(self, queue_id, gpu_id=0, ring_base_address=0, ring_size=0, priority=None):
-        """An explicit KFD queue of this process as an Lv3 stream (kfd and GPU sessions)."""
-        return LowPriorityStream(
-            self._n.bind_queue(int(queue_id), int(gpu_id), int(ring_base_address), int(ring_size), priority), self)
+        """An explicit KFD queue of this process as an Lv3 stream (kfd and GPU sessions).
+        ``priority``: the KFD priority 0..15 it is restored with (None: 7, ROCr's normal)."""
+        w = "bind_queue"
+        return LowPriorityStream(self._n.bind_queue(
+            _args.integer(w, "queue_id", queue_id, 0, _args.U32),
+            _args.integer(w, "gpu_id", gpu_id, 0, _args.U32, "0: unknown"),
+            _args.integer(w, "ring_base_address", ring_base_address, 0, _args.U64, "0: look it up"),
+            _args.integer(w, "ring_size", ring_size, 0, _args.U32, "0: look it up"),
+            None if priority is None else _args.integer(w, "priority", priority, 0, 15, "None: 7, ROCr's normal"),
+        ), self)
 
     def high_priority_stream(self):
         return HighPriorityStream(self._n.hp_stream())
 
     def suspend_set(self, streams):
-        """Suspend every stream of ``streams``, or none (the error says which failed)."""
-        self._n.suspend_set([s._n for s in streams])
+        """Suspend every stream of ``streams`` (this session's), or none (the error says which
+        failed)."""
+        self._n.suspend_set(_args.streams("suspend_set", "streams", streams, LowPriorityStream))
 
     def resume_set(self, streams):
-        self._n.resume_set([s._n for s in streams])
+        """Resume every stream of ``streams``; the first failure is raised after trying all."""
+        self._n.resume_set(_args.streams("resume_set", "streams", streams, LowPriorityStream))
 
     def helper(self):
         """The session's highest-priority-first helper."""

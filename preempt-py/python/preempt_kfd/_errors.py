@@ -30,7 +30,17 @@ class PreemptError(Exception):
 
 
 class InvalidArgument(PreemptError, ValueError):
-    """A bad argument: unknown device, mechanism or level; a queue that cannot be restored."""
+    """A bad argument (the C ABI's INVALID_ARGUMENT): a value out of range, an unknown device,
+    mechanism or level, another session's stream, a queue that cannot be restored. The message
+    names the call, the argument and what it accepts. Also a ValueError."""
+
+
+class InvalidArgumentType(InvalidArgument, TypeError):
+    """An InvalidArgument of the wrong type (``Session(5)``, ``register("x")``): also a
+    TypeError, Python's idiom for one, so that ``except TypeError`` keeps catching what Python's
+    own conversions raised before these checks. Only these: a value of the right type out of
+    range is not a type mistake, and stays a ValueError only. (A call with a missing or unknown
+    keyword is Python's own plain TypeError: it is raised before the call runs.)"""
 
 
 class BadHandle(PreemptError):
@@ -91,3 +101,15 @@ class Unsupported(PreemptError):
 
 class InternalError(PreemptError):
     """A panic inside the library was caught (a bug); what it held was resumed."""
+
+
+class Forked(PreemptError):
+    """A call in a fork child on a session the parent opened: the child must open its own."""
+
+
+class Busy(PreemptError):
+    """A hand resume of a stream the helper holds suspended (a block of higher priority is active)."""
+
+
+class Abandoned(PreemptError):
+    """Close gave up waiting for work in flight and abandoned it; closed all the same."""

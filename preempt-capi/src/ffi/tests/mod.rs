@@ -40,6 +40,7 @@ fn last() -> String {
 
 #[test]
 fn a_panic_is_a_code_and_the_guard_it_unwinds_through_resumes() {
+    let _one = serial();
     let resumed = Arc::new(AtomicU32::new(0));
     let p = Preemptor::new(Recording(Arc::clone(&resumed)));
     let code = run(|| {
@@ -54,6 +55,7 @@ fn a_panic_is_a_code_and_the_guard_it_unwinds_through_resumes() {
 
 #[test]
 fn null_pointers_and_stale_handles_are_errors_not_crashes() {
+    let _one = serial();
     let mut h: preempt_session_t = 0;
     // SAFETY: NULL device (refused) and a valid out pointer.
     let code = unsafe { preempt_session_open(std::ptr::null(), std::ptr::null(), &mut h) };
@@ -85,6 +87,7 @@ fn null_pointers_and_stale_handles_are_errors_not_crashes() {
 
 #[test]
 fn options_of_another_size_are_refused() {
+    let _one = serial();
     let mut o = std::mem::MaybeUninit::<preempt_options>::uninit();
     // SAFETY: a valid, writable preempt_options.
     assert_eq!(unsafe { preempt_options_init(o.as_mut_ptr()) }, 0);
@@ -107,6 +110,7 @@ fn options_of_another_size_are_refused() {
 
 #[test]
 fn codes_names_and_kinds_agree() {
+    let _one = serial();
     for k in preempt_api::ErrorKind::ALL {
         let s = preempt_status::of(k);
         assert_eq!(s as i32, k.code());
@@ -129,6 +133,7 @@ fn codes_names_and_kinds_agree() {
 
 #[test]
 fn c_levels_are_the_api_levels_and_others_get_the_grammar_s_error() {
+    let _one = serial();
     for (c, l) in [
         (preempt_level::PREEMPT_LEVEL_AUTO, Level::Auto),
         (preempt_level::PREEMPT_LEVEL_LV1, Level::Lv1),
@@ -143,6 +148,7 @@ fn c_levels_are_the_api_levels_and_others_get_the_grammar_s_error() {
 
 #[test]
 fn put_str_truncates_and_terminates() {
+    let _one = serial();
     let mut buf = [c_char::try_from(b'x').unwrap(); 6];
     // SAFETY: `buf` is valid for its length.
     unsafe { put_str(buf.as_mut_ptr(), buf.len(), "dbg-trap") };
@@ -150,4 +156,121 @@ fn put_str_truncates_and_terminates() {
     assert_eq!(unsafe { CStr::from_ptr(buf.as_ptr()) }, c"dbg-t");
     // SAFETY: a NULL buffer is skipped.
     unsafe { put_str(std::ptr::null_mut(), 10, "x") };
+}
+
+mod fork;
+
+/// The tests below open host sessions and fork: they run one at a time, so that no other test's
+/// thread is inside the library when one forks (a child may only take the locks nobody held).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Also puts the default panic hook back (the library installs a silent one on its first call,
+/// which would hide a failing assertion's message).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    let g = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    run(|| Ok(()));
+    drop(std::panic::take_hook());
+    g
+}
+
+/// Host options with cargo's worker and one worker per stream; the path lives as long as `o`'s use.
+fn host_options(worker: &std::ffi::CString) -> preempt_options {
+    let mut o = std::mem::MaybeUninit::<preempt_options>::uninit();
+    // SAFETY: a valid, writable preempt_options.
+    assert_eq!(unsafe { preempt_options_init(o.as_mut_ptr()) }, 0);
+    // SAFETY: initialised just above.
+    let mut o = unsafe { o.assume_init() };
+    o.host_worker = worker.as_ptr();
+    o.host_workers = 1;
+    o
+}
+
+fn worker_path() -> std::ffi::CString {
+    let w = host_device::testing::built_worker();
+    std::ffi::CString::new(w.program.to_str().expect("a UTF-8 path")).unwrap()
+}
+
+fn open_host(worker: &std::ffi::CString) -> preempt_session_t {
+    let o = host_options(worker);
+    let mut s = 0;
+    // SAFETY: valid strings, struct and out pointer.
+    assert_eq!(
+        unsafe { preempt_session_open(c"host".as_ptr(), &o, &mut s) },
+        0,
+        "{}",
+        last()
+    );
+    s
+}
+
+fn create(s: preempt_session_t, level: preempt_level) -> preempt_stream_t {
+    let mut h = 0;
+    // SAFETY: a valid out pointer.
+    assert_eq!(
+        unsafe { preempt_stream_create(s, level as c_int, &mut h) },
+        0,
+        "{}",
+        last()
+    );
+    h
+}
+
+fn states(pids: &[i32]) -> Vec<char> {
+    pids.iter()
+        .map(|&p| host_device::proc_state(p).unwrap_or('?'))
+        .collect()
+}
+
+/// The worker pids behind a stream handle (the handle table is this crate's).
+fn pids(h: preempt_stream_t) -> Vec<i32> {
+    crate::handles::stream(h).expect("an open stream").1.host_pids()
+}
+
+/// Issue 20 item 16: messages name what the C caller knows, the handle, not the library's
+/// internal stream ids (which start at 1 in every session).
+#[test]
+fn messages_name_the_handle() {
+    let _one = serial();
+    let worker = worker_path();
+    let s = open_host(&worker);
+    let (a, b) = (
+        create(s, preempt_level::PREEMPT_LEVEL_LV3),
+        create(s, preempt_level::PREEMPT_LEVEL_LV3),
+    );
+    let name = |h: preempt_stream_t| format!("stream handle {h}");
+    // SAFETY: handles and NULL out pointers.
+    unsafe {
+        assert_eq!(preempt_suspend(b, std::ptr::null_mut()), 0);
+        assert_eq!(
+            preempt_suspend(b, std::ptr::null_mut()),
+            preempt_status::PREEMPT_ERR_ALREADY_SUSPENDED as c_int
+        );
+        assert!(last().contains(&name(b)), "{}", last());
+        assert_eq!(preempt_resume(a), preempt_status::PREEMPT_ERR_NOT_SUSPENDED as c_int);
+        assert!(last().contains(&name(a)), "{}", last());
+        let set = [a, b];
+        assert_eq!(
+            preempt_suspend_set(set.as_ptr(), 2),
+            preempt_status::PREEMPT_ERR_ALREADY_SUSPENDED as c_int
+        );
+        assert!(last().contains(&name(b)), "{}", last());
+        assert_eq!(preempt_helper_register(a, 0), 0);
+        assert_eq!(preempt_helper_enter(s, 1), 0);
+        assert_eq!(preempt_resume(a), preempt_status::PREEMPT_ERR_BUSY as c_int);
+        assert!(last().contains(&name(a)) && last().contains("helper"), "{}", last());
+        assert_eq!(preempt_helper_leave(s, 1), 0);
+        for id in 1..=2 {
+            assert!(!last().contains(&format!("stream {id} ")), "an internal id: {}", last());
+        }
+        assert_eq!(preempt_session_close(s), 0);
+    }
+}
+
+#[test]
+fn the_header_s_limits_are_the_api_s() {
+    assert_eq!(PREEMPT_MAX_DELAY_NS, preempt_api::MAX_DELAY_NS);
+    assert_eq!(
+        Duration::from_millis(u64::from(PREEMPT_CLOSE_WAIT_MS)),
+        preempt_api::CLOSE_WAIT
+    );
 }

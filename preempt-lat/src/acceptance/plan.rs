@@ -1,0 +1,507 @@
+//! The stages of one device, in order, with what each needs, its time bound and the child's
+//! command line. Every stage is an existing subcommand (`preempt-lat --level ...`, `sweep`,
+//! `priority`) or, for what no subcommand does alone, the hidden `__acceptance-stage` (which
+//! opens the device through the same device layer, preempt-api's `gpu` module and `Session`):
+//! there is one GPU set-up path, and `acceptance` only runs it.
+use crate::options::{HOST_HAS_NO_LP_STATE, InternalStage, Level};
+use clap::ValueEnum;
+use lv3::MechanismKind;
+use preempt_api::DeviceSpec;
+use std::path::Path;
+use std::time::Duration;
+
+/// How a Lv3 stage suspends: the host device's SIGSTOP, or a KFD mechanism on a GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mech {
+    Sigstop,
+    Kfd(MechanismKind),
+}
+
+impl Mech {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mech::Sigstop => "sigstop",
+            Mech::Kfd(k) => k.name(),
+        }
+    }
+
+    /// `--mechanism NAME`, which the host device does not take (its one mechanism is `auto`).
+    fn arg(self) -> Vec<String> {
+        match self {
+            Mech::Sigstop => Vec::new(),
+            Mech::Kfd(k) => vec!["--mechanism".into(), k.name().into()],
+        }
+    }
+
+    /// The mechanisms of a device: SIGSTOP on the host, every KFD mechanism in `auto`'s order on a
+    /// GPU (one this kernel does not offer is skipped by its stage, with the reason).
+    pub fn of(device: DeviceSpec) -> Vec<Mech> {
+        if device.is_host() {
+            vec![Mech::Sigstop]
+        } else {
+            MechanismKind::AUTO_ORDER.into_iter().map(Mech::Kfd).collect()
+        }
+    }
+}
+
+/// What a stage runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    /// `__acceptance-stage <stage>` (with the mechanism of a per-mechanism stage).
+    Internal(InternalStage, Option<Mech>),
+    /// A latency run at T = 0.5 ms: Lv3 with a mechanism, or Lv1.
+    Latency(Level, Option<Mech>),
+    SweepT,
+    SweepThreshold,
+    SweepState,
+    Priority,
+    /// The kernel log lines of the device's run, read by `acceptance` itself.
+    KernelLog,
+}
+
+/// One stage of a device's plan.
+#[derive(Debug, Clone)]
+pub struct Stage {
+    pub id: String,
+    pub title: String,
+    pub work: Work,
+    /// Each must have passed.
+    pub needs: Vec<String>,
+    /// At least one must have passed; the first that did names the Lv3 mechanism the stage uses.
+    pub needs_any: Vec<String>,
+    pub bound: Duration,
+    /// Why the stage cannot apply to this device (a GPU-only stage on the host device).
+    pub not_here: Option<String>,
+}
+
+/// The sizes of the runs: full, or `--quick`.
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    pub samples: u32,
+    pub warmup: u32,
+    pub sweep_t_ms: &'static str,
+    pub sweep_samples: u32,
+    pub thresholds: &'static str,
+    pub threshold_t_ms: &'static str,
+    pub commands: u32,
+    pub priority_s: f64,
+    /// Multiplies every bound.
+    pub bound_scale: f64,
+}
+
+impl Sizes {
+    pub const FULL: Sizes = Sizes {
+        samples: 1000,
+        warmup: 20,
+        sweep_t_ms: "0.01,0.1,0.5,1,2",
+        sweep_samples: 200,
+        thresholds: "1,2,4,6,8,10,12,16",
+        threshold_t_ms: "0.01,0.1,1",
+        commands: 200,
+        priority_s: 3.0,
+        bound_scale: 1.0,
+    };
+    pub const QUICK: Sizes = Sizes {
+        samples: 100,
+        warmup: 5,
+        sweep_t_ms: "0.1,0.5,1",
+        sweep_samples: 40,
+        thresholds: "1,4,10",
+        threshold_t_ms: "0.1,1",
+        commands: 100,
+        priority_s: 1.0,
+        bound_scale: 0.5,
+    };
+
+    pub fn of(quick: bool) -> Sizes {
+        if quick { Sizes::QUICK } else { Sizes::FULL }
+    }
+}
+
+/// The T of the latency runs and of the per-mechanism stages (the seeds' test 4.1.1).
+pub const T_MS: &str = "0.5";
+
+fn secs(s: u64, sizes: &Sizes) -> Duration {
+    Duration::from_secs_f64(s as f64 * sizes.bound_scale)
+}
+
+/// The stages of `device`, in the order they run.
+pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
+    let z = Sizes::of(quick);
+    let host = device.is_host();
+    let gpu_only = |why: &str| host.then(|| format!("GPU only: {why}"));
+    let s = |id: &str, title: &str, work: Work, needs: &[&str], bound: u64| Stage {
+        id: id.into(),
+        title: title.into(),
+        work,
+        needs: needs.iter().map(|n| n.to_string()).collect(),
+        needs_any: Vec::new(),
+        bound: secs(bound, &z),
+        not_here: None,
+    };
+    let mechs = Mech::of(device);
+    let mut v = vec![s(
+        "environment",
+        "kernel, amdgpu/KFD versions and parameters, ROCm/HIP, GPUs and visibility, doctor",
+        Work::Internal(InternalStage::Environment, None),
+        &[],
+        120,
+    )];
+    for (id, title, stage, needs, why) in [
+        (
+            "hip-smoke",
+            "HIP loads, the delay kernels compile for the target, one runs; clock rates",
+            InternalStage::HipSmoke,
+            "environment",
+            "the host device runs CPU worker processes, no HIP kernels",
+        ),
+        (
+            "calibration",
+            "T calibrated at 0.5 ms on the GPU's wall clock and checked",
+            InternalStage::Calibration,
+            "hip-smoke",
+            "the host device's commands spin on thread CPU time, which needs no calibration",
+        ),
+        (
+            "discovery",
+            "the LP stream's KFD queue found (auto mechanism)",
+            InternalStage::Discovery,
+            "hip-smoke",
+            "the host device has no KFD queue to find (its Lv3 is SIGSTOP)",
+        ),
+    ] {
+        v.push(Stage {
+            not_here: gpu_only(why),
+            ..s(id, title, Work::Internal(stage, None), &[needs], 600)
+        });
+    }
+    let (sr_needs, lat_needs): (&[&str], &[&str]) = if host {
+        (&["environment"], &[])
+    } else {
+        (&["discovery"], &["calibration"])
+    };
+    for &m in &mechs {
+        v.push(s(
+            &format!("suspend-resume-{}", m.name()),
+            &format!(
+                "{}: suspend/resume of an idle queue, then of a running LP command; exactly once",
+                m.name()
+            ),
+            Work::Internal(InternalStage::SuspendResume, Some(m)),
+            sr_needs,
+            300,
+        ));
+    }
+    let lv3_ids: Vec<String> = mechs.iter().map(|m| format!("latency-lv3-{}", m.name())).collect();
+    for (&m, id) in mechs.iter().zip(&lv3_ids) {
+        let sr = format!("suspend-resume-{}", m.name());
+        let needs: Vec<&str> = lat_needs.iter().copied().chain([sr.as_str()]).collect();
+        v.push(s(
+            id,
+            &format!("Lv3 latency at T = {T_MS} ms through {}", m.name()),
+            Work::Latency(Level::Lv3, Some(m)),
+            &needs,
+            900,
+        ));
+    }
+    let lv1_needs: &[&str] = if host { &["environment"] } else { &["calibration"] };
+    v.push(s(
+        "latency-lv1",
+        &format!("Lv1 latency at T = {T_MS} ms (threshold 8, batch 4)"),
+        Work::Latency(Level::Lv1, None),
+        lv1_needs,
+        900,
+    ));
+    let with_lv3 = |st: Stage| Stage {
+        needs_any: lv3_ids.clone(),
+        ..st
+    };
+    v.push(with_lv3(s(
+        "sweep-t",
+        "sweep t: Lv1 and Lv3 P99 against T",
+        Work::SweepT,
+        &["latency-lv1"],
+        3600,
+    )));
+    v.push(s(
+        "sweep-threshold",
+        "sweep threshold: Lv1 overhead against the threshold",
+        Work::SweepThreshold,
+        &["latency-lv1"],
+        3600,
+    ));
+    v.push(Stage {
+        not_here: host.then(|| HOST_HAS_NO_LP_STATE.replace("{what}", "sweep state")),
+        ..with_lv3(s(
+            "sweep-state",
+            "sweep state: Lv1 and Lv3 P99 against the LP kernel's wave state",
+            Work::SweepState,
+            &["latency-lv1"],
+            1800,
+        ))
+    });
+    v.push(with_lv3(s(
+        "priority",
+        "priority: HP requests against a saturating LP stream, per mode",
+        Work::Priority,
+        &["latency-lv1"],
+        1800,
+    )));
+    for &m in &mechs {
+        let id = if host {
+            "bystander".to_string()
+        } else {
+            format!("bystander-{}", m.name())
+        };
+        v.push(Stage {
+            not_here: gpu_only(
+                "the bystander cost is what our preemptions cost another process's kernels on the same GPU; \
+                 the host device's SIGSTOP stops only our own workers",
+            ),
+            ..s(
+                &id,
+                &format!("what {}'s preemptions cost another process's kernels", m.name()),
+                Work::Internal(InternalStage::Bystander, Some(m)),
+                &[&format!("suspend-resume-{}", m.name())],
+                900,
+            )
+        });
+    }
+    v.push(s(
+        "kernel-log",
+        "the kernel log lines logged while this device's stages ran",
+        Work::KernelLog,
+        &[],
+        60,
+    ));
+    v
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// The child's arguments (after the program) for `stage` writing into `dir`; `chosen` is the
+/// mechanism of a stage with `needs_any` (none: `auto`). `None` for the kernel log.
+pub fn args(stage: &Stage, device: DeviceSpec, quick: bool, dir: &Path, chosen: Option<Mech>) -> Option<Vec<String>> {
+    let z = Sizes::of(quick);
+    let dev = device.to_string();
+    let path = |f: &str| dir.join(f).display().to_string();
+    let out_dir = dir.display().to_string();
+    let chosen = chosen.map(Mech::arg).unwrap_or_default();
+    let mut a = match stage.work {
+        Work::Internal(which, mech) => {
+            let name = which.to_possible_value().map(|v| v.get_name().to_string())?;
+            let mut a = strings(&[
+                "__acceptance-stage",
+                &name,
+                "--device",
+                &dev,
+                "--t-ms",
+                T_MS,
+                "--out-dir",
+            ]);
+            a.push(out_dir);
+            a.extend(mech.map(Mech::arg).unwrap_or_default());
+            return Some(a);
+        }
+        Work::Latency(level, mech) => {
+            let mut a = strings(&[
+                "--device",
+                &dev,
+                "--level",
+                &level.number().to_string(),
+                "--t-ms",
+                T_MS,
+                "--samples",
+                &z.samples.to_string(),
+                "--warmup",
+                &z.warmup.to_string(),
+                "--format",
+                "json",
+                "--out",
+                &path("run.json"),
+                "--trace",
+                &path("run.trace.json"),
+            ]);
+            a.extend(mech.map(Mech::arg).unwrap_or_default());
+            a
+        }
+        Work::SweepT => {
+            let mut a = strings(&[
+                "sweep",
+                "t",
+                "--device",
+                &dev,
+                "--levels",
+                "1,3",
+                "--t-ms",
+                z.sweep_t_ms,
+                "--samples",
+                &z.sweep_samples.to_string(),
+                "--warmup",
+                &z.warmup.to_string(),
+                "--out-dir",
+                &out_dir,
+            ]);
+            a.extend(chosen);
+            a
+        }
+        Work::SweepThreshold => strings(&[
+            "sweep",
+            "threshold",
+            "--device",
+            &dev,
+            "--thresholds",
+            z.thresholds,
+            "--t-ms",
+            z.threshold_t_ms,
+            "--commands",
+            &z.commands.to_string(),
+            "--out-dir",
+            &out_dir,
+        ]),
+        Work::SweepState => {
+            let mut a = strings(&[
+                "sweep",
+                "state",
+                "--device",
+                &dev,
+                "--levels",
+                "1,3",
+                "--t-ms",
+                T_MS,
+                "--samples",
+                &z.sweep_samples.to_string(),
+                "--out-dir",
+                &out_dir,
+            ]);
+            a.extend(chosen);
+            a
+        }
+        Work::Priority => {
+            let mut a = strings(&[
+                "priority",
+                "--device",
+                &dev,
+                "--duration-s",
+                &z.priority_s.to_string(),
+                "--out-dir",
+                &out_dir,
+                "--trace",
+                &path("priority.trace.json"),
+            ]);
+            a.extend(chosen);
+            a
+        }
+        Work::KernelLog => return None,
+    };
+    a.push("--quiet".into());
+    Some(a)
+}
+
+/// The files a stage writes that `report` merges (the others are in the archive all the same).
+pub fn result_files(work: Work) -> &'static [&'static str] {
+    match work {
+        Work::Latency(..) => &["run.json"],
+        Work::SweepT => &["sweep-t.json"],
+        Work::SweepState => &["sweep-state.json"],
+        Work::Priority => &["priority.json"],
+        Work::Internal(..) | Work::SweepThreshold | Work::KernelLog => &[],
+    }
+}
+
+/// The Lv3 mechanism of the stage `id` (a Lv3 latency stage), for a stage that needs any of them.
+pub fn mechanism_of(stages: &[Stage], id: &str) -> Option<Mech> {
+    stages.iter().find(|s| s.id == id).and_then(|s| match s.work {
+        Work::Latency(Level::Lv3, m) => m,
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{Cli, Command};
+    use clap::Parser;
+
+    fn ids(v: &[Stage]) -> Vec<&str> {
+        v.iter().map(|s| s.id.as_str()).collect()
+    }
+
+    #[test]
+    fn every_stage_needs_only_stages_before_it() {
+        for dev in [DeviceSpec::Host, DeviceSpec::Hip(0)] {
+            let v = stages(dev, false);
+            for (i, s) in v.iter().enumerate() {
+                for n in s.needs.iter().chain(&s.needs_any) {
+                    let before = ids(&v[..i]);
+                    assert!(before.contains(&n.as_str()), "{dev}: {} needs {n}, not before it", s.id);
+                }
+            }
+            let unique: std::collections::BTreeSet<&str> = ids(&v).into_iter().collect();
+            assert_eq!(unique.len(), v.len(), "ids are unique: {:?}", ids(&v));
+            assert_eq!(v.first().map(|s| s.id.as_str()), Some("environment"));
+            assert_eq!(v.last().map(|s| s.id.as_str()), Some("kernel-log"));
+        }
+    }
+
+    #[test]
+    fn a_gpu_has_a_stage_per_mechanism_and_the_host_its_sigstop() {
+        let gpu = stages(DeviceSpec::Hip(1), true);
+        for k in MechanismKind::AUTO_ORDER {
+            for prefix in ["suspend-resume", "latency-lv3", "bystander"] {
+                let id = format!("{prefix}-{}", k.name());
+                assert!(ids(&gpu).contains(&id.as_str()), "{id}");
+            }
+            assert_eq!(mechanism_of(&gpu, &format!("latency-lv3-{k}")), Some(Mech::Kfd(k)));
+        }
+        assert!(gpu.iter().all(|s| s.not_here.is_none()));
+        let host = stages(DeviceSpec::Host, true);
+        let skipped: Vec<&str> = host
+            .iter()
+            .filter(|s| s.not_here.is_some())
+            .map(|s| s.id.as_str())
+            .collect();
+        assert_eq!(
+            skipped,
+            ["hip-smoke", "calibration", "discovery", "sweep-state", "bystander"]
+        );
+        assert!(ids(&host).contains(&"latency-lv3-sigstop"));
+    }
+
+    /// Every child command line is one the CLI accepts (parsed and checked as a user's would be).
+    #[test]
+    fn every_child_command_line_parses() {
+        let dir = Path::new("/tmp/x");
+        for dev in [DeviceSpec::Host, DeviceSpec::Hip(2)] {
+            for quick in [false, true] {
+                let v = stages(dev, quick);
+                for s in &v {
+                    let chosen = s.needs_any.first().and_then(|id| mechanism_of(&v, id));
+                    let Some(a) = args(s, dev, quick, dir, chosen) else {
+                        assert_eq!(s.work, Work::KernelLog);
+                        continue;
+                    };
+                    let cli = Cli::try_parse_from(std::iter::once("preempt-lat".to_string()).chain(a.clone()))
+                        .unwrap_or_else(|e| panic!("{}: {a:?}: {e}", s.id));
+                    match cli.checked() {
+                        Ok(Command::AcceptanceStage(o)) => assert_eq!(o.device, dev),
+                        Ok(_) if s.not_here.is_some() => {}
+                        Ok(_) => assert!(a.contains(&dev.to_string()), "{a:?}"),
+                        Err(e) if s.not_here.is_some() => assert!(!e.is_empty()),
+                        Err(e) => panic!("{}: {a:?}: {e}", s.id),
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn quick_shrinks_the_bounds() {
+        let (full, quick) = (stages(DeviceSpec::Host, false), stages(DeviceSpec::Host, true));
+        for (f, q) in full.iter().zip(&quick) {
+            assert!(q.bound < f.bound, "{}", f.id);
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! The child side of `acceptance`: `preempt-lat __acceptance-stage <stage>` runs one stage that
+//! no subcommand runs alone and writes its result, [`RESULT_FILE`], for the parent to read. It
+//! runs under `main`'s signal handling like every subcommand (a SIGTERM stops it between steps,
+//! and whatever it suspended is resumed by the API's guards), in a process of its own that the
+//! parent bounds in time ([`super::runner`]).
+pub mod environment;
+pub mod gpu;
+pub mod suspend_resume;
+
+use super::summary::Status;
+use crate::doctor::facts::{Fact, HipInfo};
+use crate::exit::{Failure, Outcome, Verdict};
+use crate::options::{AcceptanceStageOptions, InternalStage};
+use lv3::MechanismChoice;
+use preempt_api::DeviceSpec;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The file a stage's result is written to, in its directory.
+pub const RESULT_FILE: &str = "stage.json";
+
+/// A stage's result: its status, one line saying why, and what it found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StageResult {
+    pub status: Status,
+    pub reason: String,
+    #[serde(default)]
+    pub facts: serde_json::Value,
+}
+
+/// `__acceptance-stage`: runs the stage and writes its result; the exit status is 0 whenever the
+/// result was written (the result says how the stage went), 1 when it could not be.
+pub fn run(o: &AcceptanceStageOptions, hip: impl FnOnce() -> Fact<HipInfo>) -> Outcome {
+    std::fs::create_dir_all(&o.out_dir)
+        .map_err(|e| Failure::Usage(format!("--out-dir {}: cannot create: {e}", o.out_dir.display())))?;
+    let on_gpu = |f: fn(u32) -> StageResult| match o.device {
+        DeviceSpec::Hip(n) => f(n),
+        d => not_for(d, o.stage),
+    };
+    let r = match o.stage {
+        InternalStage::Environment => environment::run(o.device, &o.out_dir, hip()),
+        InternalStage::HipSmoke => on_gpu(gpu::smoke),
+        InternalStage::Discovery => on_gpu(gpu::discovery),
+        InternalStage::Calibration => match o.device {
+            DeviceSpec::Hip(n) => gpu::calibration(n, o.t_ms),
+            d => not_for(d, o.stage),
+        },
+        InternalStage::SuspendResume => suspend_resume::run(o.device, o.mechanism, o.t_ms),
+        InternalStage::Bystander => match (o.device, o.mechanism) {
+            (DeviceSpec::Hip(n), MechanismChoice::Only(k)) => gpu::bystander(n, k),
+            (d, _) => not_for(d, o.stage),
+        },
+    };
+    write(&o.out_dir, &r)?;
+    eprintln!("preempt-lat: stage {:?}: {} {}", o.stage, r.status.word(), r.reason);
+    Ok(Verdict::Pass)
+}
+
+/// A GPU stage asked of a device that is not a GPU (or a bystander without its mechanism): the
+/// parent's plan never asks it, so this is a bug, said plainly.
+fn not_for(device: DeviceSpec, stage: InternalStage) -> StageResult {
+    StageResult {
+        status: Status::Fail,
+        reason: format!(
+            "internal: stage {stage:?} needs hip:N (and a named mechanism for the bystander), not {device}"
+        ),
+        facts: serde_json::Value::Null,
+    }
+}
+
+fn write(dir: &Path, r: &StageResult) -> Result<(), String> {
+    crate::atomic_file::write_file(&dir.join(RESULT_FILE), |w| {
+        serde_json::to_writer_pretty(&mut *w, r)?;
+        writeln!(w)
+    })
+}
+
+/// The result a stage's child wrote into `dir`.
+pub fn read(dir: &Path) -> Result<StageResult, String> {
+    let p = dir.join(RESULT_FILE);
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+}

@@ -1,0 +1,230 @@
+//! The experiment's loop: every class an LP stream of one session, requests arriving on their
+//! own schedules (saturating classes: a standing backlog), the policy told when a class gets
+//! work (`ready`, before the work is submitted) and when it has none left (`idle`), ticked at
+//! its wake-ups, and its actions carried out on the streams (Lv3 where the session has it, else
+//! the Lv1 launcher). One thread, polling every [`POLL`]: the decisions are the policy's, the
+//! timing is the caller's clock (CLOCK_MONOTONIC, the launcher's completion stamps' clock).
+use super::policy::Policy;
+use crate::measure::control::stop_requested;
+use crate::options::class::ClassSpec;
+use crate::stats::Recorder;
+use lv1::clock::{now_ns, sleep_until};
+use policies::Action;
+use preempt_api::{Level, LpStream, Session};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often the loop looks at arrivals, completions and the policy's wake-up.
+pub const POLL: Duration = Duration::from_micros(200);
+
+/// One request: when it arrived (ns since the start) and how many of its commands are left.
+struct Request {
+    arrival_ns: u64,
+    left: u32,
+}
+
+/// One class's state during the run.
+pub struct ClassRun {
+    pub spec: ClassSpec,
+    pub stream: Arc<LpStream>,
+    arrivals: Vec<u64>,
+    next: usize,
+    /// Command id -> its request (`None`: a saturating class's command).
+    pending: HashMap<u64, Option<u64>>,
+    /// Requests not yet finished, by arrival number (memory bounded by what is outstanding).
+    requests: HashMap<u64, Request>,
+    /// Arrival to completion of each finished request (a histogram: memory does not grow with
+    /// the run's length).
+    pub latency: Recorder,
+    pub finished: u64,
+    /// Requests that finished after their deadline (kedf classes).
+    pub late: u64,
+    /// Commands completed inside the measured window.
+    pub completed_cmds: u64,
+    /// Arrivals inside the window.
+    pub arrived: u64,
+}
+
+/// What the loop measured.
+pub struct Outcome {
+    pub classes: Vec<ClassRun>,
+    pub window_ns: u64,
+    pub suspends: u64,
+    pub resumes: u64,
+    pub failed_actions: Vec<String>,
+    pub interrupted: bool,
+}
+
+/// A saturating class keeps this many commands outstanding: enough to cover the launcher's
+/// in-flight window twice, so it is never idle between polls.
+fn backlog(threshold: usize) -> usize {
+    (2 * threshold).max(4)
+}
+
+fn apply(p: &mut Policy, classes: &[ClassRun], actions: Vec<Action<usize>>, o: &mut Outcome) {
+    for a in actions {
+        let c = &classes[a.queue()];
+        let r = match a {
+            Action::Suspend(_) => c.stream.suspend().map(|_| o.suspends += 1),
+            Action::Resume(_) => c.stream.resume().map(|()| o.resumes += 1),
+        };
+        if let Err(e) = r {
+            p.failed(a);
+            if o.failed_actions.len() < 20 {
+                o.failed_actions.push(format!("{:?} {}: {e}", a, c.spec.name));
+            }
+        }
+    }
+}
+
+/// Runs `specs` on `session` for `duration_ns` under `policy` (its registration actions in
+/// `initial`). Arrival times come from `arrivals(class index)`. Leaves every stream resumed.
+pub fn run(
+    session: &Session,
+    specs: &[ClassSpec],
+    mut policy: Policy,
+    initial: Vec<Action<usize>>,
+    duration_ns: u64,
+    threshold: usize,
+    arrivals: impl Fn(usize) -> Vec<u64>,
+) -> Result<Outcome, String> {
+    let mut classes = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let stream = session
+            .create_lp_stream(Level::Auto)
+            .map_err(|e| format!("class {}: LP stream: {e}", spec.name))?;
+        classes.push(ClassRun {
+            spec: spec.clone(),
+            stream,
+            arrivals: if spec.saturates() { Vec::new() } else { arrivals(i) },
+            next: 0,
+            pending: HashMap::new(),
+            requests: HashMap::new(),
+            latency: Recorder::default(),
+            finished: 0,
+            late: 0,
+            completed_cmds: 0,
+            arrived: 0,
+        });
+    }
+    let mut o = Outcome {
+        classes: Vec::new(),
+        window_ns: 0,
+        suspends: 0,
+        resumes: 0,
+        failed_actions: Vec::new(),
+        interrupted: false,
+    };
+    apply(&mut policy, &classes, initial, &mut o);
+    let t0 = now_ns();
+    let at = |ns: u64| Duration::from_nanos(ns);
+    for i in 0..classes.len() {
+        if classes[i].spec.saturates() {
+            let a = policy.ready(i, Duration::ZERO);
+            apply(&mut policy, &classes, a, &mut o);
+        }
+    }
+    let poll_ns = u64::try_from(POLL.as_nanos()).unwrap_or(200_000);
+    let result = (|| -> Result<(), String> {
+        loop {
+            let now = now_ns().saturating_sub(t0);
+            if now >= duration_ns {
+                break;
+            }
+            if stop_requested() {
+                o.interrupted = true;
+                break;
+            }
+            for i in 0..classes.len() {
+                // Arrivals: the policy hears of the work before it is submitted.
+                while classes[i].next < classes[i].arrivals.len() && classes[i].arrivals[classes[i].next] <= now {
+                    let arrival_ns = classes[i].arrivals[classes[i].next];
+                    classes[i].next += 1;
+                    classes[i].arrived += 1;
+                    if classes[i].pending.is_empty() {
+                        let a = policy.ready(i, at(now));
+                        apply(&mut policy, &classes, a, &mut o);
+                    }
+                    let c = &mut classes[i];
+                    let req = c.arrived;
+                    c.requests.insert(
+                        req,
+                        Request {
+                            arrival_ns,
+                            left: c.spec.cmds,
+                        },
+                    );
+                    let t_ns = crate::num::round_u64(c.spec.t_ms * 1e6);
+                    for _ in 0..c.spec.cmds {
+                        let id = c
+                            .stream
+                            .submit_delay(t_ns)
+                            .map_err(|e| format!("class {}: submit: {e}", c.spec.name))?;
+                        c.pending.insert(id, Some(req));
+                    }
+                }
+                // Saturating classes: a standing backlog.
+                let c = &mut classes[i];
+                if c.spec.saturates() {
+                    let t_ns = crate::num::round_u64(c.spec.t_ms * 1e6);
+                    while c.pending.len() < backlog(threshold) {
+                        let id = c
+                            .stream
+                            .submit_delay(t_ns)
+                            .map_err(|e| format!("class {}: submit: {e}", c.spec.name))?;
+                        c.pending.insert(id, None);
+                    }
+                }
+                // Completions.
+                let was_busy = !c.pending.is_empty();
+                for done in c.stream.take_completions() {
+                    let Some(req) = c.pending.remove(&done.id) else {
+                        continue;
+                    };
+                    let end = done.stamps.completed_ns.saturating_sub(t0);
+                    if end <= duration_ns {
+                        c.completed_cmds += 1;
+                    }
+                    let Some(req) = req else { continue };
+                    let Some(r) = c.requests.get_mut(&req) else { continue };
+                    r.left -= 1;
+                    if r.left > 0 {
+                        continue;
+                    }
+                    let arrival_ns = r.arrival_ns;
+                    c.requests.remove(&req);
+                    if end <= duration_ns {
+                        let lat = end.saturating_sub(arrival_ns);
+                        c.latency.record(lat);
+                        c.finished += 1;
+                        #[allow(clippy::cast_precision_loss)] // ns of one run: far below 2^52
+                        if c.spec.deadline_ms.is_some_and(|d| lat as f64 > d * 1e6) {
+                            c.late += 1;
+                        }
+                    }
+                }
+                if was_busy && c.pending.is_empty() && !c.spec.saturates() {
+                    let a = policy.idle(i, at(now));
+                    apply(&mut policy, &classes, a, &mut o);
+                }
+            }
+            if policy.next_wakeup().is_some_and(|w| w <= at(now)) {
+                let a = policy.tick(at(now));
+                apply(&mut policy, &classes, a, &mut o);
+            }
+            sleep_until(t0 + now + poll_ns);
+        }
+        Ok(())
+    })();
+    o.window_ns = now_ns().saturating_sub(t0).min(duration_ns);
+    // Leave nothing suspended: resume what the policy holds (closing the session would too).
+    for c in &classes {
+        if c.stream.is_suspended() {
+            let _ = c.stream.resume();
+        }
+    }
+    result?;
+    o.classes = classes;
+    Ok(o)
+}

@@ -1,0 +1,220 @@
+//! `preempt-lat priority --policy up|kedf|laxity`: the scheduling experiment of XSched's
+//! evaluation over *classes* (queues), each an LP stream of one application-API session with its
+//! own arrivals (fixed, Poisson, log-normal; or saturating), driven by a policy of the
+//! `policies` crate: utilization partition (`--shares 75:25`: Fig. 9 bottom), K earliest
+//! deadlines first (Fig. 15b), least laxity (8.2.1). Per class: request latency percentiles,
+//! throughput, device share achieved (and asked, for up), late requests (kedf), the exactly-once
+//! check; combined throughput; with `--standalone`, each class alone first and the loss against
+//! it ([`mod@standalone`]). Host device and GPU through the same session API (the GPU path is
+//! written for hardware and has not run on one). `--policy hpf` (the default) is `priority`'s own
+//! mode comparison.
+//!
+//! One run is [`run_experiment`] over an [`Experiment`]: `priority` runs one, `sweep rate`
+//! ([`rate`]) one per offered rate.
+mod engine;
+mod policy;
+pub mod rate;
+mod result;
+mod standalone;
+
+use crate::device::{Device, SessionSource};
+use crate::exit::{Outcome, Verdict};
+use crate::options::class::ClassSpec;
+use crate::options::{Arrival, Lv1Options, PolicyKind, PriorityOptions};
+use preempt_api::Options;
+pub use result::ScheduleResult;
+use std::io::Write;
+
+/// One run of the class experiment, whoever asked for it (`priority --policy`, each point of
+/// `sweep rate`).
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    pub policy: PolicyKind,
+    pub classes: Vec<ClassSpec>,
+    /// kedf: how many classes run at once.
+    pub k: usize,
+    /// up: the round the slices add up to.
+    pub round_ms: f64,
+    pub arrival: Arrival,
+    pub sigma: f64,
+    pub duration_s: f64,
+    pub lv1: Lv1Options,
+    /// Class `i`'s arrivals are seeded with `seed + i`.
+    pub seed: u64,
+    /// Worker processes per class (host device; 0 on a GPU).
+    pub workers: u32,
+    /// Run each class alone first (same arrivals, same duration) and compare.
+    pub standalone: bool,
+}
+
+impl Experiment {
+    /// The experiment `priority --policy up|kedf|laxity` asks for, with `workers` per class.
+    pub fn of_priority(o: &PriorityOptions, workers: u32) -> Self {
+        Experiment {
+            policy: o.policy,
+            classes: o.class_specs(),
+            k: o.k,
+            round_ms: o.round_ms,
+            arrival: o.arrival,
+            sigma: o.sigma,
+            duration_s: o.duration_s,
+            lv1: o.common.lv1,
+            seed: o.common.seed,
+            workers,
+            standalone: o.standalone,
+        }
+    }
+
+    /// Class `i` alone: the same arrivals (its seed kept), duration and policy.
+    pub fn alone(&self, i: usize) -> Experiment {
+        Experiment {
+            classes: vec![self.classes[i].clone()],
+            seed: self.seed.wrapping_add(u64::try_from(i).unwrap_or(0)),
+            standalone: false,
+            ..self.clone()
+        }
+    }
+}
+
+/// One run of `x` on a session opened from `src` (every class alone first with
+/// [`Experiment::standalone`], each in a session of its own). Writes nothing; the caller
+/// reports it.
+pub fn run_experiment(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, String> {
+    if !x.standalone {
+        return run_once(x, src);
+    }
+    let mut alone = Vec::new();
+    for i in 0..x.classes.len() {
+        if crate::measure::control::stop_requested() {
+            break;
+        }
+        alone.push(run_once(&x.alone(i), src)?);
+    }
+    let mut r = run_once(x, src)?;
+    if alone.len() == x.classes.len() {
+        standalone::compare(&mut r, &alone);
+    }
+    Ok(r)
+}
+
+/// When class `i`'s requests arrive in a run of `duration_ns`: seeded with `seed + i`.
+fn arrivals_of(x: &Experiment, i: usize, duration_ns: u64) -> Vec<u64> {
+    let seed = x.seed.wrapping_add(u64::try_from(i).unwrap_or(0));
+    crate::arrivals::times(x.arrival, x.sigma, x.classes[i].rate, duration_ns, seed)
+}
+
+/// One run of `x` (no runs alone).
+fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, String> {
+    let specs = &x.classes;
+    let (policy, initial) = policy::Policy::new(x.policy, specs, x.k, x.round_ms)?;
+    let t_start = std::time::Instant::now();
+    let duration_ns = crate::num::round_u64(x.duration_s * 1e9);
+    let lv1 = lv1::Config::new(x.lv1.threshold as usize, x.lv1.batch as usize).map_err(|e| e.to_string())?;
+    // Slots (GPU): every command a class can submit in the run, with room for the backlog.
+    let cmds: f64 = specs
+        .iter()
+        .map(|c| {
+            if c.saturates() {
+                x.duration_s * 1000.0 / c.t_ms + 64.0
+            } else {
+                (c.rate * x.duration_s + 1.0) * f64::from(c.cmds)
+            }
+        })
+        .sum();
+    let session = src
+        .open(Options {
+            lv1,
+            lv1_no_wait: true,
+            keep_records: true,
+            host_workers: x.workers as usize,
+            gpu_slots: usize::try_from(crate::num::round_u64(cmds * 1.2)).unwrap_or(usize::MAX),
+            ..Options::default()
+        })
+        .map_err(|e| format!("session: {e}"))?;
+    let arrivals = |i: usize| arrivals_of(x, i, duration_ns);
+    let run = engine::run(
+        &session,
+        specs,
+        policy,
+        initial,
+        duration_ns,
+        x.lv1.threshold as usize,
+        arrivals,
+    );
+    let checked = run.and_then(|out| result::check_classes(&out).map(|checks| (out, checks)));
+    let closed = session.close();
+    let (out, checks) = checked?;
+    closed.map_err(|e| format!("closing the session: {e}"))?;
+    Ok(ScheduleResult::new(
+        x,
+        src.environment(),
+        &session,
+        out,
+        checks,
+        t_start.elapsed(),
+    ))
+}
+
+/// Runs the class experiment of `o` on `dev`: one session, one LP stream per class (and each
+/// class alone first with `--standalone`); writes schedule.{csv,json} into --out-dir and the
+/// result on stdout in --format.
+pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
+    let x = Experiment::of_priority(o, dev.priority_workers(o.common.workers));
+    // The policy first: a class it cannot take is refused before anything starts.
+    policy::Policy::new(x.policy, &x.classes, x.k, x.round_ms)?;
+    let src = dev.session_source(o.common.mechanism, o.common.grace())?;
+    crate::output::files::prepare(&o.out_dir)?;
+    if !o.common.quiet {
+        eprintln!(
+            "priority: --policy {} over {} classes for {} s{} ({})",
+            o.policy.name(),
+            x.classes.len(),
+            o.duration_s,
+            if x.standalone { ", each class alone first" } else { "" },
+            src.label()
+        );
+    }
+    let r = run_experiment(&x, &src)?;
+    crate::output::files::write_all(&o.out_dir, "schedule", &r)?;
+    let mut stdout = std::io::stdout().lock();
+    crate::output::export(o.format, &r, &mut stdout)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| format!("writing the result: {e}"))?;
+    if !r.correct() {
+        eprintln!("preempt-lat: correctness check FAILED: some command did not complete exactly once");
+    }
+    Ok(Verdict::from_ok(r.correct()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_class_alone_keeps_its_arrivals() {
+        let x = Experiment {
+            policy: PolicyKind::Kedf,
+            classes: vec![
+                crate::options::class::parse("a:rate=50:deadline=5").unwrap(),
+                crate::options::class::parse("b:rate=80:deadline=9").unwrap(),
+            ],
+            k: 1,
+            round_ms: 10.0,
+            arrival: Arrival::Lognormal,
+            sigma: 2.0,
+            duration_s: 1.0,
+            lv1: Lv1Options { threshold: 8, batch: 4 },
+            seed: 7,
+            workers: 1,
+            standalone: true,
+        };
+        let b = x.alone(1);
+        assert_eq!(b.classes, [x.classes[1].clone()]);
+        assert!(!b.standalone, "a class alone is not compared again");
+        // Alone, as class 0, b draws the arrivals it draws as class 1 beside a.
+        let second = 1_000_000_000;
+        assert!(!arrivals_of(&x, 1, second).is_empty());
+        assert_eq!(arrivals_of(&b, 0, second), arrivals_of(&x, 1, second));
+        assert_ne!(arrivals_of(&x.alone(0), 0, second), arrivals_of(&x, 1, second));
+    }
+}

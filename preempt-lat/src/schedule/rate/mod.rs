@@ -1,0 +1,305 @@
+//! `preempt-lat sweep rate`: the class experiment once per offered request rate (XSched's
+//! Fig. 15b: K-EDF, log-normal arrivals, P99 latency against the request rate). Each point is
+//! one [`super::run_experiment`] of the template's classes at that rate ([`class::at_rate`]);
+//! the result is every point's class-experiment result, one CSV row per rate and class, and a
+//! plot: per-class P99 with its p50 band against the rate (small multiples sharing axes) above
+//! the requests completed per second against the rate ([`mod@plot`]).
+mod plot;
+
+use super::{Experiment, ScheduleResult, run_experiment};
+use crate::device::Device;
+use crate::env::Environment;
+use crate::exit::{Outcome, Verdict};
+use crate::measure::control::stop_requested;
+use crate::options::class::{self, ClassSpec};
+use crate::options::{Arrival, SweepRateOptions};
+use crate::output::Export;
+use crate::output::files::{prepare, write_all};
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// What defines the sweep (written into every output).
+#[derive(Debug, Clone, Serialize)]
+pub struct RateParams {
+    /// Total offered request rates, requests per second.
+    pub rates: Vec<f64>,
+    pub policy: &'static str,
+    pub k: usize,
+    pub arrival: Arrival,
+    pub sigma: f64,
+    pub round_ms: f64,
+    pub duration_s: f64,
+    /// The classes as given (rates as weights of the total), or the built-in set-up's.
+    pub template: Vec<ClassSpec>,
+    /// `true`: the built-in set-up (`--clients` identical clients), `false`: `--class`.
+    pub built_in: bool,
+    pub threshold: u32,
+    pub batch: u32,
+    pub seed: u64,
+    /// Worker processes per class (host device).
+    pub workers: u32,
+}
+
+/// One rate: the class experiment run at it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RatePoint {
+    /// The total offered rate, requests per second.
+    pub offered_rate: f64,
+    #[serde(flatten)]
+    pub result: ScheduleResult,
+}
+
+/// The result of `sweep rate`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RateSweep {
+    /// `rate`: what `report` and the target table recognise the file by.
+    pub sweep: &'static str,
+    pub params: RateParams,
+    pub env: Environment,
+    pub points: Vec<RatePoint>,
+    /// Stopped (Ctrl-C) before every rate ran.
+    pub interrupted: bool,
+    pub wall_time_s: f64,
+}
+
+impl RateSweep {
+    pub fn correct(&self) -> bool {
+        self.points.iter().all(|p| p.result.correct())
+    }
+}
+
+/// Runs the sweep of `o` on `dev`; writes sweep-rate.{csv,json,svg} into --out-dir and the
+/// table on stdout.
+pub fn run(o: &SweepRateOptions, dev: Device) -> Outcome {
+    let template = o.template();
+    let workers = dev.priority_workers(o.common.workers);
+    let at = |rate: f64| -> Result<Experiment, String> {
+        Ok(Experiment {
+            policy: o.policy,
+            classes: class::at_rate(&template, rate).ok_or_else(|| "no class with requests to sweep".to_string())?,
+            k: o.k,
+            round_ms: o.round_ms,
+            arrival: o.arrival,
+            sigma: o.sigma,
+            duration_s: o.duration_s,
+            lv1: o.common.lv1,
+            seed: o.common.seed,
+            workers,
+            standalone: o.standalone,
+        })
+    };
+    // The first point's policy first: a class it cannot take is refused before anything starts.
+    let first = at(o.rates.first().copied().unwrap_or(1.0))?;
+    super::policy::Policy::new(first.policy, &first.classes, first.k, first.round_ms)?;
+    let src = dev.session_source(o.common.mechanism, o.common.grace())?;
+    prepare(&o.out_dir)?;
+    let t_start = std::time::Instant::now();
+    let mut points = Vec::new();
+    for &rate in &o.rates {
+        if stop_requested() {
+            break;
+        }
+        if !o.common.quiet {
+            eprintln!(
+                "sweep rate: {} req/s over {} classes for {} s ({})",
+                crate::plot::ticks::fmt_num(rate),
+                template.len(),
+                o.duration_s,
+                src.label()
+            );
+        }
+        let result = run_experiment(&at(rate)?, &src)?;
+        points.push(RatePoint {
+            offered_rate: rate,
+            result,
+        });
+    }
+    let sweep = RateSweep {
+        sweep: "rate",
+        params: RateParams {
+            rates: o.rates.clone(),
+            policy: o.policy.name(),
+            k: o.k,
+            arrival: o.arrival,
+            sigma: o.sigma,
+            round_ms: o.round_ms,
+            duration_s: o.duration_s,
+            template,
+            built_in: o.classes.is_empty(),
+            threshold: o.common.lv1.threshold,
+            batch: o.common.lv1.batch,
+            seed: o.common.seed,
+            workers,
+        },
+        env: src.environment(),
+        interrupted: points.len() < o.rates.len(),
+        points,
+        wall_time_s: t_start.elapsed().as_secs_f64(),
+    };
+    write_all(&o.out_dir, "sweep-rate", &sweep)?;
+    if !sweep.points.is_empty() {
+        plot::draw(&sweep, &o.out_dir.join("sweep-rate.svg"))?;
+    }
+    let mut out = io::stdout().lock();
+    sweep
+        .text(&mut out)
+        .and_then(|()| {
+            writeln!(
+                out,
+                "sweep rate: {} rates -> {}/sweep-rate.{{csv,json,svg}}; correctness {}",
+                sweep.points.len(),
+                o.out_dir.display(),
+                if sweep.correct() { "OK" } else { "FAILED" }
+            )
+        })
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("writing the result: {e}"))?;
+    Ok(Verdict::from_ok(sweep.correct()))
+}
+
+/// One CSV row: a class at one offered rate.
+#[derive(Debug, Serialize)]
+pub struct Row<'a> {
+    pub device: &'a str,
+    pub policy: &'static str,
+    pub k: usize,
+    pub offered_rate: f64,
+    pub class: &'a str,
+    /// The class's own part of the offered rate (0: saturating).
+    pub class_rate: f64,
+    pub t_ms: f64,
+    pub deadline_ms: Option<f64>,
+    pub finished: u64,
+    pub late: u64,
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub requests_per_s: f64,
+    pub work_per_s: f64,
+    /// `--standalone`: P99 here over P99 alone.
+    pub p99_vs_alone: Option<f64>,
+    /// `--standalone`: the point's combined throughput loss against the classes alone.
+    pub throughput_loss_percent: Option<f64>,
+    pub exactly_once: bool,
+}
+
+#[allow(clippy::cast_precision_loss)] // ns: far below 2^52
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// JSON: the sweep whole; CSV: a row per rate and class; text: one table.
+impl Export for RateSweep {
+    type Whole = Self;
+    type Row<'a> = Row<'a>;
+    fn whole(&self) -> &Self {
+        self
+    }
+    fn rows(&self) -> Vec<Row<'_>> {
+        self.points
+            .iter()
+            .flat_map(|p| {
+                p.result.classes.iter().map(move |c| Row {
+                    device: &self.env.device,
+                    policy: self.params.policy,
+                    k: self.params.k,
+                    offered_rate: p.offered_rate,
+                    class: &c.spec.name,
+                    class_rate: c.spec.rate,
+                    t_ms: c.spec.t_ms,
+                    deadline_ms: c.spec.deadline_ms,
+                    finished: c.finished,
+                    late: c.late,
+                    p50_ms: c.latency_ns.map(|s| ms(s.p50)),
+                    p90_ms: c.latency_ns.map(|s| ms(s.p90)),
+                    p99_ms: c.latency_ns.map(|s| ms(s.p99)),
+                    max_ms: c.latency_ns.map(|s| ms(s.max)),
+                    requests_per_s: c.requests_per_s,
+                    work_per_s: c.work_per_s,
+                    p99_vs_alone: c.p99_vs_alone,
+                    throughput_loss_percent: p.result.standalone.as_ref().map(|s| s.throughput_loss_percent),
+                    exactly_once: c.correct(),
+                })
+            })
+            .collect()
+    }
+    fn text(&self, w: &mut dyn Write) -> io::Result<()> {
+        let p = &self.params;
+        writeln!(
+            w,
+            "sweep rate: {}{} over {} {}, {} arrivals{}, {} s per rate{}; {}",
+            p.policy,
+            if p.policy == policies::kedf::NAME {
+                format!(" (K = {})", p.k)
+            } else {
+                String::new()
+            },
+            p.template.len(),
+            if p.built_in {
+                "clients (built-in set-up)"
+            } else {
+                "classes"
+            },
+            p.arrival.name(),
+            if p.arrival == Arrival::Lognormal {
+                format!(" (sigma {})", p.sigma)
+            } else {
+                String::new()
+            },
+            p.duration_s,
+            if self.interrupted { ", INTERRUPTED" } else { "" },
+            crate::plot::device_label(&self.env.device, self.env.host_figures)
+        )?;
+        writeln!(
+            w,
+            "| offered req/s | class | req/s | done | late | p50 ms | p90 ms | p99 ms | max ms | got req/s | exactly once |"
+        )?;
+        writeln!(w, "|{}", " --- |".repeat(11))?;
+        let opt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+        for pt in &self.points {
+            for c in &pt.result.classes {
+                writeln!(
+                    w,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} |",
+                    crate::plot::ticks::fmt_num(pt.offered_rate),
+                    c.spec.name,
+                    if c.spec.saturates() {
+                        "saturating".into()
+                    } else {
+                        format!("{:.1}", c.spec.rate)
+                    },
+                    c.finished,
+                    c.late,
+                    opt(c.latency_ns.map(|s| ms(s.p50))),
+                    opt(c.latency_ns.map(|s| ms(s.p90))),
+                    opt(c.latency_ns.map(|s| ms(s.p99))),
+                    opt(c.latency_ns.map(|s| ms(s.max))),
+                    c.requests_per_s,
+                    if c.correct() { "yes" } else { "NO" }
+                )?;
+            }
+        }
+        for pt in &self.points {
+            let Some(s) = &pt.result.standalone else { continue };
+            let p99s: Vec<String> = pt
+                .result
+                .classes
+                .iter()
+                .filter_map(|c| Some(format!("{} {:.2}x", c.spec.name, c.p99_vs_alone?)))
+                .collect();
+            writeln!(
+                w,
+                "{} req/s against each class alone: P99 {}; throughput loss {:.1} % (against the {})",
+                crate::plot::ticks::fmt_num(pt.offered_rate),
+                if p99s.is_empty() { "-".into() } else { p99s.join(", ") },
+                s.throughput_loss_percent,
+                s.reference
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,405 @@
+//! What the class experiment reports: per class its parameters, latency percentiles, throughput,
+//! device share (asked and achieved) and exactly-once check; the run's parameters, environment
+//! and totals. JSON whole, CSV a row per class, text a table.
+use super::engine::{ClassRun, Outcome};
+use crate::env::Environment;
+use crate::options::Arrival;
+use crate::options::class::ClassSpec;
+use crate::output::Export;
+use crate::stats::Summary;
+use preempt_api::Session;
+use serde::Serialize;
+use std::io::{self, Write};
+use std::time::Duration;
+
+/// One class's exactly-once check (the application API's own: launcher and device records).
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassCheck {
+    pub submitted: u64,
+    pub exactly_once: u64,
+    pub ok: bool,
+    pub problems: Vec<String>,
+}
+
+/// Drains every class's stream (bounded) and checks its commands.
+pub fn check_classes(out: &Outcome) -> Result<Vec<ClassCheck>, String> {
+    out.classes
+        .iter()
+        .map(|c| {
+            let limit = Duration::from_secs(30) + Duration::from_secs_f64(c.spec.t_ms / 1000.0 * 64.0);
+            c.stream
+                .wait_idle_for(limit)
+                .map_err(|e| format!("class {}: draining: {e}", c.spec.name))?;
+            let v = c
+                .stream
+                .verify()
+                .map_err(|e| format!("class {}: checking: {e}", c.spec.name))?;
+            let ok = v.check.finished && v.check.problems.is_empty() && v.check.exactly_once == v.check.submitted;
+            Ok(ClassCheck {
+                submitted: v.check.submitted,
+                exactly_once: v.check.exactly_once,
+                ok,
+                problems: v.check.problems,
+            })
+        })
+        .collect()
+}
+
+/// One class's row.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassResult {
+    #[serde(flatten)]
+    pub spec: ClassSpec,
+    pub arrived: u64,
+    /// Requests finished in the window (a saturating class: commands).
+    pub finished: u64,
+    /// kedf: requests that finished after their deadline.
+    pub late: u64,
+    /// Arrival to completion of the requests that finished in the window (none for saturating
+    /// classes: their figure is throughput).
+    pub latency_ns: Option<Summary>,
+    /// This class's P99 over the first class's.
+    pub p99_vs_first: Option<f64>,
+    pub requests_per_s: f64,
+    /// Device time its completed commands represent, per second of the window (commands x T).
+    pub work_per_s: f64,
+    /// Its part of all completed work, in percent.
+    pub share_achieved_percent: f64,
+    /// up: its share of the shares, in percent.
+    pub share_asked_percent: Option<f64>,
+    /// up: achieved - asked, in percentage points (the Fig. 9 bottom target: within +-5).
+    pub share_error_points: Option<f64>,
+    pub check: ClassCheck,
+    /// `--standalone`: this class run alone (same arrivals, same duration).
+    pub alone: Option<super::standalone::Alone>,
+    /// `--standalone`: its P99 here over its P99 alone.
+    pub p99_vs_alone: Option<f64>,
+}
+
+/// The run's parameters.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScheduleParams {
+    pub policy: &'static str,
+    pub k: usize,
+    pub round_ms: f64,
+    pub arrival: Arrival,
+    pub sigma: f64,
+    pub duration_s: f64,
+    pub threshold: u32,
+    pub batch: u32,
+    pub seed: u64,
+    /// Worker processes per class (host device).
+    pub workers: u32,
+}
+
+/// The result of a class experiment.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScheduleResult {
+    pub params: ScheduleParams,
+    pub env: Environment,
+    /// How the classes' streams are suspended (the session's Lv3 mechanism, or lv1).
+    pub mechanism: String,
+    pub classes: Vec<ClassResult>,
+    /// Device time of all completed work per second of the window.
+    pub combined_work_per_s: f64,
+    pub suspends: u64,
+    pub resumes: u64,
+    /// Suspends or resumes that failed (at most 20 lines), each fed back to the policy.
+    pub failed_actions: Vec<String>,
+    pub window_s: f64,
+    pub interrupted: bool,
+    pub wall_time_s: f64,
+    /// `--standalone`: the combined throughput against the classes alone.
+    pub standalone: Option<super::standalone::Standalone>,
+}
+
+#[allow(clippy::cast_precision_loss)] // counts and ns of one run: far below 2^52
+fn class_result(c: ClassRun, check: ClassCheck, window_s: f64, total_work: f64, total_shares: f64) -> ClassResult {
+    let work = c.completed_cmds as f64 * c.spec.t_ms / 1000.0;
+    let achieved = if total_work > 0.0 {
+        100.0 * work / total_work
+    } else {
+        0.0
+    };
+    let asked = c
+        .spec
+        .share
+        .filter(|_| total_shares > 0.0)
+        .map(|s| 100.0 * f64::from(s) / total_shares);
+    // A saturating class's requests are its commands.
+    let finished = if c.spec.saturates() {
+        c.completed_cmds
+    } else {
+        c.finished
+    };
+    ClassResult {
+        arrived: c.arrived,
+        finished,
+        late: c.late,
+        latency_ns: c.latency.summary(),
+        p99_vs_first: None,
+        requests_per_s: if window_s > 0.0 {
+            finished as f64 / window_s
+        } else {
+            0.0
+        },
+        work_per_s: if window_s > 0.0 { work / window_s } else { 0.0 },
+        share_achieved_percent: achieved,
+        share_asked_percent: asked,
+        share_error_points: asked.map(|a| achieved - a),
+        check,
+        alone: None,
+        p99_vs_alone: None,
+        spec: c.spec,
+    }
+}
+
+impl ScheduleResult {
+    #[allow(clippy::cast_precision_loss)] // counts and ns of one run: far below 2^52
+    pub fn new(
+        x: &super::Experiment,
+        env: Environment,
+        session: &Session,
+        out: Outcome,
+        checks: Vec<ClassCheck>,
+        wall: Duration,
+    ) -> Self {
+        let window_s = out.window_ns as f64 / 1e9;
+        let total_work: f64 = out
+            .classes
+            .iter()
+            .map(|c| c.completed_cmds as f64 * c.spec.t_ms / 1000.0)
+            .sum();
+        let up = x.policy == crate::options::PolicyKind::Up;
+        let total_shares: f64 = if up {
+            out.classes.iter().filter_map(|c| c.spec.share).map(f64::from).sum()
+        } else {
+            0.0
+        };
+        let mut classes: Vec<ClassResult> = out
+            .classes
+            .into_iter()
+            .zip(checks)
+            .map(|(c, k)| class_result(c, k, window_s, total_work, total_shares))
+            .collect();
+        let first = classes.first().and_then(|c| c.latency_ns).map(|s| s.p99);
+        for c in &mut classes {
+            c.p99_vs_first = match (c.latency_ns, first) {
+                (Some(s), Some(f)) if f > 0 => Some(s.p99 as f64 / f as f64),
+                _ => None,
+            };
+        }
+        ScheduleResult {
+            params: ScheduleParams {
+                policy: x.policy.name(),
+                k: x.k,
+                round_ms: x.round_ms,
+                arrival: x.arrival,
+                sigma: x.sigma,
+                duration_s: x.duration_s,
+                threshold: x.lv1.threshold,
+                batch: x.lv1.batch,
+                seed: x.seed,
+                workers: x.workers,
+            },
+            env,
+            mechanism: session.mechanism().name.clone().unwrap_or_else(|| "lv1".into()),
+            classes,
+            combined_work_per_s: if window_s > 0.0 { total_work / window_s } else { 0.0 },
+            suspends: out.suspends,
+            resumes: out.resumes,
+            failed_actions: out.failed_actions,
+            window_s,
+            interrupted: out.interrupted,
+            wall_time_s: wall.as_secs_f64(),
+            standalone: None,
+        }
+    }
+
+    /// Every command completed exactly once, here and in the runs alone.
+    pub fn correct(&self) -> bool {
+        self.classes.iter().all(ClassResult::correct)
+    }
+}
+
+/// One CSV row: a class with the run's policy and device.
+#[derive(Serialize)]
+pub struct Row<'a> {
+    pub device: &'a str,
+    pub policy: &'static str,
+    pub mechanism: &'a str,
+    pub class: &'a str,
+    pub rate: f64,
+    pub t_ms: f64,
+    pub finished: u64,
+    pub late: u64,
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub requests_per_s: f64,
+    pub share_achieved_percent: f64,
+    pub share_asked_percent: Option<f64>,
+    /// `--standalone`: P99 here over P99 alone.
+    pub p99_vs_alone: Option<f64>,
+    pub exactly_once: bool,
+}
+
+#[allow(clippy::cast_precision_loss)] // ns: far below 2^52
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+impl Export for ScheduleResult {
+    type Whole = Self;
+    type Row<'a> = Row<'a>;
+    fn whole(&self) -> &Self {
+        self
+    }
+    fn rows(&self) -> Vec<Row<'_>> {
+        self.classes
+            .iter()
+            .map(|c| Row {
+                device: &self.env.device,
+                policy: self.params.policy,
+                mechanism: &self.mechanism,
+                class: &c.spec.name,
+                rate: c.spec.rate,
+                t_ms: c.spec.t_ms,
+                finished: c.finished,
+                late: c.late,
+                p50_ms: c.latency_ns.map(|s| ms(s.p50)),
+                p90_ms: c.latency_ns.map(|s| ms(s.p90)),
+                p99_ms: c.latency_ns.map(|s| ms(s.p99)),
+                max_ms: c.latency_ns.map(|s| ms(s.max)),
+                requests_per_s: c.requests_per_s,
+                share_achieved_percent: c.share_achieved_percent,
+                share_asked_percent: c.share_asked_percent,
+                p99_vs_alone: c.p99_vs_alone,
+                exactly_once: c.correct(),
+            })
+            .collect()
+    }
+    fn text(&self, w: &mut dyn Write) -> io::Result<()> {
+        let p = &self.params;
+        writeln!(
+            w,
+            "policy {} on {} (suspended via {}), {} s{}; {}",
+            p.policy,
+            self.env.device,
+            self.mechanism,
+            p.duration_s,
+            if self.interrupted { ", INTERRUPTED" } else { "" },
+            if self.env.device == "host" {
+                "host device: host figures, not GPU figures"
+            } else {
+                "GPU"
+            }
+        )?;
+        writeln!(
+            w,
+            "| class | arrivals | T ms | done | late | p50 ms | p90 ms | p99 ms | max ms | p99/first | req/s | share asked | share got | exactly once |"
+        )?;
+        writeln!(w, "|{}", " --- |".repeat(14))?;
+        let opt = |v: Option<f64>, prec: usize| v.map_or("-".into(), |v| format!("{v:.prec$}"));
+        for c in &self.classes {
+            let s = &c.spec;
+            let arrivals = if s.saturates() {
+                "saturating".to_string()
+            } else {
+                format!("{}/s {}", s.rate, p.arrival.name())
+            };
+            writeln!(
+                w,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {:.1} % | {} |",
+                s.name,
+                arrivals,
+                s.t_ms,
+                c.finished,
+                c.late,
+                opt(c.latency_ns.map(|x| ms(x.p50)), 2),
+                opt(c.latency_ns.map(|x| ms(x.p90)), 2),
+                opt(c.latency_ns.map(|x| ms(x.p99)), 2),
+                opt(c.latency_ns.map(|x| ms(x.max)), 2),
+                opt(c.p99_vs_first, 2),
+                c.requests_per_s,
+                c.share_asked_percent.map_or("-".into(), |a| format!("{a:.1} %")),
+                c.share_achieved_percent,
+                if c.correct() { "yes" } else { "NO" }
+            )?;
+        }
+        writeln!(
+            w,
+            "combined: {:.3} s of device work per second; {} suspends, {} resumes{}",
+            self.combined_work_per_s,
+            self.suspends,
+            self.resumes,
+            if self.failed_actions.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {} FAILED actions: {}",
+                    self.failed_actions.len(),
+                    self.failed_actions.join("; ")
+                )
+            }
+        )?;
+        if let Some(s) = &self.standalone {
+            standalone_text(self, s, w)?;
+        }
+        let mut judged = crate::targets::judge(&serde_json::to_value(self).map_err(io::Error::other)?, "this run");
+        judged.retain(|j| j.target == "partition");
+        if !judged.is_empty() {
+            for j in judged {
+                writeln!(
+                    w,
+                    "target {} ({}): {:+.2} points, bound {}: {}{}",
+                    j.target,
+                    j.source,
+                    j.measured,
+                    j.bound,
+                    if j.pass { "PASS" } else { "FAIL" },
+                    if j.host_figures { " (host figure)" } else { "" }
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ClassResult {
+    /// Every command completed exactly once, here and alone.
+    pub fn correct(&self) -> bool {
+        self.check.ok && self.alone.as_ref().is_none_or(|a| a.exactly_once)
+    }
+}
+
+/// `--standalone`'s lines: each class together against alone, then the combined throughput
+/// against its reference.
+fn standalone_text(r: &ScheduleResult, s: &super::standalone::Standalone, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w, "against each class alone (same arrivals, same duration):")?;
+    writeln!(
+        w,
+        "| class | p99 ms alone | p99 ms together | p99 / alone | work/s alone | work/s together |"
+    )?;
+    writeln!(w, "|{}", " --- |".repeat(6))?;
+    let opt = |v: Option<f64>, prec: usize| v.map_or("-".into(), |v| format!("{v:.prec$}"));
+    for c in &r.classes {
+        let Some(a) = &c.alone else { continue };
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | {:.3} | {:.3} |",
+            c.spec.name,
+            opt(a.latency_ns.map(|x| ms(x.p99)), 2),
+            opt(c.latency_ns.map(|x| ms(x.p99)), 2),
+            opt(c.p99_vs_alone, 2),
+            a.work_per_s,
+            c.work_per_s
+        )?;
+    }
+    writeln!(
+        w,
+        "combined throughput {:.3} s of device work per second against {:.3}, the {}: loss {:.1} %",
+        s.combined_work_per_s, s.reference_work_per_s, s.reference, s.throughput_loss_percent
+    )
+}

@@ -1,0 +1,142 @@
+use super::*;
+use serde_json::json;
+
+fn run(level: u64, t_ms: f64, suspend_p99_ns: u64, hp_p99_ns: u64, device: &str) -> Value {
+    json!({
+        "params": {"level": level, "t_ms": t_ms, "threshold": 8, "lp_state": null},
+        "env": {"device": device},
+        "latency_ns": {"suspend": {"p99": suspend_p99_ns}, "hp_start": {"p99": hp_p99_ns}},
+    })
+}
+
+fn ids(js: &[Judgement]) -> Vec<&str> {
+    js.iter().map(|j| j.target).collect()
+}
+
+#[test]
+fn every_target_id_is_unique_and_every_bound_is_sane() {
+    for (i, t) in TARGETS.iter().enumerate() {
+        assert!(TARGETS[i + 1..].iter().all(|u| u.id != t.id), "{} twice", t.id);
+        assert_eq!(target(t.id).id, t.id);
+    }
+    assert!(Bound::Below(1.0).holds(0.99) && !Bound::Below(1.0).holds(1.0));
+    assert!(Bound::AtMost(1.3).holds(1.3) && !Bound::AtMost(1.3).holds(f64::NAN));
+    assert!(Bound::Within(0.5, 1.5).holds(0.5) && !Bound::Within(0.5, 1.5).holds(1.51));
+}
+
+#[test]
+fn a_lv3_run_at_half_a_millisecond_is_judged_against_100_us() {
+    let js = judge(&run(3, 0.5, 40_000, 120_000, "hip:0"), "r.json");
+    assert_eq!(ids(&js), ["lv3-p99", "lv3-hp-start-p99"]);
+    assert!(js[0].pass && (js[0].measured - 40.0).abs() < 1e-9);
+    assert!(!js[1].pass, "120 us is over the target");
+    assert!(!js[0].host_figures && js[0].from.contains("Lv3, T = 0.5 ms"));
+    assert!(
+        judge(&run(3, 1.0, 40_000, 1, "hip:0"), "r").is_empty(),
+        "other T: not this target"
+    );
+}
+
+#[test]
+fn lv1_is_judged_against_threshold_x_t() {
+    // threshold 8, T = 0.5 ms: 4 ms expected; 3.6 ms is 0.9 x.
+    let js = judge(&run(1, 0.5, 3_600_000, 1, "host"), "r");
+    assert_eq!(ids(&js), ["lv1-threshold-x-t"]);
+    assert!(js[0].pass && (js[0].measured - 0.9).abs() < 1e-9);
+    assert!(js[0].host_figures, "a host run is labelled as host");
+    let js = judge(&run(1, 0.5, 9_000_000, 1, "host"), "r");
+    assert!(!js[0].pass, "2.25 x is outside 0.5-1.5");
+}
+
+#[test]
+fn a_sweep_judges_each_run_and_lv3_flatness_over_t() {
+    let sweep = json!([
+        run(3, 0.1, 30_000, 1, "hip:0"),
+        run(3, 0.5, 33_000, 1, "hip:0"),
+        run(3, 2.0, 60_000, 1, "hip:0"),
+        run(1, 0.5, 4_000_000, 1, "hip:0"),
+    ]);
+    let js = judge(&sweep, "sweep-t.json");
+    assert_eq!(
+        ids(&js),
+        ["lv3-p99", "lv3-hp-start-p99", "lv1-threshold-x-t", "lv3-flat-in-t"]
+    );
+    let flat = js.last().unwrap();
+    assert!((flat.measured - 2.0).abs() < 1e-9 && !flat.pass, "60 / 30 = 2 > 1.5");
+    let one_t = json!([run(3, 0.5, 30_000, 1, "hip:0")]);
+    assert!(
+        !ids(&judge(&one_t, "f")).contains(&"lv3-flat-in-t"),
+        "one T says nothing of flatness"
+    );
+}
+
+#[test]
+fn the_threshold_sweep_takes_the_worst_overhead_at_threshold_10_and_above() {
+    let p = |t: f64, th: u64, o: f64| json!({"device": "host", "t_ms": t, "threshold": th, "overhead_percent": o});
+    let pts = json!([
+        p(0.1, 1, 30.0),
+        p(0.1, 10, 0.4),
+        p(0.1, 16, 0.8),
+        p(1.0, 16, 2.5),
+        p(1.0, 4, 0.1)
+    ]);
+    let js = judge(&pts, "sweep-threshold.json");
+    assert_eq!(ids(&js), ["lv1-overhead", "lv1-overhead"]);
+    assert!(
+        js[0].pass && (js[0].measured - 0.8).abs() < 1e-9,
+        "threshold 1's 30 % is not judged"
+    );
+    assert!(!js[1].pass && js[1].from.contains("T = 1 ms"));
+}
+
+#[test]
+fn priority_judges_the_scheduled_modes_twice_and_skips_the_baselines() {
+    let v = json!({
+        "target_p99_ratio": 1.3,
+        "env": {"device": "host"},
+        "modes": [
+            {"mode": "standalone-hp", "hp_p99_vs_standalone": 1.0},
+            {"mode": "native", "hp_p99_vs_standalone": 4.0},
+            {"mode": "lv3", "hp_p99_vs_standalone": 1.2},
+        ],
+    });
+    let js = judge(&v, "priority.json");
+    assert_eq!(ids(&js), ["hp-p99-fig9", "hp-p99-fig15a"]);
+    assert!(
+        js[0].pass && !js[1].pass,
+        "1.2 x meets Fig. 9's 1.30 but not Fig. 15a's 1.10"
+    );
+}
+
+#[test]
+fn launcher_cost_and_example5_are_judged() {
+    let lc = json!({
+        "launcher_cpu_ns_per_cmd": 1.0, "device": "host",
+        "figures": [
+            {"name": "launcher_core_percent.t_0.01ms", "median": 7.0},
+            {"name": "launcher_core_percent.t_1ms", "median": 0.1},
+            {"name": "null_device.cpu_ns_per_cmd", "median": 500.0},
+        ],
+    });
+    let js = judge(&lc, "lc.json");
+    assert_eq!(ids(&js), ["scheduler-cpu"]);
+    assert!(!js[0].pass && (js[0].measured - 7.0).abs() < 1e-9, "the worst T counts");
+    let e5 = json!({"device": "host", "runs": {"phase2": {}}, "summary": {"throughput_loss_vs_test2": 0.02}});
+    let js = judge(&e5, "e5.json");
+    assert_eq!(ids(&js), ["throughput-loss"]);
+    assert!(js[0].pass && (js[0].measured - 2.0).abs() < 1e-9);
+    assert!(judge(&json!({"something": "else"}), "x").is_empty());
+}
+
+#[test]
+fn the_table_lists_every_target_measured_or_not() {
+    let js = judge(&run(3, 0.5, 40_000, 50_000, "host"), "r.json");
+    let mut out = Vec::new();
+    text(&js, &mut out).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    for t in &TARGETS {
+        assert!(out.contains(t.what), "{} missing", t.id);
+    }
+    assert!(out.contains("PASS") && out.contains("host (host figure, not a GPU figure)"));
+    assert_eq!(out.matches("not measured").count(), TARGETS.len() - 2);
+}

@@ -1,0 +1,146 @@
+//! What the daemon's hop costs on HP start, on the host device (host figures): the time from
+//! "an HP block starts" to "every LP stream is suspended", with the LP stream in the same
+//! process (preempt-api's in-process helper) and in other processes (this daemon: the HP
+//! process's `enter` -> daemon -> each LP process's suspend and ack -> daemon -> `entered`).
+//!
+//! ```sh
+//! cargo build --release -p preempt-sched -p host-device --examples --bins
+//! target/release/examples/hop --samples 2000 --lp-clients 1
+//! ```
+//! Needs `preempt-sched`, `preempt-sched-client` and `preempt-host-worker` beside the example's
+//! directory (cargo's `target/<profile>/`).
+use preempt_api::{DeviceSpec, Level, Options, Session, WorkerExe};
+use preempt_sched::client::{ClientOptions, SchedClient};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map_or(default, |v| v.parse().expect("a whole number"))
+}
+
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the example's path");
+    exe.parent()
+        .and_then(|d| d.parent())
+        .expect("target/<profile>/examples")
+        .to_path_buf()
+}
+
+fn percentiles(mut ns: Vec<u64>) -> (u64, u64, u64) {
+    ns.sort_unstable();
+    let at = |q: f64| {
+        let i = ((ns.len() - 1) as f64 * q).round();
+        // A quantile's index is within 0..len by construction.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        ns[i as usize]
+    };
+    (at(0.5), at(0.99), *ns.last().unwrap())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let samples = arg("--samples", 1000).max(1);
+    let lp_clients = arg("--lp-clients", 1).max(1);
+    let dir = profile_dir();
+    let worker = WorkerExe::new(dir.join(preempt_api::host::WORKER_NAME));
+    let opts = Options {
+        worker: Some(worker.clone()),
+        host_workers: 1,
+        ..Options::default()
+    };
+
+    // In-process: the helper suspends the session's own LP streams.
+    let s = Session::open(DeviceSpec::Host, opts.clone())?;
+    let streams = (0..lp_clients)
+        .map(|_| s.create_lp_stream(Level::Lv3))
+        .collect::<Result<Vec<_>, _>>()?;
+    for lp in &streams {
+        s.helper_register(lp, 0)?;
+    }
+    let mut local = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let t0 = Instant::now();
+        s.helper_enter(1)?;
+        local.push(u64::try_from(t0.elapsed().as_nanos())?);
+        s.helper_leave(1)?;
+    }
+    s.close()?;
+
+    // Across processes: a daemon, `lp_clients` LP processes, this process as the HP side.
+    let tmp = std::env::temp_dir().join(format!("preempt-sched-hop-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp)?;
+    let socket = tmp.join("s.sock");
+    let mut daemon = Command::new(dir.join("preempt-sched"))
+        .arg("--socket")
+        .arg(&socket)
+        .stderr(Stdio::null())
+        .spawn()?;
+    let end = Instant::now() + Duration::from_secs(10);
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(Instant::now() < end, "the daemon did not start");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut clients = Vec::new();
+    for _ in 0..lp_clients {
+        let mut c = Command::new(dir.join("preempt-sched-client"))
+            .arg("--socket")
+            .arg(&socket)
+            .env(preempt_api::host::WORKER_ENV, &worker.program)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let mut line = String::new();
+        BufReader::new(c.stdout.take().expect("piped")).read_line(&mut line)?;
+        assert!(line.starts_with("ready"), "{line}");
+        clients.push(c);
+    }
+    let hp = Session::open(DeviceSpec::Host, opts)?;
+    let sched = SchedClient::connect(&socket, &hp, ClientOptions::default())?;
+    let mut remote = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let t0 = Instant::now();
+        let e = sched.enter(1)?;
+        remote.push(u64::try_from(t0.elapsed().as_nanos())?);
+        assert_eq!(e.suspended, u32::try_from(lp_clients)?, "{e:?}");
+        sched.leave(1)?;
+    }
+    drop(sched);
+    for mut c in clients {
+        if let Some(mut i) = c.stdin.take() {
+            let _ = writeln!(i, "quit");
+        }
+        let _ = c.wait();
+    }
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let _ = std::fs::remove_dir_all(&tmp);
+
+    let (lp50, lp99, lmax) = percentiles(local);
+    let (rp50, rp99, rmax) = percentiles(remote);
+    println!("host figures (CPU worker processes stand in for the GPU; not GPU numbers)");
+    println!("HP start until {lp_clients} LP stream(s) suspended, {samples} samples, us: p50 / p99 / max");
+    let us = |ns: u64| ns as f64 / 1000.0;
+    println!(
+        "  in-process helper : {:8.1} / {:8.1} / {:8.1}",
+        us(lp50),
+        us(lp99),
+        us(lmax)
+    );
+    println!(
+        "  daemon, {lp_clients} process(es): {:8.1} / {:8.1} / {:8.1}",
+        us(rp50),
+        us(rp99),
+        us(rmax)
+    );
+    println!(
+        "  hop cost          : {:8.1} / {:8.1} (p50 and p99 differences)",
+        us(rp50) - us(lp50),
+        us(rp99) - us(lp99)
+    );
+    Ok(())
+}

@@ -1,0 +1,171 @@
+//! `preempt-sched-client`: a small client of the daemon on the host device, driven line by line
+//! from stdin, for the crate's tests and for trying a daemon by hand (docs/scheduler-daemon.md).
+//!
+//! It opens a host session, creates `--lp` low-priority streams of `--workers` worker
+//! processes each, registers them at `--priority`, prints
+//! `ready pid=P streams=ID,.. workers=PID,..` and then answers one line per command:
+//! `enter P` -> `entered scheduled=B suspended=N failed=N late=N us=T`, `leave P` -> `left`,
+//! `held` -> `held N`, `connected` -> `connected B`, `stats` -> the link's counters,
+//! `submit NS` -> `submitted` (a delay command of NS ns on every stream), `check` -> waits (at
+//! most 60 s) until every stream is idle, then `check submitted=N exactly_once=N ok=B` (the
+//! workers' own records over all streams), `quit` (or end of
+//! input) closes the session and exits 0. A failure prints `error ...` (and the process goes on).
+use clap::Parser;
+use preempt_api::{DeviceSpec, Level, Options, Session};
+use preempt_sched::client::{ClientOptions, SchedClient};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// A test and demonstration client of preempt-sched on the host device (commands on stdin).
+#[derive(Parser, Debug)]
+#[command(name = "preempt-sched-client")]
+struct Args {
+    /// The daemon's socket.
+    #[arg(long, value_name = "PATH")]
+    socket: PathBuf,
+    /// Low-priority streams to create and register.
+    #[arg(long, default_value_t = 1)]
+    lp: usize,
+    /// Worker processes per stream.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// The streams' priority.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    priority: i32,
+    /// The client's lease (ms): see `ClientOptions::lease`.
+    #[arg(long, default_value_t = 50)]
+    lease_ms: u64,
+    /// Start even when no daemon answers (connect in the background).
+    #[arg(long)]
+    no_wait: bool,
+}
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) if e.use_stderr() => {
+            let text = e.to_string();
+            eprintln!(
+                "preempt-sched-client: {}",
+                text.lines()
+                    .next()
+                    .unwrap_or("bad arguments")
+                    .trim_start_matches("error: ")
+            );
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+    };
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("preempt-sched-client: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let opts = Options {
+        host_workers: args.workers.max(1),
+        ..Options::default()
+    };
+    let session = Session::open(DeviceSpec::Host, opts)?;
+    let streams = (0..args.lp)
+        .map(|_| session.create_lp_stream(Level::Lv3))
+        .collect::<Result<Vec<_>, _>>()?;
+    let copts = ClientOptions {
+        name: format!("pid {} test client", std::process::id()),
+        lease: Duration::from_millis(args.lease_ms.max(1)),
+        ..ClientOptions::default()
+    };
+    let sched = if args.no_wait {
+        SchedClient::start(&args.socket, &session, copts)
+    } else {
+        SchedClient::connect(&args.socket, &session, copts)?
+    };
+    for s in &streams {
+        sched.register(s, args.priority)?;
+    }
+    let ids: Vec<String> = streams.iter().map(|s| s.id().to_string()).collect();
+    let pids: Vec<String> = streams
+        .iter()
+        .flat_map(|s| s.host_pids())
+        .map(|p| p.to_string())
+        .collect();
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "ready pid={} streams={} workers={}",
+        std::process::id(),
+        ids.join(","),
+        pids.join(",")
+    )?;
+    out.flush()?;
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        let mut words = line.split_whitespace();
+        let reply = match (words.next(), words.next().map(str::parse::<i64>)) {
+            (Some("enter"), Some(Ok(p))) => {
+                let t0 = Instant::now();
+                match sched.enter(i32::try_from(p)?) {
+                    Ok(e) => format!(
+                        "entered scheduled={} suspended={} failed={} late={} us={}",
+                        e.scheduled,
+                        e.suspended,
+                        e.failed,
+                        e.late,
+                        t0.elapsed().as_micros()
+                    ),
+                    Err(e) => format!("error {e}"),
+                }
+            }
+            (Some("leave"), Some(Ok(p))) => match sched.leave(i32::try_from(p)?) {
+                Ok(()) => "left".into(),
+                Err(e) => format!("error {e}"),
+            },
+            (Some("submit"), Some(Ok(ns))) => {
+                let ns = u64::try_from(ns)?;
+                match streams.iter().try_for_each(|s| s.submit_delay(ns).map(drop)) {
+                    Ok(()) => "submitted".into(),
+                    Err(e) => format!("error {e}"),
+                }
+            }
+            (Some("check"), None) => check(&streams),
+            (Some("held"), None) => format!("held {}", sched.held().len()),
+            (Some("connected"), None) => format!("connected {}", sched.connected()),
+            (Some("stats"), None) => format!("stats {:?}", sched.stats()),
+            (Some("quit"), None) => break,
+            _ => format!("error unknown command {line:?}"),
+        };
+        writeln!(out, "{reply}")?;
+        out.flush()?;
+    }
+    drop(sched);
+    session.close()?;
+    Ok(())
+}
+
+/// The exactly-once check over every stream, once they are idle.
+fn check(streams: &[std::sync::Arc<preempt_api::LpStream>]) -> String {
+    let (mut submitted, mut once, mut ok) = (0, 0, true);
+    for s in streams {
+        if let Err(e) = s.wait_idle_for(Duration::from_secs(60)) {
+            return format!("error {e}");
+        }
+        match s.check() {
+            Ok(c) => {
+                submitted += c.submitted;
+                once += c.exactly_once;
+                ok &= c.ok();
+            }
+            Err(e) => return format!("error {e}"),
+        }
+    }
+    format!("check submitted={submitted} exactly_once={once} ok={ok}")
+}

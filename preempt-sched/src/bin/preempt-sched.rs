@@ -1,0 +1,90 @@
+//! `preempt-sched`: the per-node scheduler daemon (docs/scheduler-daemon.md).
+use clap::Parser;
+use preempt_sched::daemon::{self, Config, DaemonError, access::Access, listen::Listening, plan::Limits};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// The per-node scheduler daemon: highest-priority-first across processes. Clients (a
+/// preempt-api session with a scheduler) register their low-priority streams and report
+/// high-priority blocks; the daemon tells each client to suspend or resume its own streams.
+#[derive(Parser, Debug)]
+#[command(name = "preempt-sched", version)]
+struct Args {
+    /// The Unix socket to listen on [default: $XDG_RUNTIME_DIR/preempt-sched.sock, else
+    /// /run/preempt-sched/preempt-sched.sock]. A lock file `<socket>.lock` beside it keeps a
+    /// second daemon off the same socket.
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Give the socket this group and mode 0660, and let the group's members connect (default:
+    /// mode 0600, the daemon's own user only).
+    #[arg(long, value_name = "NAME")]
+    group: Option<String>,
+    /// Also let this uid connect (repeatable; the socket's mode must let it reach the socket).
+    #[arg(long, value_name = "UID")]
+    allow_uid: Vec<u32>,
+    /// How long a client may take to acknowledge a suspend or resume before it is reported and
+    /// no longer waited for (1..=60000).
+    #[arg(long, value_name = "MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    ack_timeout_ms: u64,
+    /// Connections at most (1..=65536).
+    #[arg(long, value_name = "N", default_value_t = daemon::DEFAULT_MAX_CLIENTS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    max_clients: u64,
+}
+
+fn main() -> ExitCode {
+    // Bad input: one line and exit 2, clap's refusals included (the project's CLI rule).
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) if e.use_stderr() => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            eprintln!("preempt-sched: {}", first.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+    };
+    let mut access = Access::owner_only();
+    for uid in &args.allow_uid {
+        access = access.with_uid(*uid);
+    }
+    if let Some(g) = &args.group {
+        access = match access.with_group(g) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("preempt-sched: --group: {e}");
+                return ExitCode::from(2);
+            }
+        };
+    }
+    let cfg = Config {
+        socket: args.socket.unwrap_or_else(daemon::default_socket),
+        access,
+        ack_timeout: Duration::from_millis(args.ack_timeout_ms),
+        max_clients: usize::try_from(args.max_clients).unwrap_or(usize::MAX),
+        limits: Limits::default(),
+    };
+    let start = Instant::now();
+    let mut log = |line: &str| eprintln!("preempt-sched [{:>10.3}s] {line}", start.elapsed().as_secs_f64());
+    let listening = match Listening::bind(&cfg.socket, cfg.access.group().map(|g| g.1)) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("preempt-sched: {e}");
+            return ExitCode::from(match e {
+                DaemonError::Config(_) => 2,
+                _ => 1,
+            });
+        }
+    };
+    match daemon::serve(&listening, &cfg, &mut log) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("preempt-sched: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

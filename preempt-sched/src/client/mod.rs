@@ -1,0 +1,376 @@
+//! A process's side of the daemon, over `preempt-api`: [`SchedClient`] registers a session's
+//! own low-priority streams with the daemon, reports its high-priority blocks
+//! ([`SchedClient::enter`], [`SchedClient::leave`]), and carries out the daemon's orders on its
+//! own streams through `LpStream::suspend`/`resume` (the session's mechanisms; no process
+//! touches another's queues).
+//!
+//! **Fail-safe.** A thread of its own (`link`) owns the connection. When the daemon goes away
+//! (its end of the socket closes: death, SIGKILL, restart) or stays silent past the lease
+//! ([`ClientOptions::lease`]) while streams are suspended on its behalf, every such stream is
+//! resumed at once, and the client reconnects (with a backoff) and replays its streams and
+//! active blocks to the new daemon. Without a daemon, `enter` returns at once, unscheduled: the
+//! high-priority work runs, nothing is suspended.
+use crate::proto::{Code, Notice, Request};
+use hpf::Priority;
+use preempt_api::{LpStream, Session};
+use shared::{Registered, Shared, State};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+mod link;
+mod shared;
+
+pub use shared::LinkStats;
+
+/// How a client behaves.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// The client's name in the daemon's log (at most [`crate::proto::MAX_NAME`] bytes).
+    pub name: String,
+    /// While streams are suspended for the daemon, the longest the daemon may stay silent
+    /// (the client pings it every quarter of this) before the client resumes them and
+    /// reconnects. A daemon that dies is noticed at once (end of stream), whatever this is.
+    pub lease: Duration,
+    /// The longest wait for a reply (and for a write to the daemon).
+    pub reply_timeout: Duration,
+    /// The longest wait between two connection attempts.
+    pub reconnect_max: Duration,
+}
+
+/// Default of [`ClientOptions::lease`] (issue 24: resumed within ~50 ms of the daemon going away).
+pub const DEFAULT_LEASE: Duration = Duration::from_millis(50);
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            name: format!("pid {}", std::process::id()),
+            lease: DEFAULT_LEASE,
+            reply_timeout: Duration::from_secs(5),
+            reconnect_max: Duration::from_millis(500),
+        }
+    }
+}
+
+/// What [`SchedClient::enter`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entered {
+    /// Whether a daemon scheduled the block (false: no daemon now; nothing was suspended).
+    pub scheduled: bool,
+    /// Suspends the daemon waited for that were carried out.
+    pub suspended: u32,
+    /// ... that failed (or whose client went away).
+    pub failed: u32,
+    /// ... that were not acknowledged in time (the daemon did not wait for them).
+    pub late: u32,
+}
+
+impl Entered {
+    const UNSCHEDULED: Entered = Entered {
+        scheduled: false,
+        suspended: 0,
+        failed: 0,
+        late: 0,
+    };
+}
+
+/// A client's failure.
+#[derive(Debug)]
+pub enum ClientError {
+    /// The first connection failed ([`SchedClient::connect`]).
+    Connect(String),
+    /// The daemon refused the request.
+    Refused {
+        /// Its code.
+        code: Code,
+        /// Its text.
+        message: String,
+    },
+    /// No reply within [`ClientOptions::reply_timeout`].
+    Timeout(String),
+    /// A misuse: a stream of another session, a leave without its enter.
+    Invalid(String),
+    /// The application API failed (a resume of a stream being unregistered).
+    Api(preempt_api::Error),
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Connect(m) => write!(f, "scheduler: {m}"),
+            ClientError::Refused { code, message } => write!(f, "scheduler refused ({code:?}): {message}"),
+            ClientError::Timeout(m) => write!(f, "scheduler: no reply: {m}"),
+            ClientError::Invalid(m) => write!(f, "scheduler: {m}"),
+            ClientError::Api(e) => write!(f, "scheduler: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ClientError::Api(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// See the [module documentation](self). Dropping it (or [`SchedClient::close`]) resumes what
+/// it holds for the daemon and disconnects.
+///
+/// ```no_run
+/// use preempt_api::{DeviceSpec, Level, Options, Session};
+/// use preempt_sched::client::{ClientOptions, SchedClient};
+/// let s = Session::open(DeviceSpec::Host, Options::default())?;
+/// let lp = s.create_lp_stream(Level::Auto)?;
+/// let sched = SchedClient::connect("/run/preempt-sched/preempt-sched.sock", &s, ClientOptions::default())?;
+/// sched.register(&lp, 0)?; // the daemon may now suspend it while other processes' HP blocks run
+/// let e = sched.enter(1)?; // this process's own HP block: lower streams everywhere are suspended
+/// // ... HP work, then wait for it ...
+/// sched.leave(1)?;
+/// # let _ = e;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SchedClient {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for SchedClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SchedClient")
+            .field("socket", &self.shared.path)
+            .field("connected", &self.connected())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SchedClient {
+    /// Starts the client and waits (at most [`ClientOptions::reply_timeout`]) for its first
+    /// connection; `Err` with the reason if that failed (no daemon, permission, refused).
+    pub fn connect(socket: impl AsRef<Path>, session: &Session, opts: ClientOptions) -> Result<Self, ClientError> {
+        let c = Self::start(socket, session, opts);
+        let deadline = Instant::now() + c.shared.opts.reply_timeout;
+        let mut st = c.shared.state();
+        while !st.attempted {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            st = c
+                .shared
+                .attempt
+                .wait_timeout(st, left)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+        if st.writer.is_some() {
+            drop(st);
+            return Ok(c);
+        }
+        let why = st
+            .last_error
+            .clone()
+            .unwrap_or_else(|| "no connection within the reply timeout".into());
+        drop(st);
+        c.close();
+        Err(ClientError::Connect(why))
+    }
+
+    /// Starts the client without waiting: it connects in the background, and again whenever
+    /// the daemon comes back; until then `enter` runs unscheduled.
+    pub fn start(socket: impl AsRef<Path>, session: &Session, opts: ClientOptions) -> Self {
+        let shared = Arc::new(Shared {
+            path: PathBuf::from(socket.as_ref()),
+            opts,
+            session: session.clone(),
+            state: Mutex::new(State::default()),
+            attempt: Condvar::new(),
+            stop: std::sync::atomic::AtomicBool::new(false),
+        });
+        let s = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("preempt-sched link".into())
+            .spawn(move || link::run(&s))
+            .ok();
+        SchedClient { shared, thread }
+    }
+
+    /// Whether a daemon is connected now.
+    pub fn connected(&self) -> bool {
+        self.shared.state().writer.is_some()
+    }
+
+    /// The connected daemon's pid.
+    pub fn daemon_pid(&self) -> Option<u32> {
+        self.shared.state().daemon_pid
+    }
+
+    /// Why the last connection ended or the last attempt failed.
+    pub fn last_error(&self) -> Option<String> {
+        self.shared.state().last_error.clone()
+    }
+
+    /// The link's counters.
+    pub fn stats(&self) -> LinkStats {
+        self.shared.state().stats
+    }
+
+    /// The ids of the streams suspended for the daemon now.
+    pub fn held(&self) -> Vec<u64> {
+        self.shared.state().held.iter().copied().collect()
+    }
+
+    /// Sends `msg` and waits for its reply; `Ok(None)`: no daemon (or it went away meanwhile).
+    fn call(&self, st: &mut State, msg: Request) -> Option<Receiver<Notice>> {
+        let (tx, rx) = channel();
+        st.send(msg, Some(tx)).map(|_| rx)
+    }
+
+    fn wait(&self, rx: Option<Receiver<Notice>>, what: &str) -> Result<Option<Notice>, ClientError> {
+        let Some(rx) = rx else { return Ok(None) };
+        match rx.recv_timeout(self.shared.opts.reply_timeout) {
+            Ok(Notice::Refused { code, message, .. }) => Err(ClientError::Refused { code, message }),
+            Ok(n) => Ok(Some(n)),
+            // The connection went away: its replacement gets the state replayed.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Ok(None),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(ClientError::Timeout(format!(
+                "{what}: nothing within {:?}",
+                self.shared.opts.reply_timeout
+            ))),
+        }
+    }
+
+    /// Registers one of the session's own streams at `priority` (or changes its priority).
+    /// Without a daemon it is recorded and registered on the next connection.
+    pub fn register(&self, stream: &Arc<LpStream>, priority: Priority) -> Result<(), ClientError> {
+        if !self.shared.session.streams().iter().any(|s| Arc::ptr_eq(s, stream)) {
+            return Err(ClientError::Invalid(format!(
+                "stream {} is not an open stream of this client's session",
+                stream.id()
+            )));
+        }
+        let id = stream.id();
+        let rx = {
+            let mut st = self.shared.state();
+            st.streams.insert(
+                id,
+                Registered {
+                    stream: Arc::clone(stream),
+                    priority,
+                },
+            );
+            self.call(&mut st, Request::Register { stream: id, priority })
+        };
+        self.wait(rx, "register").map(drop)
+    }
+
+    /// Removes a stream; if the daemon had it suspended, it is resumed here first.
+    pub fn unregister(&self, stream: &LpStream) -> Result<(), ClientError> {
+        let id = stream.id();
+        let (rx, resumed) = {
+            let mut st = self.shared.state();
+            let Some(r) = st.streams.remove(&id) else {
+                return Err(ClientError::Invalid(format!("stream {id} is not registered")));
+            };
+            let resumed = if st.held.remove(&id) { r.stream.resume() } else { Ok(()) };
+            (self.call(&mut st, Request::Unregister { stream: id }), resumed)
+        };
+        let r = self.wait(rx, "unregister").map(drop);
+        resumed.map_err(ClientError::Api)?;
+        r
+    }
+
+    /// A block of `priority` starts in this process: returns once every stream the daemon
+    /// suspends for it (in every process) acknowledged, or the daemon's ack timeout passed.
+    /// Without a daemon: at once, [`Entered::scheduled`] false (recorded, and replayed if one
+    /// connects while the block is active). Whatever it returns but a refusal, the block is
+    /// active (a [`ClientError::Timeout`] included: the daemon may still carry it out), so
+    /// [`SchedClient::leave`] follows.
+    pub fn enter(&self, priority: Priority) -> Result<Entered, ClientError> {
+        let rx = {
+            let mut st = self.shared.state();
+            *st.blocks.entry(priority).or_insert(0) += 1;
+            self.call(&mut st, Request::Enter { priority })
+        };
+        match self.wait(rx, "enter") {
+            Ok(Some(Notice::Entered {
+                suspended,
+                failed,
+                late,
+                ..
+            })) => Ok(Entered {
+                scheduled: true,
+                suspended,
+                failed,
+                late,
+            }),
+            Ok(_) => Ok(Entered::UNSCHEDULED),
+            Err(e) => {
+                if matches!(e, ClientError::Refused { .. }) {
+                    // Refused: the daemon holds no such block, so neither does this client.
+                    self.forget_block(priority);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn forget_block(&self, priority: Priority) -> bool {
+        let mut st = self.shared.state();
+        match st.blocks.get_mut(&priority) {
+            None => false,
+            Some(1) => {
+                st.blocks.remove(&priority);
+                true
+            }
+            Some(n) => {
+                *n -= 1;
+                true
+            }
+        }
+    }
+
+    /// A block of `priority` that this process entered is done (call it once its device work
+    /// completed).
+    pub fn leave(&self, priority: Priority) -> Result<(), ClientError> {
+        if !self.forget_block(priority) {
+            return Err(ClientError::Invalid(format!("no active block of priority {priority}")));
+        }
+        let rx = {
+            let mut st = self.shared.state();
+            self.call(&mut st, Request::Leave { priority })
+        };
+        self.wait(rx, "leave").map(drop)
+    }
+
+    /// Stops the link, resumes what it holds for the daemon and disconnects (the daemon drops
+    /// this client's streams and blocks). Returns the resumes that failed.
+    pub fn close(mut self) -> Vec<String> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Vec<String> {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(w) = self.shared.state().writer.as_ref() {
+            // Wakes the link thread's read at once (its socket is this one).
+            let _ = w.shutdown(std::net::Shutdown::Both);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let mut st = self.shared.state();
+        st.writer = None;
+        st.resume_held()
+    }
+}
+
+impl Drop for SchedClient {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}

@@ -1,0 +1,116 @@
+//! The daemon: one per node (or per socket), hpf's policy across the processes that connect
+//! (docs/scheduler-daemon.md).
+//!
+//! - [`listen`]: the socket (0600, or 0660 with a group), created only after taking the lock
+//!   file beside it: a second daemon on the same socket is refused, a stale socket of a dead one
+//!   replaced, a live one never unlinked.
+//! - [`access`]: who may connect (`SO_PEERCRED`: the daemon's own user, a named group, listed
+//!   uids).
+//! - [`plan`]: the decisions, without I/O.
+//! - `server`: one thread, one `poll(2)` loop over the listener, a signalfd and every
+//!   connection, all non-blocking with bounded buffers: a client that stops reading, writes
+//!   garbage, stalls mid-frame or never acknowledges cannot block the others. A thread per client
+//!   would need the plan behind a lock and a bounded queue per thread for the same guarantee;
+//!   one loop keeps the plan single-owner and the order of events total.
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub mod access;
+mod conn;
+pub mod listen;
+pub mod plan;
+mod server;
+
+pub use server::serve;
+
+/// The socket's file name inside its directory.
+pub const SOCKET_NAME: &str = "preempt-sched.sock";
+
+/// The system-wide socket directory (systemd's `RuntimeDirectory=preempt-sched`).
+pub const SYSTEM_DIR: &str = "/run/preempt-sched";
+
+/// Where the daemon listens by default: `$XDG_RUNTIME_DIR/preempt-sched.sock` (a user's own
+/// daemon), else `/run/preempt-sched/preempt-sched.sock`.
+pub fn default_socket() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d).join(SOCKET_NAME),
+        None => PathBuf::from(SYSTEM_DIR).join(SOCKET_NAME),
+    }
+}
+
+/// How the daemon runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The socket's path.
+    pub socket: PathBuf,
+    /// Who may connect besides the daemon's own user.
+    pub access: access::Access,
+    /// How long an order may stay unacknowledged before it is reported and not waited for.
+    pub ack_timeout: Duration,
+    /// Connections at most (more are refused with `limit`).
+    pub max_clients: usize,
+    /// Per-client bounds.
+    pub limits: plan::Limits,
+}
+
+/// Default of [`Config::ack_timeout`].
+pub const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Default of [`Config::max_clients`].
+pub const DEFAULT_MAX_CLIENTS: usize = 1024;
+
+/// Why the daemon could not start or stopped.
+#[derive(Debug)]
+pub enum DaemonError {
+    /// A system call failed.
+    Io {
+        /// What was being done.
+        what: String,
+        /// The failure.
+        source: std::io::Error,
+    },
+    /// Another daemon holds the socket's lock file or answers on the socket.
+    AlreadyRunning {
+        /// The socket.
+        socket: PathBuf,
+        /// Its pid, as its lock file says.
+        pid: Option<u32>,
+    },
+    /// The configuration cannot work (an unknown group, a path that is not a socket).
+    Config(String),
+}
+
+impl DaemonError {
+    pub(crate) fn io(what: impl Into<String>, source: impl Into<std::io::Error>) -> Self {
+        DaemonError::Io {
+            what: what.into(),
+            source: source.into(),
+        }
+    }
+}
+
+impl fmt::Display for DaemonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DaemonError::Io { what, source } => write!(f, "{what}: {source}"),
+            DaemonError::AlreadyRunning { socket, pid } => {
+                write!(f, "another preempt-sched serves {}", socket.display())?;
+                match pid {
+                    Some(p) => write!(f, " (pid {p}); stop it first"),
+                    None => write!(f, "; stop it first"),
+                }
+            }
+            DaemonError::Config(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for DaemonError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DaemonError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! The wire protocol between the daemon and its clients (docs/scheduler-daemon.md#protocol).
+//!
+//! A message is one frame ([`frame`]: a 4-byte big-endian length, at most [`MAX_FRAME`] bytes
+//! of UTF-8 JSON). A client sends [`ClientFrame`]s (`{"v":1,"seq":N,"msg":{"type":...}}`), the
+//! daemon [`DaemonFrame`]s (`{"v":1,"msg":{"type":...}}`). Every field is known
+//! (`deny_unknown_fields`), every text bounded ([`MAX_NAME`], [`MAX_TEXT`]); [`decode_request`]
+//! is the one door through which a client's bytes become a [`Request`].
+//!
+//! Stream ids are the client's own (its `LpStream` ids): the daemon keys them by connection, so a
+//! client cannot even name another client's stream.
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub mod frame;
+
+pub use frame::{Decoder, FrameError, MAX_FRAME};
+
+/// The protocol version every frame carries; a frame of another version is refused and the
+/// connection closed.
+pub const VERSION: u32 = 1;
+
+/// The longest client name (bytes).
+pub const MAX_NAME: usize = 64;
+
+/// The longest error text in an ack or a refusal (bytes); the daemon cuts its own to this.
+pub const MAX_TEXT: usize = 512;
+
+/// Client to daemon: a request with the client's sequence number (replies name it as `re`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientFrame {
+    /// [`VERSION`].
+    pub v: u32,
+    /// The client's number for this request, echoed in the reply.
+    pub seq: u64,
+    /// The request.
+    pub msg: Request,
+}
+
+/// What a client asks. The first message of a connection is `Hello`, and only once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// Opens the conversation; `name` is for the daemon's log (printable, at most [`MAX_NAME`]).
+    Hello {
+        /// Who the client is (e.g. `pid 1234 lp`).
+        name: String,
+    },
+    /// Registers (or re-prioritises) one of the client's own streams. Reply: `done`; the daemon
+    /// may order it suspended at once.
+    Register {
+        /// The client's stream id.
+        stream: u64,
+        /// hpf's priority (larger runs first).
+        priority: i32,
+    },
+    /// Forgets a stream. The client resumes it itself if the daemon had it suspended (no order
+    /// follows). Reply: `done`.
+    Unregister {
+        /// The client's stream id.
+        stream: u64,
+    },
+    /// A block of high-priority work starts. Reply: `entered`, once every suspend it waits for was
+    /// acknowledged or timed out.
+    Enter {
+        /// The block's priority.
+        priority: i32,
+    },
+    /// A block this client entered has finished its device work. Reply: `done`.
+    Leave {
+        /// The block's priority.
+        priority: i32,
+    },
+    /// The outcome of an [`Notice::Order`]. No reply unless it is refused.
+    Ack {
+        /// The order's number.
+        order: u64,
+        /// Whether the suspend or resume was carried out.
+        ok: bool,
+        /// Why not (at most [`MAX_TEXT`]).
+        #[serde(default)]
+        error: Option<String>,
+    },
+    /// Liveness: the daemon answers `pong` at once. (`{}`: a unit variant would let unknown
+    /// fields through.)
+    Ping {},
+    /// The daemon's counters. Reply: `status`.
+    Status {},
+}
+
+/// Daemon to client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonFrame {
+    /// [`VERSION`].
+    pub v: u32,
+    /// The notice.
+    pub msg: Notice,
+}
+
+/// What the daemon says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Notice {
+    /// The reply to `hello`.
+    Welcome {
+        /// The client's number in the daemon's log.
+        client: u64,
+        /// The daemon's pid.
+        pid: u32,
+    },
+    /// A request was carried out.
+    Done {
+        /// The request's `seq`.
+        re: u64,
+    },
+    /// The reply to `enter`: the suspends it waited for, by outcome.
+    Entered {
+        /// The request's `seq`.
+        re: u64,
+        /// Acknowledged as done.
+        suspended: u32,
+        /// Acknowledged as failed (or their client went away).
+        failed: u32,
+        /// Not acknowledged within the daemon's ack timeout (not waited for any longer).
+        late: u32,
+    },
+    /// A request (or an unreadable frame) was refused.
+    Refused {
+        /// The request's `seq` where it could be read.
+        re: Option<u64>,
+        /// What kind of refusal.
+        code: Code,
+        /// What was wrong (at most [`MAX_TEXT`]).
+        message: String,
+    },
+    /// Suspend or resume one of the client's own streams, then `ack` the order.
+    Order {
+        /// The order's number (for the ack).
+        order: u64,
+        /// The client's stream id.
+        stream: u64,
+        /// What to do.
+        action: OrderAction,
+    },
+    /// The reply to `ping`.
+    Pong {
+        /// The request's `seq`.
+        re: u64,
+    },
+    /// The reply to `status`.
+    Status {
+        /// The request's `seq`.
+        re: u64,
+        /// Clients that said hello.
+        clients: u32,
+        /// Registered streams.
+        streams: u32,
+        /// Streams the plan holds suspended.
+        suspended: u32,
+        /// Active blocks.
+        blocks: u32,
+        /// Orders sent and not yet acknowledged (late ones included).
+        unacked: u32,
+    },
+}
+
+/// An order's action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderAction {
+    /// Suspend the stream.
+    Suspend,
+    /// Resume the stream.
+    Resume,
+}
+
+/// Why a request was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Code {
+    /// Another protocol version (the connection closes).
+    Version,
+    /// Not a message of this protocol (bad JSON, unknown field or type, bad text).
+    Malformed,
+    /// A frame longer than [`MAX_FRAME`] (the connection closes).
+    TooLarge,
+    /// Not expected now: before `hello`, a second `hello`, an ack of an order not outstanding.
+    OutOfOrder,
+    /// The peer's user is not allowed (the connection closes).
+    NotAllowed,
+    /// A stream the client did not register.
+    UnknownStream,
+    /// `leave` of a priority the client has no block of.
+    NotActive,
+    /// Too many streams, blocks or clients.
+    Limit,
+}
+
+/// A refusal: its code and what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtoError {
+    /// The kind of refusal.
+    pub code: Code,
+    /// What was wrong.
+    pub message: String,
+}
+
+impl ProtoError {
+    /// A refusal of `code`.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        ProtoError {
+            code,
+            message: cut(message.into(), MAX_TEXT),
+        }
+    }
+
+    /// Whether the connection must end (the stream cannot be trusted any more).
+    pub fn fatal(&self) -> bool {
+        matches!(self.code, Code::Version | Code::TooLarge | Code::NotAllowed)
+    }
+}
+
+impl fmt::Display for ProtoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ProtoError {}
+
+/// `s` cut to at most `max` bytes at a character boundary.
+pub fn cut(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
+}
+
+fn text_ok(s: &str, max: usize) -> bool {
+    s.len() <= max && !s.chars().any(char::is_control)
+}
+
+impl Request {
+    /// Checks what serde cannot: text lengths and characters.
+    pub fn validate(&self) -> Result<(), ProtoError> {
+        match self {
+            Request::Hello { name } if name.is_empty() || !text_ok(name, MAX_NAME) => Err(ProtoError::new(
+                Code::Malformed,
+                format!("hello: the name must be 1 to {MAX_NAME} printable bytes"),
+            )),
+            Request::Ack { error: Some(e), .. } if !text_ok(e, MAX_TEXT) => Err(ProtoError::new(
+                Code::Malformed,
+                format!("ack: the error text must be at most {MAX_TEXT} printable bytes"),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A client's payload as a validated request: a JSON object (not an array, which serde would
+/// also read into a struct), its version first (another one is refused as `version`), then the
+/// whole frame, then [`Request::validate`]. The error carries the request's `seq` where it could
+/// be read.
+pub fn decode_request(payload: &[u8]) -> Result<ClientFrame, (Option<u64>, ProtoError)> {
+    let object: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(payload).map_err(|e| {
+        (
+            None,
+            ProtoError::new(Code::Malformed, format!("not a JSON object: {e}")),
+        )
+    })?;
+    let seq = object.get("seq").and_then(serde_json::Value::as_u64);
+    match object.get("v").map(serde_json::Value::as_u64) {
+        Some(Some(v)) if v == u64::from(VERSION) => {}
+        Some(Some(v)) => {
+            return Err((
+                seq,
+                ProtoError::new(
+                    Code::Version,
+                    format!("protocol version {v}; this daemon speaks {VERSION}"),
+                ),
+            ));
+        }
+        _ => {
+            return Err((
+                seq,
+                ProtoError::new(Code::Malformed, "no version field \"v\" (a number)"),
+            ));
+        }
+    }
+    let frame = ClientFrame::deserialize(serde_json::Value::Object(object))
+        .map_err(|e| (seq, ProtoError::new(Code::Malformed, format!("not a request: {e}"))))?;
+    frame.msg.validate().map_err(|e| (Some(frame.seq), e))?;
+    Ok(frame)
+}
+
+/// A daemon's payload as a notice (the client's side of [`decode_request`]).
+pub fn decode_notice(payload: &[u8]) -> Result<Notice, ProtoError> {
+    let frame: DaemonFrame =
+        serde_json::from_slice(payload).map_err(|e| ProtoError::new(Code::Malformed, format!("not a notice: {e}")))?;
+    if frame.v != VERSION {
+        return Err(ProtoError::new(
+            Code::Version,
+            format!("daemon speaks protocol version {}; this client {VERSION}", frame.v),
+        ));
+    }
+    Ok(frame.msg)
+}
+
+/// A request as a frame, ready to write.
+pub fn encode_request(seq: u64, msg: Request) -> Vec<u8> {
+    encode(&ClientFrame { v: VERSION, seq, msg })
+}
+
+/// A notice as a frame, ready to write.
+pub fn encode_notice(msg: Notice) -> Vec<u8> {
+    encode(&DaemonFrame { v: VERSION, msg })
+}
+
+fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    // Our own types serialize (no maps with non-string keys) and their texts are bounded by
+    // MAX_NAME/MAX_TEXT, so a frame always fits: an error here is a bug in this module.
+    let json = serde_json::to_vec(v).expect("protocol types serialize");
+    frame::encode(&json).expect("protocol messages are bounded below MAX_FRAME")
+}
+
+#[cfg(test)]
+mod tests;
