@@ -66,6 +66,7 @@ impl Iterator for Arrivals {
 }
 
 /// Every arrival time of [`Arrivals::new`], in a vector.
+#[cfg(test)]
 pub fn times(kind: Arrival, sigma: f64, rate: f64, duration_ns: u64, seed: u64) -> Vec<u64> {
     Arrivals::new(kind, sigma, rate, duration_ns, seed).collect()
 }

@@ -8,23 +8,12 @@ use common::{drain, preempt_lat, scratch, wait_or_kill};
 use std::process::Stdio;
 use std::time::Duration;
 
-/// The peak RSS (`VmHWM`, bytes) seen while `priority` ran one Lv3 mode for `duration_s`, and the
-/// LP commands it completed.
-fn priority_peak(duration_s: &str, out_dir: &std::path::Path) -> (u64, u64) {
+/// The peak RSS (`VmHWM`, bytes) seen while preempt-lat ran with `args` (which end with
+/// `--duration-s`, given here, and print JSON on stdout), and that JSON.
+fn peak_of(args: &[&str], duration_s: &str, out_dir: &std::path::Path) -> (u64, serde_json::Value) {
     let mut child = preempt_lat()
+        .args(args)
         .args([
-            "priority",
-            "--device",
-            "host",
-            "--modes",
-            "lv3",
-            "--t-ms",
-            "0.01",
-            "--hp-rate",
-            "20",
-            "--hp-t-ms",
-            "1",
-            "--duration-s",
             duration_s,
             "--format",
             "json",
@@ -60,24 +49,26 @@ fn priority_peak(duration_s: &str, out_dir: &std::path::Path) -> (u64, u64) {
     let peak = sampler.join().unwrap();
     let (out, err) = (out.join().unwrap(), err.join().unwrap());
     assert_eq!(st.and_then(|s| s.code()), Some(0), "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-    let m = &v["modes"][0];
-    assert_eq!(m["correctness"]["ok"], true, "{}", m["correctness"]);
-    (peak, m["lp_completed"].as_u64().expect("lp_completed"))
+    (
+        peak,
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}")),
+    )
 }
 
-#[test]
-fn priority_memory_does_not_grow_with_the_duration() {
-    let dir = scratch("memory");
-    let (short, short_lp) = priority_peak("1", &dir);
-    let (long, long_lp) = priority_peak("6", &dir);
-    let extra = long_lp.saturating_sub(short_lp);
+/// Asserts that the peak RSS of a run of 6 s is not above that of a run of 1 s by as much as one
+/// completion record (id and three stamps) per extra LP command would make it: memory does not
+/// grow with the run's length. `commands` reads the LP commands a run's JSON says it ran.
+fn assert_bounded(name: &str, args: &[&str], commands: impl Fn(&serde_json::Value) -> u64) {
+    let dir = scratch(name);
+    let (short, a) = peak_of(args, "1", &dir);
+    let (long, b) = peak_of(args, "6", &dir);
+    let extra = commands(&b).saturating_sub(commands(&a));
     assert!(
         extra > 10_000,
-        "the long run must run many more LP commands: {short_lp} -> {long_lp}"
+        "the long run must run many more LP commands: {} -> {}",
+        commands(&a),
+        commands(&b)
     );
-    // Keeping even the smallest record of each LP command (the launcher's completion: id and
-    // three stamps) would grow the peak by at least this much.
     let per_command = std::mem::size_of::<preempt_api::LpCompletion>() as u64;
     let grew = long.saturating_sub(short);
     assert!(
@@ -85,4 +76,56 @@ fn priority_memory_does_not_grow_with_the_duration() {
         "peak RSS {short} -> {long} bytes (+{grew}) for {extra} more LP commands: it grows with the run's length"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `priority`'s Lv3 mode (HP requests against a saturating LP stream).
+#[test]
+fn priority_memory_does_not_grow_with_the_duration() {
+    let args = [
+        "priority",
+        "--device",
+        "host",
+        "--modes",
+        "lv3",
+        "--t-ms",
+        "0.01",
+        "--hp-rate",
+        "20",
+        "--hp-t-ms",
+        "1",
+        "--duration-s",
+    ];
+    assert_bounded("memory-hpf", &args, |v| {
+        let m = &v["modes"][0];
+        assert_eq!(m["correctness"]["ok"], true, "{}", m["correctness"]);
+        m["lp_completed"].as_u64().expect("lp_completed")
+    });
+}
+
+/// `priority --policy up`, the class experiment: two saturating classes (their workers' records
+/// stayed in the streams until the end).
+#[test]
+fn the_class_experiments_memory_does_not_grow_with_the_duration() {
+    let args = [
+        "priority",
+        "--device",
+        "host",
+        "--policy",
+        "up",
+        "--shares",
+        "75:25",
+        "--t-ms",
+        "0.02",
+        "--duration-s",
+    ];
+    assert_bounded("memory-up", &args, |v| {
+        let classes = v["classes"].as_array().expect("classes");
+        classes
+            .iter()
+            .map(|c| {
+                assert_eq!(c["check"]["ok"], true, "{}", c["check"]);
+                c["check"]["submitted"].as_u64().expect("submitted")
+            })
+            .sum()
+    });
 }

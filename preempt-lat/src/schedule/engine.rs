@@ -18,6 +18,9 @@ use std::time::Duration;
 /// How often the loop looks at arrivals, completions and the policy's wake-up.
 pub const POLL: Duration = Duration::from_micros(200);
 
+/// How often the host device's worker records are taken from the streams.
+const RECORDS_EVERY: Duration = Duration::from_millis(50);
+
 /// One request: when it arrived (ns since the start) and how many of its commands are left.
 struct Request {
     arrival_ns: u64,
@@ -28,8 +31,9 @@ struct Request {
 pub struct ClassRun {
     pub spec: ClassSpec,
     pub stream: Arc<LpStream>,
-    arrivals: Vec<u64>,
-    next: usize,
+    /// The arrival times still to come, generated as they come (memory does not grow with the
+    /// run's length, issue 20 item 13); none for a saturating class (a standing backlog).
+    arrivals: Option<std::iter::Peekable<crate::arrivals::Arrivals>>,
     /// Command id -> its request (`None`: a saturating class's command).
     pending: HashMap<u64, Option<u64>>,
     /// Requests not yet finished, by arrival number (memory bounded by what is outstanding).
@@ -87,7 +91,7 @@ pub fn run(
     initial: Vec<Action<usize>>,
     duration_ns: u64,
     threshold: usize,
-    arrivals: impl Fn(usize) -> Vec<u64>,
+    arrivals: impl Fn(usize) -> crate::arrivals::Arrivals,
 ) -> Result<Outcome, String> {
     let mut classes = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
@@ -97,8 +101,7 @@ pub fn run(
         classes.push(ClassRun {
             spec: spec.clone(),
             stream,
-            arrivals: if spec.saturates() { Vec::new() } else { arrivals(i) },
-            next: 0,
+            arrivals: (!spec.saturates()).then(|| arrivals(i).peekable()),
             pending: HashMap::new(),
             requests: HashMap::new(),
             latency: Recorder::default(),
@@ -126,6 +129,11 @@ pub fn run(
         }
     }
     let poll_ns = u64::try_from(POLL.as_nanos()).unwrap_or(200_000);
+    // On the host device the workers' records stay in a stream until its check takes them: taken
+    // as the run goes (the check keeps only its counts), memory does not grow with the run's
+    // length (issue 20 item 13). A GPU's records are its slots, read once at the end.
+    let host = session.device().is_host();
+    let mut records_taken = std::time::Instant::now();
     let result = (|| -> Result<(), String> {
         loop {
             let now = now_ns().saturating_sub(t0);
@@ -138,9 +146,7 @@ pub fn run(
             }
             for i in 0..classes.len() {
                 // Arrivals: the policy hears of the work before it is submitted.
-                while classes[i].next < classes[i].arrivals.len() && classes[i].arrivals[classes[i].next] <= now {
-                    let arrival_ns = classes[i].arrivals[classes[i].next];
-                    classes[i].next += 1;
+                while let Some(arrival_ns) = classes[i].arrivals.as_mut().and_then(|a| a.next_if(|&a| a <= now)) {
                     classes[i].arrived += 1;
                     if classes[i].pending.is_empty() {
                         let a = policy.ready(i, at(now));
@@ -207,6 +213,13 @@ pub fn run(
                 if was_busy && c.pending.is_empty() && !c.spec.saturates() {
                     let a = policy.idle(i, at(now));
                     apply(&mut policy, &classes, a, &mut o);
+                }
+            }
+            if host && records_taken.elapsed() >= RECORDS_EVERY {
+                records_taken = std::time::Instant::now();
+                for c in &classes {
+                    // What it finds is the final check's to report (it keeps the counts).
+                    let _ = c.stream.verify();
                 }
             }
             if policy.next_wakeup().is_some_and(|w| w <= at(now)) {
