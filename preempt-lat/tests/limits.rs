@@ -67,6 +67,21 @@ fn absurd_lv1_settings_are_refused_up_front() {
     );
     assert_eq!(r.status.and_then(|s| s.code()), Some(2), "{}", r.stderr);
     assert!(r.stderr.contains("of LP work per measurement"), "{}", r.stderr);
+    // So are overhead's runs (one setup of --commands x T at a time).
+    let r = run_bounded(
+        &[
+            "overhead",
+            "--device",
+            "host",
+            "--commands",
+            "1000000",
+            "--t-ms",
+            "10000",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.status.and_then(|s| s.code()), Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("of LP work per measurement"), "{}", r.stderr);
 }
 
 /// `priority` with no HP request to plot (`--modes standalone-lp`) wrote its results but failed

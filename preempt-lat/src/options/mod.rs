@@ -825,6 +825,8 @@ impl OverheadOptions {
                 Self::MAX_COMMANDS
             ));
         }
+        // A run is --commands x T per setup: Ctrl-C waits for the one under way (issue 20 item 11).
+        values::check_measurement(self.commands, self.t_ms)?;
         self.levels = [Level::Lv1, Level::Lv3]
             .into_iter()
             .filter(|l| self.levels.contains(l))
