@@ -6,6 +6,7 @@ use host_device::WorkerExe;
 use kfd::GracePeriod;
 use lv3::MechanismChoice;
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 
 /// The one wording of a name that is not in the grammar, in every front end (the C ABI, Python,
@@ -226,7 +227,8 @@ impl Default for KernelChoice {
 
 /// How a session is opened. `Default`: `auto` mechanism, the firmware's grace period, no force,
 /// the default host workers and worker program, XSched's Lv1 settings, the light delay kernel,
-/// Lv3 armed, Lv1 suspends that wait, no records kept.
+/// Lv3 armed, Lv1 suspends that wait, no records kept, no scheduler daemon (the in-process
+/// helper).
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// The Lv3 mechanism on a GPU or `kfd` session (`auto` on the host device).
@@ -257,6 +259,13 @@ pub struct Options {
     /// ([`crate::LpStream::take_completions`], [`crate::LpStream::verify`]). Off by default: an
     /// application that never reads them would keep them all.
     pub keep_records: bool,
+    /// The scheduler daemon's socket (docs/scheduler-daemon.md): the session's helper calls go
+    /// to the daemon, which schedules across the node's processes; `None`: the in-process
+    /// helper. Not read from the environment here: front ends resolve the word `unix:PATH`,
+    /// `none` or `$PREEMPT_SCHEDULER` with [`crate::sched::scheduler_setting`].
+    pub scheduler: Option<PathBuf>,
+    /// How the session's client talks to the daemon (lease, timeouts, its name in the log).
+    pub scheduler_client: crate::sched::ClientOptions,
 }
 
 #[cfg(test)]

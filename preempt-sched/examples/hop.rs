@@ -10,7 +10,6 @@
 //! Needs `preempt-sched`, `preempt-sched-client` and `preempt-host-worker` beside the example's
 //! directory (cargo's `target/<profile>/`).
 use preempt_api::{DeviceSpec, Level, Options, Session, WorkerExe};
-use preempt_sched::client::{ClientOptions, SchedClient};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -99,8 +98,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         assert!(line.starts_with("ready"), "{line}");
         clients.push(c);
     }
-    let hp = Session::open(DeviceSpec::Host, opts)?;
-    let sched = SchedClient::connect(&socket, &hp, ClientOptions::default())?;
+    let hp = Session::open(
+        DeviceSpec::Host,
+        Options {
+            scheduler: Some(socket.clone()),
+            ..opts
+        },
+    )?;
+    let sched = hp.scheduler().expect("opened with a scheduler");
     let mut remote = Vec::with_capacity(samples);
     for _ in 0..samples {
         let t0 = Instant::now();
@@ -109,7 +114,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         assert_eq!(e.suspended, u32::try_from(lp_clients)?, "{e:?}");
         sched.leave(1)?;
     }
-    drop(sched);
+    hp.close()?;
     for mut c in clients {
         if let Some(mut i) = c.stdin.take() {
             let _ = writeln!(i, "quit");
