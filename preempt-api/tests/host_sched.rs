@@ -71,7 +71,11 @@ impl Daemon {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("the daemon starts");
-        let listening = || std::fs::read_to_string(&log).unwrap_or_default().contains("listening on");
+        let listening = || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("listening on")
+        };
         assert!(wait_until(STEP, listening), "the daemon did not start");
         Daemon(child)
     }
@@ -190,7 +194,11 @@ fn another_process_s_block_suspends_the_session_and_the_daemon_s_death_resumes_i
     let sched = s.scheduler().expect("opened with a scheduler");
     assert_eq!(sched.held(), vec![lp.id()]);
     assert_eq!(s.helper_active(), 0, "the block is the other process's");
-    assert_eq!(lp.resume().unwrap_err().kind, ErrorKind::Busy, "the daemon's suspension");
+    assert_eq!(
+        lp.resume().unwrap_err().kind,
+        ErrorKind::Busy,
+        "the daemon's suspension"
+    );
 
     // The daemon dies with the block active: the fail-safe resumes the stream by itself.
     daemon.kill9();
@@ -209,7 +217,11 @@ fn another_process_s_block_suspends_the_session_and_the_daemon_s_death_resumes_i
     let c = lp.check().unwrap();
     assert!(c.ok() && c.exactly_once == 10, "{c:?}");
     s.close().unwrap();
-    assert!(states(&workers).iter().all(|&st| st != Some('T')), "{:?}", states(&workers));
+    assert!(
+        states(&workers).iter().all(|&st| st != Some('T')),
+        "{:?}",
+        states(&workers)
+    );
 }
 
 #[test]

@@ -64,8 +64,14 @@ mod tests {
 
     #[test]
     fn scheduler_words_parse_and_bad_ones_name_the_grammar() {
-        assert_eq!(parse_scheduler("unix:/run/s.sock").unwrap(), Some(PathBuf::from("/run/s.sock")));
-        assert_eq!(parse_scheduler("unix:rel.sock").unwrap(), Some(PathBuf::from("rel.sock")));
+        assert_eq!(
+            parse_scheduler("unix:/run/s.sock").unwrap(),
+            Some(PathBuf::from("/run/s.sock"))
+        );
+        assert_eq!(
+            parse_scheduler("unix:rel.sock").unwrap(),
+            Some(PathBuf::from("rel.sock"))
+        );
         assert_eq!(parse_scheduler("none").unwrap(), None);
         for bad in ["", "unix:", "/run/s.sock", "tcp:1.2.3.4:5", "unix:a\0b", "None"] {
             let e = parse_scheduler(bad).unwrap_err();
@@ -74,10 +80,7 @@ mod tests {
         }
         // A word given wins over the environment (which this test does not touch).
         assert_eq!(scheduler_setting(Some("none")).unwrap(), None);
-        assert_eq!(
-            scheduler_setting(Some("unix:/x")).unwrap(),
-            Some(PathBuf::from("/x"))
-        );
+        assert_eq!(scheduler_setting(Some("unix:/x")).unwrap(), Some(PathBuf::from("/x")));
     }
 
     #[test]

@@ -412,7 +412,11 @@ impl SchedClient {
             // Wakes the link thread's read at once (its socket is this one).
             let _ = w.shutdown(std::net::Shutdown::Both);
         }
-        let thread = self.thread.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
         if let Some(t) = thread {
             let _ = t.join();
         }

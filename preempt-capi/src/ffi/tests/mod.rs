@@ -109,8 +109,13 @@ fn options_of_another_size_are_refused() {
     o.scheduler = c"not a scheduler word".as_ptr();
     o.host_worker = std::ptr::null();
     o.host_workers = 1;
-    let worker = std::ffi::CString::new(host_device::testing::built_worker().program.into_os_string().into_encoded_bytes())
-        .unwrap();
+    let worker = std::ffi::CString::new(
+        host_device::testing::built_worker()
+            .program
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
     o.host_worker = worker.as_ptr();
     // SAFETY: as above; the first V1_SIZE bytes are a whole first-version struct.
     let code = unsafe { preempt_session_open(c"host".as_ptr(), &o, &mut h) };
