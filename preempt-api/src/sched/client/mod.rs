@@ -16,9 +16,9 @@
 //! active blocks to the new daemon. Without a daemon, `enter` returns at once, unscheduled: the
 //! high-priority work runs, nothing is suspended.
 use super::proto::{Code, Notice, Request};
-use crate::session::WeakSession;
-use crate::{LpStream, Session};
+use crate::LpStream;
 use hpf::Priority;
+pub(crate) use shared::Owns;
 use shared::{Registered, Shared, State};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -26,41 +26,13 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 mod link;
 mod shared;
 
+pub use crate::options::{ClientOptions, DEFAULT_LEASE};
 pub use shared::LinkStats;
-
-/// How a client behaves.
-#[derive(Debug, Clone)]
-pub struct ClientOptions {
-    /// The client's name in the daemon's log (at most [`super::proto::MAX_NAME`] bytes).
-    pub name: String,
-    /// While streams are suspended for the daemon, the longest the daemon may stay silent
-    /// (the client pings it every quarter of this) before the client resumes them and
-    /// reconnects. A daemon that dies is noticed at once (end of stream), whatever this is.
-    pub lease: Duration,
-    /// The longest wait for a reply (and for a write to the daemon).
-    pub reply_timeout: Duration,
-    /// The longest wait between two connection attempts.
-    pub reconnect_max: Duration,
-}
-
-/// Default of [`ClientOptions::lease`] (issue 24: resumed within ~50 ms of the daemon going away).
-pub const DEFAULT_LEASE: Duration = Duration::from_millis(50);
-
-impl Default for ClientOptions {
-    fn default() -> Self {
-        ClientOptions {
-            name: format!("pid {}", std::process::id()),
-            lease: DEFAULT_LEASE,
-            reply_timeout: Duration::from_secs(5),
-            reconnect_max: Duration::from_millis(500),
-        }
-    }
-}
 
 /// What [`SchedClient::enter`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,27 +128,11 @@ impl fmt::Debug for SchedClient {
 }
 
 impl SchedClient {
-    /// Starts the client and waits (at most [`ClientOptions::reply_timeout`]) for its first
-    /// connection; `Err` with the reason if that failed (no daemon, permission, refused). A
-    /// session opened with [`crate::Options::scheduler`] has its client already
-    /// ([`Session::scheduler`]): a second one is refused.
-    pub fn connect(socket: impl AsRef<Path>, session: &Session, opts: ClientOptions) -> Result<Self, ClientError> {
-        Self::not_scheduled(session)?;
-        Self::connect_for(socket.as_ref(), session.downgrade(), opts)
-    }
-
-    fn not_scheduled(session: &Session) -> Result<(), ClientError> {
-        if session.scheduler().is_some() {
-            return Err(ClientError::Invalid(
-                "this session has its own scheduler client (Options::scheduler): use its helper calls".into(),
-            ));
-        }
-        Ok(())
-    }
-
-    /// [`SchedClient::connect`] for a session being opened (it has no strong handle to give).
-    pub(crate) fn connect_for(socket: &Path, session: WeakSession, opts: ClientOptions) -> Result<Self, ClientError> {
-        let c = Self::start_for(socket, session, opts);
+    /// [`SchedClient::connect`]'s body: `owns` says whether a stream is one of its session's
+    /// open streams (the session's side: `crate::session`, which a scheduled session also opens
+    /// its client through).
+    pub(crate) fn connect_for(socket: &Path, owns: Owns, opts: ClientOptions) -> Result<Self, ClientError> {
+        let c = Self::start_for(socket, owns, opts);
         let deadline = Instant::now() + c.shared.opts.reply_timeout;
         let mut st = c.shared.state();
         while !st.attempted {
@@ -204,19 +160,12 @@ impl SchedClient {
         Err(ClientError::Connect(why))
     }
 
-    /// Starts the client without waiting: it connects in the background, and again whenever
-    /// the daemon comes back; until then `enter` runs unscheduled. Refused as
-    /// [`SchedClient::connect`] is on a session that has its own client.
-    pub fn start(socket: impl AsRef<Path>, session: &Session, opts: ClientOptions) -> Result<Self, ClientError> {
-        Self::not_scheduled(session)?;
-        Ok(Self::start_for(socket.as_ref(), session.downgrade(), opts))
-    }
-
-    fn start_for(socket: &Path, session: WeakSession, opts: ClientOptions) -> Self {
+    /// [`SchedClient::start`]'s body.
+    pub(crate) fn start_for(socket: &Path, owns: Owns, opts: ClientOptions) -> Self {
         let shared = Arc::new(Shared {
             path: PathBuf::from(socket),
             opts,
-            session,
+            owns,
             state: Mutex::new(State::default()),
             attempt: Condvar::new(),
             stop: std::sync::atomic::AtomicBool::new(false),
@@ -295,7 +244,7 @@ impl SchedClient {
     /// Registers one of the session's own streams at `priority` (or changes its priority).
     /// Without a daemon it is recorded and registered on the next connection.
     pub fn register(&self, stream: &Arc<LpStream>, priority: Priority) -> Result<(), ClientError> {
-        if !self.shared.session.owns(stream) {
+        if !(self.shared.owns)(stream) {
             return Err(ClientError::Invalid(format!(
                 "{} is not an open stream of this client's session",
                 stream.label()

@@ -6,7 +6,6 @@ use super::ClientOptions;
 use crate::LpStream;
 use crate::error::ErrorKind;
 use crate::sched::proto::{Notice, Request, encode_request};
-use crate::session::WeakSession;
 use hpf::Priority;
 use nix::errno::Errno;
 use nix::sys::socket::{MsgFlags, send};
@@ -17,6 +16,10 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+/// Whether a stream is one of the client's session's open streams. Its session's own test, held
+/// weakly (a session opened with a scheduler holds its client: a strong handle would be a cycle).
+pub(crate) type Owns = Box<dyn Fn(&LpStream) -> bool + Send + Sync>;
 
 pub(super) struct Registered {
     pub stream: Arc<LpStream>,
@@ -60,8 +63,7 @@ pub(super) struct State {
 pub(super) struct Shared {
     pub path: PathBuf,
     pub opts: ClientOptions,
-    /// Weak: a session opened with a scheduler holds its client (a strong one would be a cycle).
-    pub session: WeakSession,
+    pub owns: Owns,
     pub state: Mutex<State>,
     /// Signalled when a connection attempt finishes.
     pub attempt: Condvar,

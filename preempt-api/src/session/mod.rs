@@ -1,4 +1,5 @@
-//! [`Session`]: one device, its Lv3 mechanism, its streams and its helper.
+//! [`Session`]: one device, its Lv3 mechanism, its streams and its helper (the helper calls,
+//! in-process or through the scheduler daemon, in `helper_calls.rs`).
 use crate::bound::{BoundQueue, KfdBackend, QueueDesc};
 use crate::device::DeviceBackend;
 use crate::error::{Error, ErrorKind, Result};
@@ -12,12 +13,13 @@ use crate::options::{DeviceSpec, Level, Options};
 use crate::owner::{Bound, Owner};
 use crate::sched::SchedClient;
 use crate::stream::LpStream;
-use hpf::Priority;
 use lv3::mechanism::Preemptor;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Instant;
+
+mod helper_calls;
 
 /// The session's device: the opening process's alone ([`Bound`]: a fork child never drops it).
 struct Dev {
@@ -141,41 +143,6 @@ impl Session {
         };
         let backend = Box::new(GpuBackend(Arc::clone(&gpu)));
         Session::assemble(device, backend, Some(gpu), lv3, opts).scheduled()
-    }
-
-    /// Connects the session to its scheduler daemon ([`Options::scheduler`]), waiting at most
-    /// the client's reply timeout for the first connection: a daemon that cannot be reached
-    /// (no socket, permission, refused) fails the open with `Scheduler` (a mistyped path never
-    /// runs unscheduled unnoticed). Once connected, the client reconnects by itself.
-    fn scheduled(self) -> Result<Session> {
-        let Some(path) = self.inner.opts.scheduler.clone() else {
-            return Ok(self);
-        };
-        let opts = self.inner.opts.scheduler_client.clone();
-        match SchedClient::connect_for(&path, self.downgrade(), opts) {
-            Ok(c) => {
-                let _ = self.inner.sched.set(Bound::new(self.inner.owner, c));
-                Ok(self)
-            }
-            Err(e) => {
-                let _ = self.close();
-                Err(Error::from(e))
-            }
-        }
-    }
-
-    pub(crate) fn downgrade(&self) -> WeakSession {
-        WeakSession(Arc::downgrade(&self.inner))
-    }
-
-    /// The scheduler daemon's client of a session opened with [`Options::scheduler`] (`None`
-    /// otherwise, and in a fork child): its connection, the streams it holds suspended, its
-    /// counters; [`SchedClient::enter`] returns what a block's suspends came to.
-    pub fn scheduler(&self) -> Option<&SchedClient> {
-        if !self.inner.owner.is_here() {
-            return None;
-        }
-        self.inner.sched.get().map(|b| &**b)
     }
 
     fn assemble(
@@ -406,75 +373,6 @@ impl Session {
             }
         }
         first.map_or(Ok(()), Err)
-    }
-
-    // The helper calls: the in-process helper, or with `Options::scheduler` the daemon's
-    // client (docs/scheduler-daemon.md), which applies the same rule across the node's processes.
-
-    /// Registers `stream` with the helper at `priority` (low-priority streams: 0). Scheduled by
-    /// a daemon: registered with the daemon, which may suspend it for other processes' blocks.
-    pub fn helper_register(&self, stream: &Arc<LpStream>, priority: Priority) -> Result<()> {
-        self.live()?;
-        self.owns(stream)?;
-        match self.scheduler() {
-            Some(c) => c.register(stream, priority).map_err(Error::from),
-            None => self.inner.helper.register(stream, priority),
-        }
-    }
-
-    /// Removes `stream` from the helper (resuming it if the helper had suspended it).
-    pub fn helper_unregister(&self, stream: &LpStream) -> Result<()> {
-        self.live()?;
-        self.owns(stream)?;
-        match self.scheduler() {
-            Some(c) => c.unregister(stream).map_err(Error::from),
-            None => self.inner.helper.unregister(stream.id()),
-        }
-    }
-
-    /// A block of `priority` begins: every registered stream of lower priority is suspended at
-    /// its level (all or none). Scheduled by a daemon: every lower stream of every process on
-    /// the node, returning once their suspends were acknowledged or the daemon's ack timeout
-    /// passed (what they came to: [`SchedClient::enter`]); without a daemon connected now it
-    /// returns at once and the block is replayed when one connects. `Scheduler` if the daemon
-    /// refused or did not answer (the block is then not active).
-    pub fn helper_enter(&self, priority: Priority) -> Result<()> {
-        self.live()?;
-        let Some(c) = self.scheduler() else {
-            return self.inner.helper.enter(priority);
-        };
-        match c.enter(priority) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                // No answer: the daemon may still hold the block; leave it, so that an error
-                // means no block (as the in-process helper's all or none).
-                if matches!(e, crate::sched::ClientError::Timeout(_)) {
-                    let _ = c.leave(priority);
-                }
-                Err(Error::from(e))
-            }
-        }
-    }
-
-    /// A block of `priority` ended; call it once the block's device work is done. `Closed`
-    /// after close (which ended every block).
-    pub fn helper_leave(&self, priority: Priority) -> Result<()> {
-        self.live()?;
-        match self.scheduler() {
-            Some(c) => c.leave(priority).map_err(Error::from),
-            None => self.inner.helper.leave(priority),
-        }
-    }
-
-    /// Blocks inside the helper now (0 in a fork child).
-    pub fn helper_active(&self) -> usize {
-        if !self.inner.owner.is_here() {
-            return 0;
-        }
-        match self.scheduler() {
-            Some(c) => c.active_blocks(),
-            None => self.inner.helper.active(),
-        }
     }
 
     /// Resumes everything, closes every stream (the commands not yet launched are dropped),
