@@ -9,6 +9,8 @@
 //!   with `Options::scheduler` routes its helper calls to it; it registers the session's own
 //!   `LpStream`s, carries out the daemon's orders on them, and resumes everything it suspended
 //!   for the daemon when the daemon goes away.
+//! - [`hop`]: what the daemon's hop costs on HP start (`examples/hop.rs`, `preempt-lat priority
+//!   --processes`).
 //!
 //! No process ever touches another's queues: the daemon only decides, each client acts on its
 //! own streams, so no new privilege is needed.
@@ -16,3 +18,4 @@
 
 pub use preempt_api::sched::{client, proto};
 pub mod daemon;
+pub mod hop;
