@@ -128,6 +128,7 @@ fn dispatch(command: Command) -> Outcome {
         Command::BystanderWorker(_) => {
             unreachable!("handled in main before any thread starts")
         }
+        Command::SchedLp(o) => priority::processes::lp_process(&o, hip_facts),
     }
 }
 
