@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 impl Session {
-    /// Connects the session to its scheduler daemon ([`Options::scheduler`]), waiting at most
+    /// Connects the session to its scheduler daemon ([`crate::Options::scheduler`]), waiting at most
     /// the client's reply timeout for the first connection: a daemon that cannot be reached
     /// (no socket, permission, refused) fails the open with `Scheduler` (a mistyped path never
     /// runs unscheduled unnoticed). Once connected, the client reconnects by itself.
@@ -36,7 +36,7 @@ impl Session {
         WeakSession(Arc::downgrade(&self.inner))
     }
 
-    /// The scheduler daemon's client of a session opened with [`Options::scheduler`] (`None`
+    /// The scheduler daemon's client of a session opened with [`crate::Options::scheduler`] (`None`
     /// otherwise, and in a fork child): its connection, the streams it holds suspended, its
     /// counters; [`SchedClient::enter`] returns what a block's suspends came to.
     pub fn scheduler(&self) -> Option<&SchedClient> {
