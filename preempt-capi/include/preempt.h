@@ -137,6 +137,9 @@ typedef enum preempt_status {
   // Close waited PREEMPT_CLOSE_WAIT_MS for the work in flight and abandoned what still ran
   // (the host device kills its workers; a GPU runs it out): closed all the same.
   PREEMPT_ERR_ABANDONED = -18,
+  // The scheduler daemon (`preempt_options.scheduler`, `$PREEMPT_SCHEDULER`) could not be
+  // reached, refused a request or did not answer in time; the message says which.
+  PREEMPT_ERR_SCHEDULER = -19,
 } preempt_status;
 
 // The level a low-priority stream is suspended at.
@@ -151,7 +154,9 @@ typedef enum preempt_level {
 } preempt_level;
 
 // How a session is opened. Initialise with `preempt_options_init` (which sets `struct_size`),
-// then change fields; a NULL options pointer means all defaults.
+// then change fields; a NULL options pointer means all defaults. Fields are only ever added at
+// the end: a program built against an earlier header (a smaller `struct_size`, down to the
+// version without `scheduler`) is accepted, the fields it does not have taking their defaults.
 typedef struct preempt_options {
   // `sizeof(preempt_options)`, for later versions of this struct.
   uint32_t struct_size;
@@ -177,6 +182,12 @@ typedef struct preempt_options {
   uint32_t lv1_threshold;
   // Lv1 launcher: a sync point every this many commands; 0 = 4.
   uint32_t lv1_batch;
+  // The scheduler daemon that schedules the session's helper across the node's processes
+  // (docs/scheduler-daemon.md): `"unix:PATH"` (its socket), `"none"` (the in-process helper
+  // whatever the environment says), or NULL: `$PREEMPT_SCHEDULER` if set (the same words),
+  // else the in-process helper. A daemon that cannot be reached fails the open
+  // (`PREEMPT_ERR_SCHEDULER`); once connected the session reconnects by itself.
+  const char *scheduler;
 } preempt_options;
 
 // A session handle (0 is never one).
@@ -213,7 +224,7 @@ typedef struct preempt_check_result {
 } preempt_check_result;
 
 // Every status, in code order (0, -1, -2, ...).
-#define preempt_status_ALL { PREEMPT_OK, PREEMPT_ERR_INVALID_ARGUMENT, PREEMPT_ERR_BAD_HANDLE, PREEMPT_ERR_NO_DEVICE, PREEMPT_ERR_NO_KFD, PREEMPT_ERR_UNAVAILABLE, PREEMPT_ERR_QUEUE_REFUSED, PREEMPT_ERR_KFD, PREEMPT_ERR_DEVICE, PREEMPT_ERR_ALREADY_SUSPENDED, PREEMPT_ERR_NOT_SUSPENDED, PREEMPT_ERR_RESUME_FAILED, PREEMPT_ERR_SHUTTING_DOWN, PREEMPT_ERR_CLOSED, PREEMPT_ERR_UNSUPPORTED, PREEMPT_ERR_PANIC, PREEMPT_ERR_FORKED, PREEMPT_ERR_BUSY, PREEMPT_ERR_ABANDONED, }
+#define preempt_status_ALL { PREEMPT_OK, PREEMPT_ERR_INVALID_ARGUMENT, PREEMPT_ERR_BAD_HANDLE, PREEMPT_ERR_NO_DEVICE, PREEMPT_ERR_NO_KFD, PREEMPT_ERR_UNAVAILABLE, PREEMPT_ERR_QUEUE_REFUSED, PREEMPT_ERR_KFD, PREEMPT_ERR_DEVICE, PREEMPT_ERR_ALREADY_SUSPENDED, PREEMPT_ERR_NOT_SUSPENDED, PREEMPT_ERR_RESUME_FAILED, PREEMPT_ERR_SHUTTING_DOWN, PREEMPT_ERR_CLOSED, PREEMPT_ERR_UNSUPPORTED, PREEMPT_ERR_PANIC, PREEMPT_ERR_FORKED, PREEMPT_ERR_BUSY, PREEMPT_ERR_ABANDONED, PREEMPT_ERR_SCHEDULER, }
 
 #ifdef __cplusplus
 extern "C" {
@@ -229,7 +240,9 @@ int preempt_options_init(struct preempt_options *opts);
 // bind explicit queue ids) or `"auto"` (hip:0 where it can run, else host). On a GPU the Lv3
 // mechanism is set up now (dbg-trap enables this process's debug trap); with `"auto"` and no
 // usable mechanism the session still opens (streams default to Lv1, see
-// `preempt_session_mechanism`); `"kfd"` then fails with `PREEMPT_ERR_UNAVAILABLE`.
+// `preempt_session_mechanism`); `"kfd"` then fails with `PREEMPT_ERR_UNAVAILABLE`. With a
+// scheduler daemon (`preempt_options.scheduler`, else `$PREEMPT_SCHEDULER`) the helper calls
+// go to the daemon; one that cannot be reached is `PREEMPT_ERR_SCHEDULER`.
 //
 // # Safety
 // `device` is a NUL-terminated string; `opts` is NULL (defaults) or a `preempt_options`

@@ -131,6 +131,7 @@ fn dispatch(command: Command) -> Outcome {
             unreachable!("handled in main before any thread starts")
         }
         Command::Overhead(o) => overhead::run(&o, select(&o.common)?),
+        Command::SchedLp(o) => priority::processes::lp_process(&o, hip_facts),
     }
 }
 

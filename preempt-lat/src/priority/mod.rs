@@ -7,6 +7,7 @@
 //! session per mode (opened from [`crate::device::SessionSource`]), one mode frame for every device ([`modes`]), `hpf`'s
 //! rule as the policy.
 pub mod modes;
+pub mod processes;
 pub mod report;
 pub mod requests;
 
@@ -178,6 +179,9 @@ fn session(src: &SessionSource, p: &PriorityParams, mode: Mode) -> Result<Sessio
 pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     if o.policy != crate::options::PolicyKind::Hpf {
         return crate::schedule::run(o, dev);
+    }
+    if let Some(n) = o.processes {
+        return processes::run(o, dev, n);
     }
     let target = dev.session_source(o.common.mechanism, o.common.grace())?;
     let t_start = std::time::Instant::now();
