@@ -43,7 +43,7 @@ fn run(f: impl FnOnce() -> Result<()>) -> c_int {
                 .unwrap_or_else(|| "a non-string panic payload".into());
             last_error::set(&Error::new(
                 ErrorKind::Panic,
-                format!("internal error (a panic inside libpreempt, please report it): {what}"),
+                format!("internal error (a panic inside libpreempt_kfd, please report it): {what}"),
             ))
         }
     }
@@ -121,7 +121,7 @@ unsafe fn options(opts: *const preempt_options) -> Result<Options> {
     let want = std::mem::size_of::<preempt_options>();
     if usize::try_from(size).ok() != Some(want) {
         return Err(invalid(format!(
-            "preempt_options.struct_size is {size}, this libpreempt's is {want}: initialise with preempt_options_init"
+            "preempt_options.struct_size is {size}, this libpreempt_kfd's is {want}: initialise with preempt_options_init"
         )));
     }
     // SAFETY: the caller says (struct_size) it is a whole preempt_options.
