@@ -51,10 +51,8 @@ pub use device::{Device, DeviceInfo, StreamPriority, attr, scan_gcn_arch_name};
 pub use error::{HipError, hip_error_explanation, hip_error_name, rtc_error_name};
 use ffi::Api;
 pub use launch::{Function, KernelArgs, LaunchConfig, Module};
-pub use loader::{
-    HIP_SONAMES, HIPRTC_SONAMES, Origin, Search, hip_search, hiprtc_candidates_for, hiprtc_search, library_candidates,
-    mapped_hip_files,
-};
+pub use loader::{HIP_SONAMES, HIPRTC_SONAMES, Origin, hiprtc_candidates_for, library_candidates};
+use loader::{Search, hip_search, hiprtc_search};
 pub use null_stream::NullStreamBlocked;
 pub use objects::{DeviceBuffer, Event, HostBuffer, Mem, Stream};
 

@@ -18,6 +18,15 @@ pub const HIP_SONAMES: [&str; 4] = [
 pub const HIPRTC_SONAMES: [&str; 4] = ["libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so"];
 
 /// Why hip-rt uses the library it uses ([`crate::Hip::library_origin`]).
+///
+/// ```no_run
+/// let hip = hip_rt::Hip::load()?;
+/// match hip.library_origin() {
+///     hip_rt::Origin::InProcess { probe } => println!("{probe}: the runtime already in this process"),
+///     why => println!("{}: {why}", hip.library_path()),
+/// }
+/// # Ok::<(), hip_rt::HipError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
     /// It was already loaded in this process (by another library, e.g. PyTorch, or by an earlier

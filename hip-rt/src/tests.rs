@@ -2,6 +2,7 @@
 //! CI), and of the loader's error paths. Without a GPU, HIP must answer hipErrorNoDevice.
 
 use super::*;
+use crate::loader::{hip_search, hiprtc_search, mapped_hip_files};
 use crate::testing::{hip_required, real_hip};
 
 #[test]
