@@ -1,5 +1,5 @@
 //! The ABI's types, as the header shows them (cbindgen copies these definitions and their
-//! documentation into `include/preempt.h`).
+//! documentation into `include/preempt_kfd.h`).
 #![allow(non_camel_case_types)]
 use preempt_api::ErrorKind;
 use std::ffi::c_char;
@@ -165,7 +165,7 @@ pub struct preempt_options {
     /// Worker processes per host low-priority stream; 0 = every core but one (at least 1).
     pub host_workers: u32,
     /// The host worker program; NULL: `$PREEMPT_HOST_WORKER`, else `preempt-host-worker` beside
-    /// libpreempt (or in `../libexec/preempt-kfd/`), else beside the executable.
+    /// libpreempt_kfd (or in `../libexec/preempt-kfd/`), else beside the executable.
     pub host_worker: *const c_char,
     /// NULL, or one argument passed to the worker program first (a program that serves as its
     /// own worker passes e.g. `"--preempt-host-worker"` and calls `preempt_host_worker_main`).

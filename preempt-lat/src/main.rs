@@ -176,6 +176,7 @@ fn hip_facts() -> Fact<HipInfo> {
     let info = hip_rt::Hip::load().and_then(|h| {
         Ok(HipInfo {
             library: h.library_path().to_string(),
+            origin: h.library_origin().to_string(),
             runtime_version: h.runtime_version()?,
             devices: Fact::from_result(h.device_count()),
         })

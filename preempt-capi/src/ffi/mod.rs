@@ -43,7 +43,7 @@ fn run(f: impl FnOnce() -> Result<()>) -> c_int {
                 .unwrap_or_else(|| "a non-string panic payload".into());
             last_error::set(&Error::new(
                 ErrorKind::Panic,
-                format!("internal error (a panic inside libpreempt, please report it): {what}"),
+                format!("internal error (a panic inside libpreempt_kfd, please report it): {what}"),
             ))
         }
     }
@@ -125,7 +125,7 @@ unsafe fn options(opts: *const preempt_options) -> Result<Options> {
         .filter(|&n| n == want || n == PREEMPT_OPTIONS_V1_SIZE)
         .ok_or_else(|| {
             invalid(format!(
-                "preempt_options.struct_size is {size}, this libpreempt's is {want} (or {PREEMPT_OPTIONS_V1_SIZE}, \
+                "preempt_options.struct_size is {size}, this libpreempt_kfd's is {want} (or {PREEMPT_OPTIONS_V1_SIZE}, \
                  before scheduler): initialise with preempt_options_init"
             ))
         })?;

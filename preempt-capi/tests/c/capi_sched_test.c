@@ -19,7 +19,7 @@
  * Every wait is bounded (LONG_MS).
  */
 #define _GNU_SOURCE
-#include "preempt.h"
+#include "preempt_kfd.h"
 
 #include <dirent.h>
 #include <fcntl.h>
