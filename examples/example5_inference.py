@@ -206,8 +206,9 @@ def main():
     torch_error = None
     if args.model != "stand-in":
         # PyTorch first: its HIP runtime is then the one in the process when the library opens
-        # HIP, so stream handles mean the same thing on both sides (one libamdhip64, found by
-        # its soname, not a second copy from another ROCm on the path).
+        # HIP, which takes it (found in the process, not a second copy from another ROCm on the
+        # path: docs/kfd-facts.md#one-hip-runtime-per-process), so stream handles mean the same
+        # thing on both sides.
         try:
             import torch  # noqa: F401
         except ImportError as e:

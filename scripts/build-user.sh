@@ -11,10 +11,11 @@
 #      conda/micromamba one (CONDA_PREFIX), its Python (>= 3.9) and maturin. Missing maturin:
 #      prints the pip command; --install-maturin runs it (into that environment).
 #   3. ROCm: $ROCM_PATH, /opt/rocm and /opt/rocm-*, and every libamdhip64 on LD_LIBRARY_PATH, with
-#      their versions; which libamdhip64 preempt-lat and libpreempt will load (hip-rt's order,
-#      hip-rt/src/loader.rs), and, when PyTorch is in the environment, whether preempt_kfd joins
-#      PyTorch's own HIP runtime in one process or would load a second one (it must not). The build
-#      needs no ROCm: HIP is loaded at run time, and the host device runs without it.
+#      their versions; which libamdhip64 preempt-lat and libpreempt_kfd will load (hip-rt's order,
+#      hip-rt/src/loader.rs), and, when PyTorch is in the environment, that preempt_kfd uses
+#      PyTorch's own HIP runtime after 'import torch' (hip-rt takes the runtime already in the
+#      process first), and what a session opened before 'import torch' would load instead. The
+#      build needs no ROCm: HIP is loaded at run time, and the host device runs without it.
 #   4. Unless --check: cargo build --release of preempt-lat and the host device's worker, then
 #      maturin develop --release of the Python package into the active environment.
 # --check stops after 3 (nothing is built or downloaded). Exit status: 0 when everything needed
@@ -179,16 +180,14 @@ find_soname() {
   [ -n "$d" ] && { echo "$d"; return; }
   for d in /lib /usr/lib /lib64 /usr/lib64; do [ -e "$d/$s" ] && { echo "$d/$s"; return; }; done
 }
-# What hip-rt loads: its candidate and the file that is, tab-separated. With $1 (a loaded
-# library's soname) and $2 (its file) set, as in a Python process that imported torch first: a
-# bare soname that is already loaded is that library.
+# What hip-rt opens in a process where no HIP runtime is loaded yet: its candidate and the file
+# that is, tab-separated. (Where one is loaded, hip-rt uses that one: see the PyTorch lines.)
 hip_rt_loads() {
-  local loaded_so=${1:-} loaded_file=${2:-} c f
+  local c f
   for c in "${candidates[@]}"; do
     if [[ "$c" == */* ]]; then
       [ -e "$c" ] && { printf '%s\t%s\n' "$c" "$c"; return; }
     else
-      [ -n "$loaded_so" ] && [ "$c" = "$loaded_so" ] && { printf '%s\t%s\n' "$c" "$loaded_file"; return; }
       f=$(find_soname "$c"); [ -n "$f" ] && { printf '%s\t%s\n' "$c" "$f"; return; }
     fi
   done
@@ -198,9 +197,19 @@ describe_load() {
   local c=${1%%$'\t'*} f=${1#*$'\t'}
   if [ "$c" = "$f" ]; then echo "$c"; else echo "$c = $f"; fi
 }
+# A libamdhip64's soname: from the file where readelf can read it, else from its (real) name.
+hip_soname() {
+  local so r
+  so=$(readelf -d "$1" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p' | head -1)
+  if [ -z "$so" ]; then
+    r=$(readlink -f "$1" 2>/dev/null || echo "$1"); r=${r##*/}
+    [[ "$r" =~ ^libamdhip64\.so\.([0-9]+) ]] && so=libamdhip64.so.${BASH_REMATCH[1]}
+  fi
+  echo "$so"
+}
 cli=$(hip_rt_loads)
 if [ -n "$cli" ]; then
-  say hip "preempt-lat and libpreempt will load $(describe_load "$cli") ($(hip_file_version "${cli#*$'\t'}"))"
+  say hip "preempt-lat and libpreempt_kfd will load $(describe_load "$cli") ($(hip_file_version "${cli#*$'\t'}"))"
 else
   say hip "no libamdhip64 where hip-rt looks: hip:N will say so at run time (set ROCM_PATH to a ROCm tree)"
 fi
@@ -211,29 +220,31 @@ if [ -n "$torch_dir" ]; then
   if [ -z "$thip" ] || [ "$thip" = None ] || [ -z "$tlib" ]; then
     say torch "PyTorch at $torch_dir without a bundled HIP runtime (hip ${thip:-?}): preempt_kfd loads as preempt-lat does"
   else
-    # Its soname from the file where readelf can read it, else from the version: ROCm's carries
-    # the ROCm major (libamdhip64.so.6 for 6.x).
+    # Its soname; ROCm's carries the ROCm major (libamdhip64.so.6 for 6.x).
     tso=$(readelf -d "$tlib" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p' | head -1)
     [ -n "$tso" ] || tso=libamdhip64.so.${thip%%.*}
     say torch "PyTorch at $torch_dir, HIP $thip, its own $tlib (soname $tso)"
-    inproc=$(hip_rt_loads "$tso" "$tlib"); inproc=${inproc#*$'\t'}
+    # hip-rt takes a HIP runtime already in the process before any candidate
+    # (docs/kfd-facts.md#one-hip-runtime-per-process): after 'import torch', PyTorch's.
+    say hip "ok: in Python after 'import torch', preempt_kfd uses PyTorch's own HIP runtime ($tlib, already in the process), whatever ROCM_PATH and LD_LIBRARY_PATH say: one runtime"
     same() { [ -n "$1" ] && [ "$(readlink -f "$1")" = "$(readlink -f "$tlib")" ]; }
-    if same "$inproc"; then
-      say hip "ok: in Python after 'import torch', preempt_kfd uses PyTorch's own HIP runtime (one runtime in the process)"
-    else
-      say hip "WARNING: in Python after 'import torch', preempt_kfd would load ${inproc:-no libamdhip64} beside PyTorch's $tlib: two HIP runtimes in one process, and a stream handle of one is meaningless to the other (torch.cuda.ExternalStream(lp.handle) would fail or crash)"
+    alone=${cli#*$'\t'}
+    if [ -n "$alone" ] && ! same "$alone"; then
+      # The other order: a session on hip:N opened before 'import torch' opens hip-rt's choice;
+      # PyTorch's libraries (linked against $tso) then use it when its soname is $tso, else load
+      # their own beside it.
+      if [ "$(hip_soname "$alone")" = "$tso" ]; then
+        then_="PyTorch then runs on that runtime instead of its own HIP $thip (same soname $tso)"
+      else
+        then_="PyTorch then loads its own beside it: two HIP runtimes in one process, and a stream handle of one is meaningless to the other (torch.cuda.ExternalStream(lp.handle) would fail or crash)"
+      fi
+      say hip "WARNING: a preempt_kfd session on hip:N opened BEFORE 'import torch' loads $(describe_load "$cli") ($(hip_file_version "$alone")); $then_"
       fix=""
       for s in "${SONAMES[@]}"; do [ -e "$torch_dir/lib/$s" ] && { fix=$torch_dir; break; }; done
       if [ -n "$fix" ]; then
-        saved=("${candidates[@]}")
-        candidates=(); for s in "${SONAMES[@]}"; do candidates+=("$fix/lib/$s"); done; candidates+=("${saved[@]}")
-        fixed=$(hip_rt_loads "$tso" "$tlib")
-        if same "${fixed#*$'\t'}"; then
-          echo "         fix: run those programs with ROCM_PATH=$fix (hip-rt then loads PyTorch's own file first), and import torch before preempt_kfd"
-        fi
-        candidates=("${saved[@]}")
+        echo "         fix: import torch before opening a hip:N session; or run those programs with ROCM_PATH=$fix, so that hip-rt opens PyTorch's own file in either order"
       else
-        echo "         fix: take the other ROCm off LD_LIBRARY_PATH and unset ROCM_PATH for those programs, and import torch before preempt_kfd"
+        echo "         fix: import torch before opening a hip:N session"
       fi
     fi
   fi

@@ -11,9 +11,9 @@
 #   2. Rust but no active Python environment: --check says so;
 #   3. ROCm as the seeds have it (fake trees, no GPU needed): ROCm 6.4 as ROCM_PATH, ROCm 7.2's
 #      libamdhip64 on LD_LIBRARY_PATH, PyTorch with its own HIP 6.4 in a conda-style environment:
-#      --check prints both versions, what preempt-lat loads, and that preempt_kfd would load a
-#      second HIP runtime beside PyTorch's, with the fix; without the 7.2 path and ROCM_PATH it
-#      joins PyTorch's runtime;
+#      --check prints both versions, what preempt-lat loads, that preempt_kfd uses PyTorch's runtime
+#      after 'import torch' (hip-rt takes the one in the process), and what a session opened
+#      before it would load instead, with the fix (no warning once the fix is applied);
 #   4. the real build: cargo build --release and maturin develop into the user's venv, offline;
 #      preempt_kfd then imports in that venv and runs a host-device session, and preempt-lat
 #      doctor loads the libamdhip64 the script said it would.
@@ -117,20 +117,24 @@ run "$W/bin:$RUST:$SYS" CONDA_PREFIX="$F/conda" ROCM_PATH="$F/rocm-6.4.1" LD_LIB
 expect "conda/micromamba environment at $F/conda" "seeds' ROCm"
 expect "$F/rocm-6.4.1: 6.4.1-120  [ROCM_PATH]" "seeds' ROCm"
 expect "on LD_LIBRARY_PATH: $F/rocm-7.2.0/lib/libamdhip64.so.7 (HIP 7.2.26015)" "seeds' ROCm"
-expect "preempt-lat and libpreempt will load $F/rocm-6.4.1/lib/libamdhip64.so.6 (HIP 6.4.43484)" "seeds' ROCm"
+expect "preempt-lat and libpreempt_kfd will load $F/rocm-6.4.1/lib/libamdhip64.so.6 (HIP 6.4.43484)" "seeds' ROCm"
 expect "PyTorch at $site/torch, HIP 6.4.43484-123abc, its own $site/torch/lib/libamdhip64.so (soname libamdhip64.so.6)" "seeds' ROCm"
-expect "WARNING: in Python after 'import torch', preempt_kfd would load $F/rocm-6.4.1/lib/libamdhip64.so.6 beside PyTorch's" "seeds' ROCm"
-expect "fix: run those programs with ROCM_PATH=$site/torch" "seeds' ROCm"
-# Without ROCM_PATH the CLI takes 7.2's library from LD_LIBRARY_PATH, and Python still loads a second runtime.
+# After import torch: PyTorch's runtime, whatever ROCM_PATH says (hip-rt takes the one in the process).
+expect "ok: in Python after 'import torch', preempt_kfd uses PyTorch's own HIP runtime ($site/torch/lib/libamdhip64.so, already in the process)" "seeds' ROCm"
+# Before import torch: 6.4's file from ROCM_PATH, whose soname PyTorch's libraries take instead of their own.
+expect "WARNING: a preempt_kfd session on hip:N opened BEFORE 'import torch' loads $F/rocm-6.4.1/lib/libamdhip64.so.6 (HIP 6.4.43484); PyTorch then runs on that runtime instead of its own HIP 6.4.43484-123abc (same soname libamdhip64.so.6)" "seeds' ROCm"
+expect "fix: import torch before opening a hip:N session; or run those programs with ROCM_PATH=$site/torch" "seeds' ROCm"
+# Without ROCM_PATH the CLI takes 7.2's library from LD_LIBRARY_PATH; a session opened before
+# import torch would then sit beside PyTorch's runtime (another soname): two runtimes.
 run "$W/bin:$RUST:$SYS" CONDA_PREFIX="$F/conda" LD_LIBRARY_PATH="$F/rocm-7.2.0/lib" -- --check
-expect "preempt-lat and libpreempt will load libamdhip64.so.7 = $F/rocm-7.2.0/lib/libamdhip64.so.7 (HIP 7.2.26015)" "seeds' ROCm, no ROCM_PATH"
-expect "preempt_kfd would load $F/rocm-7.2.0/lib/libamdhip64.so.7 beside" "seeds' ROCm, no ROCM_PATH"
-# With the fix applied, and with only PyTorch's runtime in reach: one runtime.
+expect "preempt-lat and libpreempt_kfd will load libamdhip64.so.7 = $F/rocm-7.2.0/lib/libamdhip64.so.7 (HIP 7.2.26015)" "seeds' ROCm, no ROCM_PATH"
+expect "ok: in Python after 'import torch', preempt_kfd uses PyTorch's own HIP runtime" "seeds' ROCm, no ROCM_PATH"
+expect "opened BEFORE 'import torch' loads libamdhip64.so.7 = $F/rocm-7.2.0/lib/libamdhip64.so.7 (HIP 7.2.26015); PyTorch then loads its own beside it: two HIP runtimes" "seeds' ROCm, no ROCM_PATH"
+# With the fix applied: PyTorch's own file in either order, and no warning.
 run "$W/bin:$RUST:$SYS" CONDA_PREFIX="$F/conda" ROCM_PATH="$site/torch" LD_LIBRARY_PATH="$F/rocm-7.2.0/lib" -- --check
 expect "ok: in Python after 'import torch', preempt_kfd uses PyTorch's own HIP runtime" "seeds' ROCm with the fix"
-run "$W/bin:$RUST:$SYS" CONDA_PREFIX="$F/conda" -- --check
-expect "ok: in Python after 'import torch', preempt_kfd uses PyTorch's own HIP runtime" "PyTorch's runtime only"
-pass "seeds' ROCm 6.4 + 7.2 + PyTorch: versions, the library loaded, the second-runtime warning and its fix"
+! grep -q WARNING <<<"$out" || fail "seeds' ROCm with the fix: a warning is left:"$'\n'"$out"
+pass "seeds' ROCm 6.4 + 7.2 + PyTorch: versions, the library loaded, PyTorch's runtime after import torch, the other order's warning and its fix"
 
 # 4. The build, offline, into the user's venv.
 t0=$(date +%s)
@@ -146,7 +150,7 @@ run "$W/bin:$RUST:$W/user/venv/bin:$SYS" VIRTUAL_ENV="$W/user/venv" CARGO_HOME="
 [ "$rc" = 0 ] || fail "second build: exit $rc:"$'\n'"$out"
 ! grep -E '^ *Compiling ' <<<"$out" || fail "second build with nothing changed compiled the lines above"
 # The candidate hip-rt opened, as doctor names it: a path, or a soname the loader resolved.
-loads=$(sed -n 's/^hip      preempt-lat and libpreempt will load \([^ ]*\).*/\1/p' <<<"$out")
+loads=$(sed -n 's/^hip      preempt-lat and libpreempt_kfd will load \([^ ]*\).*/\1/p' <<<"$out")
 as_user env -i HOME="$H" PATH="$W/user/venv/bin:$SYS" python -c '
 import preempt_kfd as pk
 with pk.Session("host") as s:

@@ -13,6 +13,8 @@ fi
 "$V/bin/python" -m pip install -q --disable-pip-version-check "maturin==$MATURIN" "pytest==$PYTEST"
 export CARGO_TARGET_DIR=$PWD/target VIRTUAL_ENV=$V PATH=$V/bin:$PATH
 (cd preempt-py && maturin develop -q --locked)
+# The scheduler daemon that tests/test_sched.py starts (target/debug/preempt-sched).
+cargo build -q --locked -p preempt-sched --bin preempt-sched
 "$V/bin/python" -c 'import preempt_kfd, sys; print("check-python: preempt_kfd imports from", preempt_kfd.__file__, "on Python", sys.version.split()[0])'
 "$V/bin/python" -m pytest -q -p no:cacheprovider preempt-py/tests
 # The example (examples/hpf_requests.py) on the host device, short: it must print its table and

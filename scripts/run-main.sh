@@ -8,8 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then bash scripts/install-deps.sh build; else sudo bash scripts/install-deps.sh build; fi
-# preempt-lat, and beside it the host device's worker (host-device's preempt-host-worker).
-cargo build --release --locked -q -p preempt-lat -p host-device
+# preempt-lat, and beside it the host device's worker (host-device's preempt-host-worker) and the
+# scheduler daemon (preempt-sched: priority --processes).
+cargo build --release --locked -q -p preempt-lat -p host-device -p preempt-sched
 PL=target/release/preempt-lat
 echo "==> preempt-lat doctor"
 "$PL" doctor

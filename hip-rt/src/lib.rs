@@ -51,7 +51,8 @@ pub use device::{Device, DeviceInfo, StreamPriority, attr, scan_gcn_arch_name};
 pub use error::{HipError, hip_error_explanation, hip_error_name, rtc_error_name};
 use ffi::Api;
 pub use launch::{Function, KernelArgs, LaunchConfig, Module};
-pub use loader::{HIP_SONAMES, HIPRTC_SONAMES, hiprtc_candidates_for, library_candidates};
+pub use loader::{HIP_SONAMES, HIPRTC_SONAMES, Origin, hiprtc_candidates_for, library_candidates};
+use loader::{Search, hip_search, hiprtc_search};
 pub use null_stream::NullStreamBlocked;
 pub use objects::{DeviceBuffer, Event, HostBuffer, Mem, Stream};
 
@@ -121,29 +122,55 @@ pub struct Hip {
 }
 
 impl Hip {
-    /// Loads libamdhip64 (and hiprtc) from the standard places; see [`library_candidates`].
+    /// Loads libamdhip64 (and hiprtc): the HIP runtime already loaded in this process when there
+    /// is one (PyTorch's, after `import torch`: [`Origin::InProcess`], found without loading
+    /// anything), else the first of [`library_candidates`] that loads; hiprtc beside it. Two
+    /// runtimes in one process would not know each other's streams
+    /// (docs/kfd-facts.md#one-hip-runtime-per-process); [`Hip::library_origin`] says which case.
     pub fn load() -> Result<Hip, HipError> {
         let rocm = std::env::var("ROCM_PATH").ok();
-        let hip = library_candidates(&HIP_SONAMES, rocm.as_deref());
-        let api = Api::load(&hip, |path| hiprtc_candidates_for(path, rocm.as_deref()))?;
+        // A runtime under a soname HIP_SONAMES does not list shows here (a bundler's renamed copy).
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+        Hip::load_in(rocm.as_deref(), &maps)
+    }
+
+    /// [`Hip::load`] with `ROCM_PATH` and `/proc/self/maps` given.
+    fn load_in(rocm: Option<&str>, maps: &str) -> Result<Hip, HipError> {
+        let api = Api::load(&hip_search(rocm, maps), |path, why| hiprtc_search(path, why, rocm))?;
         Ok(Hip { api: Arc::new(api) })
     }
 
-    /// Loads from exactly these candidates (paths or sonames), in order.
+    /// Loads from exactly these candidates (paths or sonames), in order, without looking for a
+    /// runtime already in the process.
     pub fn load_from(hip: &[String], hiprtc: &[String]) -> Result<Hip, HipError> {
+        let search = |open: &[String]| Search {
+            in_process: Vec::new(),
+            open: open.to_vec(),
+        };
         Ok(Hip {
-            api: Arc::new(Api::load(hip, |_| hiprtc.to_vec())?),
+            api: Arc::new(Api::load(&search(hip), |_, _| search(hiprtc))?),
         })
     }
 
-    /// The libamdhip64 that was loaded.
+    /// The libamdhip64 in use: the candidate that opened, or, for a runtime that was already in
+    /// the process, its file.
     pub fn library_path(&self) -> &str {
         &self.api.hip_path
+    }
+
+    /// Why [`Hip::library_path`] is the one: already in the process, or opened.
+    pub fn library_origin(&self) -> &Origin {
+        &self.api.hip_origin
     }
 
     /// Where hiprtc came from (a libhiprtc, or libamdhip64 itself for HIP <= 5.2).
     pub fn hiprtc_path(&self) -> Option<&str> {
         self.api.rtc_path.as_deref()
+    }
+
+    /// Why [`Hip::hiprtc_path`] is the one (`None` when no hiprtc was found).
+    pub fn hiprtc_origin(&self) -> Option<&Origin> {
+        self.api.rtc_origin.as_ref()
     }
 
     /// Ok when run-time compilation is available; else why not.

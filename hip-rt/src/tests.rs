@@ -2,6 +2,7 @@
 //! CI), and of the loader's error paths. Without a GPU, HIP must answer hipErrorNoDevice.
 
 use super::*;
+use crate::loader::{hip_search, hiprtc_search, mapped_hip_files};
 use crate::testing::{hip_required, real_hip};
 
 #[test]
@@ -171,6 +172,97 @@ fn hiprtc_missing_is_reported_not_fatal() {
     }
 }
 
+/// Issue 22 item 2: with a HIP runtime already loaded (here the real one, as PyTorch's is after
+/// `import torch`), `Hip::load` uses it, even where `ROCM_PATH` holds another `libamdhip64` that
+/// would come first among the candidates (a decoy without HIP's symbols: opening it would fail).
+#[test]
+fn the_runtime_already_in_the_process_wins_over_rocm_path() {
+    let Some(first) = real_hip() else { return };
+    let Some(decoy) = crate::testing::FakeLibrary::build("decoy", "libamdhip64.so.7", "libamdhip64.so.7", &["not_hip"])
+    else {
+        return;
+    };
+    std::fs::create_dir_all(decoy.dir.join("lib")).unwrap();
+    std::fs::rename(&decoy.path, decoy.dir.join("lib/libamdhip64.so.7")).unwrap();
+    let rocm = decoy.dir.display().to_string();
+    let hip = Hip::load_in(Some(&rocm), "").unwrap_or_else(|e| panic!("ROCM_PATH={rocm}: {e}"));
+    let Origin::InProcess { probe } = hip.library_origin() else {
+        panic!(
+            "{} was not taken from the process: {}",
+            hip.library_path(),
+            hip.library_origin()
+        );
+    };
+    assert!(HIP_SONAMES.contains(&probe.as_str()), "{probe}");
+    assert!(!hip.library_path().starts_with(&rocm), "{}", hip.library_path());
+    // The file loaded first, and no second copy: one libamdhip64 mapped in the process.
+    let real = |p: &str| std::fs::canonicalize(p).unwrap_or_else(|e| panic!("{p}: {e}"));
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let mapped: Vec<_> = mapped_hip_files(&maps).iter().map(|p| real(p)).collect();
+    assert_eq!(
+        mapped,
+        [real(hip.library_path())],
+        "the libamdhip64 files mapped in this process"
+    );
+    assert_eq!(hip.runtime_version(), first.runtime_version());
+    eprintln!("{}: {}", hip.library_path(), hip.library_origin());
+}
+
+/// The hiprtc beside a runtime found in the process: already loaded of its major, else opened
+/// from its directory, without version (PyTorch's copies), then by soname.
+#[test]
+fn hiprtc_follows_the_runtime_found_in_the_process() {
+    let found = Origin::InProcess {
+        probe: "libamdhip64.so.6".into(),
+    };
+    let s = hiprtc_search(
+        "/env/site-packages/torch/lib/libamdhip64.so",
+        &found,
+        Some("/opt/rocm-7.2.0"),
+    );
+    assert_eq!(s.in_process, ["libhiprtc.so.6"]);
+    assert_eq!(
+        &s.open[..3],
+        [
+            "/env/site-packages/torch/lib/libhiprtc.so.6",
+            "/env/site-packages/torch/lib/libhiprtc.so",
+            "libhiprtc.so.6"
+        ]
+    );
+    // Opened HIP: no probe, its own directory and major first.
+    let opened = Origin::Opened {
+        candidate: "/opt/rocm-6.4.1/lib/libamdhip64.so.6".into(),
+    };
+    let s = hiprtc_search("/opt/rocm-6.4.1/lib/libamdhip64.so.6", &opened, None);
+    assert!(s.in_process.is_empty());
+    assert_eq!(
+        s.open,
+        hiprtc_candidates_for("/opt/rocm-6.4.1/lib/libamdhip64.so.6", None)
+    );
+}
+
+/// The HIP search probes every soname, then every mapped libamdhip64 file, before opening.
+#[test]
+fn the_hip_search_probes_the_process_first() {
+    let maps = "\
+7f0000000000-7f0000100000 r-xp 00001000 fd:01 456 /env/torch/lib/libamdhip64-1a2b3c4d.so.6
+7f0000100000-7f0000200000 r--p 00101000 fd:01 456 /env/torch/lib/libamdhip64-1a2b3c4d.so.6
+7f0000200000-7f0000300000 r-xp 00001000 fd:01 457 /env/torch/lib/libamdhip64_extra_tool.so
+7f0000300000-7f0000400000 r-xp 00001000 fd:01 458 /opt/rocm/lib/libamdhip64.so.6.4.43484
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]";
+    assert_eq!(
+        mapped_hip_files(maps),
+        [
+            "/env/torch/lib/libamdhip64-1a2b3c4d.so.6",
+            "/opt/rocm/lib/libamdhip64.so.6.4.43484"
+        ]
+    );
+    let s = hip_search(Some("/my/rocm"), maps);
+    assert_eq!(&s.in_process[..HIP_SONAMES.len()], HIP_SONAMES);
+    assert_eq!(s.in_process.len(), HIP_SONAMES.len() + 2);
+    assert_eq!(s.open, library_candidates(&HIP_SONAMES, Some("/my/rocm")));
+}
+
 #[test]
 fn candidates_order_rocm_path_then_loader_then_opt_rocm() {
     let c = library_candidates(&HIP_SONAMES, Some("/my/rocm/"));
@@ -183,8 +275,13 @@ fn candidates_order_rocm_path_then_loader_then_opt_rocm() {
     assert_eq!(library_candidates(&HIP_SONAMES, Some("/opt/rocm")).len(), 8);
     let r = hiprtc_candidates_for("/opt/rocm-6.4.1/lib/libamdhip64.so.6", None);
     assert_eq!(
-        &r[..3],
-        ["/opt/rocm-6.4.1/lib/libhiprtc.so.6", "libhiprtc.so.6", "libhiprtc.so.7"]
+        &r[..4],
+        [
+            "/opt/rocm-6.4.1/lib/libhiprtc.so.6",
+            "/opt/rocm-6.4.1/lib/libhiprtc.so",
+            "libhiprtc.so.6",
+            "libhiprtc.so.7"
+        ]
     );
     assert_eq!(hiprtc_candidates_for("libamdhip64.so", None)[0], "libhiprtc.so.7");
 }

@@ -65,7 +65,7 @@ use std::sync::Arc;
 
 /// The worker program's name: this crate's binary (`src/bin/preempt-host-worker.rs`), the one
 /// worker every user of the host device spawns. Cargo puts it beside the workspace's other
-/// binaries (`cargo build -p host-device`); `scripts/install-capi.sh` installs it for libpreempt.
+/// binaries (`cargo build -p host-device`); `scripts/install-capi.sh` installs it for libpreempt_kfd.
 pub const WORKER_NAME: &str = "preempt-host-worker";
 
 /// The variable that names the worker program; set and not empty, it wins over any search
@@ -103,7 +103,7 @@ impl WorkerExe {
     /// of `dirs` that is a file; `None` if neither.
     ///
     /// ```no_run
-    /// // libpreempt's search: beside the library, then where an install puts the worker.
+    /// // libpreempt_kfd's search: beside the library, then where an install puts the worker.
     /// let lib = std::path::Path::new("/usr/local/lib");
     /// let worker = host_device::WorkerExe::find([lib.to_path_buf(), lib.join("../libexec/preempt-kfd")]);
     /// ```

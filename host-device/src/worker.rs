@@ -22,7 +22,7 @@ pub fn spin_cpu(work_ns: u64) {
 }
 
 /// Entry point of a host worker process (the `preempt-host-worker` binary, or a program that
-/// serves as its own worker, as libpreempt's and Python's callers may). Reads `run` commands from stdin until EOF, runs them
+/// serves as its own worker, as libpreempt_kfd's and Python's callers may). Reads `run` commands from stdin until EOF, runs them
 /// in order and reports `start`/`done` on stdout (see the protocol module).
 ///
 /// The worker asks the kernel to SIGKILL it when its parent dies

@@ -49,11 +49,14 @@ pub enum ErrorKind {
     /// Close gave up waiting for work in flight and abandoned it (the session or stream is
     /// closed all the same; only that work was lost).
     Abandoned,
+    /// The scheduler daemon (`Options::scheduler`) could not be reached, refused a request or
+    /// did not answer in time (docs/scheduler-daemon.md).
+    Scheduler,
 }
 
 impl ErrorKind {
     /// Every kind, in code order.
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 19] = [
         ErrorKind::InvalidArgument,
         ErrorKind::BadHandle,
         ErrorKind::NoDevice,
@@ -72,6 +75,7 @@ impl ErrorKind {
         ErrorKind::Forked,
         ErrorKind::Busy,
         ErrorKind::Abandoned,
+        ErrorKind::Scheduler,
     ];
 
     /// The C ABI's code: negative, -1 for the first kind.
@@ -108,6 +112,7 @@ impl ErrorKind {
             ErrorKind::Forked => "forked",
             ErrorKind::Busy => "busy",
             ErrorKind::Abandoned => "abandoned",
+            ErrorKind::Scheduler => "scheduler",
         }
     }
 }

@@ -5,7 +5,7 @@
 //! Any thread may create a stream, and the stream may outlive it (host-device forks every
 //! worker from one thread that lasts as long as the process). A worker that dies (killed, OOM,
 //! exited) leaves its stream unable to run anything, so every later call on it fails with a
-//! device error naming the worker, its pid and how it ended ([`dead_worker`]), and `check`
+//! device error naming the worker, its pid and how it ended (`dead_worker`), and `check`
 //! lists it as a problem; closing works as ever.
 use crate::check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
 use crate::device::{Abandon, DeviceBackend, HpBody, Launcher, LpBody, Lv3Held};

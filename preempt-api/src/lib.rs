@@ -9,7 +9,8 @@
 //!   bound to an explicit KFD queue id; suspended and resumed at its [`Level`] (Lv3: the
 //!   mechanism, or SIGSTOP on the host; Lv1: the launcher's drain).
 //! - The highest-priority-first helper ([`Session::helper_enter`] / [`Session::helper_leave`]):
-//!   `hpf`'s policy over the session's streams.
+//!   `hpf`'s policy over the session's streams, or with [`Options::scheduler`] over every
+//!   process of the node through the `preempt-sched` daemon ([`sched`]: its protocol and client).
 //! - [`Error`]: a kind with a stable code, a message, and errno plus meaning where a system call
 //!   failed.
 //!
@@ -33,6 +34,7 @@ mod limits;
 mod mech;
 mod options;
 mod owner;
+pub mod sched;
 mod session;
 mod stream;
 

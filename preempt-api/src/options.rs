@@ -6,7 +6,9 @@ use host_device::WorkerExe;
 use kfd::GracePeriod;
 use lv3::MechanismChoice;
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
+use std::time::Duration;
 
 /// The one wording of a name that is not in the grammar, in every front end (the C ABI, Python,
 /// `preempt-lat`): `unknown <what> "<given>": expected <the words>`. lv3's mechanism names read
@@ -226,7 +228,8 @@ impl Default for KernelChoice {
 
 /// How a session is opened. `Default`: `auto` mechanism, the firmware's grace period, no force,
 /// the default host workers and worker program, XSched's Lv1 settings, the light delay kernel,
-/// Lv3 armed, Lv1 suspends that wait, no records kept.
+/// Lv3 armed, Lv1 suspends that wait, no records kept, no scheduler daemon (the in-process
+/// helper).
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// The Lv3 mechanism on a GPU or `kfd` session (`auto` on the host device).
@@ -257,6 +260,42 @@ pub struct Options {
     /// ([`crate::LpStream::take_completions`], [`crate::LpStream::verify`]). Off by default: an
     /// application that never reads them would keep them all.
     pub keep_records: bool,
+    /// The scheduler daemon's socket (docs/scheduler-daemon.md): the session's helper calls go
+    /// to the daemon, which schedules across the node's processes; `None`: the in-process
+    /// helper. Not read from the environment here: front ends resolve the word `unix:PATH`,
+    /// `none` or `$PREEMPT_SCHEDULER` with [`crate::sched::scheduler_setting`].
+    pub scheduler: Option<PathBuf>,
+    /// How the session's client talks to the daemon (lease, timeouts, its name in the log).
+    pub scheduler_client: ClientOptions,
+}
+
+/// How a scheduler daemon's client behaves ([`Options::scheduler_client`], `crate::sched`).
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// The client's name in the daemon's log (at most `crate::sched::proto::MAX_NAME` bytes).
+    pub name: String,
+    /// While streams are suspended for the daemon, the longest the daemon may stay silent
+    /// (the client pings it every quarter of this) before the client resumes them and
+    /// reconnects. A daemon that dies is noticed at once (end of stream), whatever this is.
+    pub lease: Duration,
+    /// The longest wait for a reply (and for a write to the daemon).
+    pub reply_timeout: Duration,
+    /// The longest wait between two connection attempts.
+    pub reconnect_max: Duration,
+}
+
+/// Default of [`ClientOptions::lease`] (issue 24: resumed within ~50 ms of the daemon going away).
+pub const DEFAULT_LEASE: Duration = Duration::from_millis(50);
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            name: format!("pid {}", std::process::id()),
+            lease: DEFAULT_LEASE,
+            reply_timeout: Duration::from_secs(5),
+            reconnect_max: Duration::from_millis(500),
+        }
+    }
 }
 
 #[cfg(test)]

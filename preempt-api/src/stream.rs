@@ -2,9 +2,10 @@
 //! runs the work that must not wait, is `hp.rs`'s). Written once over the device's bodies
 //! ([`crate::device`]).
 //!
-//! A low-priority stream's suspension has up to two holders, the user (by hand: `suspend`,
-//! sets) and the helper; it runs again only when neither holds it, so the helper resumes only
-//! what it suspended and a hand suspension outlives a block (docs/c-api.md#who-holds-a-suspension).
+//! A low-priority stream's suspension has up to three holders, the user (by hand: `suspend`,
+//! sets), the in-process helper and the scheduler daemon's client (`crate::sched`); it runs
+//! again only when none holds it, so each resumes only what it suspended and a hand suspension
+//! outlives a block (docs/c-api.md#who-holds-a-suspension).
 use crate::check::{Check, LpCompletion, Verified};
 use crate::device::{Abandon, Launcher, LpBody, Lv3Held};
 use crate::error::{Error, ErrorKind, Result};
@@ -23,11 +24,13 @@ enum Held {
     Lv3(Box<dyn Lv3Held>),
 }
 
-/// Who asks for a suspension: the user by hand (`suspend`, `resume`, sets) or the helper.
+/// Who asks for a suspension: the user by hand (`suspend`, `resume`, sets), the in-process
+/// helper, or the scheduler daemon (its orders, carried out by the session's `SchedClient`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Holder {
     Hand,
     Helper,
+    Scheduler,
 }
 
 /// The stream's suspension and its holders: `held` is `Some` exactly while one holds it.
@@ -36,6 +39,7 @@ struct Hold {
     held: Option<Held>,
     hand: bool,
     helper: bool,
+    scheduler: bool,
 }
 
 impl Hold {
@@ -43,7 +47,12 @@ impl Hold {
         match who {
             Holder::Hand => &mut self.hand,
             Holder::Helper => &mut self.helper,
+            Holder::Scheduler => &mut self.scheduler,
         }
+    }
+
+    fn any(&self) -> bool {
+        self.hand || self.helper || self.scheduler
     }
 }
 
@@ -255,12 +264,26 @@ impl LpStream {
         self.release_by(Holder::Helper)
     }
 
+    /// The scheduler daemon's suspend (an order carried out by [`crate::sched::SchedClient`]).
+    pub(crate) fn sched_suspend(&self) -> Result<()> {
+        self.hold_by(Holder::Scheduler).map(drop)
+    }
+
+    /// The scheduler daemon's resume: releases only its hold.
+    pub(crate) fn sched_resume(&self) -> Result<()> {
+        self.release_by(Holder::Scheduler)
+    }
+
     fn hold_by(&self, who: Holder) -> Result<SuspendInfo> {
         self.owner.check()?;
         let mut hold = self.hold();
         self.not_closed()?;
         if *hold.by(who) {
-            let by = if who == Holder::Helper { " by the helper" } else { "" };
+            let by = match who {
+                Holder::Hand => "",
+                Holder::Helper => " by the helper",
+                Holder::Scheduler => " by the scheduler daemon",
+            };
             return Err(Error::new(
                 ErrorKind::AlreadySuspended,
                 format!("{} is already suspended{by}", self.label()),
@@ -302,18 +325,19 @@ impl LpStream {
     fn release_by(&self, who: Holder) -> Result<()> {
         self.owner.check()?;
         let mut hold = self.hold();
-        // Releasing is never refused as closed for the helper (close releases everything).
+        // Releasing is never refused as closed for the helpers (close releases everything).
         if who == Holder::Hand {
             self.not_closed()?;
         }
         if !*hold.by(who) {
             let label = self.label();
             return Err(match who {
-                Holder::Hand if hold.helper => Error::new(
+                Holder::Hand if hold.helper || hold.scheduler => Error::new(
                     ErrorKind::Busy,
                     format!(
-                        "{label} is suspended by the helper (a block of higher priority is active): it resumes when \
-                         the block leaves; a hand resume releases only a hand suspension"
+                        "{label} is suspended by the {} (a block of higher priority is active): it resumes when \
+                         the block leaves; a hand resume releases only a hand suspension",
+                        if hold.helper { "helper" } else { "scheduler daemon" }
                     ),
                 ),
                 Holder::Hand => Error::new(ErrorKind::NotSuspended, format!("{label} is not suspended")),
@@ -321,10 +345,14 @@ impl LpStream {
                     ErrorKind::NotSuspended,
                     format!("{label} is not suspended by the helper"),
                 ),
+                Holder::Scheduler => Error::new(
+                    ErrorKind::NotSuspended,
+                    format!("{label} is not suspended by the scheduler daemon"),
+                ),
             });
         }
         *hold.by(who) = false;
-        if hold.hand || hold.helper {
+        if hold.any() {
             return Ok(());
         }
         match hold.held.take() {
@@ -441,7 +469,7 @@ impl LpStream {
         }
         let released = {
             let mut hold = self.hold();
-            (hold.hand, hold.helper) = (false, false);
+            (hold.hand, hold.helper, hold.scheduler) = (false, false, false);
             hold.held.take().map_or(Ok(()), |h| self.release(h))
         };
         let released = released.map_err(|e| e.context(self.label()));

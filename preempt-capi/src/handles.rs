@@ -47,8 +47,8 @@ fn lock<T>(m: &'static Mutex<T>) -> Result<MutexGuard<'static, T>> {
     Err(Error::new(
         ErrorKind::Forked,
         format!(
-            "libpreempt's handle table was in use by another thread of process {first} when it forked this process \
-             ({me}), and stays locked here: a fork child can use libpreempt only after exec"
+            "libpreempt_kfd's handle table was in use by another thread of process {first} when it forked this process \
+             ({me}), and stays locked here: a fork child can use libpreempt_kfd only after exec"
         ),
     ))
 }

@@ -1,5 +1,5 @@
-//! libpreempt: the C ABI of [`preempt_api`], for schedulers and applications that preempt their
-//! own low-priority GPU work. The header, `include/preempt.h`, is generated from this crate by
+//! libpreempt_kfd: the C ABI of [`preempt_api`], for schedulers and applications that preempt their
+//! own low-priority GPU work. The header, `include/preempt_kfd.h`, is generated from this crate by
 //! cbindgen (`scripts/check-capi-header.sh` regenerates it and fails on a difference); its
 //! opening comment states the rules (errors, threads, ownership). `docs/c-api.md` shows it in
 //! use.

@@ -1,5 +1,5 @@
 //! The ABI's types, as the header shows them (cbindgen copies these definitions and their
-//! documentation into `include/preempt.h`).
+//! documentation into `include/preempt_kfd.h`).
 #![allow(non_camel_case_types)]
 use preempt_api::ErrorKind;
 use std::ffi::c_char;
@@ -65,11 +65,14 @@ pub enum preempt_status {
     /// Close waited PREEMPT_CLOSE_WAIT_MS for the work in flight and abandoned what still ran
     /// (the host device kills its workers; a GPU runs it out): closed all the same.
     PREEMPT_ERR_ABANDONED = -18,
+    /// The scheduler daemon (`preempt_options.scheduler`, `$PREEMPT_SCHEDULER`) could not be
+    /// reached, refused a request or did not answer in time; the message says which.
+    PREEMPT_ERR_SCHEDULER = -19,
 }
 
 impl preempt_status {
     /// Every status, in code order (0, -1, -2, ...).
-    pub const ALL: [preempt_status; 19] = [
+    pub const ALL: [preempt_status; 20] = [
         preempt_status::PREEMPT_OK,
         preempt_status::PREEMPT_ERR_INVALID_ARGUMENT,
         preempt_status::PREEMPT_ERR_BAD_HANDLE,
@@ -89,6 +92,7 @@ impl preempt_status {
         preempt_status::PREEMPT_ERR_FORKED,
         preempt_status::PREEMPT_ERR_BUSY,
         preempt_status::PREEMPT_ERR_ABANDONED,
+        preempt_status::PREEMPT_ERR_SCHEDULER,
     ];
 
     /// The status of an API error kind.
@@ -121,6 +125,7 @@ impl preempt_status {
             preempt_status::PREEMPT_ERR_FORKED => c"PREEMPT_ERR_FORKED",
             preempt_status::PREEMPT_ERR_BUSY => c"PREEMPT_ERR_BUSY",
             preempt_status::PREEMPT_ERR_ABANDONED => c"PREEMPT_ERR_ABANDONED",
+            preempt_status::PREEMPT_ERR_SCHEDULER => c"PREEMPT_ERR_SCHEDULER",
         }
     }
 }
@@ -139,7 +144,9 @@ pub enum preempt_level {
 }
 
 /// How a session is opened. Initialise with `preempt_options_init` (which sets `struct_size`),
-/// then change fields; a NULL options pointer means all defaults.
+/// then change fields; a NULL options pointer means all defaults. Fields are only ever added at
+/// the end: a program built against an earlier header (a smaller `struct_size`, down to the
+/// version without `scheduler`) is accepted, the fields it does not have taking their defaults.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct preempt_options {
@@ -158,7 +165,7 @@ pub struct preempt_options {
     /// Worker processes per host low-priority stream; 0 = every core but one (at least 1).
     pub host_workers: u32,
     /// The host worker program; NULL: `$PREEMPT_HOST_WORKER`, else `preempt-host-worker` beside
-    /// libpreempt (or in `../libexec/preempt-kfd/`), else beside the executable.
+    /// libpreempt_kfd (or in `../libexec/preempt-kfd/`), else beside the executable.
     pub host_worker: *const c_char,
     /// NULL, or one argument passed to the worker program first (a program that serves as its
     /// own worker passes e.g. `"--preempt-host-worker"` and calls `preempt_host_worker_main`).
@@ -167,7 +174,16 @@ pub struct preempt_options {
     pub lv1_threshold: u32,
     /// Lv1 launcher: a sync point every this many commands; 0 = 4.
     pub lv1_batch: u32,
+    /// The scheduler daemon that schedules the session's helper across the node's processes
+    /// (docs/scheduler-daemon.md): `"unix:PATH"` (its socket), `"none"` (the in-process helper
+    /// whatever the environment says), or NULL: `$PREEMPT_SCHEDULER` if set (the same words),
+    /// else the in-process helper. A daemon that cannot be reached fails the open
+    /// (`PREEMPT_ERR_SCHEDULER`); once connected the session reconnects by itself.
+    pub scheduler: *const c_char,
 }
+
+/// `struct_size` of the first version of `preempt_options` (without `scheduler`), still accepted.
+pub const PREEMPT_OPTIONS_V1_SIZE: usize = std::mem::offset_of!(preempt_options, scheduler);
 
 /// An explicit KFD queue of this process, for `preempt_queue_bind`.
 #[repr(C)]

@@ -36,7 +36,7 @@ pub fn default_worker(addr: usize) -> Result<WorkerExe> {
         Error::new(
             preempt_api::ErrorKind::InvalidArgument,
             format!(
-                "no host worker program: no {WORKER_NAME} beside libpreempt or the executable; set {WORKER_ENV}, or \
+                "no host worker program: no {WORKER_NAME} beside libpreempt_kfd or the executable; set {WORKER_ENV}, or \
                  preempt_options.host_worker (a program may serve as its own worker: see \
                  preempt_host_worker_main)"
             ),
@@ -52,12 +52,12 @@ mod tests {
     fn the_mapping_that_holds_the_address_names_the_file() {
         let maps = "\
 55d0c0000000-55d0c0001000 r--p 00000000 fd:01 123 /usr/bin/prog
-7f0000000000-7f0000100000 r-xp 00001000 fd:01 456 /opt/lib/libpreempt.so
+7f0000000000-7f0000100000 r-xp 00001000 fd:01 456 /opt/lib/libpreempt_kfd.so
 7f0000100000-7f0000200000 rw-p 00000000 00:00 0
 7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]";
         assert_eq!(
             mapped_file(maps, 0x7f00_0000_1234),
-            Some(PathBuf::from("/opt/lib/libpreempt.so"))
+            Some(PathBuf::from("/opt/lib/libpreempt_kfd.so"))
         );
         assert_eq!(mapped_file(maps, 0x7f00_0010_0000), None, "anonymous");
         assert_eq!(mapped_file(maps, 0x7ffd_0000_0010), None, "[stack] is not a file");

@@ -141,6 +141,7 @@ fn dispatch(command: Command) -> Outcome {
             unreachable!("handled in main before any thread starts")
         }
         Command::Overhead(o) => overhead::run(&o, select(&o.common)?),
+        Command::SchedLp(o) => priority::processes::lp_process(&o, hip_facts),
     }
 }
 
@@ -191,6 +192,7 @@ fn hip_facts() -> Fact<HipInfo> {
     let info = hip_rt::Hip::load().and_then(|h| {
         Ok(HipInfo {
             library: h.library_path().to_string(),
+            origin: h.library_origin().to_string(),
             runtime_version: h.runtime_version()?,
             devices: Fact::from_result(h.device_count()),
         })

@@ -177,11 +177,17 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
     ] {
         assert_eq!(stage(&s, id)["status"], "PASS", "{id}: {}", stage(&s, id));
     }
-    for id in ["hip-smoke", "calibration", "discovery", "bystander"] {
+    for id in ["hip-smoke", "calibration", "discovery", "dynamic-queues", "bystander"] {
         let st = stage(&s, id);
         assert_eq!(st["status"], "SKIP");
         assert!(st["reason"].as_str().unwrap().starts_with("GPU only: "), "{st}");
     }
+    assert!(
+        stage(&s, "dynamic-queues")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no KFD queues on the host device")
+    );
     assert!(
         stage(&s, "sweep-state")["reason"]
             .as_str()

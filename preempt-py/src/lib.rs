@@ -37,6 +37,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Forked => "Forked",
         ErrorKind::Busy => "Busy",
         ErrorKind::Abandoned => "Abandoned",
+        ErrorKind::Scheduler => "SchedulerError",
     }
 }
 
@@ -119,5 +120,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEVICES", DeviceSpec::expected())?;
     let levels: Vec<(String, u8)> = Level::ALL.iter().map(|l| (l.to_string(), l.number())).collect();
     m.add("LEVELS", PyTuple::new(m.py(), levels)?)?;
+    m.add("SCHEDULERS", preempt_api::sched::SCHEDULER_WORDS)?;
     Ok(())
 }

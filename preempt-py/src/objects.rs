@@ -91,7 +91,7 @@ fn lp_streams(streams: &[PyRef<'_, NativeLpStream>]) -> Vec<Arc<LpStream>> {
 #[pymethods]
 impl NativeSession {
     #[new]
-    #[pyo3(signature = (device, mechanism, grace, force, host_workers, worker, lv1_threshold, lv1_batch, gpu_slots))]
+    #[pyo3(signature = (device, mechanism, grace, force, host_workers, worker, lv1_threshold, lv1_batch, gpu_slots, scheduler))]
     #[allow(clippy::too_many_arguments)] // one per keyword of preempt_kfd.Session
     fn new(
         py: Python<'_>,
@@ -104,9 +104,11 @@ impl NativeSession {
         lv1_threshold: usize,
         lv1_batch: usize,
         gpu_slots: usize,
+        scheduler: Option<&str>,
     ) -> PyResult<Self> {
         let spec: DeviceSpec = device.parse().map_err(py_err)?;
         let mut o = Options {
+            scheduler: preempt_api::sched::scheduler_setting(scheduler).map_err(py_err)?,
             mechanism: parse_mechanism(mechanism).map_err(py_err)?,
             grace: grace_from_units(grace).map_err(py_err)?,
             force,
@@ -133,6 +135,20 @@ impl NativeSession {
     #[getter]
     fn device(&self) -> String {
         self.s.device().to_string()
+    }
+
+    /// `None` for a session not scheduled by a daemon, else `{"socket", "connected",
+    /// "daemon_pid", "held"}` (the ids of the streams suspended for the daemon now).
+    fn scheduler<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(c) = self.s.scheduler() else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("socket", c.socket().to_string_lossy().into_owned())?;
+        d.set_item("connected", c.connected())?;
+        d.set_item("daemon_pid", c.daemon_pid())?;
+        d.set_item("held", c.held())?;
+        Ok(Some(d))
     }
 
     fn mechanism<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

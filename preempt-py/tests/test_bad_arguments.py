@@ -40,6 +40,7 @@ def session_cases():
         "lv1_threshold": ([1.5, None], [0, -1, U32]),
         "lv1_batch": ([1.5, None], [0, -1, U32, 9]),  # 9: more than the threshold (8)
         "gpu_slots": ([1.5, None], [-1, U32]),
+        "scheduler": ([5, b"unix:/x", ["unix:/x"]], ["", "unix:", "tcp:127.0.0.1:1", "/run/s.sock", "unix:a\0b"]),
     }
     for arg, (types, values) in bad.items():
         for v, wrong_type in [(v, True) for v in types] + [(v, False) for v in values]:

@@ -1,7 +1,8 @@
 //! What the daemon's hop costs on HP start, on the host device (host figures): the time from
 //! "an HP block starts" to "every LP stream is suspended", with the LP stream in the same
-//! process (preempt-api's in-process helper) and in other processes (this daemon: the HP
-//! process's `enter` -> daemon -> each LP process's suspend and ack -> daemon -> `entered`).
+//! process (preempt-api's in-process helper) and in other processes (this daemon). The
+//! measurement is `preempt_sched::hop`'s, which `preempt-lat priority --processes` runs too
+//! (host and GPU).
 //!
 //! ```sh
 //! cargo build --release -p preempt-sched -p host-device --examples --bins
@@ -10,11 +11,10 @@
 //! Needs `preempt-sched`, `preempt-sched-client` and `preempt-host-worker` beside the example's
 //! directory (cargo's `target/<profile>/`).
 use preempt_api::{DeviceSpec, Level, Options, Session, WorkerExe};
-use preempt_sched::client::{ClientOptions, SchedClient};
+use preempt_sched::hop::{Daemon, time_enters};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -62,34 +62,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for lp in &streams {
         s.helper_register(lp, 0)?;
     }
-    let mut local = Vec::with_capacity(samples);
-    for _ in 0..samples {
-        let t0 = Instant::now();
-        s.helper_enter(1)?;
-        local.push(u64::try_from(t0.elapsed().as_nanos())?);
-        s.helper_leave(1)?;
-    }
+    let local = time_enters(&s, samples, 0)?;
     s.close()?;
 
     // Across processes: a daemon, `lp_clients` LP processes, this process as the HP side.
-    let tmp = std::env::temp_dir().join(format!("preempt-sched-hop-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp)?;
-    let socket = tmp.join("s.sock");
-    let mut daemon = Command::new(dir.join("preempt-sched"))
-        .arg("--socket")
-        .arg(&socket)
-        .stderr(Stdio::null())
-        .spawn()?;
-    let end = Instant::now() + Duration::from_secs(10);
-    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
-        assert!(Instant::now() < end, "the daemon did not start");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let daemon = Daemon::start(&dir.join("preempt-sched"))?;
     let mut clients = Vec::new();
     for _ in 0..lp_clients {
         let mut c = Command::new(dir.join("preempt-sched-client"))
             .arg("--socket")
-            .arg(&socket)
+            .arg(daemon.socket())
             .env(preempt_api::host::WORKER_ENV, &worker.program)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -99,26 +81,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         assert!(line.starts_with("ready"), "{line}");
         clients.push(c);
     }
-    let hp = Session::open(DeviceSpec::Host, opts)?;
-    let sched = SchedClient::connect(&socket, &hp, ClientOptions::default())?;
-    let mut remote = Vec::with_capacity(samples);
-    for _ in 0..samples {
-        let t0 = Instant::now();
-        let e = sched.enter(1)?;
-        remote.push(u64::try_from(t0.elapsed().as_nanos())?);
-        assert_eq!(e.suspended, u32::try_from(lp_clients)?, "{e:?}");
-        sched.leave(1)?;
-    }
-    drop(sched);
+    let hp = Session::open(
+        DeviceSpec::Host,
+        Options {
+            scheduler: Some(daemon.socket().to_path_buf()),
+            ..opts
+        },
+    )?;
+    let remote = time_enters(&hp, samples, u32::try_from(lp_clients)?)?;
+    hp.close()?;
     for mut c in clients {
         if let Some(mut i) = c.stdin.take() {
             let _ = writeln!(i, "quit");
         }
         let _ = c.wait();
     }
-    let _ = daemon.kill();
-    let _ = daemon.wait();
-    let _ = std::fs::remove_dir_all(&tmp);
+    drop(daemon);
 
     let (lp50, lp99, lmax) = percentiles(local);
     let (rp50, rp99, rmax) = percentiles(remote);

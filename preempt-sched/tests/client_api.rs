@@ -1,5 +1,6 @@
 //! `SchedClient` in-process, over preempt-api sessions on the host device, against a daemon
-//! process: what a Rust program (and, once wired, C and Python) relies on.
+//! process: what a Rust program relies on (the sessions scheduled through `Options::scheduler`
+//! are preempt-api's tests, `preempt-api/tests/host_sched.rs`).
 mod common;
 use common::{Daemon, STEP, temp_dir};
 use preempt_api::{DeviceSpec, ErrorKind, Level, Options, Session};
@@ -34,17 +35,20 @@ fn the_api_suspends_only_own_streams_and_never_resumes_a_hand_made_suspension() 
     let hp = SchedClient::connect(&d.socket, &hp_s, opts()).unwrap();
     assert!(matches!(lp.register(&foreign, 0), Err(ClientError::Invalid(_))));
     lp.register(&a, 0).unwrap();
-    // Suspended by hand before the daemon asks: the daemon's suspend is refused, and the
-    // daemon's resume never touches it.
+    // Suspended by hand before the daemon asks: the daemon's hold is its own beside the
+    // user's, and its resume releases only that one.
     b.suspend().unwrap();
     lp.register(&b, 0).unwrap();
     let e = hp.enter(1).unwrap();
     assert!(e.scheduled);
-    assert_eq!((e.suspended, e.failed, e.late), (1, 1, 0), "{e:?}");
+    assert_eq!((e.suspended, e.failed, e.late), (2, 0, 0), "{e:?}");
     assert!(a.is_suspended());
-    assert_eq!(lp.held(), vec![a.id()]);
+    assert_eq!(lp.held(), vec![a.id(), b.id()]);
+    // The daemon's suspension is not the user's to lift (the in-process helper's rule).
+    assert_eq!(a.resume().unwrap_err().kind, ErrorKind::Busy);
     hp.leave(1).unwrap();
     assert!(common::wait_until(STEP, || !a.is_suspended()));
+    assert!(common::wait_until(STEP, || lp.held().is_empty()));
     assert!(b.is_suspended(), "the user's own suspension stays");
     b.resume().unwrap();
     // Unregistering a stream the daemon holds resumes it here; b, resumed by its user, is the
@@ -80,7 +84,7 @@ fn without_a_daemon_connect_fails_and_start_runs_unscheduled() {
         other => panic!("{other:?}"),
     }
     let lp = s.create_lp_stream(Level::Lv3).unwrap();
-    let c = SchedClient::start(&socket, &s, opts());
+    let c = SchedClient::start(&socket, &s, opts()).unwrap();
     c.register(&lp, 0).unwrap();
     let e = c.enter(1).unwrap();
     assert!(!e.scheduled);

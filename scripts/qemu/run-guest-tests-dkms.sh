@@ -51,7 +51,7 @@ test_bins=("${GUEST_TEST_BINS[@]}")
 PL=$GUEST_BIN_DIR/preempt-lat
 nice -n 10 cargo build --release -q -p kfd-sys -p preempt-capi --lib "${feats[@]}" --target "$TARGET" --target-dir "$REPO/target/guest-dkms/cargo"
 gcc -static -O2 -Wall -Werror -I"$REPO/preempt-capi/include" -o "$OUT/capi_test" "$REPO/preempt-capi/tests/c/capi_test.c" \
-  "$REPO/target/guest-dkms/cargo/$TARGET/release/libpreempt.a" -lpthread -ldl -lm 2>&1 | grep -v "statically linked applications requires at runtime" >&2 || true
+  "$REPO/target/guest-dkms/cargo/$TARGET/release/libpreempt_kfd.a" -lpthread -ldl -lm 2>&1 | grep -v "statically linked applications requires at runtime" >&2 || true
 gcc -static -O2 -Wall -o "$OUT/kfd-exec-reopen" "$REPO/patches/tests/kfd-exec-reopen.c"
 gcc -static -O2 -Wall -o "$OUT/kfd-preempt-ids" "$REPO/patches/tests/kfd-preempt-ids.c"
 log "static binaries built in $(( $(date +%s) - t1 ))s"

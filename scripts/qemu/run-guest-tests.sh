@@ -46,13 +46,13 @@ test_bins=("${GUEST_TEST_BINS[@]}")
 PL=$GUEST_BIN_DIR/preempt-lat
 log "static binaries built in $(( $(date +%s) - t1 ))s: $(basename -a "${test_bins[@]}" | tr '\n' ' ')"
 
-# ---- BEGIN C ABI (issue 9): capi_test, a static C program linked with libpreempt.a -------------
+# ---- BEGIN C ABI (issue 9): capi_test, a static C program linked with libpreempt_kfd.a ---------
 # The C ABI's test (preempt-capi/tests/c/capi_test.c) against the real kernel: open, probe, bind
 # made-up queue ids (INVALID), suspend/resume of bogus ids, close; run by guest-init.sh.
 cargo build --release -q -p kfd-sys -p preempt-capi --lib "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo"
 CAPI=$OUT/capi_test
 gcc -static -O2 -Wall -Werror -I"$REPO/preempt-capi/include" -o "$CAPI" "$REPO/preempt-capi/tests/c/capi_test.c" \
-  "$OUT/cargo/$TARGET/release/libpreempt.a" -lpthread -ldl -lm 2>&1 | grep -v "statically linked applications requires at runtime" >&2 || true
+  "$OUT/cargo/$TARGET/release/libpreempt_kfd.a" -lpthread -ldl -lm 2>&1 | grep -v "statically linked applications requires at runtime" >&2 || true
 file -L "$CAPI" 2>/dev/null | grep -qE 'static(-pie)? linked|statically linked' || { log "$CAPI is not statically linked"; exit 1; }
 # ---- END C ABI ----------------------------------------------------------------------------------
 
@@ -146,7 +146,7 @@ grep -q '^=== guest: validate exit 0' "$SER" || { echo "FAIL guest validate exit
 cline=$(grep "^=== guest: capi_test exit " "$SER" || true)
 csum=$(grep '^capi_test: ' "$SER" | tail -1 || true)
 if [ "$cline" = "=== guest: capi_test exit 0" ]; then
-  echo "PASS guest capi_test (C ABI, static libpreempt.a, $flavor kernel): ${csum#capi_test: }"
+  echo "PASS guest capi_test (C ABI, static libpreempt_kfd.a, $flavor kernel): ${csum#capi_test: }"
 else
   echo "FAIL guest capi_test (${cline:-no exit line})"; grep '^FAIL capi' "$SER" | head -20; fail=1
 fi

@@ -15,13 +15,17 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::mem::ManuallyDrop;
 
 use libloading::Library;
+use libloading::os::unix;
 
 use crate::code_object::KernelInfo;
 use crate::error::{self, HipError};
+use crate::loader::{Origin, Search};
 
 mod calls;
 mod mem;
 mod rtc;
+#[cfg(test)]
+mod tests;
 
 type Ptr = *mut c_void;
 type Status = c_int;
@@ -208,9 +212,59 @@ pub(super) struct Api {
     ext_host_alloc: Option<HostAllocFn>,
     rtc: Result<(RtcFns, StrFn), HipError>,
     pub(super) hip_path: String,
+    pub(super) hip_origin: Origin,
     pub(super) rtc_path: Option<String>,
+    pub(super) rtc_origin: Option<Origin>,
     // HIP cannot be unloaded safely (its atexit handlers and threads live in it): never dlclose.
     _libs: Vec<ManuallyDrop<Library>>,
+}
+
+/// A library already loaded in this process under `name` (a soname, file name or path), or
+/// `None`. Nothing is loaded: with `RTLD_NOLOAD`, dlopen only finds (and takes a reference on) a
+/// library that is loaded already, by its name, soname or file (docs/kfd-facts.md#one-hip-runtime-per-process).
+fn already_loaded(name: &str) -> Option<Library> {
+    // RTLD_NOW because glibc refuses a mode without RTLD_LAZY or RTLD_NOW; it binds nothing here.
+    // RTLD_LOCAL (0) leaves the library's scope as its loader made it.
+    let flags = unix::RTLD_NOW | unix::RTLD_LOCAL | libc::RTLD_NOLOAD;
+    // SAFETY: with RTLD_NOLOAD dlopen loads nothing, so no initializer or terminator runs: it
+    // returns a handle on a library that is already loaded and initialised, or NULL.
+    unsafe { unix::Library::open(Some(name), flags) }
+        .ok()
+        .map(Library::from)
+}
+
+/// The file `lib` was loaded from (dladdr on its symbol `symbol`), when the loader knows it.
+fn file_of(lib: &Library, symbol: &str) -> Option<String> {
+    let cname = format!("{symbol}\0");
+    // SAFETY: the symbol is taken as an address only (`*mut c_void`): it is never called or read.
+    let addr = unsafe { lib.get::<*mut c_void>(cname.as_bytes()) }.ok().map(|s| *s)?;
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr only reads `addr` and writes `info`, a valid Dl_info.
+    if unsafe { libc::dladdr(addr.cast_const(), info.as_mut_ptr()) } == 0 {
+        return None;
+    }
+    // SAFETY: dladdr succeeded, so it filled `info` (zeroed before, so every field is initialised).
+    let info = unsafe { info.assume_init() };
+    // dli_fname belongs to the loader and lives as long as the library, which is never unloaded.
+    c_string(info.dli_fname).filter(|f| !f.is_empty())
+}
+
+/// Runs `search` for `library`: the first of `in_process` already loaded (its path from
+/// `symbol`), else the first of `open` that loads. The library, its path (the file, or the name
+/// it was opened by) and why it is the one.
+fn find(library: &'static str, search: &Search, symbol: &str) -> Result<(Library, String, Origin), HipError> {
+    for probe in &search.in_process {
+        if let Some(lib) = already_loaded(probe) {
+            let path = file_of(&lib, symbol).unwrap_or_else(|| probe.clone());
+            let origin = Origin::InProcess { probe: probe.clone() };
+            return Ok((lib, path, origin));
+        }
+    }
+    let (lib, path) = open_first(library, &search.open)?;
+    let origin = Origin::Opened {
+        candidate: path.clone(),
+    };
+    Ok((lib, path, origin))
 }
 
 fn open_first(library: &'static str, candidates: &[String]) -> Result<(Library, String), HipError> {
@@ -234,13 +288,10 @@ fn c_string(p: *const c_char) -> Option<String> {
 }
 
 impl Api {
-    /// Opens the first loadable HIP of `hip_candidates`, then hiprtc from `rtc_candidates(hip path)`,
-    /// falling back to the hiprtc symbols inside libamdhip64 (HIP <= 5.2).
-    pub(super) fn load(
-        hip_candidates: &[String],
-        rtc_candidates: impl Fn(&str) -> Vec<String>,
-    ) -> Result<Api, HipError> {
-        let (lib, hip_path) = open_first("libamdhip64", hip_candidates)?;
+    /// Finds HIP with `hip` (one already in the process first), then hiprtc with `rtc(HIP's path,
+    /// why that HIP)`, falling back to the hiprtc symbols inside libamdhip64 (HIP <= 5.2).
+    pub(super) fn load(hip: &Search, rtc: impl Fn(&str, &Origin) -> Search) -> Result<Api, HipError> {
+        let (lib, hip_path, hip_origin) = find("libamdhip64", hip, "hipRuntimeGetVersion")?;
         // SAFETY: a library exporting the HIP names is HIP, with the signatures declared above.
         let hip = unsafe { HipFns::load(&lib, &hip_path)? };
         // SAFETY: as above: `const char* hipGetErrorName(hipError_t)`.
@@ -258,17 +309,21 @@ impl Api {
         // SAFETY: `hipError_t hipExtHostAlloc(void**, size_t, unsigned int)` (HostAllocFn).
         let ext_host_alloc = unsafe { sym::<HostAllocFn>(&lib, &hip_path, "hipExtHostAlloc") }.ok();
         let mut libs = vec![];
-        let (rtc, rtc_path) = match open_first("libhiprtc", &rtc_candidates(&hip_path)) {
-            Ok((rlib, rpath)) => {
+        let (rtc, rtc_path, rtc_origin) = match find("libhiprtc", &rtc(&hip_path, &hip_origin), "hiprtcCreateProgram") {
+            Ok((rlib, rpath, why)) => {
                 // SAFETY: a library exporting the hiprtc names is hiprtc.
                 let t = unsafe { load_rtc(&rlib, &rpath) };
                 libs.push(ManuallyDrop::new(rlib));
-                (t, Some(rpath))
+                (t, Some(rpath), Some(why))
             }
             // SAFETY: HIP <= 5.2 carries hiprtc inside libamdhip64, with the same signatures.
             Err(not_found) => match unsafe { load_rtc(&lib, &hip_path) } {
-                Ok(t) => (Ok(t), Some(format!("{hip_path} (built-in hiprtc)"))),
-                Err(_) => (Err(not_found), None),
+                Ok(t) => (
+                    Ok(t),
+                    Some(format!("{hip_path} (built-in hiprtc)")),
+                    Some(Origin::BuiltIn),
+                ),
+                Err(_) => (Err(not_found), None, None),
             },
         };
         libs.push(ManuallyDrop::new(lib));
@@ -281,7 +336,9 @@ impl Api {
             ext_host_alloc,
             rtc,
             hip_path,
+            hip_origin,
             rtc_path,
+            rtc_origin,
             _libs: libs,
         })
     }

@@ -284,9 +284,13 @@ impl LpBody for GpuLp {
         } else {
             format!(" ({})", self.notes.join("; "))
         };
+        // Which HIP runtime made the handle: PyTorch's, already in the process, or one opened here.
+        let hip = self.gpu.hip();
         format!(
-            "GPU LP stream {id} (hipStream_t 0x{:x}{q}), {how}{notes}",
-            self.lpq.stream().handle()
+            "GPU LP stream {id} (hipStream_t 0x{:x}{q}; HIP {}, {}), {how}{notes}",
+            self.lpq.stream().handle(),
+            hip.library_path(),
+            hip.library_origin().short()
         )
     }
     /// Also whatever else runs on the stream (work launched by other libraries).

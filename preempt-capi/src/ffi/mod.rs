@@ -43,7 +43,7 @@ fn run(f: impl FnOnce() -> Result<()>) -> c_int {
                 .unwrap_or_else(|| "a non-string panic payload".into());
             last_error::set(&Error::new(
                 ErrorKind::Panic,
-                format!("internal error (a panic inside libpreempt, please report it): {what}"),
+                format!("internal error (a panic inside libpreempt_kfd, please report it): {what}"),
             ))
         }
     }
@@ -114,26 +114,36 @@ unsafe fn options(opts: *const preempt_options) -> Result<Options> {
     let default_worker = || crate::worker::default_worker((anchor as fn()) as usize).ok();
     if opts.is_null() {
         o.worker = default_worker();
+        o.scheduler = preempt_api::sched::scheduler_setting(None)?;
         return Ok(o);
     }
     // SAFETY: non-NULL; the caller guarantees at least the first field is readable.
     let size = unsafe { (*opts).struct_size };
     let want = std::mem::size_of::<preempt_options>();
-    if usize::try_from(size).ok() != Some(want) {
-        return Err(invalid(format!(
-            "preempt_options.struct_size is {size}, this libpreempt's is {want}: initialise with preempt_options_init"
-        )));
-    }
-    // SAFETY: the caller says (struct_size) it is a whole preempt_options.
-    let c = unsafe { *opts };
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|&n| n == want || n == PREEMPT_OPTIONS_V1_SIZE)
+        .ok_or_else(|| {
+            invalid(format!(
+                "preempt_options.struct_size is {size}, this libpreempt_kfd's is {want} (or {PREEMPT_OPTIONS_V1_SIZE}, \
+                 before scheduler): initialise with preempt_options_init"
+            ))
+        })?;
+    let mut c = default_options();
+    // SAFETY: the caller says (struct_size) that `size` bytes of a preempt_options are there, a
+    // prefix of this version's (checked just above: at most `want`); the fields past it keep
+    // their defaults. Byte copies of plain integers and pointers, into a separate local.
+    unsafe { std::ptr::copy_nonoverlapping(opts.cast::<u8>(), (&raw mut c).cast::<u8>(), size) };
     // SAFETY: the string fields are NULL or valid strings (the struct's documented contract).
-    let (mechanism, worker, worker_arg) = unsafe {
+    let (mechanism, worker, worker_arg, scheduler) = unsafe {
         (
             opt_str(c.mechanism, "mechanism")?,
             opt_str(c.host_worker, "host_worker")?,
             opt_str(c.host_worker_arg, "host_worker_arg")?,
+            opt_str(c.scheduler, "scheduler")?,
         )
     };
+    o.scheduler = preempt_api::sched::scheduler_setting(scheduler)?;
     if let Some(m) = mechanism {
         o.mechanism = parse_mechanism(m)?;
     }
@@ -160,6 +170,22 @@ unsafe fn options(opts: *const preempt_options) -> Result<Options> {
     Ok(o)
 }
 
+/// The defaults, `struct_size` this version's.
+fn default_options() -> preempt_options {
+    preempt_options {
+        struct_size: u32::try_from(std::mem::size_of::<preempt_options>()).unwrap_or(u32::MAX),
+        force: 0,
+        mechanism: std::ptr::null(),
+        grace_period: 0,
+        host_workers: 0,
+        host_worker: std::ptr::null(),
+        host_worker_arg: std::ptr::null(),
+        lv1_threshold: 0,
+        lv1_batch: 0,
+        scheduler: std::ptr::null(),
+    }
+}
+
 /// Fills `*opts` with the defaults (and its `struct_size`).
 ///
 /// # Safety
@@ -167,19 +193,8 @@ unsafe fn options(opts: *const preempt_options) -> Result<Options> {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn preempt_options_init(opts: *mut preempt_options) -> c_int {
     run(|| {
-        let d = preempt_options {
-            struct_size: u32::try_from(std::mem::size_of::<preempt_options>()).unwrap_or(u32::MAX),
-            force: 0,
-            mechanism: std::ptr::null(),
-            grace_period: 0,
-            host_workers: 0,
-            host_worker: std::ptr::null(),
-            host_worker_arg: std::ptr::null(),
-            lv1_threshold: 0,
-            lv1_batch: 0,
-        };
         // SAFETY: forwarded from this function's contract.
-        unsafe { put(opts, d, "opts") }
+        unsafe { put(opts, default_options(), "opts") }
     })
 }
 
@@ -187,7 +202,9 @@ pub unsafe extern "C" fn preempt_options_init(opts: *mut preempt_options) -> c_i
 /// bind explicit queue ids) or `"auto"` (hip:0 where it can run, else host). On a GPU the Lv3
 /// mechanism is set up now (dbg-trap enables this process's debug trap); with `"auto"` and no
 /// usable mechanism the session still opens (streams default to Lv1, see
-/// `preempt_session_mechanism`); `"kfd"` then fails with `PREEMPT_ERR_UNAVAILABLE`.
+/// `preempt_session_mechanism`); `"kfd"` then fails with `PREEMPT_ERR_UNAVAILABLE`. With a
+/// scheduler daemon (`preempt_options.scheduler`, else `$PREEMPT_SCHEDULER`) the helper calls
+/// go to the daemon; one that cannot be reached is `PREEMPT_ERR_SCHEDULER`.
 ///
 /// # Safety
 /// `device` is a NUL-terminated string; `opts` is NULL (defaults) or a `preempt_options`

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 /*
- * The C ABI (include/preempt.h) from C, as an application uses it.
+ * The C ABI (include/preempt_kfd.h) from C, as an application uses it.
  *
  *   capi_test host                 the host device end to end, and the documented errors of a
  *                                  machine without a GPU (README's test command, on the host);
@@ -15,7 +15,7 @@
  * Exit status: 0 all passed, 1 a failure, 2 bad usage.
  */
 #define _GNU_SOURCE
-#include "preempt.h"
+#include "preempt_kfd.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -248,7 +248,7 @@ static void host_tests(void)
 	EXPECT(PREEMPT_ERR_BAD_HANDLE, preempt_resume(lv3), "a closed session's stream handle is BAD_HANDLE");
 	EXPECT(PREEMPT_ERR_BAD_HANDLE, preempt_session_close(s), "closing twice is BAD_HANDLE");
 
-	/* All defaults: the worker is preempt-host-worker beside libpreempt (or in
+	/* All defaults: the worker is preempt-host-worker beside libpreempt_kfd (or in
 	 * ../libexec/preempt-kfd/ from it, as scripts/install-capi.sh installs it). */
 	preempt_session_t d = 0;
 	preempt_stream_t ds = 0;

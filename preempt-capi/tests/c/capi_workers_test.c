@@ -20,7 +20,7 @@
  * "capi_workers_test: N passed, M failed". Exit status: 0 all passed, 1 a failure.
  */
 #define _GNU_SOURCE
-#include "preempt.h"
+#include "preempt_kfd.h"
 
 #include <dirent.h>
 #include <errno.h>

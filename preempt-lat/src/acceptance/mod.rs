@@ -1,12 +1,12 @@
 //! `preempt-lat acceptance`: the first run on a new machine, for someone who is not us. Every
-//! stage ([`plan`]: environment, HIP smoke, calibration, queue discovery, suspend/resume per
-//! mechanism, latency runs, sweeps, priority, bystander, the kernel log) runs in a child process
-//! of this executable with a time bound ([`runner`]), and is reported PASS, FAIL or SKIP with
-//! its reason and time; a stage is skipped, with the reason, when one it needs did not pass
-//! ([`sequence`]). Then the targets measurable today are judged ([`targets`], [`outcome`]) and
-//! everything (each stage's text, JSON, CSV and SVG, its stdout and stderr, the summary) goes
-//! into one `.tar.gz` ([`archive`]) whose path is printed last. `report` reads such archives
-//! back, many nodes into one table ([`fleet`]).
+//! stage ([`plan`]: environment, HIP smoke, calibration, queue discovery, dynamic queues,
+//! suspend/resume per mechanism, latency runs, sweeps, priority, bystander, the kernel log) runs
+//! in a child process of this executable with a time bound ([`runner`]), and is reported PASS,
+//! FAIL or SKIP with its reason and time; a stage is skipped, with the reason, when one it needs
+//! did not pass ([`sequence`]). Then the targets measurable today are judged ([`targets`],
+//! [`outcome`]) and everything (each stage's text, JSON, CSV and SVG, its stdout and stderr, the
+//! summary) goes into one `.tar.gz` ([`archive`]) whose path is printed last. `report` reads
+//! such archives back, many nodes into one table ([`fleet`]).
 //!
 //! Ctrl-C: the stage's child is stopped as at its bound (it resumes what it suspended and writes
 //! what it measured), the stages after it are skipped, and the archive is written; a second

@@ -121,6 +121,11 @@ impl Sizes {
 /// The T of the latency runs and of the per-mechanism stages (the seeds' test 4.1.1).
 pub const T_MS: &str = "0.5";
 
+/// The dynamic-queues stage's bound (s, before `--quick` halves it): its own steps take about
+/// 5 s (the 2 s idle, a 350 ms held command, two LP queue set-ups), plus the delay kernel's
+/// compile with hiprtc, which the HIP smoke stage has already shown to work.
+const DYNAMIC_QUEUES_BOUND_S: u64 = 60;
+
 fn secs(s: u64, sizes: &Sizes) -> Duration {
     Duration::from_secs_f64(s as f64 * sizes.bound_scale)
 }
@@ -175,6 +180,17 @@ pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
             ..s(id, title, Work::Internal(stage, None), &[needs], 600)
         });
     }
+    v.push(Stage {
+        not_here: gpu_only("no KFD queues on the host device"),
+        ..s(
+            "dynamic-queues",
+            "ordinary streams idled past GPU_MAX_HW_QUEUES: the LP stream's queue binding holds and suspends \
+             exactly once; a dropped stream's binding is refused",
+            Work::Internal(InternalStage::DynamicQueues, None),
+            &["discovery"],
+            DYNAMIC_QUEUES_BOUND_S,
+        )
+    });
     let (sr_needs, lat_needs): (&[&str], &[&str]) = if host {
         (&["environment"], &[])
     } else {
@@ -465,7 +481,14 @@ mod tests {
             .collect();
         assert_eq!(
             skipped,
-            ["hip-smoke", "calibration", "discovery", "sweep-state", "bystander"]
+            [
+                "hip-smoke",
+                "calibration",
+                "discovery",
+                "dynamic-queues",
+                "sweep-state",
+                "bystander"
+            ]
         );
         assert!(ids(&host).contains(&"latency-lv3-sigstop"));
     }
@@ -495,6 +518,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Issue 22 item 3: the dynamic-queues stage runs on a GPU after discovery, bounded, and is
+    /// skipped on the host device with its reason.
+    #[test]
+    fn dynamic_queues_is_a_gpu_stage_after_discovery() {
+        let find = |v: &[Stage]| v.iter().find(|s| s.id == "dynamic-queues").cloned().unwrap();
+        for quick in [false, true] {
+            let gpu = stages(DeviceSpec::Hip(0), quick);
+            let s = find(&gpu);
+            assert_eq!(s.work, Work::Internal(InternalStage::DynamicQueues, None));
+            assert_eq!(s.needs, ["discovery"]);
+            assert_eq!(s.not_here, None);
+            assert_eq!(s.bound, secs(DYNAMIC_QUEUES_BOUND_S, &Sizes::of(quick)));
+            let a = args(&s, DeviceSpec::Hip(0), quick, Path::new("/tmp/x"), None).unwrap();
+            assert_eq!(&a[..2], ["__acceptance-stage", "dynamic-queues"]);
+        }
+        let host = find(&stages(DeviceSpec::Host, true));
+        assert_eq!(
+            host.not_here.as_deref(),
+            Some("GPU only: no KFD queues on the host device")
+        );
     }
 
     #[test]

@@ -84,6 +84,8 @@ impl From<&TopologyNode> for NodeSummary {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct HipInfo {
     pub library: String,
+    /// Why that library: hip-rt's `Origin` (already in the process, or opened, and which name).
+    pub origin: String,
     pub runtime_version: i32,
     /// Number of devices, or HIP's error for `hipGetDeviceCount`.
     pub devices: Fact<u32>,

@@ -88,10 +88,11 @@ pub fn text(r: &Report, w: &mut dyn Write) -> Result<()> {
         w,
         "HIP runtime:     {}",
         show(&f.hip, |h| format!(
-            "{} (runtime {}), devices: {}",
+            "{} (runtime {}), devices: {}; {}",
             h.library,
             h.runtime_version,
-            show(&h.devices, |n| n.to_string())
+            show(&h.devices, |n| n.to_string()),
+            h.origin
         ))
     )?;
     writeln!(w, "levels:")?;

@@ -15,6 +15,10 @@ fn fixture(name: &str) -> SysRoot {
 fn hip(devices: Fact<u32>) -> Fact<HipInfo> {
     Fact::Ok(HipInfo {
         library: "libamdhip64.so.6".into(),
+        origin: hip_rt::Origin::Opened {
+            candidate: "libamdhip64.so.6".into(),
+        }
+        .to_string(),
         runtime_version: 60_342_134,
         devices,
     })
@@ -157,6 +161,26 @@ fn doctor_says_which_absent_answer_the_kernel_gave() {
         assert!(line.contains(want), "{probe:?}: {line}");
         assert!(line.contains("not the project's patched kernel"), "{line}");
     }
+}
+
+/// Issue 22 item 2: doctor says which libamdhip64 hip-rt uses and why (joined the runtime in the
+/// process, or opened a candidate).
+#[test]
+fn doctor_says_which_hip_library_and_why() {
+    let mut r = report(&fixture("empty"), hip(no_device()));
+    let joined = hip_rt::Origin::InProcess {
+        probe: "libamdhip64.so.6".into(),
+    };
+    if let Fact::Ok(h) = &mut r.facts.hip {
+        h.library = "/env/torch/lib/libamdhip64.so".into();
+        h.origin = joined.to_string();
+    }
+    let mut out = Vec::new();
+    super::render::text(&r, &mut out).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    let line = out.lines().find(|l| l.starts_with("HIP runtime:")).unwrap();
+    assert!(line.contains("/env/torch/lib/libamdhip64.so"), "{line}");
+    assert!(line.ends_with(&joined.to_string()), "{line}");
 }
 
 /// Issue 11 item 9: with several GPUs every debug enable/disable refreshes all their runlists.

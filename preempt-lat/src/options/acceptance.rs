@@ -79,6 +79,9 @@ pub enum InternalStage {
     Calibration,
     /// The LP stream's KFD queue found (the `auto` mechanism).
     Discovery,
+    /// Ordinary streams idled past `GPU_MAX_HW_QUEUES`: the LP stream's queue binding holds and
+    /// suspends, a dropped stream's binding is refused (GPU only).
+    DynamicQueues,
     /// One mechanism: suspend/resume of an idle queue, then of a running LP command, exactly once.
     SuspendResume,
     /// One mechanism: what our preemptions cost another process's kernels (GPU only).

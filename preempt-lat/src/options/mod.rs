@@ -125,6 +125,10 @@ pub enum Command {
     /// or CSV on stdout.
     #[command(after_help = OVERHEAD_EXAMPLES)]
     Overhead(OverheadOptions),
+    /// Internal: an LP process of `priority --processes` (started by preempt-lat itself): a
+    /// session scheduled by the daemon, its streams registered, until stdin closes.
+    #[command(name = "__sched-lp", hide = true)]
+    SchedLp(SchedLpOptions),
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -211,7 +215,8 @@ impl Command {
             | Command::Report(_)
             | Command::Acceptance(_)
             | Command::AcceptanceStage(_)
-            | Command::BystanderWorker(_) => Ok(()),
+            | Command::BystanderWorker(_)
+            | Command::SchedLp(_) => Ok(()),
         }
     }
 }
@@ -544,6 +549,15 @@ pub struct PriorityOptions {
     /// up: the round the slices add up to, in ms.
     #[arg(long = "round-ms", default_value = "10", value_parser = |s: &str| parse_positive_f64(s, "--round-ms", 10_000.0))]
     pub round_ms: f64,
+    /// Instead of the modes: the HP and LP sides in separate processes coordinated by the
+    /// scheduler daemon (preempt-sched, beside preempt-lat), N LP processes of one stream each;
+    /// reports what the daemon's hop costs on HP start (p50/p99 against the in-process helper,
+    /// with the same N streams in this process). Writes priority-processes.{csv,json}.
+    #[arg(long, value_name = "N", value_parser = |s: &str| parse_positive(s).and_then(|n| if n <= 64 { Ok(n) } else { Err(format!("--processes {n}: at most 64")) }))]
+    pub processes: Option<u32>,
+    /// --processes: HP blocks timed on each side.
+    #[arg(long, default_value_t = 1000, value_parser = parse_positive)]
+    pub hop_samples: u32,
     /// --arrival lognormal: the shape of the log-normal gaps (mean gap 1/rate).
     #[arg(long, default_value_t = values::DEFAULT_SIGMA, value_parser = |s: &str| parse_positive_f64(s, "--sigma", 10.0))]
     pub sigma: f64,
@@ -598,6 +612,9 @@ impl PriorityOptions {
 
     /// Cross-field checks: the one-line reason a combination is refused (a usage error).
     pub fn check(&self) -> Result<(), String> {
+        if self.processes.is_some() && self.policy != PolicyKind::Hpf {
+            return Err(format!("--processes is for --policy hpf, not {}", self.policy.name()));
+        }
         if self.policy != PolicyKind::Hpf {
             return self.check_classes();
         }
@@ -833,6 +850,23 @@ impl OverheadOptions {
             .collect();
         Ok(())
     }
+}
+
+/// `__sched-lp`: an LP process of `priority --processes`.
+#[derive(Debug, Clone, Args)]
+pub struct SchedLpOptions {
+    /// The daemon's socket.
+    #[arg(long)]
+    pub socket: PathBuf,
+    /// host or hip:N.
+    #[arg(long, value_parser = values::device())]
+    pub device: DeviceSpec,
+    /// The Lv3 mechanism (GPU).
+    #[arg(long, default_value = "auto", value_parser = values::mechanism())]
+    pub mechanism: MechanismChoice,
+    /// Host device: worker processes of the stream.
+    #[arg(long, default_value_t = 1)]
+    pub workers: u32,
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! rule as the policy.
 pub mod lp_side;
 pub mod modes;
+pub mod processes;
 pub mod report;
 pub mod requests;
 
@@ -177,6 +178,9 @@ fn session(src: &SessionSource, p: &PriorityParams, mode: Mode) -> Result<Sessio
 pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     if o.policy != crate::options::PolicyKind::Hpf {
         return crate::schedule::run(o, dev);
+    }
+    if let Some(n) = o.processes {
+        return processes::run(o, dev, n);
     }
     let target = dev.session_source(o.common.mechanism, o.common.grace())?;
     let t_start = std::time::Instant::now();

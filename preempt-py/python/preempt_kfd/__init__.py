@@ -46,6 +46,7 @@ from ._errors import (
     PreemptError,
     QueueRefused,
     ResumeFailed,
+    SchedulerError,
     ShuttingDown,
     Unavailable,
     Unsupported,
@@ -56,7 +57,7 @@ __all__ = [
     "resume_all", "install_signal_handlers", "events", "PreemptError", "InvalidArgument", "InvalidArgumentType",
     "BadHandle", "NoDevice", "NoKfd", "Unavailable", "QueueRefused", "KfdError", "DeviceError",
     "AlreadySuspended", "NotSuspended", "ResumeFailed", "ShuttingDown", "Closed", "Unsupported",
-    "InternalError", "Forked", "Busy", "Abandoned",
+    "InternalError", "Forked", "Busy", "Abandoned", "SchedulerError",
 ]
 
 #: The Lv3 mechanisms' names, in ``auto``'s order (lv3's own list, through preempt-api).
@@ -255,12 +256,18 @@ class Session:
     ``grace``: 0 (firmware default) or 1..255 units of ~1K GPU clocks; ``force``: build the
     mechanism whatever the facts say; ``host_workers``: worker processes per host stream (0:
     cores - 1); ``host_worker``: the worker command (default: this interpreter with
-    ``preempt_kfd._worker``); ``lv1_threshold``/``lv1_batch``: the Lv1 launcher.
+    ``preempt_kfd._worker``); ``lv1_threshold``/``lv1_batch``: the Lv1 launcher;
+    ``scheduler``: ``"unix:PATH"``, the ``preempt-sched`` daemon listening there schedules the
+    session's helper across the node's processes (another process's high-priority block
+    suspends this session's registered streams); ``"none"``: the in-process helper; None (the
+    default): ``$PREEMPT_SCHEDULER`` if set, else the in-process helper. A daemon that cannot
+    be reached raises ``SchedulerError``; once connected the session reconnects by itself, and
+    resumes what the daemon suspended when the daemon goes away.
     Use as a context manager, or call ``close()``: it resumes everything.
     """
 
     def __init__(self, device="auto", mechanism="auto", grace=0, force=False, host_workers=0,
-                 host_worker=DEFAULT_HOST_WORKER, lv1_threshold=8, lv1_batch=4, gpu_slots=0):
+                 host_worker=DEFAULT_HOST_WORKER, lv1_threshold=8, lv1_batch=4, gpu_slots=0, scheduler=None):
         w = "Session"
         self._n = _native.NativeSession(
             _args.word(w, "device", device, _native.DEVICES),
@@ -272,6 +279,7 @@ class Session:
             _args.integer(w, "lv1_threshold", lv1_threshold, 1, _args.U32),
             _args.integer(w, "lv1_batch", lv1_batch, 1, _args.U32, "at most lv1_threshold"),
             _args.integer(w, "gpu_slots", gpu_slots, 0, _args.U32, "command slots per GPU delay stream; 0: 65536"),
+            _args.scheduler(w, scheduler),
         )
         self._helper = HighestPriorityFirst(self)
 
@@ -289,6 +297,12 @@ class Session:
     @property
     def has_lv3(self):
         return self._n.has_lv3
+
+    @property
+    def scheduler(self):
+        """None for a session not scheduled by a daemon, else ``{"socket", "connected",
+        "daemon_pid", "held"}`` (``held``: the ids of the streams the daemon holds suspended)."""
+        return self._n.scheduler()
 
     def low_priority_stream(self, level="auto"):
         """A low-priority stream suspended at ``level``: ``"auto"`` (Lv3 where available, else

@@ -179,6 +179,19 @@ def worker(where, value):
     return out
 
 
+def scheduler(where, value):
+    """None (not given: ``$PREEMPT_SCHEDULER``, else no daemon) or a str of the library's
+    grammar (``unix:PATH`` or ``none``; the library's parser says whether it knows it)."""
+    accepted = f"None ($PREEMPT_SCHEDULER, else no daemon) or a str: {_native.SCHEDULERS}"
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise bad(where, "scheduler", accepted, value, True)
+    if "\0" in value:
+        raise bad(where, "scheduler", f"a str without NUL characters: {_native.SCHEDULERS}", value, False)
+    return value
+
+
 def sync(where, value):
     """None, a callable, or an object with a callable ``synchronize`` (a stream)."""
     if value is None or callable(value) or callable(getattr(value, "synchronize", None)):

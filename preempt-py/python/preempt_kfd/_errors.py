@@ -113,3 +113,8 @@ class Busy(PreemptError):
 
 class Abandoned(PreemptError):
     """Close gave up waiting for work in flight and abandoned it; closed all the same."""
+
+
+class SchedulerError(PreemptError):
+    """The scheduler daemon (``Session(scheduler=...)``, ``$PREEMPT_SCHEDULER``) could not be
+    reached, refused a request or did not answer in time; the message says which."""

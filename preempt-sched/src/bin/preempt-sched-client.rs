@@ -1,7 +1,9 @@
 //! `preempt-sched-client`: a small client of the daemon on the host device, driven line by line
 //! from stdin, for the crate's tests and for trying a daemon by hand (docs/scheduler-daemon.md).
 //!
-//! It opens a host session, creates `--lp` low-priority streams of `--workers` worker
+//! It opens a host session scheduled by the daemon (`Options::scheduler`: the client inside
+//! preempt-api that C and Python sessions use too; with `--no-wait` a `SchedClient` started
+//! beside an unscheduled session), creates `--lp` low-priority streams of `--workers` worker
 //! processes each, registers them at `--priority`, prints
 //! `ready pid=P streams=ID,.. workers=PID,..` and then answers one line per command:
 //! `enter P` -> `entered scheduled=B suspended=N failed=N late=N us=T`, `leave P` -> `left`,
@@ -71,23 +73,28 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let copts = ClientOptions {
+        name: format!("pid {} test client", std::process::id()),
+        lease: Duration::from_millis(args.lease_ms.max(1)),
+        ..ClientOptions::default()
+    };
     let opts = Options {
         host_workers: args.workers.max(1),
+        scheduler: (!args.no_wait).then(|| args.socket.clone()),
+        scheduler_client: copts.clone(),
         ..Options::default()
     };
     let session = Session::open(DeviceSpec::Host, opts)?;
     let streams = (0..args.lp)
         .map(|_| session.create_lp_stream(Level::Lv3))
         .collect::<Result<Vec<_>, _>>()?;
-    let copts = ClientOptions {
-        name: format!("pid {} test client", std::process::id()),
-        lease: Duration::from_millis(args.lease_ms.max(1)),
-        ..ClientOptions::default()
-    };
-    let sched = if args.no_wait {
-        SchedClient::start(&args.socket, &session, copts)
-    } else {
-        SchedClient::connect(&args.socket, &session, copts)?
+    let standalone;
+    let sched = match session.scheduler() {
+        Some(c) => c,
+        None => {
+            standalone = SchedClient::start(&args.socket, &session, copts)?;
+            &standalone
+        }
     };
     for s in &streams {
         sched.register(s, args.priority)?;
@@ -146,7 +153,6 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         writeln!(out, "{reply}")?;
         out.flush()?;
     }
-    drop(sched);
     session.close()?;
     Ok(())
 }

@@ -8,7 +8,7 @@ use super::*;
 fn in_fork_child(limit: Duration, child: impl FnOnce() -> i32) -> std::result::Result<i32, String> {
     use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
     use nix::unistd::{ForkResult, fork};
-    // SAFETY: the child calls only libpreempt (whose calls on the parent's handles take no lock
+    // SAFETY: the child calls only libpreempt_kfd (whose calls on the parent's handles take no lock
     // that another thread may hold: the tests run serially) and then `_exit`.
     match unsafe { fork() }.expect("fork") {
         ForkResult::Child => {

@@ -93,14 +93,37 @@ fn options_of_another_size_are_refused() {
     assert_eq!(unsafe { preempt_options_init(o.as_mut_ptr()) }, 0);
     // SAFETY: initialised just above.
     let mut o = unsafe { o.assume_init() };
-    o.struct_size -= 8;
+    let size = o.struct_size;
     o.mechanism = c"auto".as_ptr();
     let mut h = 0;
-    // SAFETY: valid strings, struct and out pointer.
+    for wrong in [size - 4, size + 8, 4, 0] {
+        o.struct_size = wrong;
+        // SAFETY: valid strings, struct and out pointer.
+        let code = unsafe { preempt_session_open(c"host".as_ptr(), &o, &mut h) };
+        assert_eq!(code, preempt_status::PREEMPT_ERR_INVALID_ARGUMENT as c_int, "{wrong}");
+        assert!(last().contains("preempt_options_init"), "{}", last());
+    }
+    // The first version's size (before `scheduler`) is read up to its end: the field past it,
+    // however it is set here, is not the caller's and keeps its default.
+    o.struct_size = u32::try_from(crate::types::PREEMPT_OPTIONS_V1_SIZE).unwrap();
+    o.scheduler = c"not a scheduler word".as_ptr();
+    o.host_worker = std::ptr::null();
+    o.host_workers = 1;
+    let worker = std::ffi::CString::new(
+        host_device::testing::built_worker()
+            .program
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
+    o.host_worker = worker.as_ptr();
+    // SAFETY: as above; the first V1_SIZE bytes are a whole first-version struct.
     let code = unsafe { preempt_session_open(c"host".as_ptr(), &o, &mut h) };
-    assert_eq!(code, preempt_status::PREEMPT_ERR_INVALID_ARGUMENT as c_int);
-    assert!(last().contains("preempt_options_init"), "{}", last());
-    o.struct_size += 8;
+    assert_eq!(code, 0, "{}", last());
+    // SAFETY: the handle just opened.
+    assert_eq!(unsafe { preempt_session_close(h) }, 0);
+    o.scheduler = std::ptr::null();
+    o.struct_size = size;
     o.mechanism = c"sigstop".as_ptr();
     // SAFETY: as above.
     let code = unsafe { preempt_session_open(c"host".as_ptr(), &o, &mut h) };

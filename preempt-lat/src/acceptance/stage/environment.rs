@@ -367,6 +367,7 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()));
         let hip = Fact::Ok(HipInfo {
             library: "libamdhip64.so".into(),
+            origin: "opened".into(),
             runtime_version: 60_443_483,
             devices: Fact::Ok(8),
         });

@@ -3,6 +3,7 @@
 //! runs under `main`'s signal handling like every subcommand (a SIGTERM stops it between steps,
 //! and whatever it suspended is resumed by the API's guards), in a process of its own that the
 //! parent bounds in time ([`super::runner`]).
+pub mod dynamic_queues;
 pub mod environment;
 pub mod gpu;
 pub mod suspend_resume;
@@ -41,6 +42,7 @@ pub fn run(o: &AcceptanceStageOptions, hip: impl FnOnce() -> Fact<HipInfo>) -> O
         InternalStage::Environment => environment::run(o.device, &o.out_dir, hip()),
         InternalStage::HipSmoke => on_gpu(gpu::smoke),
         InternalStage::Discovery => on_gpu(gpu::discovery),
+        InternalStage::DynamicQueues => on_gpu(dynamic_queues::run),
         InternalStage::Calibration => match o.device {
             DeviceSpec::Hip(n) => gpu::calibration(n, o.t_ms),
             d => not_for(d, o.stage),

@@ -1,4 +1,5 @@
-//! [`Session`]: one device, its Lv3 mechanism, its streams and its helper.
+//! [`Session`]: one device, its Lv3 mechanism, its streams and its helper (the helper calls,
+//! in-process or through the scheduler daemon, in `helper_calls.rs`).
 use crate::bound::{BoundQueue, KfdBackend, QueueDesc};
 use crate::device::DeviceBackend;
 use crate::error::{Error, ErrorKind, Result};
@@ -10,13 +11,15 @@ use crate::limits::CLOSE_WAIT;
 use crate::mech::{self, Lv3Setup, MechanismInfo};
 use crate::options::{DeviceSpec, Level, Options};
 use crate::owner::{Bound, Owner};
+use crate::sched::SchedClient;
 use crate::stream::LpStream;
-use hpf::Priority;
 use lv3::mechanism::Preemptor;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Instant;
+
+mod helper_calls;
 
 /// The session's device: the opening process's alone ([`Bound`]: a fork child never drops it).
 struct Dev {
@@ -36,8 +39,24 @@ struct Inner {
     streams: Mutex<BTreeMap<u64, Arc<LpStream>>>,
     hp: Mutex<Option<Arc<HpStream>>>,
     helper: Helper,
+    /// The scheduler daemon's client ([`Options::scheduler`]), set once at open: the helper
+    /// calls go to it instead of `helper`. The owner's alone ([`Bound`]: its link thread is not
+    /// a fork child's to join).
+    sched: OnceLock<Bound<SchedClient>>,
     next: AtomicU64,
     closed: AtomicBool,
+}
+
+/// A session that does not keep it open: what its scheduler client holds (a strong handle would
+/// be a cycle, the session holding its client).
+#[derive(Clone)]
+pub(crate) struct WeakSession(Weak<Inner>);
+
+impl WeakSession {
+    /// Whether `s` is one of the session's open streams (false once the session is gone).
+    pub fn owns(&self, s: &LpStream) -> bool {
+        self.0.upgrade().is_some_and(|inner| inner.owns(s).is_ok())
+    }
 }
 
 /// A session on one device. Cheap to clone (a shared handle); thread-safe. Closing (or dropping
@@ -109,7 +128,7 @@ impl Session {
             ),
             DeviceSpec::Auto => unreachable!("resolved above"),
         };
-        Ok(Session::assemble(device, backend, None, lv3, opts))
+        Session::assemble(device, backend, None, lv3, opts).scheduled()
     }
 
     /// A session on a GPU opened already (its kernel and calibration are shared): how a program
@@ -123,7 +142,7 @@ impl Session {
             mech::build(opts.mechanism, opts.grace, opts.force, false)?
         };
         let backend = Box::new(GpuBackend(Arc::clone(&gpu)));
-        Ok(Session::assemble(device, backend, Some(gpu), lv3, opts))
+        Session::assemble(device, backend, Some(gpu), lv3, opts).scheduled()
     }
 
     fn assemble(
@@ -151,6 +170,7 @@ impl Session {
                 streams: Mutex::new(BTreeMap::new()),
                 hp: Mutex::new(None),
                 helper: Helper::default(),
+                sched: OnceLock::new(),
                 next: AtomicU64::new(1),
                 closed: AtomicBool::new(false),
             }),
@@ -266,16 +286,8 @@ impl Session {
             .ok_or_else(|| Error::new(ErrorKind::BadHandle, format!("no stream {id} in this session")))
     }
 
-    /// `s` is one of this session's open streams: the very object, not only its id (ids start
-    /// at 1 in every session, so another session's stream 1 is not ours).
     fn owns(&self, s: &LpStream) -> Result<()> {
-        match lock(&self.inner.streams).get(&s.id()) {
-            Some(mine) if std::ptr::eq(Arc::as_ptr(mine), s) => Ok(()),
-            _ => Err(Error::invalid(format!(
-                "{} is not an open stream of this session: a session's sets and helper take only its own streams",
-                s.label()
-            ))),
-        }
+        self.inner.owns(s)
     }
 
     /// Every stream of `set` is this session's; an empty set is refused (as the C ABI does).
@@ -310,7 +322,10 @@ impl Session {
                 "that stream is not open in this session (closed already)",
             ));
         };
-        let r = self.inner.helper.unregister(id);
+        let r = match self.scheduler() {
+            Some(c) if c.is_registered(id) => c.unregister_id(id, s.label()).map_err(Error::from),
+            _ => self.inner.helper.unregister(id),
+        };
         r.and(s.close(deadline))
     }
 
@@ -360,43 +375,6 @@ impl Session {
         first.map_or(Ok(()), Err)
     }
 
-    /// Registers `stream` with the helper at `priority` (low-priority streams: 0).
-    pub fn helper_register(&self, stream: &Arc<LpStream>, priority: Priority) -> Result<()> {
-        self.live()?;
-        self.owns(stream)?;
-        self.inner.helper.register(stream, priority)
-    }
-
-    /// Removes `stream` from the helper (resuming it if the helper had suspended it).
-    pub fn helper_unregister(&self, stream: &LpStream) -> Result<()> {
-        self.live()?;
-        self.owns(stream)?;
-        self.inner.helper.unregister(stream.id())
-    }
-
-    /// A block of `priority` begins: every registered stream of lower priority is suspended at
-    /// its level (all or none).
-    pub fn helper_enter(&self, priority: Priority) -> Result<()> {
-        self.live()?;
-        self.inner.helper.enter(priority)
-    }
-
-    /// A block of `priority` ended; call it once the block's device work is done. `Closed`
-    /// after close (which ended every block).
-    pub fn helper_leave(&self, priority: Priority) -> Result<()> {
-        self.live()?;
-        self.inner.helper.leave(priority)
-    }
-
-    /// Blocks inside the helper now (0 in a fork child).
-    pub fn helper_active(&self) -> usize {
-        if self.inner.owner.is_here() {
-            self.inner.helper.active()
-        } else {
-            0
-        }
-    }
-
     /// Resumes everything, closes every stream (the commands not yet launched are dropped),
     /// waits at most [`CLOSE_WAIT`] for the commands in flight, then tears the mechanism down
     /// (dbg-trap: debugging off). Idempotent; every later call on the session or its streams
@@ -411,6 +389,18 @@ impl Session {
 }
 
 impl Inner {
+    /// `s` is one of this session's open streams: the very object, not only its id (ids start
+    /// at 1 in every session, so another session's stream 1 is not ours).
+    fn owns(&self, s: &LpStream) -> Result<()> {
+        match lock(&self.streams).get(&s.id()) {
+            Some(mine) if std::ptr::eq(Arc::as_ptr(mine), s) => Ok(()),
+            _ => Err(Error::invalid(format!(
+                "{} is not an open stream of this session: a session's sets and helper take only its own streams",
+                s.label()
+            ))),
+        }
+    }
+
     fn close(&self) -> Result<()> {
         if !self.owner.is_here() {
             // A fork child: nothing here is its own but this copy's flag (Drop: `Bound`).
@@ -421,7 +411,16 @@ impl Inner {
             return Ok(());
         }
         let deadline = Instant::now() + CLOSE_WAIT;
+        // The daemon's client first: it resumes what it holds and disconnects, so no order
+        // reaches a stream being closed (the daemon drops this client's blocks and streams).
+        let failsafe = self.sched.get().map(|c| c.close()).unwrap_or_default();
         let mut results = vec![self.helper.clear()];
+        results.extend(failsafe.into_iter().map(|m| {
+            Err(Error::new(
+                ErrorKind::ResumeFailed,
+                format!("scheduler: resuming what the daemon held: {m}"),
+            ))
+        }));
         let streams = std::mem::take(&mut *lock(&self.streams));
         results.extend(streams.values().map(|s| s.close(deadline)));
         drop(streams);

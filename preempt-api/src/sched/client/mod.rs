@@ -1,8 +1,13 @@
-//! A process's side of the daemon, over `preempt-api`: [`SchedClient`] registers a session's
-//! own low-priority streams with the daemon, reports its high-priority blocks
-//! ([`SchedClient::enter`], [`SchedClient::leave`]), and carries out the daemon's orders on its
-//! own streams through `LpStream::suspend`/`resume` (the session's mechanisms; no process
-//! touches another's queues).
+//! A process's side of the daemon: [`SchedClient`] registers a session's own low-priority
+//! streams with the daemon, reports its high-priority blocks ([`SchedClient::enter`],
+//! [`SchedClient::leave`]), and carries out the daemon's orders on its own streams through the
+//! session's mechanisms (no process touches another's queues). The daemon's suspension is a
+//! holder of its own beside the user's and the in-process helper's
+//! (docs/c-api.md#who-holds-a-suspension): a stream suspended by hand stays suspended after the
+//! daemon's block, and the daemon never resumes what it did not suspend.
+//!
+//! A session opened with [`crate::Options::scheduler`] makes one and routes its helper calls to
+//! it; a program may also make one over a session of its own ([`SchedClient::connect`]).
 //!
 //! **Fail-safe.** A thread of its own (`link`) owns the connection. When the daemon goes away
 //! (its end of the socket closes: death, SIGKILL, restart) or stays silent past the lease
@@ -10,9 +15,10 @@
 //! resumed at once, and the client reconnects (with a backoff) and replays its streams and
 //! active blocks to the new daemon. Without a daemon, `enter` returns at once, unscheduled: the
 //! high-priority work runs, nothing is suspended.
-use crate::proto::{Code, Notice, Request};
+use super::proto::{Code, Notice, Request};
+use crate::LpStream;
 use hpf::Priority;
-use preempt_api::{LpStream, Session};
+pub(crate) use shared::Owns;
 use shared::{Registered, Shared, State};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -20,41 +26,13 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 mod link;
 mod shared;
 
+pub use crate::options::{ClientOptions, DEFAULT_LEASE};
 pub use shared::LinkStats;
-
-/// How a client behaves.
-#[derive(Debug, Clone)]
-pub struct ClientOptions {
-    /// The client's name in the daemon's log (at most [`crate::proto::MAX_NAME`] bytes).
-    pub name: String,
-    /// While streams are suspended for the daemon, the longest the daemon may stay silent
-    /// (the client pings it every quarter of this) before the client resumes them and
-    /// reconnects. A daemon that dies is noticed at once (end of stream), whatever this is.
-    pub lease: Duration,
-    /// The longest wait for a reply (and for a write to the daemon).
-    pub reply_timeout: Duration,
-    /// The longest wait between two connection attempts.
-    pub reconnect_max: Duration,
-}
-
-/// Default of [`ClientOptions::lease`] (issue 24: resumed within ~50 ms of the daemon going away).
-pub const DEFAULT_LEASE: Duration = Duration::from_millis(50);
-
-impl Default for ClientOptions {
-    fn default() -> Self {
-        ClientOptions {
-            name: format!("pid {}", std::process::id()),
-            lease: DEFAULT_LEASE,
-            reply_timeout: Duration::from_secs(5),
-            reconnect_max: Duration::from_millis(500),
-        }
-    }
-}
 
 /// What [`SchedClient::enter`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +73,7 @@ pub enum ClientError {
     /// A misuse: a stream of another session, a leave without its enter.
     Invalid(String),
     /// The application API failed (a resume of a stream being unregistered).
-    Api(preempt_api::Error),
+    Api(crate::Error),
 }
 
 impl fmt::Display for ClientError {
@@ -123,8 +101,8 @@ impl std::error::Error for ClientError {
 /// it holds for the daemon and disconnects.
 ///
 /// ```no_run
+/// use preempt_api::sched::{ClientOptions, SchedClient};
 /// use preempt_api::{DeviceSpec, Level, Options, Session};
-/// use preempt_sched::client::{ClientOptions, SchedClient};
 /// let s = Session::open(DeviceSpec::Host, Options::default())?;
 /// let lp = s.create_lp_stream(Level::Auto)?;
 /// let sched = SchedClient::connect("/run/preempt-sched/preempt-sched.sock", &s, ClientOptions::default())?;
@@ -137,7 +115,7 @@ impl std::error::Error for ClientError {
 /// ```
 pub struct SchedClient {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl fmt::Debug for SchedClient {
@@ -150,10 +128,11 @@ impl fmt::Debug for SchedClient {
 }
 
 impl SchedClient {
-    /// Starts the client and waits (at most [`ClientOptions::reply_timeout`]) for its first
-    /// connection; `Err` with the reason if that failed (no daemon, permission, refused).
-    pub fn connect(socket: impl AsRef<Path>, session: &Session, opts: ClientOptions) -> Result<Self, ClientError> {
-        let c = Self::start(socket, session, opts);
+    /// [`SchedClient::connect`]'s body: `owns` says whether a stream is one of its session's
+    /// open streams (the session's side: `crate::session`, which a scheduled session also opens
+    /// its client through).
+    pub(crate) fn connect_for(socket: &Path, owns: Owns, opts: ClientOptions) -> Result<Self, ClientError> {
+        let c = Self::start_for(socket, owns, opts);
         let deadline = Instant::now() + c.shared.opts.reply_timeout;
         let mut st = c.shared.state();
         while !st.attempted {
@@ -181,13 +160,12 @@ impl SchedClient {
         Err(ClientError::Connect(why))
     }
 
-    /// Starts the client without waiting: it connects in the background, and again whenever
-    /// the daemon comes back; until then `enter` runs unscheduled.
-    pub fn start(socket: impl AsRef<Path>, session: &Session, opts: ClientOptions) -> Self {
+    /// [`SchedClient::start`]'s body.
+    pub(crate) fn start_for(socket: &Path, owns: Owns, opts: ClientOptions) -> Self {
         let shared = Arc::new(Shared {
-            path: PathBuf::from(socket.as_ref()),
+            path: PathBuf::from(socket),
             opts,
-            session: session.clone(),
+            owns,
             state: Mutex::new(State::default()),
             attempt: Condvar::new(),
             stop: std::sync::atomic::AtomicBool::new(false),
@@ -197,7 +175,15 @@ impl SchedClient {
             .name("preempt-sched link".into())
             .spawn(move || link::run(&s))
             .ok();
-        SchedClient { shared, thread }
+        SchedClient {
+            shared,
+            thread: Mutex::new(thread),
+        }
+    }
+
+    /// The daemon's socket.
+    pub fn socket(&self) -> &Path {
+        &self.shared.path
     }
 
     /// Whether a daemon is connected now.
@@ -225,6 +211,16 @@ impl SchedClient {
         self.shared.state().held.iter().copied().collect()
     }
 
+    /// Blocks entered and not yet left by this client.
+    pub fn active_blocks(&self) -> usize {
+        self.shared.state().blocks.values().sum()
+    }
+
+    /// Whether `id` is registered with this client.
+    pub fn is_registered(&self, id: u64) -> bool {
+        self.shared.state().streams.contains_key(&id)
+    }
+
     /// Sends `msg` and waits for its reply; `Ok(None)`: no daemon (or it went away meanwhile).
     fn call(&self, st: &mut State, msg: Request) -> Option<Receiver<Notice>> {
         let (tx, rx) = channel();
@@ -248,10 +244,10 @@ impl SchedClient {
     /// Registers one of the session's own streams at `priority` (or changes its priority).
     /// Without a daemon it is recorded and registered on the next connection.
     pub fn register(&self, stream: &Arc<LpStream>, priority: Priority) -> Result<(), ClientError> {
-        if !self.shared.session.streams().iter().any(|s| Arc::ptr_eq(s, stream)) {
+        if !(self.shared.owns)(stream) {
             return Err(ClientError::Invalid(format!(
-                "stream {} is not an open stream of this client's session",
-                stream.id()
+                "{} is not an open stream of this client's session",
+                stream.label()
             )));
         }
         let id = stream.id();
@@ -271,13 +267,21 @@ impl SchedClient {
 
     /// Removes a stream; if the daemon had it suspended, it is resumed here first.
     pub fn unregister(&self, stream: &LpStream) -> Result<(), ClientError> {
-        let id = stream.id();
+        self.unregister_id(stream.id(), stream.label())
+    }
+
+    /// [`SchedClient::unregister`] by id (a stream being closed).
+    pub(crate) fn unregister_id(&self, id: u64, label: &str) -> Result<(), ClientError> {
         let (rx, resumed) = {
             let mut st = self.shared.state();
             let Some(r) = st.streams.remove(&id) else {
-                return Err(ClientError::Invalid(format!("stream {id} is not registered")));
+                return Err(ClientError::Invalid(format!("{label} is not registered")));
             };
-            let resumed = if st.held.remove(&id) { r.stream.resume() } else { Ok(()) };
+            let resumed = if st.held.remove(&id) {
+                shared::release(&r.stream)
+            } else {
+                Ok(())
+            };
             (self.call(&mut st, Request::Unregister { stream: id }), resumed)
         };
         let r = self.wait(rx, "unregister").map(drop);
@@ -349,18 +353,20 @@ impl SchedClient {
     }
 
     /// Stops the link, resumes what it holds for the daemon and disconnects (the daemon drops
-    /// this client's streams and blocks). Returns the resumes that failed.
-    pub fn close(mut self) -> Vec<String> {
-        self.shutdown()
-    }
-
-    fn shutdown(&mut self) -> Vec<String> {
+    /// this client's streams and blocks); later calls run unscheduled. Returns the resumes that
+    /// failed. Idempotent.
+    pub fn close(&self) -> Vec<String> {
         self.shared.stop.store(true, Ordering::Release);
         if let Some(w) = self.shared.state().writer.as_ref() {
             // Wakes the link thread's read at once (its socket is this one).
             let _ = w.shutdown(std::net::Shutdown::Both);
         }
-        if let Some(t) = self.thread.take() {
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(t) = thread {
             let _ = t.join();
         }
         let mut st = self.shared.state();
@@ -371,6 +377,6 @@ impl SchedClient {
 
 impl Drop for SchedClient {
     fn drop(&mut self) {
-        let _ = self.shutdown();
+        let _ = self.close();
     }
 }

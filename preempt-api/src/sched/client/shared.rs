@@ -3,11 +3,12 @@
 //! suspended on the daemon's behalf (what the fail-safe resumes), the connection's writer and
 //! the replies awaited.
 use super::ClientOptions;
-use crate::proto::{Notice, Request, encode_request};
+use crate::LpStream;
+use crate::error::ErrorKind;
+use crate::sched::proto::{Notice, Request, encode_request};
 use hpf::Priority;
 use nix::errno::Errno;
 use nix::sys::socket::{MsgFlags, send};
-use preempt_api::{LpStream, Session};
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
@@ -15,6 +16,10 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+/// Whether a stream is one of the client's session's open streams. Its session's own test, held
+/// weakly (a session opened with a scheduler holds its client: a strong handle would be a cycle).
+pub(crate) type Owns = Box<dyn Fn(&LpStream) -> bool + Send + Sync>;
 
 pub(super) struct Registered {
     pub stream: Arc<LpStream>,
@@ -58,7 +63,7 @@ pub(super) struct State {
 pub(super) struct Shared {
     pub path: PathBuf,
     pub opts: ClientOptions,
-    pub session: Session,
+    pub owns: Owns,
     pub state: Mutex<State>,
     /// Signalled when a connection attempt finishes.
     pub attempt: Condvar,
@@ -96,14 +101,20 @@ impl State {
         for id in std::mem::take(&mut self.held) {
             let Some(r) = self.streams.get(&id) else { continue };
             self.stats.failsafe_resumes += 1;
-            if let Err(e) = r.stream.resume() {
-                // NotSuspended: the user resumed it by hand meanwhile, which is what we want.
-                if e.kind != preempt_api::ErrorKind::NotSuspended {
-                    failed.push(format!("stream {id}: {e}"));
-                }
+            if let Err(e) = release(&r.stream) {
+                failed.push(format!("stream {id}: {e}"));
             }
         }
         failed
+    }
+}
+
+/// Releases the daemon's hold of `s` (the user's own hold, if any, stays). Not held any more
+/// counts as done: the stream was closed meanwhile, which released every hold.
+pub(super) fn release(s: &LpStream) -> crate::Result<()> {
+    match s.sched_resume() {
+        Err(e) if e.kind == ErrorKind::NotSuspended => Ok(()),
+        r => r,
     }
 }
 

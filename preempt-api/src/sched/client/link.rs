@@ -3,7 +3,7 @@
 //! client's own streams, and on losing the daemon (end of stream, an error, or silence past the
 //! lease while it holds streams suspended) resumes everything it suspended for it.
 use super::shared::{Shared, State};
-use crate::proto::{Decoder, Notice, OrderAction, Request, decode_notice, encode_request};
+use crate::sched::proto::{self, Decoder, Notice, OrderAction, Request, decode_notice, encode_request};
 use std::io::{ErrorKind, Read};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
@@ -242,22 +242,23 @@ fn carry_out(st: &mut State, stream: u64, action: OrderAction) -> (bool, Option<
     let Some(s) = st.streams.get(&stream).map(|r| Arc::clone(&r.stream)) else {
         return (false, Some(format!("stream {stream} is not registered here")));
     };
+    let text = |e: crate::Error| Some(proto::cut(e.to_string(), proto::MAX_TEXT));
     match action {
-        // A stream the user suspended by hand is refused (AlreadySuspended): the daemon never
-        // gets to resume what it did not suspend (the in-process helper's rule).
-        OrderAction::Suspend => match s.suspend() {
-            Ok(_) => {
+        // The daemon's hold beside the user's: a stream suspended by hand just stays suspended,
+        // and the daemon's resume releases only its own hold (the in-process helper's rule).
+        OrderAction::Suspend if st.held.contains(&stream) => (true, None),
+        OrderAction::Suspend => match s.sched_suspend() {
+            Ok(()) => {
                 st.held.insert(stream);
                 (true, None)
             }
-            Err(e) => (false, Some(crate::proto::cut(e.to_string(), crate::proto::MAX_TEXT))),
+            Err(e) => (false, text(e)),
         },
-        // Only what this client holds for the daemon; anything else is already running.
+        // Only what this client holds for the daemon; anything else is not the daemon's.
         OrderAction::Resume if !st.held.remove(&stream) => (true, None),
-        OrderAction::Resume => match s.resume() {
+        OrderAction::Resume => match super::shared::release(&s) {
             Ok(()) => (true, None),
-            Err(e) if e.kind == preempt_api::ErrorKind::NotSuspended => (true, None),
-            Err(e) => (false, Some(crate::proto::cut(e.to_string(), crate::proto::MAX_TEXT))),
+            Err(e) => (false, text(e)),
         },
     }
 }

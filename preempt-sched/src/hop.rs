@@ -1,0 +1,94 @@
+//! What the daemon's hop costs on HP start: the time from "an HP block starts" to "every LP
+//! stream is suspended", with the LP streams in the same process (the in-process helper) and in
+//! other processes (the HP process's `enter` -> daemon -> each LP process's suspend and ack ->
+//! daemon -> `entered`). The parts that `examples/hop.rs` (host device) and `preempt-lat priority
+//! --processes` (host and GPU) share: a daemon of their own, and the timed blocks.
+use preempt_api::Session;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The longest a daemon may take to answer once started.
+const START: Duration = Duration::from_secs(10);
+
+/// A daemon on a socket of its own (in a fresh directory under the temp dir), killed and its
+/// directory removed when dropped.
+pub struct Daemon {
+    child: Child,
+    dir: PathBuf,
+    socket: PathBuf,
+}
+
+impl Daemon {
+    /// Starts `program` (the `preempt-sched` binary) and waits, at most 10 s, until it answers.
+    pub fn start(program: &Path) -> Result<Daemon, String> {
+        let dir = std::env::temp_dir().join(format!("preempt-sched-hop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let socket = dir.join("s.sock");
+        let child = Command::new(program)
+            .arg("--socket")
+            .arg(&socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting the daemon {}: {e}", program.display()))?;
+        let mut d = Daemon { child, dir, socket };
+        let end = Instant::now() + START;
+        while std::os::unix::net::UnixStream::connect(&d.socket).is_err() {
+            if Instant::now() >= end || d.child.try_wait().ok().flatten().is_some() {
+                return Err(format!(
+                    "the daemon {} did not start within {START:?}",
+                    program.display()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(d)
+    }
+
+    /// Its socket.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `samples` blocks of priority 1 on `session`, each timed from its start until `enter`
+/// returned (every lower stream suspended), then left. A session scheduled by a daemon must see
+/// `expect` suspends carried out in each (the LP processes' streams); the in-process helper's
+/// `enter` suspends its own registered streams, all or none. In ns.
+pub fn time_enters(session: &Session, samples: usize, expect: u32) -> Result<Vec<u64>, String> {
+    let mut out = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let t0 = Instant::now();
+        match session.scheduler() {
+            Some(c) => {
+                let e = c.enter(1).map_err(|e| e.to_string())?;
+                out.push(ns(t0));
+                if (e.scheduled, e.suspended) != (true, expect) {
+                    let _ = c.leave(1);
+                    return Err(format!("a block suspended {e:?}, expected {expect} suspends"));
+                }
+                c.leave(1).map_err(|e| e.to_string())?;
+            }
+            None => {
+                session.helper_enter(1).map_err(|e| e.to_string())?;
+                out.push(ns(t0));
+                session.helper_leave(1).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn ns(t0: Instant) -> u64 {
+    u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
