@@ -70,6 +70,10 @@ pub fn default_workers() -> usize {
         .max(1)
 }
 
+/// Without `keep_records`, a host LP stream folds its workers' records into its check every this
+/// many submissions.
+const ABSORB_EVERY: u64 = 1024;
+
 /// One host LP stream.
 pub(crate) struct HostLp {
     pub queue: Arc<HostQueue>,
@@ -79,6 +83,9 @@ pub(crate) struct HostLp {
     seen: Mutex<Seen>,
     /// The launcher's completions, kept for [`HostLp::take_completions`] when asked.
     completions: Mutex<Option<Receiver<Completion<HostError>>>>,
+    /// Measurements keep the workers' records for `verify`; an application does not, and its
+    /// stream folds them into the bounded check as it goes ([`HostLp::absorb`]).
+    keep: bool,
 }
 
 /// SIGKILL of a queue's workers (close abandoned what they run). Their pids are still theirs:
@@ -115,7 +122,18 @@ impl HostLp {
             workers: workers.max(1),
             seen: Mutex::new(Seen::default()),
             completions: Mutex::new(if keep { rx } else { None }),
+            keep,
         })
+    }
+
+    /// Folds the workers' records so far into the bounded check (`Seen`), so that a stream whose
+    /// owner never calls `check` keeps memory that does not grow with its length (issue 20 item
+    /// 13); `verify` then returns only the records since.
+    fn absorb(&self) {
+        let submitted = self.xq.stats().submitted;
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let taken: Vec<DeviceRecord> = self.queue.take_records().iter().map(device_record).collect();
+        seen.add(&taken, submitted, self.workers);
     }
 
     /// SIGSTOP of every worker, registered so that SIGINT/SIGTERM handling resumes it.
@@ -393,7 +411,11 @@ impl LpBody for HostLp {
     }
     fn submit_delay(&self, ns: u64) -> Result<u64> {
         self.health()?;
-        Ok(self.xq.submit(HostCommand::delay_ns(ns)))
+        let id = self.xq.submit(HostCommand::delay_ns(ns));
+        if !self.keep && id % ABSORB_EVERY == ABSORB_EVERY - 1 {
+            self.absorb();
+        }
+        Ok(id)
     }
     fn suspend_lv3(&self, label: &str, _pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>> {
         let pids = self.queue.pids();
@@ -406,6 +428,9 @@ impl LpBody for HostLp {
     /// After the launcher went idle: a dead worker fails the wait (its commands failed, or it
     /// died after them; either way the stream runs nothing more).
     fn synchronize_device(&self) -> Result<()> {
+        if !self.keep {
+            self.absorb();
+        }
         self.health()
     }
     fn verify(&self, _idle: bool) -> Result<Verified> {

@@ -76,6 +76,35 @@ fn without_keep_records_nothing_accumulates() {
     s.close().unwrap();
 }
 
+/// An application's stream (no keep_records) that never calls check: the workers' records are
+/// folded into the check as it goes (every 1024 submissions and at each synchronize), so what a
+/// late verify takes is only the last ones, not one per command ever run (issue 20 item 13),
+/// and the check still counts every command once.
+#[test]
+fn without_keep_records_a_long_stream_keeps_no_record_per_command() {
+    let s = Session::open(
+        DeviceSpec::Host,
+        Options {
+            host_workers: 1,
+            ..opts()
+        },
+    )
+    .unwrap();
+    let lp = s.create_lp_stream(Level::Lv1).unwrap();
+    for _ in 0..5000 {
+        lp.submit_delay(1_000).unwrap();
+    }
+    lp.synchronize().unwrap();
+    let v = lp.verify().unwrap();
+    assert!(
+        v.records.len() < 1024,
+        "{} records held back for a late verify",
+        v.records.len()
+    );
+    assert!(v.check.ok() && v.check.exactly_once == 5000, "{:?}", v.check);
+    s.close().unwrap();
+}
+
 #[test]
 fn lv1_no_wait_returns_with_commands_still_running() {
     let s = Session::open(
