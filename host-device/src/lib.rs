@@ -18,6 +18,11 @@
 //! Processes rather than threads, because stopping a thread asynchronously would need a
 //! signal handler, i.e. `unsafe`, which this crate does not have.
 //!
+//! **Lv2 on the host** is [`HostQueue::hold`]: every worker finishes the command it runs and
+//! takes no new one (a `hold` line it reads before starting each command; the `hold` module), so
+//! the latency is the rest of the running command, at most T, like XSched's Lv2 (deactivate).
+//! The commands launched and not yet started run after resume, in order, each once.
+//!
 //! **HP path**: a [`HostDevice`] has a separate one-worker HP queue; a tiny probe command
 //! on it reports when it started running ([`HostDevice::probe_hp`]).
 //!
@@ -39,11 +44,15 @@
 //! let probe = dev.probe_hp(1)?; // the HP probe runs while the LP workers are stopped
 //! stopped.resume()?;
 //! println!("HP probe started at {} ns", probe.start_ns);
+//! let held = dev.lp().hold()?; // Lv2: the running command finishes, no new one starts
+//! held.resume()?;
 //! # Ok::<(), host_device::HostError>(())
 //! ```
 #![forbid(unsafe_code)]
 
 mod ended;
+mod hold;
+mod inbox;
 mod proto;
 mod queue;
 mod spawn;
@@ -53,6 +62,7 @@ pub mod testing;
 mod worker;
 
 pub use ended::Ended;
+pub use hold::{HostHold, SharedHostHold};
 pub use proto::{PROTOCOL_VERSION, expected_result};
 pub use queue::{HostCommand, HostQueue, HostSync, KernelRecord};
 pub use stop::{HostSuspension, SharedHostSuspension, proc_state};

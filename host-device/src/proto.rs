@@ -3,17 +3,26 @@
 //! Text lines, one message each, so a worker can be driven and debugged by hand:
 //! ```text
 //! parent -> worker:  run <id> <work_ns>
+//!                    hold
+//!                    release
 //! worker -> parent:  ready <version> <pid>
 //!                    start <id> <start_ns>
 //!                    done <id> <start_ns> <end_ns> <work_ns> <result>
+//!                    held <held_ns>
 //! ```
 //! Stamps are `CLOCK_MONOTONIC` nanoseconds. `result` is [`expected_result`] of the
 //! command, so the parent can check that the right command completed.
+//!
+//! `hold` and `release` are host Lv2 (the `hold` module): the worker reads what has arrived
+//! before it starts each command, so a `hold` sent while a command runs is seen when that
+//! command ends, ahead of any `run` queued behind it; the worker then answers `held` (at once
+//! when it is idle) and starts nothing until `release`. Each `hold` gets exactly one `held`.
 
 use lv1::CommandId;
 
-/// Bumped whenever a message changes; the parent checks it in `ready`.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Bumped whenever a message changes; the parent checks it in `ready`. 2: `hold`, `release`
+/// and `held` (host Lv2).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Environment variable carrying the parent's pid to the worker (see `worker_main`).
 pub(crate) const PARENT_ENV: &str = "PREEMPT_HOST_WORKER_PARENT";
@@ -21,7 +30,14 @@ pub(crate) const PARENT_ENV: &str = "PREEMPT_HOST_WORKER_PARENT";
 /// A message to a worker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ToWorker {
-    Run { id: CommandId, work_ns: u64 },
+    Run {
+        id: CommandId,
+        work_ns: u64,
+    },
+    /// Finish the running command (if any), answer `held`, start nothing more until `release`.
+    Hold,
+    /// Take commands again after a `hold`.
+    Release,
 }
 
 /// A message from a worker.
@@ -42,6 +58,10 @@ pub(crate) enum FromWorker {
         work_ns: u64,
         result: u64,
     },
+    /// The worker runs nothing and starts nothing until `release` (the answer to one `hold`).
+    Held {
+        held_ns: u64,
+    },
 }
 
 /// The checksum a worker returns for a command (splitmix64 of id and work): a completion
@@ -57,6 +77,8 @@ impl ToWorker {
     pub fn encode(&self) -> String {
         match self {
             Self::Run { id, work_ns } => format!("run {id} {work_ns}\n"),
+            Self::Hold => "hold\n".into(),
+            Self::Release => "release\n".into(),
         }
     }
 
@@ -67,6 +89,8 @@ impl ToWorker {
                 id: id.parse().ok()?,
                 work_ns: w.parse().ok()?,
             }),
+            ["hold"] => Some(Self::Hold),
+            ["release"] => Some(Self::Release),
             _ => None,
         }
     }
@@ -86,6 +110,7 @@ impl FromWorker {
             } => {
                 format!("done {id} {start_ns} {end_ns} {work_ns} {result}\n")
             }
+            Self::Held { held_ns } => format!("held {held_ns}\n"),
         }
     }
 
@@ -107,6 +132,9 @@ impl FromWorker {
                 work_ns: w.parse().ok()?,
                 result: r.parse().ok()?,
             },
+            ["held", h] => Self::Held {
+                held_ns: h.parse().ok()?,
+            },
             _ => return None,
         })
     }
@@ -118,11 +146,16 @@ mod tests {
 
     #[test]
     fn messages_round_trip() {
-        let to = ToWorker::Run {
-            id: 7,
-            work_ns: 1_000_000,
-        };
-        assert_eq!(ToWorker::parse(&to.encode()), Some(to));
+        for to in [
+            ToWorker::Run {
+                id: 7,
+                work_ns: 1_000_000,
+            },
+            ToWorker::Hold,
+            ToWorker::Release,
+        ] {
+            assert_eq!(ToWorker::parse(&to.encode()), Some(to));
+        }
         for m in [
             FromWorker::Ready {
                 version: PROTOCOL_VERSION,
@@ -136,6 +169,7 @@ mod tests {
                 work_ns: 40,
                 result: expected_result(3, 40),
             },
+            FromWorker::Held { held_ns: 77 },
         ] {
             assert_eq!(FromWorker::parse(&m.encode()), Some(m));
         }
@@ -145,6 +179,8 @@ mod tests {
     fn garbage_is_rejected() {
         assert_eq!(ToWorker::parse("run 1"), None);
         assert_eq!(ToWorker::parse("run x 2"), None);
+        assert_eq!(ToWorker::parse("hold 1"), None);
+        assert_eq!(FromWorker::parse("held"), None);
         assert_eq!(FromWorker::parse("done 1 2 3"), None);
         assert_eq!(FromWorker::parse(""), None);
     }

@@ -69,16 +69,27 @@ impl KernelRecord {
     }
 }
 
-struct Launch {
+pub(super) struct Launch {
     launched: u64,
     inputs: Vec<Input>,
+    /// `hold` lines sent to each worker (host Lv2); each is answered by one `held`.
+    pub(super) holds: Vec<u64>,
+}
+
+impl Launch {
+    /// Workers that can be sent commands (none once the queue is being dropped).
+    pub(super) fn inputs_len(&self) -> usize {
+        self.inputs.len()
+    }
 }
 
 #[derive(Default)]
-struct Progress {
+pub(super) struct Progress {
     ready: Vec<bool>,
     started: Vec<u64>,
     done: Vec<u64>,
+    /// `held` answers from each worker (host Lv2).
+    pub(super) held: Vec<u64>,
     dead: Vec<bool>,
     protocol_error: Option<String>,
     records: Vec<KernelRecord>,
@@ -96,13 +107,13 @@ pub struct HostQueue {
     /// How each worker ended, once it was found dead (asked once: see [`HostQueue::died`]).
     ended: Vec<OnceLock<Ended>>,
     pub(super) suspended: Mutex<bool>,
-    launch: Mutex<Launch>,
+    pub(super) launch: Mutex<Launch>,
     inner: Arc<Inner>,
     children: Vec<Child>,
     readers: Vec<JoinHandle<()>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -119,7 +130,8 @@ impl HostQueue {
         });
         {
             let mut p = lock(&inner.progress);
-            (p.ready, p.started, p.done, p.dead) = (vec![false; n], vec![0; n], vec![0; n], vec![false; n]);
+            (p.ready, p.started, p.done, p.held, p.dead) =
+                (vec![false; n], vec![0; n], vec![0; n], vec![0; n], vec![false; n]);
         }
         // From here on, `q`'s Drop cleans up whatever was started if a later step fails.
         let mut q = Self {
@@ -129,6 +141,7 @@ impl HostQueue {
             launch: Mutex::new(Launch {
                 launched: 0,
                 inputs: Vec::new(),
+                holds: vec![0; n],
             }),
             inner,
             children: Vec::new(),
@@ -215,8 +228,33 @@ impl HostQueue {
         }
     }
 
+    /// Send `line` to worker `worker` through `l` (the launch lock, kept across a whole message to
+    /// every worker so that each worker's stream stays in the order the queue sent). A worker
+    /// found gone is [`HostError::WorkerDied`] (the lock is let go first), and no signal is raised.
+    pub(super) fn send_line<'a>(
+        &'a self,
+        l: MutexGuard<'a, Launch>,
+        worker: usize,
+        line: &str,
+    ) -> Result<MutexGuard<'a, Launch>, HostError> {
+        match l.inputs[worker].send_all(line.as_bytes()) {
+            Ok(()) => Ok(l),
+            // The worker closed its end: it ended (or is ending).
+            Err(e)
+                if matches!(
+                    Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+                    Errno::EPIPE | Errno::ECONNRESET
+                ) =>
+            {
+                drop(l);
+                Err(self.died(worker))
+            }
+            Err(source) => Err(HostError::Io { worker, source }),
+        }
+    }
+
     /// Wait for `pred` on the progress, failing on a dead worker, a protocol error or timeout.
-    fn wait_progress(
+    pub(super) fn wait_progress(
         &self,
         what: &'static str,
         timeout: Duration,
@@ -278,6 +316,7 @@ impl Inner {
                         result,
                     });
                 }
+                Some(FromWorker::Held { .. }) => p.held[w] += 1,
                 _ => p.protocol_error = Some(format!("worker {w} said {line:?}")),
             }
             drop(p);
@@ -303,21 +342,8 @@ impl HwQueue for HostQueue {
         }
         .encode();
         let mut l = lock(&self.launch);
-        for (worker, input) in l.inputs.iter().enumerate() {
-            match input.send_all(line.as_bytes()) {
-                Ok(()) => {}
-                // The worker closed its end: it ended (or is ending).
-                Err(e)
-                    if matches!(
-                        Errno::from_raw(e.raw_os_error().unwrap_or(0)),
-                        Errno::EPIPE | Errno::ECONNRESET
-                    ) =>
-                {
-                    drop(l);
-                    return Err(self.died(worker));
-                }
-                Err(source) => return Err(HostError::Io { worker, source }),
-            }
+        for worker in 0..l.inputs.len() {
+            l = self.send_line(l, worker, &line)?;
         }
         l.launched += 1;
         Ok(())

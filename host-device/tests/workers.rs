@@ -4,7 +4,7 @@
 //! Job control runs in a child process in a process group of its own, as a shell runs a job, so
 //! the test runner itself is never stopped. Every wait is bounded.
 
-use host_device::{HostCommand, HostQueue, WorkerExe, proc_state};
+use host_device::{HostCommand, HostQueue, PROTOCOL_VERSION, WorkerExe, proc_state};
 use lv1::HwQueue;
 use nix::sys::signal::{SigSet, Signal, kill, killpg};
 use nix::unistd::Pid;
@@ -81,7 +81,7 @@ fn a_dead_worker_is_an_error_naming_it_and_raises_no_sigpipe() {
 /// command.
 #[test]
 fn a_worker_that_exits_is_an_error_with_its_exit_status() {
-    let script = "echo \"ready 1 $$\"; read line; exit 7";
+    let script = format!("echo \"ready {PROTOCOL_VERSION} $$\"; read line; exit 7");
     let q = HostQueue::spawn(&WorkerExe::new("/bin/sh").arg("-c").arg(script), 1).unwrap();
     let pid = q.pids()[0];
     let e = q.run(0, HostCommand::delay_ns(MS)).unwrap_err().to_string();
@@ -94,7 +94,7 @@ fn a_worker_that_exits_is_an_error_with_its_exit_status() {
 /// A worker program that closes its output but goes on running is dead to its queue as well.
 #[test]
 fn a_worker_that_closes_its_pipes_is_an_error_too() {
-    let script = "echo \"ready 1 $$\"; exec >&-; exec sleep 600";
+    let script = format!("echo \"ready {PROTOCOL_VERSION} $$\"; exec >&-; exec sleep 600");
     let q = HostQueue::spawn(&WorkerExe::new("/bin/sh").arg("-c").arg(script), 1).unwrap();
     let pid = q.pids()[0];
     let e = q.run(0, HostCommand::delay_ns(MS)).unwrap_err().to_string();
