@@ -37,6 +37,16 @@ pub(crate) trait LpBody: Send + Sync {
     /// Suspends the stream at Lv3 (`pre`: the session's mechanism, where the device uses one);
     /// `label` names it as its user knows it (for the signal registry's list).
     fn suspend_lv3(&self, label: &str, pre: Option<&Preemptor>) -> Result<Box<dyn Lv3Held>>;
+    /// Suspends the stream at Lv2: what runs finishes, nothing new starts (the host device's
+    /// workers). A device without Lv2 never gets here (the session refuses the level); the
+    /// default says so all the same.
+    fn suspend_lv2(&self, label: &str) -> Result<Box<dyn Lv3Held>> {
+        Err(Error::unsupported(format!("{label}: this device has no Lv2")))
+    }
+    /// The name of its Lv2 mechanism.
+    fn lv2_name(&self) -> String {
+        "none".into()
+    }
     /// The exactly-once check with its records; `idle`: nothing is suspended.
     fn verify(&self, idle: bool) -> Result<Verified>;
     /// One line: what stream `id` is, with `how` (its level and mechanism) in its place.
@@ -111,7 +121,8 @@ pub(crate) trait HpBody: Send + Sync {
     }
 }
 
-/// An Lv3 suspension a stream holds; dropping it resumes (the guards' rule).
+/// An Lv3 suspension a stream holds (or, on the host device, its Lv2 hold); dropping it resumes
+/// (the guards' rule).
 pub(crate) trait Lv3Held: Send {
     fn resume(self: Box<Self>) -> Result<()>;
 }

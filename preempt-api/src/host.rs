@@ -1,6 +1,7 @@
 //! The host device behind the API: a low-priority stream is one [`HostQueue`] of worker
 //! processes driven by lv1's launcher ([`XQueue`]); Lv3 is SIGSTOP/SIGCONT of its workers
-//! (registered with lv3's signal registry like a GPU queue), Lv1 the launcher's drain.
+//! (registered with lv3's signal registry like a GPU queue), Lv2 their hold ([`HostQueue::hold`]),
+//! Lv1 the launcher's drain.
 //!
 //! Any thread may create a stream, and the stream may outlive it (host-device forks every
 //! worker from one thread that lasts as long as the process). A worker that dies (killed, OOM,
@@ -14,7 +15,7 @@ use crate::host_records::Seen;
 use crate::mech::{Lv3Setup, MechanismInfo};
 use crate::options::{Level, Options};
 use crate::owner::Owner;
-use host_device::{HostCommand, HostError, HostQueue, KernelRecord, SharedHostSuspension, WorkerExe};
+use host_device::{HostCommand, HostError, HostQueue, KernelRecord, SharedHostHold, SharedHostSuspension, WorkerExe};
 use lv1::{Completion, Config, HwQueue, Stats, SuspendMode, WaitIdleError, XQueue};
 use lv3::MechanismChoice;
 use lv3::mechanism::Preemptor;
@@ -225,6 +226,14 @@ impl Drop for HostHeld {
     }
 }
 
+/// A host Lv2 hold (releases on drop). Not in lv3's signal registry, unlike [`HostHeld`]: held
+/// workers wait for input, not stopped, and die with the process (`PR_SET_PDEATHSIG`).
+impl Lv3Held for SharedHostHold {
+    fn resume(self: Box<Self>) -> Result<()> {
+        SharedHostHold::resume(*self).map_err(dead_worker)
+    }
+}
+
 /// The host HP stream: one worker, commands launched directly (no launcher: nothing suspends it).
 pub(crate) struct HostHp {
     queue: HostQueue,
@@ -424,6 +433,16 @@ impl LpBody for HostLp {
             Err(dead) => dead,
             Ok(()) => e,
         })?))
+    }
+    /// Lv2: each worker finishes its command and starts no new one (the launcher goes on: what it
+    /// launches meanwhile waits in the workers' inboxes).
+    fn suspend_lv2(&self, _label: &str) -> Result<Box<dyn Lv3Held>> {
+        self.health()?;
+        let dead_or = |e: HostError| self.health().err().unwrap_or_else(|| e.into());
+        Ok(Box::new(self.queue.hold_shared().map_err(dead_or)?))
+    }
+    fn lv2_name(&self) -> String {
+        "lv2-hold".into()
     }
     /// After the launcher went idle: a dead worker fails the wait (its commands failed, or it
     /// died after them; either way the stream runs nothing more).

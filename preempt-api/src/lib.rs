@@ -7,7 +7,8 @@
 //! - [`LpStream`]: created by the session (host: a queue of worker processes; GPU: a HIP stream
 //!   with a queue of its own, whose KFD queue is discovered, its `hipStream_t` handed out) or
 //!   bound to an explicit KFD queue id; suspended and resumed at its [`Level`] (Lv3: the
-//!   mechanism, or SIGSTOP on the host; Lv1: the launcher's drain).
+//!   mechanism, or SIGSTOP on the host; Lv2, host device only: its workers finish the command
+//!   they run and start no new one, [`lv2_unavailable`] on a GPU; Lv1: the launcher's drain).
 //! - The highest-priority-first helper ([`Session::helper_enter`] / [`Session::helper_leave`]):
 //!   `hpf`'s policy over the session's streams, or with [`Options::scheduler`] over every
 //!   process of the node through the `preempt-sched` daemon ([`sched`]: its protocol and client).
@@ -45,7 +46,10 @@ pub use hp::HpStream;
 pub use hpf::Priority;
 pub use limits::{CLOSE_WAIT, MAX_DELAY_NS};
 pub use mech::{Lv3Setup, MechanismInfo, probe};
-pub use options::{DeviceSpec, Level, Options, grace_from_units, mechanism_names, parse_mechanism};
+pub use options::{
+    DeviceSpec, LV2_ON_GPU_DOC, LV2_ON_GPU_WHY, Level, Options, grace_from_units, lv2_unavailable, mechanism_names,
+    parse_mechanism,
+};
 pub use session::Session;
 pub use stream::{LpStream, SuspendInfo};
 

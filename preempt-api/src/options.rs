@@ -70,6 +70,17 @@ impl DeviceSpec {
         }
     }
 
+    /// Whether the device has Lv2 ([`Level::Lv2`]: a stream finishes the commands it runs and
+    /// starts no new one): the host device's workers do; an AMD GPU (`hip:N`, `kfd`) has no
+    /// per-queue route under the hardware scheduler ([`lv2_unavailable`] says why). `auto` is
+    /// whichever device it resolves to, so not known here: false.
+    pub const fn has_lv2(self) -> bool {
+        match self {
+            DeviceSpec::Host => true,
+            DeviceSpec::Auto | DeviceSpec::Hip(_) | DeviceSpec::Kfd => false,
+        }
+    }
+
     /// What the grammar expects, for its error text: the words of [`DeviceSpec::WORDS`]
     /// (`auto, host, kfd or hip:N`) and what N is.
     pub fn expected() -> String {
@@ -108,9 +119,27 @@ impl fmt::Display for DeviceSpec {
     }
 }
 
+/// Where the toolkit says why an AMD GPU has no Lv2 (every refusal of Lv2 on a GPU points there).
+pub const LV2_ON_GPU_DOC: &str = "docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws";
+
+/// Why an AMD GPU (`hip:N`, `kfd`) has no Lv2, in one line ending with where the sources are
+/// ([`LV2_ON_GPU_DOC`]).
+pub const LV2_ON_GPU_WHY: &str = "there is no per-queue Lv2 on gfx942 under HWS (the hardware scheduler takes one \
+    queue off the GPU only by saving its waves, which is Lv3; it drains only with HWS off or for every queue of the \
+    node): use Lv3 or Lv1; see docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws";
+
+/// The refusal of [`Level::Lv2`] on `device`, an AMD GPU (`hip:N`, `kfd`): `Unavailable`, one
+/// line saying why and where the sources are ([`LV2_ON_GPU_WHY`]), in every front end.
+pub fn lv2_unavailable(device: DeviceSpec) -> Error {
+    Error::new(
+        crate::ErrorKind::Unavailable,
+        format!("Lv2 is unavailable on {device}: {LV2_ON_GPU_WHY}"),
+    )
+}
+
 /// The level a low-priority stream is suspended at. `FromStr`: `auto` (or `0`), `lv1` (or `1`),
-/// `lv3` (or `3`); the numbers are C's `preempt_level` ([`Level::from_number`]). With the `serde`
-/// feature it serializes as its number.
+/// `lv2` (or `2`), `lv3` (or `3`); the numbers are C's `preempt_level` ([`Level::from_number`]).
+/// With the `serde` feature it serializes as its number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum Level {
     /// Lv3 where the session has an Lv3 mechanism, else Lv1.
@@ -120,19 +149,25 @@ pub enum Level {
     /// in flight (and anything else on the stream) completed. Only commands submitted through
     /// the library are held back.
     Lv1,
+    /// Deactivation (XSched's Lv2): suspend lets the commands running finish and starts no new
+    /// one; those held back run after resume. The host device only (its workers finish the command
+    /// they run, about the rest of one command, at most T); an AMD GPU has none
+    /// ([`lv2_unavailable`]).
+    Lv2,
     /// Preemption of the running work where it is (CWSR on a GPU, SIGSTOP on the host).
     Lv3,
 }
 
 impl Level {
     /// Every level, in the order of their numbers.
-    pub const ALL: [Level; 3] = [Level::Auto, Level::Lv1, Level::Lv3];
+    pub const ALL: [Level; 4] = [Level::Auto, Level::Lv1, Level::Lv2, Level::Lv3];
 
-    /// The level's number: 0 (auto), 1 or 3, as C's `preempt_level` and as results record it.
+    /// The level's number: 0 (auto), 1, 2 or 3, as C's `preempt_level` and as results record it.
     pub fn number(self) -> u8 {
         match self {
             Level::Auto => 0,
             Level::Lv1 => 1,
+            Level::Lv2 => 2,
             Level::Lv3 => 3,
         }
     }
@@ -147,7 +182,7 @@ impl Level {
 }
 
 fn unknown_level(s: &str) -> Error {
-    unknown("level", s, "auto (0), lv1 (1) or lv3 (3)")
+    unknown("level", s, "auto (0), lv1 (1), lv2 (2) or lv3 (3)")
 }
 
 impl FromStr for Level {
@@ -160,7 +195,7 @@ impl FromStr for Level {
     }
 }
 
-/// Written as its number (0, 1 or 3), as every result of `preempt-lat` always has.
+/// Written as its number (0, 1, 2 or 3), as every result of `preempt-lat` always has.
 #[cfg(feature = "serde")]
 impl serde::Serialize for Level {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -173,6 +208,7 @@ impl fmt::Display for Level {
         f.write_str(match self {
             Level::Auto => "auto",
             Level::Lv1 => "lv1",
+            Level::Lv2 => "lv2",
             Level::Lv3 => "lv3",
         })
     }
@@ -321,16 +357,18 @@ mod tests {
         }
         assert_eq!("3".parse::<Level>().unwrap(), Level::Lv3);
         assert_eq!("lv1".parse::<Level>().unwrap().to_string(), "lv1");
+        assert_eq!("2".parse::<Level>().unwrap(), Level::Lv2);
+        assert_eq!(Level::from_number(2).unwrap().to_string(), "lv2");
         // One wording for a word outside the grammar, whether it came as a name or a number.
-        let by_name = "lv2".parse::<Level>().unwrap_err();
+        let by_name = "lv4".parse::<Level>().unwrap_err();
         assert_eq!(
             by_name.message,
-            r#"unknown level "lv2": expected auto (0), lv1 (1) or lv3 (3)"#
+            r#"unknown level "lv4": expected auto (0), lv1 (1), lv2 (2) or lv3 (3)"#
         );
         assert_eq!(by_name.kind, crate::ErrorKind::InvalidArgument);
         assert_eq!(
-            Level::from_number(2).unwrap_err().message,
-            "2".parse::<Level>().unwrap_err().message
+            Level::from_number(4).unwrap_err().message,
+            "4".parse::<Level>().unwrap_err().message
         );
         // The words listed once each, in the table's order; the last after "or".
         assert_eq!(
@@ -347,6 +385,8 @@ mod tests {
             [DeviceSpec::Host],
             "only the host device is CPU worker processes"
         );
+        let lv2: Vec<_> = DeviceSpec::WORDS.into_iter().filter(|d| d.has_lv2()).collect();
+        assert_eq!(lv2, [DeviceSpec::Host], "Lv2 on the host device only");
         assert_eq!(mechanism_names(), lv3::MechanismKind::names_where(|_| true));
         assert!(parse_mechanism("dbg-trap").is_ok());
         assert!(
@@ -361,5 +401,42 @@ mod tests {
         assert_eq!(grace_from_units(0).unwrap(), GracePeriod::Default);
         assert_eq!(grace_from_units(4).unwrap(), GracePeriod::Clocks1k(4));
         assert!(grace_from_units(256).is_err());
+    }
+
+    /// The one refusal of Lv2 on an AMD GPU: Unavailable (C's PREEMPT_ERR_UNAVAILABLE, Python's
+    /// Unavailable), one line naming the device, saying there is no per-queue Lv2 under HWS and
+    /// pointing to the facts.
+    #[test]
+    fn lv2_on_a_gpu_is_unavailable_and_says_why_and_where() {
+        for d in [DeviceSpec::Hip(0), DeviceSpec::Hip(3), DeviceSpec::Kfd] {
+            assert!(!d.has_lv2(), "{d}");
+            let e = lv2_unavailable(d);
+            assert_eq!(e.kind, crate::ErrorKind::Unavailable, "{d}");
+            assert!(!e.message.contains('\n'), "{}", e.message);
+            assert!(
+                e.message.starts_with(&format!("Lv2 is unavailable on {d}: ")),
+                "{}",
+                e.message
+            );
+            assert!(
+                e.message.contains("no per-queue Lv2 on gfx942 under HWS"),
+                "{}",
+                e.message
+            );
+            assert!(e.message.ends_with(LV2_ON_GPU_DOC) && LV2_ON_GPU_WHY.ends_with(LV2_ON_GPU_DOC));
+        }
+        // The pointer is the anchor GitHub makes of the section's heading.
+        let facts = include_str!("../../docs/kfd-facts.md");
+        let heading = facts
+            .lines()
+            .find_map(|l| l.strip_prefix("## Lv2 on "))
+            .expect("docs/kfd-facts.md has the Lv2 section");
+        let slug: String = format!("lv2 on {heading}")
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-')
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        assert_eq!(LV2_ON_GPU_DOC, format!("docs/kfd-facts.md#{slug}"));
     }
 }

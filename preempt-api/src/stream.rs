@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 /// A suspension a stream holds; dropping it resumes (the guards' rule).
 enum Held {
     Lv1,
+    Lv2(Box<dyn Lv3Held>),
     Lv3(Box<dyn Lv3Held>),
 }
 
@@ -59,9 +60,10 @@ impl Hold {
 /// What one suspend did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SuspendInfo {
-    /// Lv1 or Lv3.
+    /// Lv1, Lv2 or Lv3.
     pub level: Level,
-    /// `sigstop`, `preempt-queues`, `dbg-trap`, `update-queue`, `lv1-drain` or `lv1-stop`.
+    /// `sigstop`, `preempt-queues`, `dbg-trap`, `update-queue`, `lv2-hold` (the host device's
+    /// Lv2), `lv1-drain` or `lv1-stop`.
     pub mechanism: String,
     /// Wall time of the suspend call, ns (the helper held it already: the call's own, ~0).
     pub latency_ns: u64,
@@ -185,7 +187,7 @@ impl LpStream {
         self.owner.check()
     }
 
-    /// The level it is suspended at (Lv1 or Lv3; `auto` was resolved at creation).
+    /// The level it is suspended at (Lv1, Lv2 or Lv3; `auto` was resolved at creation).
     pub fn level(&self) -> Level {
         self.level
     }
@@ -227,6 +229,7 @@ impl LpStream {
         match self.level {
             Level::Lv1 if self.lv1_wait => "lv1-drain".into(),
             Level::Lv1 => "lv1-stop".into(),
+            Level::Lv2 => self.dev.body.lv2_name(),
             _ => self.dev.body.lv3_name(self.dev.preemptor.as_deref()),
         }
     }
@@ -238,7 +241,8 @@ impl LpStream {
     }
 
     /// Suspends the stream at its level: Lv3 stops the running work where it is (the
-    /// session's mechanism; SIGSTOP on the host); Lv1 stops the library's launcher and waits
+    /// session's mechanism; SIGSTOP on the host); Lv2 (host device) lets the commands running
+    /// finish and starts no new one until resume; Lv1 stops the library's launcher and waits
     /// until what was launched (and anything else on the stream) completed (only stops it, with
     /// [`crate::Options::lv1_no_wait`]). The suspension is the user's: it lasts until
     /// [`LpStream::resume`], whatever the helper does meanwhile (if the helper holds the stream
@@ -316,6 +320,7 @@ impl LpStream {
                 }
                 Ok(Held::Lv1)
             }
+            Level::Lv2 => Ok(Held::Lv2(self.dev.body.suspend_lv2(self.label())?)),
             _ => Ok(Held::Lv3(
                 self.dev.body.suspend_lv3(self.label(), self.dev.preemptor.as_deref())?,
             )),
@@ -369,7 +374,7 @@ impl LpStream {
                 }
                 Ok(())
             }
-            Held::Lv3(g) => g.resume(),
+            Held::Lv2(g) | Held::Lv3(g) => g.resume(),
         }
     }
 
@@ -385,7 +390,7 @@ impl LpStream {
     }
 
     /// Waits until every command submitted through the library completed (GPU: and everything
-    /// else on the stream). Blocks through an Lv3 suspension until another thread resumes; fails
+    /// else on the stream). Blocks through an Lv3 or Lv2 suspension until another thread resumes; fails
     /// at once under an Lv1 suspension with commands pending (they would never launch), and with
     /// `Closed` if the session closed meanwhile.
     pub fn synchronize(&self) -> Result<()> {

@@ -218,9 +218,13 @@ impl Session {
         }
     }
 
-    /// `auto` -> Lv3 where available, else Lv1; Lv3 where unavailable is an error.
+    /// `auto` -> Lv3 where available, else Lv1; Lv3 where unavailable is an error, and so is Lv2
+    /// anywhere but the host device (an AMD GPU has no per-queue Lv2: see
+    /// [`crate::options::lv2_unavailable`]).
     pub fn resolve_level(&self, level: Level) -> Result<Level> {
         match level {
+            Level::Lv2 if self.inner.device.has_lv2() => Ok(Level::Lv2),
+            Level::Lv2 => Err(crate::options::lv2_unavailable(self.inner.device)),
             Level::Auto if self.has_lv3() => Ok(Level::Lv3),
             Level::Auto | Level::Lv1 => Ok(Level::Lv1),
             Level::Lv3 if self.has_lv3() => Ok(Level::Lv3),
