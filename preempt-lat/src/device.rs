@@ -4,7 +4,7 @@ use crate::doctor::facts::{self, Fact, HipInfo};
 use crate::exit::Failure;
 use crate::measure::{Params, RunResult};
 use crate::options::values::KFD_IS_FOR_APPLICATIONS;
-use crate::options::{DeviceSpec, HOST_HAS_NO_LP_STATE, LpState};
+use crate::options::{DeviceSpec, HOST_HAS_NO_LP_STATE, Level, LpState};
 use kfd::GracePeriod;
 use lv3::MechanismChoice;
 use preempt_api::gpu::{GpuDevice, KernelChoice};
@@ -102,6 +102,21 @@ impl Device {
                 HOST_HAS_NO_LP_STATE.replace("{what}", "--lp-state heavy") + "; the host device was selected",
             )),
         }
+    }
+}
+
+impl Device {
+    /// Whether a measurement at `level` can run here: Lv2 on a GPU is a usage error with the
+    /// API's refusal (the options refuse it already where the device was named; this catches
+    /// `--device auto` that chose a GPU).
+    pub fn check_level(self, level: Level) -> Result<(), Failure> {
+        if level == Level::Lv2 && !self.spec().has_lv2() {
+            return Err(Failure::Usage(format!(
+                "--level 2: {} (--device auto chose it)",
+                preempt_api::lv2_unavailable(self.spec()).message
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -251,6 +266,24 @@ mod tests {
         assert_eq!(Device::Hip(2).to_string(), "hip:2");
         assert!(Device::Host(3).is_host());
         assert!(!Device::Hip(0).is_host());
+    }
+
+    #[test]
+    fn lv2_runs_on_the_host_device_and_is_a_usage_error_on_a_gpu() {
+        assert!(Device::Host(2).check_level(Level::Lv2).is_ok());
+        for l in [Level::Lv1, Level::Lv3] {
+            assert!(Device::Hip(0).check_level(l).is_ok());
+        }
+        match Device::Hip(0).check_level(Level::Lv2) {
+            Err(Failure::Usage(m)) => {
+                let api = preempt_api::lv2_unavailable(DeviceSpec::Hip(0)).message;
+                assert!(
+                    m.starts_with("--level 2: ") && m.contains(&api) && !m.contains('\n'),
+                    "{m}"
+                );
+            }
+            other => panic!("Lv2 on a GPU must be a usage error: {other:?}"),
+        }
     }
 
     #[test]

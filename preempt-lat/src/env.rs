@@ -95,10 +95,10 @@ pub fn host(mechanism: &str) -> Environment {
         cpu_model(),
         cores()
     );
-    let grace = if mechanism == "sigstop" {
-        "n/a (host device: SIGSTOP has no grace period)"
-    } else {
-        "n/a (Lv1: nothing is preempted)"
+    let grace = match mechanism {
+        "sigstop" => "n/a (host device: SIGSTOP has no grace period)",
+        "lv2-hold" => "n/a (Lv2: the running commands finish, nothing is saved)",
+        _ => "n/a (Lv1: nothing is preempted)",
     };
     Environment {
         host_figures: true,

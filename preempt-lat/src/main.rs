@@ -159,6 +159,7 @@ fn run(o: &options::RunOptions, select: impl FnOnce() -> Result<device::Device, 
         drop(atomic_file::AtomicFile::create(t).map_err(|e| cannot("--trace", t, e))?);
     }
     let dev = select()?;
+    dev.check_level(o.level)?;
     let lp_state = dev.lp_state(o.lp.lp_state)?;
     let p = measure::Params::new(o.level, o.t_ms, lp_state, o.samples, o.warmup, &o.common, dev.workers());
     let r = dev.measure(&p, o.common.mechanism, o.common.quiet)?;

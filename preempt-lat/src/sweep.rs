@@ -104,6 +104,17 @@ fn flat_ref(label: &str, y: f64, xs: impl Iterator<Item = f64>) -> Option<RefLin
     })
 }
 
+/// A reference line at `k` x T (in µs, T in ms) over the padded T values `ts`.
+fn times_t(k: f64, label: String, ts: impl Iterator<Item = f64>) -> Vec<RefLine> {
+    x_span(ts)
+        .map(|(lo, hi)| RefLine {
+            label,
+            points: [lo, hi].iter().map(|&t| (t, k * t * 1000.0)).collect(),
+        })
+        .into_iter()
+        .collect()
+}
+
 /// The 100 µs target of Lv3 (seeds' test 4.1.1), drawn in Lv3's panels.
 const LV3_TARGET: &str = "100 µs: Lv3 target";
 
@@ -129,9 +140,11 @@ fn plot_if_any(
 pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
     let workers = dev.workers();
     let lp_state = dev.lp_state(a.lp.lp_state)?;
+    let levels = a.levels.on(dev.spec());
+    levels.iter().try_for_each(|&l| dev.check_level(l))?;
     prepare(&a.out_dir)?;
     let mut runs: Vec<RunResult> = Vec::new();
-    'outer: for &level in &a.levels.list {
+    'outer: for &level in &levels {
         for &t_ms in &a.t_ms {
             if stop_requested() {
                 break 'outer;
@@ -156,7 +169,7 @@ pub fn t(a: &SweepTOptions, dev: Device) -> Outcome {
     }
     write_all(&a.out_dir, "sweep-t", &runs[..])?;
     let (device, host_figures) = device_of(&runs);
-    let panels = sweep_t_panels(&runs, &a.levels.list, a.common.lv1.threshold);
+    let panels = sweep_t_panels(&runs, &levels, a.common.lv1.threshold);
     let title = format!(
         "P99 preemption latency vs T ({}{})",
         plot::device_label(&device, host_figures),
@@ -201,9 +214,11 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
             HOST_HAS_NO_LP_STATE.replace("{what}", "sweep state") + "; the host device was selected",
         ));
     }
+    let levels = a.levels.on(dev.spec());
+    levels.iter().try_for_each(|&l| dev.check_level(l))?;
     prepare(&a.out_dir)?;
     let mut runs: Vec<RunResult> = Vec::new();
-    'outer: for &level in &a.levels.list {
+    'outer: for &level in &levels {
         for &state in &a.states {
             if stop_requested() {
                 break 'outer;
@@ -229,7 +244,7 @@ pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
     write_all(&a.out_dir, "sweep-state", &runs[..])?;
     let (device, host_figures) = device_of(&runs);
     let xs: Vec<f64> = runs.iter().filter_map(state_kib).collect();
-    let panels = latency_panels(&runs, &a.levels.list, state_kib, |level| {
+    let panels = latency_panels(&runs, &levels, state_kib, |level| {
         (level == Level::Lv3)
             .then(|| flat_ref(LV3_TARGET, 100.0, xs.iter().copied()))
             .flatten()
@@ -411,8 +426,8 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
 }
 
 /// The panels of `sweep t`'s plot (see [`latency_panels`]) with the reference lines that explain
-/// them: threshold x T in Lv1's panels (where Lv1's suspend should sit) and the 100 µs target in
-/// Lv3's.
+/// them: threshold x T in Lv1's panels (where Lv1's suspend should sit), 1 x T in Lv2's (the rest
+/// of the running command is at most T) and the 100 µs target in Lv3's.
 fn sweep_t_panels(runs: &[RunResult], levels: &[Level], threshold: u32) -> (Vec<Panel>, usize) {
     let ts = || runs.iter().map(|r| r.params.t_ms);
     latency_panels(
@@ -420,16 +435,12 @@ fn sweep_t_panels(runs: &[RunResult], levels: &[Level], threshold: u32) -> (Vec<
         levels,
         |r| Some(r.params.t_ms),
         |level| match level {
-            Level::Lv1 => x_span(ts())
-                .map(|(lo, hi)| RefLine {
-                    label: format!("threshold x T ({threshold} x T): Lv1's expected suspend"),
-                    points: [lo, hi]
-                        .iter()
-                        .map(|&t| (t, f64::from(threshold) * t * 1000.0))
-                        .collect(),
-                })
-                .into_iter()
-                .collect(),
+            Level::Lv1 => times_t(
+                f64::from(threshold),
+                format!("threshold x T ({threshold} x T): Lv1's expected suspend"),
+                ts(),
+            ),
+            Level::Lv2 => times_t(1.0, "1 x T: Lv2's expected suspend".into(), ts()),
             Level::Lv3 => flat_ref(LV3_TARGET, 100.0, ts()).into_iter().collect(),
             Level::Auto => Vec::new(),
         },
@@ -492,18 +503,33 @@ mod tests {
     }
 
     #[test]
-    fn sweep_t_panels_carry_threshold_x_t_for_lv1_and_the_target_for_lv3() {
+    fn sweep_t_panels_carry_threshold_x_t_for_lv1_one_t_for_lv2_and_the_target_for_lv3() {
         let mut a = run(Level::Lv1, LpState::Light, 64, 4000);
         a.params.t_ms = 0.5;
+        let mut m = run(Level::Lv2, LpState::Light, 64, 400);
+        m.params.t_ms = 0.5;
         let mut b = run(Level::Lv3, LpState::Light, 64, 40);
         b.params.t_ms = 0.5;
-        let (p, cols) = sweep_t_panels(&[a, b], &[Level::Lv1, Level::Lv3], 8);
-        assert_eq!(cols, 2);
+        let (p, cols) = sweep_t_panels(&[a, m, b], &[Level::Lv1, Level::Lv2, Level::Lv3], 8);
+        assert_eq!(cols, 3, "a column per level");
+        assert_eq!(p[1].title, "Lv2: suspend");
         let lv1 = &p[0].refs[0];
         assert!(lv1.label.starts_with("threshold x T (8 x T)"), "{}", lv1.label);
         // 8 x T in µs at the padded ends of T = 0.5 ms.
         assert!((lv1.points[0].1 - 8.0 * 0.5 / 1.3 * 1000.0).abs() < 1e-6);
-        assert_eq!(p[1].refs[0].label, LV3_TARGET);
+        // Lv2's panels: 1 x T, the rest of the running command at most.
+        for lv2 in [&p[1], &p[4]] {
+            assert_eq!(lv2.refs.len(), 1);
+            assert!(lv2.refs[0].label.starts_with("1 x T"), "{}", lv2.refs[0].label);
+            let ends: Vec<(f64, f64)> = [0.5 / 1.3, 0.5 * 1.3].iter().map(|&t| (t, t * 1000.0)).collect();
+            for (got, want) in lv2.refs[0].points.iter().zip(&ends) {
+                assert!(
+                    (got.0 - want.0).abs() < 1e-9 && (got.1 - want.1).abs() < 1e-6,
+                    "{got:?} vs {want:?}"
+                );
+            }
+        }
+        assert_eq!(p[2].refs[0].label, LV3_TARGET);
     }
 
     #[test]

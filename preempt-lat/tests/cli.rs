@@ -126,12 +126,12 @@ fn bad_input_is_exit_2_with_a_clear_reason() {
         (&["--threshold", "0"], "at least 1"),
         (&["--device", "gpu7"], "unknown device"),
         (&["--device", "hip:x"], "unknown device"),
-        (&["--level", "2"], "invalid value '2'"),
+        (&["--level", "4"], "invalid value '4'"),
         // The words of the C and Python API, with their error text; the two preempt-lat cannot
         // run are refused with what to use instead.
         (
-            &["--level", "2"],
-            r#"unknown level "2": expected auto (0), lv1 (1) or lv3 (3)"#,
+            &["--level", "4"],
+            r#"unknown level "4": expected auto (0), lv1 (1), lv2 (2) or lv3 (3)"#,
         ),
         (&["--device", "gpu7"], &gpu7),
         (

@@ -42,7 +42,7 @@ fn empty_machine_says_host_device_plainly() {
     );
     assert!(r.summary.contains("runs on the host device"), "{}", r.summary);
     let host: Vec<_> = r.levels.iter().filter(|l| l.device == "host").collect();
-    assert_eq!(host.len(), 2);
+    assert_eq!(host.iter().map(|l| l.level).collect::<Vec<_>>(), [3, 2, 1]);
     assert!(host.iter().all(|l| l.available));
     for l in r.levels.iter().filter(|l| l.device == "hip") {
         assert!(!l.available);
@@ -133,6 +133,9 @@ fn a_usable_gpu_makes_the_stock_mechanisms_available_and_says_unverified() {
         !get("preempt-queues").available,
         "stock kernel: the patched ioctl is absent"
     );
+    // A usable GPU still has no Lv2: the row says why and where, in the API's words.
+    let lv2 = levels.iter().find(|a| a.device == "hip" && a.level == 2).unwrap();
+    assert!(!lv2.available && lv2.reason == preempt_api::LV2_ON_GPU_WHY, "{lv2:?}");
     f.patched_ioctl = Some(true);
     assert!(
         verdict::availability(&f)

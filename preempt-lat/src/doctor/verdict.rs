@@ -93,6 +93,8 @@ pub fn availability(f: &Facts) -> Vec<Availability> {
             avail("hip", 3, verdict.kind.name(), unverified(r))
         })
         .collect();
+    // Not a question of this machine: the hardware scheduler has no per-queue Lv2 route.
+    v.push(avail("hip", 2, "none", Err(preempt_api::LV2_ON_GPU_WHY.into())));
     v.push(avail(
         "hip",
         1,
@@ -104,6 +106,15 @@ pub fn availability(f: &Facts) -> Vec<Availability> {
         3,
         "sigstop",
         Ok("CPU worker processes stopped with SIGSTOP (host numbers, not GPU numbers)".into()),
+    ));
+    v.push(avail(
+        "host",
+        2,
+        "lv2-hold",
+        Ok(
+            "CPU worker processes finish the command they run and take no new one (host numbers, not GPU numbers)"
+                .into(),
+        ),
     ));
     v.push(avail(
         "host",

@@ -248,6 +248,11 @@ impl ProbeIndex {
 /// warm-up and HP streams, T, the HP probe with its clock pairs and floor, the Lv3 mechanism,
 /// the LP queue (and its KFD queue), the co-run check.
 fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -> Result<GpuBackend, String> {
+    // The options refuse Lv2 on a GPU before anything runs; the refusal again for any other way in.
+    let no_lv2 = || preempt_api::lv2_unavailable(preempt_api::DeviceSpec::Hip(device_index)).message;
+    if p.level == Level::Lv2 {
+        return Err(no_lv2());
+    }
     let gpu = open_device(device_index, p.lp_state.unwrap_or_default())?;
     let dev = Arc::clone(gpu.device());
     let hip_version = hip_rt::decode_version(gpu.hip().runtime_version().map_err(|e| e.to_string())?);
@@ -273,6 +278,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     // Lv3: the mechanism (dbg-trap turns the debug trap on now, before the LP queue exists).
     let preemptor = match p.level {
         Level::Lv1 => None,
+        Level::Lv2 => return Err(no_lv2()),
         Level::Lv3 | Level::Auto => {
             warn_multi_gpu(&gpu);
             let pre = build_mechanism(choice, p.grace, quiet)?;

@@ -7,7 +7,8 @@ use crate::env::Environment;
 use lv1::HwQueue;
 use std::sync::Arc;
 
-/// Lv3 of the LP queue, suspended: resumes on [`Suspended::resume`], and on drop.
+/// The LP queue suspended at Lv3 (or, on the host device, Lv2): resumes on
+/// [`Suspended::resume`], and on drop.
 pub trait Suspended {
     fn resume(self: Box<Self>) -> Result<(), String>;
     /// The preempting call alone (SUSPEND_QUEUES, UPDATE_QUEUE, PREEMPT_QUEUES), in ns, where
@@ -72,7 +73,7 @@ pub struct Finished {
 }
 
 /// A device set up for one run: an LP hardware queue fed by the Lv1 launcher, an HP probe, and
-/// (for Lv3) a way to suspend the LP queue where its work stands.
+/// (for Lv3, and Lv2 on the host device) a way to suspend the LP queue itself.
 pub trait Backend {
     type Queue: HwQueue;
 
@@ -93,7 +94,8 @@ pub trait Backend {
     fn budget(&self) -> Option<u64>;
     /// Waits until the first LP command runs, so that the first preemption finds work.
     fn wait_first_start(&self, launched: &dyn Fn() -> u64) -> Result<(), String>;
-    /// Lv3: suspends the LP queue. The returned guard resumes it on drop.
+    /// Lv3 (Lv2 on the host device): suspends the LP queue at the run's level. The returned
+    /// guard resumes it on drop.
     fn suspend(&self) -> Result<Box<dyn Suspended + '_>, String>;
     /// Starts HP probe `index` (a device may run it to completion here).
     fn hp_launch(&self, index: u32) -> Result<(), String>;

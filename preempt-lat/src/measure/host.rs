@@ -1,11 +1,12 @@
-//! Measurements on the host device (CPU worker processes; Lv3 = SIGSTOP/SIGCONT). Host figures,
-//! never GPU figures.
+//! Measurements on the host device (CPU worker processes; Lv3 = SIGSTOP/SIGCONT; Lv2 = each
+//! worker finishes the command it runs and takes no new one). Host figures, never GPU figures.
 use super::backend::{Backend, DeviceSpan, Finished, HpStart, RawSample, Suspended};
 use super::samples;
 use super::{Correctness, Params, RunResult};
 use crate::options::Level;
 use host_device::{
-    HostCommand, HostDevice, HostError, HostQueue, HostSuspension, KernelRecord, WORKER_ENV, WORKER_NAME, WorkerExe,
+    HostCommand, HostDevice, HostError, HostHold, HostQueue, HostSuspension, KernelRecord, WORKER_ENV, WORKER_NAME,
+    WorkerExe,
 };
 use lv1::clock::now_ns;
 use lv1::{Config, HwQueue, XQueue};
@@ -59,6 +60,24 @@ impl Suspended for HostSuspended<'_> {
     }
 }
 
+/// A host Lv2 hold (every LP worker finished its command and takes no new one); releases on drop.
+struct HostHeld<'a>(HostHold<'a>);
+
+impl Suspended for HostHeld<'_> {
+    fn resume(self: Box<Self>) -> Result<(), String> {
+        self.0.resume().map_err(err("resume (release the held workers)"))
+    }
+}
+
+/// The mechanism a host run at `level` records.
+fn host_mechanism(level: Level) -> &'static str {
+    match level {
+        Level::Lv1 | Level::Auto => "progressive-launch",
+        Level::Lv2 => "lv2-hold",
+        Level::Lv3 => "sigstop",
+    }
+}
+
 impl Backend for HostBackend {
     type Queue = HostQueue;
 
@@ -86,6 +105,10 @@ impl Backend for HostBackend {
             .map_err(err("waiting for the first LP command"))
     }
     fn suspend(&self) -> Result<Box<dyn Suspended + '_>, String> {
+        if self.level == Level::Lv2 {
+            let held = self.dev.lp().hold().map_err(err("suspend (hold the workers)"))?;
+            return Ok(Box::new(HostHeld(held)));
+        }
         Ok(Box::new(HostSuspended(
             self.dev.lp().suspend().map_err(err("suspend (SIGSTOP)"))?,
         )))
@@ -137,11 +160,7 @@ impl Backend for HostBackend {
             device_spans,
             hp_start_ns,
             correctness: Correctness::check(submitted, completions, &records, self.workers as usize),
-            env: crate::env::host(if self.level == Level::Lv1 {
-                "progressive-launch"
-            } else {
-                "sigstop"
-            }),
+            env: crate::env::host(host_mechanism(self.level)),
             lp_kernel: None,
             achieved_t: None,
         })

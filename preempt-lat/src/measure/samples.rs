@@ -1,6 +1,7 @@
 //! The measurement loop, once for every device: keep the LP queue busy through the Lv1
 //! launcher, and per sample wait a random gap, take an HP request, suspend the LP queue (Lv1:
-//! stop launching and drain; Lv3: the backend's suspension), run the HP probe, resume. Ctrl-C
+//! stop launching and drain; Lv3, and Lv2 on the host device: the backend's suspension), run the
+//! HP probe, resume. Ctrl-C
 //! stops at the next sample boundary; an error stops the loop too, and in both cases the LP queue
 //! is resumed (guards) and drained before anything is returned, so nothing is left suspended.
 use super::backend::{Backend, HpStart, RawSample};
@@ -64,7 +65,7 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         let sample = if p.level == Level::Lv1 {
             preempt_lv1(&b, &xq, i)
         } else {
-            preempt_lv3(&b, i)
+            preempt_guarded(&b, i)
         };
         match sample {
             Ok(s) => raw.push(s),
@@ -142,9 +143,9 @@ fn gap_ns(multiple: f64, t_ns: f64) -> u64 {
     crate::num::round_u64((multiple * t_ns).max(0.0))
 }
 
-/// Lv3: suspend through the backend's guard, HP probe, resume. An error between suspend and
-/// resume drops the guard, which resumes the queue.
-fn preempt_lv3<B: Backend>(b: &B, i: u32) -> Result<RawSample, String> {
+/// Lv3 and Lv2: suspend through the backend's guard, HP probe, resume. An error between suspend
+/// and resume drops the guard, which resumes the queue.
+fn preempt_guarded<B: Backend>(b: &B, i: u32) -> Result<RawSample, String> {
     let t_req = b.now_ns();
     let guard = b.suspend().map_err(|e| format!("suspend: {e}"))?;
     let t_s = b.now_ns();

@@ -79,10 +79,13 @@ impl Timeline {
                 json!({ "ok": c.ok }),
             );
         }
-        let (suspend, resume) = if level == Level::Lv1 {
-            ("suspend (stop launching, drain)", "resume (launching)")
-        } else {
-            ("suspend", "resume")
+        let (suspend, resume) = match level {
+            Level::Lv1 => ("suspend (stop launching, drain)", "resume (launching)"),
+            Level::Lv2 => (
+                "suspend (running commands finish, no new one starts)",
+                "resume (commands start again)",
+            ),
+            Level::Lv3 | Level::Auto => ("suspend", "resume"),
         };
         for (r, hp_start_ns) in self.samples.iter().filter(|(r, _)| keep(host(r.t_req), 5)) {
             let args = json!({ "sample": r.index, "warmup": r.index < self.warmup });

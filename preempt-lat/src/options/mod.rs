@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
 use kfd::GracePeriod;
 use lv3::{MechanismChoice, MechanismKind};
 use std::path::PathBuf;
-pub use values::{Arrival, DeviceSpec, Format, Level, LpState, Mode, PolicyKind};
+pub use values::{Arrival, DeviceSpec, Format, Level, LpState, Mode, PolicyKind, check_level};
 use values::{
     check_in_flight, parse_positive, parse_positive_f64, parse_shares, parse_t_ms, parse_threshold, parse_workers,
 };
@@ -25,7 +25,8 @@ use values::{
     long_about = "Preemption latency of GPU compute queues on AMD GPUs, XSched-style.\n\n\
 A low-priority (LP) queue runs delay commands of T each; at random moments a high-priority (HP) \
 request arrives, the LP queue is suspended (Lv1: stop launching and wait for the in-flight \
-commands; Lv3: save the running waves), a tiny HP probe runs, and the LP queue is resumed. \
+commands; Lv2, host device only: let the running command finish and start no new one; Lv3: save \
+the running waves), a tiny HP probe runs, and the LP queue is resumed. \
 Reported per sample, in nanoseconds: suspend latency (suspend call until the LP queue runs \
 nothing), HP start latency (HP request until the probe starts) and resume latency; and a \
 correctness check that every LP command completed exactly once.\n\n\
@@ -155,6 +156,7 @@ impl Command {
     pub fn check(&mut self) -> Result<(), String> {
         match self {
             Command::Run(o) => {
+                check_level("--level", o.common.device, o.level)?;
                 check_lp_state(o.common.device, o.lp.lp_state)?;
                 if let (Some(out), Some(trace)) = (&o.out, &o.trace)
                     && std::path::absolute(out).ok() == std::path::absolute(trace).ok()
@@ -168,6 +170,7 @@ impl Command {
                 check_in_flight(o.common.lv1.threshold, o.t_ms)
             }
             Command::Sweep(Sweep::T(o)) => {
+                o.levels.check(o.common.device)?;
                 check_lp_state(o.common.device, o.lp.lp_state)?;
                 o.common.check()?;
                 o.t_ms
@@ -178,6 +181,12 @@ impl Command {
                 if o.common.device.is_host() {
                     return Err(HOST_HAS_NO_LP_STATE.replace("{what}", "sweep state"));
                 }
+                // GPU only: auto runs it on hip:0 or not at all, so no Lv2 either way.
+                let gpu = match o.common.device {
+                    DeviceSpec::Auto => DeviceSpec::Hip(0),
+                    d => d,
+                };
+                o.levels.check(gpu)?;
                 let mut states: Vec<LpState> = Vec::new();
                 for &s in &o.states {
                     if !states.contains(&s) {
@@ -344,10 +353,13 @@ pub const HOST_HAS_NO_LP_STATE: &str = "{what} needs an AMD GPU (--device hip:N)
 /// One measurement (the default command).
 #[derive(Debug, Clone, Args)]
 pub struct RunOptions {
-    /// Preemption level: 1 (progressive launching) or 3 (interrupt/restore; CWSR on a GPU).
+    /// Preemption level: 1 (progressive launching), 2 (deactivate: the running commands finish,
+    /// no new one starts; host device only) or 3 (interrupt/restore; CWSR on a GPU).
     ///
-    /// Also written lv1, lv3. auto (the C and Python API's: Lv3 where there is an Lv3 mechanism,
-    /// else Lv1) is refused: a measurement names the level it measures.
+    /// Also written lv1, lv2, lv3. auto (the C and Python API's: Lv3 where there is an Lv3
+    /// mechanism, else Lv1) is refused: a measurement names the level it measures. 2 on a GPU is
+    /// refused: there is no per-queue Lv2 on gfx942 under HWS
+    /// (docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws).
     #[arg(long, default_value = "3", value_parser = values::level())]
     pub level: Level,
     /// T, the execution time of one LP command, in milliseconds (0 < T <= 10000).
@@ -383,11 +395,37 @@ pub struct RunOptions {
 /// The levels a latency sweep (`t`, `state`) runs.
 #[derive(Debug, Clone, Args)]
 pub struct Levels {
-    /// Levels to sweep.
+    /// Levels to sweep. Default: every level the device has, 1,2,3 on the host device and 1,3 on
+    /// a GPU (no per-queue Lv2 on gfx942 under HWS).
     ///
-    /// 1 and 3, also written lv1, lv3; auto is refused, as for --level.
-    #[arg(long = "levels", value_name = "LEVELS", value_delimiter = ',', default_value = "1,3", value_parser = values::level())]
+    /// 1, 2 and 3, also written lv1, lv2, lv3; auto is refused, as for --level, and so is 2 on a
+    /// GPU.
+    #[arg(long = "levels", value_name = "LEVELS", value_delimiter = ',', value_parser = values::level())]
     pub list: Vec<Level>,
+}
+
+impl Levels {
+    /// The levels every device has, swept when `--levels` is not given (the host device adds 2).
+    pub const EVERYWHERE: [Level; 2] = [Level::Lv1, Level::Lv3];
+
+    /// `--levels` with 2 on a device known to be a GPU is refused (see [`check_level`]).
+    pub fn check(&self, device: DeviceSpec) -> Result<(), String> {
+        self.list.iter().try_for_each(|&l| check_level("--levels", device, l))
+    }
+
+    /// The levels to sweep on `device` (`auto` resolved): the ones asked for, in the order given,
+    /// or by default every level the device has, in ascending order.
+    pub fn on(&self, device: DeviceSpec) -> Vec<Level> {
+        if !self.list.is_empty() {
+            return self.list.clone();
+        }
+        let mut all = Self::EVERYWHERE.to_vec();
+        if device.has_lv2() {
+            all.push(Level::Lv2);
+        }
+        all.sort_unstable();
+        all
+    }
 }
 
 /// What each point of a latency sweep measures.

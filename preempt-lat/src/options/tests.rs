@@ -67,11 +67,38 @@ fn the_api_words_parse_and_preempt_lat_refuses_kfd_and_auto() {
         e.contains("invalid value 'auto' for '--levels <LEVELS>'") && e.contains("use 3"),
         "{e}"
     );
-    let e = parse(&["--level", "2"]).unwrap_err();
+    let e = parse(&["--level", "4"]).unwrap_err();
     assert!(
-        e.contains(r#"unknown level "2": expected auto (0), lv1 (1) or lv3 (3)"#),
+        e.contains(r#"unknown level "4": expected auto (0), lv1 (1), lv2 (2) or lv3 (3)"#),
         "{e}"
     );
+    // Lv2: the host device's (and auto's, checked once it resolved); refused on a named GPU
+    // with the API's reason, before anything runs.
+    for args in [&["--level", "lv2", "--device", "host"][..], &["--level", "2"]] {
+        let Ok(Command::Run(o)) = parse(args) else {
+            panic!("{args:?}: a run")
+        };
+        assert_eq!(o.level, Level::Lv2);
+    }
+    let gpu_lv2 = preempt_api::lv2_unavailable(DeviceSpec::Hip(0)).message;
+    for (args, option) in [
+        (&["--level", "2", "--device", "hip:0"][..], "--level"),
+        (&["sweep", "t", "--levels", "1,2", "--device", "hip"], "--levels"),
+        (&["sweep", "state", "--levels", "lv2"], "--levels"),
+    ] {
+        let e = parse(args).unwrap_err();
+        assert_eq!(e, format!("{option} 2: {gpu_lv2}"), "{args:?}");
+    }
+    // sweep t's default levels are the device's: 2 on the host device only.
+    let Ok(Command::Sweep(Sweep::T(o))) = parse(&["sweep", "t"]) else {
+        panic!("sweep t")
+    };
+    assert_eq!(o.levels.on(DeviceSpec::Host), [Level::Lv1, Level::Lv2, Level::Lv3]);
+    assert_eq!(o.levels.on(DeviceSpec::Hip(0)), Levels::EVERYWHERE);
+    let Ok(Command::Sweep(Sweep::T(o))) = parse(&["sweep", "t", "--levels", "3,2"]) else {
+        panic!("sweep t")
+    };
+    assert_eq!(o.levels.on(DeviceSpec::Host), [Level::Lv3, Level::Lv2], "as given");
     let e = parse(&["--mechanism", "sigstop"]).unwrap_err();
     assert!(e.contains(r#"unknown mechanism "sigstop": expected auto"#), "{e}");
 }

@@ -178,7 +178,17 @@ pub const KFD_IS_FOR_APPLICATIONS: &str = "kfd binds KFD queue ids a scheduler a
 /// Why `preempt-lat` refuses the level `auto`.
 pub const AUTO_LEVEL_IS_FOR_APPLICATIONS: &str = "auto (Lv3 where the session has an Lv3 mechanism, else Lv1) is \
     the C and Python API's choice for applications; a measurement names the level it measures: use 3 \
-    (interrupt/restore) or 1 (progressive launching)";
+    (interrupt/restore), 2 (deactivate, host device) or 1 (progressive launching)";
+
+/// `--level 2` (`option`: the option that asked for it) on a device known to have no Lv2 (an AMD
+/// GPU): the API's refusal, one line, before anything runs. `auto` is checked once it resolved
+/// (`Device::check_level`).
+pub fn check_level(option: &str, device: DeviceSpec, level: Level) -> Result<(), String> {
+    if level == Level::Lv2 && device != DeviceSpec::Auto && !device.has_lv2() {
+        return Err(format!("{option} 2: {}", preempt_api::lv2_unavailable(device).message));
+    }
+    Ok(())
+}
 
 /// `--device`: the API's devices but `kfd`; `--help` lists them from the API's table with what
 /// each is.
@@ -205,6 +215,10 @@ pub fn level() -> Words<Level> {
         },
         names: vec![
             PossibleValue::new("1").help("progressive launching (at most --threshold commands in flight)"),
+            PossibleValue::new("2").help(
+                "deactivate: the running commands finish, no new one starts (host device only: no per-queue Lv2 on \
+                 gfx942 under HWS)",
+            ),
             PossibleValue::new("3").help("interrupt/restore: CWSR on a GPU, SIGSTOP on the host device"),
         ],
     }
@@ -458,12 +472,28 @@ mod tests {
         for (s, l) in [
             ("1", Level::Lv1),
             ("lv1", Level::Lv1),
+            ("2", Level::Lv2),
+            ("lv2", Level::Lv2),
             ("3", Level::Lv3),
             ("lv3", Level::Lv3),
         ] {
             assert_eq!(lvl(s), Ok(l));
         }
-        assert_eq!(lvl("2").unwrap_err(), "2".parse::<Level>().unwrap_err().message);
+        assert_eq!(lvl("4").unwrap_err(), "4".parse::<Level>().unwrap_err().message);
+        // Lv2 is refused where the device is known to be a GPU, with the API's words; the host
+        // device and auto (checked once resolved) pass.
+        let e = check_level("--level", DeviceSpec::Hip(1), Level::Lv2).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "--level 2: {}",
+                preempt_api::lv2_unavailable(DeviceSpec::Hip(1)).message
+            )
+        );
+        for ok in [DeviceSpec::Host, DeviceSpec::Auto] {
+            assert_eq!(check_level("--level", ok, Level::Lv2), Ok(()));
+        }
+        assert_eq!(check_level("--level", DeviceSpec::Hip(0), Level::Lv3), Ok(()));
         assert!(lvl("auto").unwrap_err().contains("use 3"));
         assert!(lvl("0").unwrap_err().contains("use 3"), "0 is auto's number");
         assert_eq!(

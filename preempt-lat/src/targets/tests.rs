@@ -49,6 +49,29 @@ fn lv1_is_judged_against_threshold_x_t() {
 }
 
 #[test]
+fn lv2_is_judged_against_one_t_at_every_t_and_labelled_host() {
+    // T = 0.5 ms: 0.49 ms is 0.98 x; 0.2 ms (0.4 x) did not wait for the running command; 0.8 ms
+    // (1.6 x) waited for more than one.
+    for (p99_ns, ratio, pass) in [(490_000, 0.98, true), (200_000, 0.4, false), (800_000, 1.6, false)] {
+        let js = judge(&run(2, 0.5, p99_ns, 1, "host"), "r");
+        assert_eq!(ids(&js), ["lv2-one-t"]);
+        assert!(
+            (js[0].measured - ratio).abs() < 1e-9 && js[0].pass == pass,
+            "{:?}",
+            js[0]
+        );
+        assert!(
+            js[0].host_figures && js[0].from.contains("Lv2, T = 0.5 ms"),
+            "{:?}",
+            js[0]
+        );
+    }
+    // Every T: 2 ms at T = 2 ms is 1 x.
+    let js = judge(&run(2, 2.0, 2_000_000, 1, "host"), "r");
+    assert!(js[0].pass && (js[0].measured - 1.0).abs() < 1e-9);
+}
+
+#[test]
 fn a_sweep_judges_each_run_and_lv3_flatness_over_t() {
     let sweep = json!([
         run(3, 0.1, 30_000, 1, "hip:0"),

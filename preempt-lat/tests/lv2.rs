@@ -1,0 +1,156 @@
+//! `--level 2` end to end: on the host device a run, a sweep with Lv2's panels and the target it
+//! is judged against; on a GPU one line and exit status 2 with the reason and where the sources
+//! are. Every child is killed after [`LIMIT`] (the test then fails) rather than hang the suite.
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// preempt-lat with `args`, killed after [`LIMIT`].
+fn pl(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run preempt-lat");
+    let deadline = Instant::now() + LIMIT;
+    while child.try_wait().expect("wait for preempt-lat").is_none() {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("preempt-lat {args:?} still running after {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("preempt-lat's output")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("preempt-lat-lv2-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn lv2_on_the_host_device_runs_every_command_once_and_records_its_mechanism() {
+    let o = pl(&[
+        "--level",
+        "2",
+        "--device",
+        "host",
+        "--t-ms",
+        "2",
+        "--samples",
+        "20",
+        "--warmup",
+        "2",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(v["params"]["level"], 2);
+    assert_eq!(v["env"]["device"], "host");
+    assert_eq!(v["env"]["mechanism"], "lv2-hold");
+    assert!(
+        v["env"]["grace_period"].as_str().unwrap().contains("Lv2"),
+        "{}",
+        v["env"]["grace_period"]
+    );
+    assert_eq!(v["correctness"]["ok"], true, "{}", v["correctness"]);
+    assert_eq!(v["samples"].as_array().map(Vec::len), Some(20));
+    assert!(v["latency_ns"]["suspend"]["p99"].as_u64().is_some_and(|ns| ns > 0));
+}
+
+#[test]
+fn lv2_on_a_gpu_is_one_line_and_exit_2_saying_why_and_where() {
+    let why = preempt_api::lv2_unavailable(preempt_api::DeviceSpec::Hip(0)).message;
+    for args in [
+        &["--level", "2", "--device", "hip:0"][..],
+        &["--level", "lv2", "--device", "hip"],
+        &["sweep", "t", "--levels", "1,2", "--device", "hip:0"],
+    ] {
+        let o = pl(args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert_eq!(e.lines().count(), 1, "{args:?}: one line: {e}");
+        assert!(e.starts_with("preempt-lat: ") && e.contains(&why), "{args:?}: {e}");
+        assert!(
+            e.contains("no per-queue Lv2 on gfx942 under HWS")
+                && e.trim_end()
+                    .ends_with("docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn sweep_t_on_the_host_device_sweeps_lv2_by_default_with_one_t_in_its_panels() {
+    let dir = scratch("sweep");
+    let o = pl(&[
+        "sweep",
+        "t",
+        "--device",
+        "host",
+        "--t-ms",
+        "0.5,2",
+        "--samples",
+        "5",
+        "--warmup",
+        "0",
+        "--out-dir",
+        dir.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep-t.json")).unwrap()).unwrap();
+    let levels: Vec<u64> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["params"]["level"].as_u64().unwrap())
+        .collect();
+    assert_eq!(levels, [1, 1, 2, 2, 3, 3], "every level of the host device, each T");
+    assert!(runs.as_array().unwrap().iter().all(|r| r["correctness"]["ok"] == true));
+    let svg = std::fs::read_to_string(dir.join("sweep-t.svg")).unwrap();
+    // (The SVG escapes the apostrophe of "Lv2's expected suspend".)
+    for label in [
+        "Lv2: suspend",
+        "Lv2: HP start",
+        "Lv2 P99",
+        "1 x T: Lv2&apos;s expected suspend",
+    ] {
+        assert!(svg.contains(label), "sweep-t.svg lacks {label:?}");
+    }
+    // The report judges the Lv2 runs against the seeds' ~1 x T, as host figures.
+    let out = dir.join("report");
+    let o = pl(&[
+        "report",
+        dir.join("sweep-t.json").to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let targets: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("targets.json")).unwrap()).unwrap();
+    let lv2: Vec<&serde_json::Value> = targets
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["target"] == "lv2-one-t")
+        .collect();
+    assert_eq!(lv2.len(), 2, "one judgement per Lv2 run: {targets}");
+    assert!(
+        lv2.iter()
+            .all(|j| j["host_figures"] == true && j["measured"].as_f64().is_some())
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
