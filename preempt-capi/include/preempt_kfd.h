@@ -150,6 +150,12 @@ typedef enum preempt_level {
   // Progressive launching: suspend stops the library's launcher and waits until everything
   // on the stream completed (only work submitted through the library is held back).
   PREEMPT_LEVEL_LV1 = 1,
+  // Deactivation: suspend lets the commands running finish and starts no new one; those held
+  // back run after resume. The host device only (its worker processes finish the command they
+  // run); on a GPU (`"hip:N"`, `"kfd"`) `preempt_stream_create` fails with
+  // `PREEMPT_ERR_UNAVAILABLE`: there is no per-queue Lv2 on gfx942 under HWS
+  // (docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws).
+  PREEMPT_LEVEL_LV2 = 2,
   // Preemption where the work is (CWSR on a GPU, SIGSTOP on the host device).
   PREEMPT_LEVEL_LV3 = 3,
 } preempt_level;

@@ -106,7 +106,7 @@ static void host_tests(void)
 {
 	char name[32], why[512], probe[2048];
 	preempt_session_t s = 0, bad = 0;
-	preempt_stream_t lv3 = 0, lv1 = 0;
+	preempt_stream_t lv3 = 0, lv1 = 0, lv2 = 0;
 	preempt_options o = host_options();
 	int flag = -1;
 	uint64_t lat = 0;
@@ -141,8 +141,8 @@ static void host_tests(void)
 
 	/* Lv3 on the host: SIGSTOP of the workers. */
 	EXPECT(PREEMPT_OK, preempt_stream_create(s, PREEMPT_LEVEL_LV3, &lv3), "create an Lv3 LP stream");
-	EXPECT_MSG(PREEMPT_ERR_INVALID_ARGUMENT, preempt_stream_create(s, 2, &bad), "unknown level \"2\": expected auto (0)",
-		   "level 2 is INVALID_ARGUMENT");
+	EXPECT_MSG(PREEMPT_ERR_INVALID_ARGUMENT, preempt_stream_create(s, 4, &bad),
+		   "unknown level \"4\": expected auto (0), lv1 (1), lv2 (2) or lv3 (3)", "level 4 is INVALID_ARGUMENT");
 	EXPECT(PREEMPT_OK, preempt_stream_handle(lv3, &handle), "stream handle");
 	check(handle == NULL, "no hipStream_t on the host device", 0);
 	EXPECT(PREEMPT_ERR_UNSUPPORTED, preempt_stream_queue(lv3, NULL, NULL), "no KFD queue behind a host stream");
@@ -173,6 +173,23 @@ static void host_tests(void)
 	EXPECT(PREEMPT_OK, preempt_resume(lv1), "Lv1 resume");
 	EXPECT(PREEMPT_OK, preempt_synchronize(lv1), "Lv1 synchronize");
 	check(exactly_once(lv1, 30), "every Lv1 command ran exactly once", 0);
+
+	/* Lv2 (the host device only): the command each worker runs finishes, no new one starts. */
+	EXPECT(PREEMPT_OK, preempt_stream_create(s, PREEMPT_LEVEL_LV2, &lv2), "create an Lv2 LP stream");
+	for (int i = 0; i < 10; i++)
+		preempt_submit_delay(lv2, 20 * MS, NULL);
+	sleep_ms(5);
+	EXPECT(PREEMPT_OK, preempt_suspend(lv2, &lat), "Lv2 suspend");
+	printf("  host Lv2 suspend took %llu ns (the rest of a 20 ms command; a host figure)\n", (unsigned long long)lat);
+	sleep_ms(20);
+	preempt_check_result h1 = checked(lv2);
+	sleep_ms(60);
+	preempt_check_result h2 = checked(lv2);
+	check(h1.completed == h2.completed && h2.completed < 10, "nothing completes while suspended at Lv2", 0);
+	EXPECT(PREEMPT_ERR_ALREADY_SUSPENDED, preempt_suspend(lv2, NULL), "a second Lv2 suspend is ALREADY_SUSPENDED");
+	EXPECT(PREEMPT_OK, preempt_resume(lv2), "Lv2 resume");
+	EXPECT(PREEMPT_OK, preempt_synchronize(lv2), "Lv2 synchronize");
+	check(exactly_once(lv2, 10), "every command held back at Lv2 ran exactly once after the resume", 0);
 
 	/* The helper. */
 	EXPECT(PREEMPT_OK, preempt_helper_register(lv3, 0), "helper register (Lv3)");
@@ -544,6 +561,10 @@ static void kfd_tests(int patched)
 	check(strcmp(name, "dbg-trap") == 0, "the mechanism is dbg-trap", 0);
 	printf("  mechanism: %s: %s\n", name, why);
 	EXPECT(PREEMPT_ERR_UNSUPPORTED, preempt_stream_create(s, PREEMPT_LEVEL_AUTO, &q), "a kfd session creates no streams");
+	EXPECT_MSG(PREEMPT_ERR_UNAVAILABLE, preempt_stream_create(s, PREEMPT_LEVEL_LV2, &q),
+		   "no per-queue Lv2 on gfx942 under HWS", "Lv2 on a kfd session is UNAVAILABLE, saying why");
+	check(strstr(preempt_last_error(), "docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws") != NULL,
+	      "... and where the sources are", 0);
 	memset(&d, 0, sizeof(d));
 	d.queue_id = 0xdead;
 	d.priority = -1;

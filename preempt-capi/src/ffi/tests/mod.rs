@@ -160,13 +160,17 @@ fn c_levels_are_the_api_levels_and_others_get_the_grammar_s_error() {
     for (c, l) in [
         (preempt_level::PREEMPT_LEVEL_AUTO, Level::Auto),
         (preempt_level::PREEMPT_LEVEL_LV1, Level::Lv1),
+        (preempt_level::PREEMPT_LEVEL_LV2, Level::Lv2),
         (preempt_level::PREEMPT_LEVEL_LV3, Level::Lv3),
     ] {
         assert_eq!(Level::from_number(c as i64).unwrap(), l);
     }
-    let e = Level::from_number(2).unwrap_err();
+    let e = Level::from_number(4).unwrap_err();
     assert_eq!(e.kind, preempt_api::ErrorKind::InvalidArgument);
-    assert_eq!(e.message, "2".parse::<Level>().unwrap_err().message);
+    assert_eq!(e.message, "4".parse::<Level>().unwrap_err().message);
+    // Lv2 where there is none (a GPU) is C's PREEMPT_ERR_UNAVAILABLE.
+    let gpu = preempt_api::lv2_unavailable(preempt_api::DeviceSpec::Hip(0));
+    assert_eq!(gpu.kind.code(), preempt_status::PREEMPT_ERR_UNAVAILABLE as i32);
 }
 
 #[test]
@@ -296,4 +300,50 @@ fn the_header_s_limits_are_the_api_s() {
         Duration::from_millis(u64::from(PREEMPT_CLOSE_WAIT_MS)),
         preempt_api::CLOSE_WAIT
     );
+}
+
+/// PREEMPT_LEVEL_LV2 on the host device: suspend returns once the running command finished, the
+/// held worker waits (neither stopped nor running), and after resume every command ran once. The
+/// calls run on a thread of their own, given up after a minute (a failure, not a hang).
+#[test]
+fn an_lv2_stream_lets_the_running_command_finish_and_runs_the_rest_once_after_resume() {
+    let _one = serial();
+    let worker = worker_path();
+    let s = open_host(&worker);
+    let lp = create(s, preempt_level::PREEMPT_LEVEL_LV2);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut r = preempt_check_result::default();
+        // SAFETY: handles, NULL or valid out pointers.
+        let held = unsafe {
+            for _ in 0..3 {
+                assert_eq!(
+                    preempt_submit_delay(lp, 40_000_000, std::ptr::null_mut()),
+                    0,
+                    "{}",
+                    last()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            assert_eq!(preempt_suspend(lp, std::ptr::null_mut()), 0, "{}", last());
+            // It answered `held` just before it blocks reading: give it the moment to get there.
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            let mut held = states(&pids(lp));
+            while held != ['S'] && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+                held = states(&pids(lp));
+            }
+            assert_eq!(preempt_resume(lp), 0, "{}", last());
+            assert_eq!(preempt_synchronize(lp), 0, "{}", last());
+            assert_eq!(preempt_check(lp, &mut r, std::ptr::null_mut(), 0), 0, "{}", last());
+            assert_eq!(preempt_session_close(s), 0, "{}", last());
+            held
+        };
+        let _ = tx.send((held, r));
+    });
+    let (held, r) = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the Lv2 calls finished within a minute");
+    assert_eq!(held, ['S'], "a held worker waits for its next line");
+    assert!(r.finished == 1 && r.problems == 0 && r.exactly_once == 3, "{r:?}");
 }
