@@ -50,7 +50,7 @@ def session_cases():
 
 def stream_cases():
     """Calls on a session, its streams and its helper."""
-    for v, t in [(None, True), (1.5, True), (b"lv3", True), ("lv2", False), (2, False), (-1, False), (HUGE, False)]:
+    for v, t in [(None, True), (1.5, True), (b"lv3", True), ("lv4", False), (4, False), (-1, False), (HUGE, False)]:
         yield Case("low_priority_stream", "level", v, lambda fx, v=v: fx.s.low_priority_stream(v), t)
     for arg, limit in [("queue_id", U32), ("gpu_id", U32), ("ring_base_address", U64), ("ring_size", U32)]:
         for v, t in [("1", True), (None, True), (1.5, True), (-1, False), (limit, False)]:

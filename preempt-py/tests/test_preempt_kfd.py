@@ -58,8 +58,9 @@ def test_errors_are_typed_and_carry_errno_and_meaning(session):
         pk.Session("host", mechanism="dbg-trap")
     with pytest.raises(pk.InvalidArgument, match='"ioctl": renamed preempt-queues'):
         pk.Session("host", mechanism="ioctl")
-    with pytest.raises(pk.InvalidArgument, match=r'unknown level "lv2": expected auto \(0\), lv1 \(1\) or lv3 \(3\)'):
-        session.low_priority_stream(level="lv2")
+    with pytest.raises(pk.InvalidArgument,
+                       match=r'unknown level "lv4": expected auto \(0\), lv1 \(1\), lv2 \(2\) or lv3 \(3\)'):
+        session.low_priority_stream(level="lv4")
     lp = session.low_priority_stream()
     with pytest.raises(pk.NotSuspended) as e:
         lp.resume()

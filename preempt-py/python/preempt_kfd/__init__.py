@@ -1,7 +1,8 @@
 """preempt_kfd: preempt your own low-priority GPU work on AMD Instinct GPUs.
 
 Lv3 stops a running queue where it is (CWSR through /dev/kfd; on the host device, SIGSTOP of
-CPU worker processes standing in for a GPU); Lv1 stops launching and drains. The same calls
+CPU worker processes standing in for a GPU); Lv1 stops launching and drains; Lv2 (the host device
+only) lets the running command finish and starts no new one. The same calls
 work on ``"host"``, ``"hip:N"`` and ``"kfd"`` sessions::
 
     import preempt_kfd as pk
@@ -130,7 +131,7 @@ class LowPriorityStream:
 
     @property
     def level(self):
-        """``"lv3"`` or ``"lv1"``."""
+        """``"lv3"``, ``"lv2"`` (the host device only) or ``"lv1"``."""
         return self._n.level
 
     @property
@@ -306,7 +307,10 @@ class Session:
 
     def low_priority_stream(self, level="auto"):
         """A low-priority stream suspended at ``level``: ``"auto"`` (Lv3 where available, else
-        Lv1), ``"lv3"`` or ``"lv1"``."""
+        Lv1), ``"lv3"``, ``"lv2"`` or ``"lv1"`` (or their numbers). Lv2, the host device only: a
+        suspend lets the running command finish and starts no new one; on a GPU session it raises
+        Unavailable (no per-queue Lv2 on gfx942 under HWS:
+        docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws)."""
         return LowPriorityStream(self._n.create_lp_stream(_args.level("low_priority_stream", level)), self)
 
     def bind_queue(self, queue_id, gpu_id=0, ring_base_address=0, ring_size=0, priority=None):
