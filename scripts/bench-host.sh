@@ -4,8 +4,9 @@
 #   scripts/bench-host.sh [--samples N] [--runs R]
 #       (defaults 3000 and 3: ~30 tail samples behind each P99, each point run 3 times; ~5 minutes)
 #
-# Runs preempt-lat on the host device (CPU worker processes; Lv3 = SIGSTOP/SIGCONT), each point
-# R times: Lv3 at T = 0.1, 0.5, 1, 2 ms; Lv1 at T = 0.5 ms (threshold 8, batch 4); the launcher's
+# Runs preempt-lat on the host device (CPU worker processes; Lv3 = SIGSTOP/SIGCONT; Lv2 = the
+# workers finish their command and take no new one), each point R times: Lv3 at T = 0.1, 0.5, 1,
+# 2 ms; Lv2 at T = 0.1, 0.5, 2 ms; Lv1 at T = 0.5 ms (threshold 8, batch 4); the launcher's
 # CPU cost per command at T -> 0; `priority` with its defaults (every mode, 3 s each). Prints and
 # writes into README.md (between the bench-host markers) the median over the R runs with the
 # spread across them (min-max). Raw JSON goes to target/bench-host/. These are HOST figures,
@@ -31,6 +32,9 @@ for r in $(seq 1 "$runs"); do
   for t in 0.1 0.5 1 2; do
     "$PL" --device host --level 3 --t-ms "$t" --samples "$samples" --warmup 20 --seed "$r" --format json --quiet --out "$out/lv3-$t-run$r.json"
   done
+  for t in 0.1 0.5 2; do
+    "$PL" --device host --level 2 --t-ms "$t" --samples "$samples" --warmup 20 --seed "$r" --format json --quiet --out "$out/lv2-$t-run$r.json"
+  done
   "$PL" --device host --level 1 --t-ms 0.5 --threshold 8 --batch 4 --samples "$samples" --warmup 20 --seed "$r" --format json --quiet --out "$out/lv1-0.5-run$r.json"
   "$PL" launcher-cost --device host --commands 20000 --runs 1 --format json > "$out/launcher-cost-run$r.json"
   "$PL" priority --device host --seed "$r" --format json --quiet --out-dir "$out/priority-run$r" > /dev/null
@@ -55,6 +59,13 @@ for t in ("0.1", "0.5", "1", "2"):
     p99 = [x["p99"] for x in s]; p99_meds.append(med(p99)); p99_all += p99
     ok = all(r["correctness"]["ok"] for r in rs)
     rows.append(f"| Lv3 (SIGSTOP) | {t} | {us(med([x['p50'] for x in s]))} | {spread(p99)} | {us(med([x['max'] for x in s]))} | {spread([x['p99'] for x in h])} | {runs} x {s[0]['count']} | {'OK' if ok else 'FAILED'} |")
+lv2_ratio = {}
+for t in ("0.1", "0.5", "2"):
+    rs, s, h = point(f"lv2-{t}")
+    p99 = [x["p99"] for x in s]
+    lv2_ratio[t] = [p / (float(t) * 1e6) for p in p99]
+    ok = all(r["correctness"]["ok"] for r in rs)
+    rows.append(f"| Lv2 (hold) | {t} | {us(med([x['p50'] for x in s]))} | {spread(p99)} | {us(med([x['max'] for x in s]))} | {spread([x['p99'] for x in h])} | {runs} x {s[0]['count']} | {'OK' if ok else 'FAILED'} |")
 rs, s, h = point("lv1-0.5")
 lv1_p99 = [x["p99"] for x in s]
 rows.append(f"| Lv1 (threshold 8) | 0.5 | {us(med([x['p50'] for x in s]))} | {spread(lv1_p99)} | {us(med([x['max'] for x in s]))} | {spread([x['p99'] for x in h])} | {runs} x {s[0]['count']} | {'OK' if all(r['correctness']['ok'] for r in rs) else 'FAILED'} |")
@@ -87,6 +98,8 @@ table = "\n".join([
     "",
     f"- Spread: across the {runs} runs, each point's suspend P99 moved by up to **{max(max(p99_all[i:i+runs]) / min(p99_all[i:i+runs]) for i in range(0, len(p99_all), runs)):.2f}x** (max/min) for Lv3 and **{max(lv1_p99) / min(lv1_p99):.2f}x** for Lv1.",
     f"- Lv3 (host) median P99 suspend, max/min over T in {{0.1, 0.5, 1, 2}} ms: **{ratio:.2f}** (target <= 1.5); worst median P99 {us(max(p99_meds))} us (target <= 100 us).",
+    "- Lv2 (host) P99 suspend / T (the rest of the running command, at most T; target 0.5-1.5): "
+    + ", ".join(f"**{med(v):.2f}** [{min(v):.2f}-{max(v):.2f}] at T = {t} ms" for t, v in lv2_ratio.items()) + ".",
     f"- Lv1 P99 suspend at T = 0.5 ms, threshold 8: **{med(lv1_ratio):.2f} x (threshold x T)** [{min(lv1_ratio):.2f}-{max(lv1_ratio):.2f}] (target 0.5-1.5).",
     f"- Launcher CPU per command at T -> 0 in us (target <= 5 us): **{lc('launcher_cpu_ns_per_cmd_null_device')}** for the launcher alone "
     f"(over a queue that completes at launch); on the host device {lc('launcher_cpu_ns_per_cmd')} through the launcher vs. "
