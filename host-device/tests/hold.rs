@@ -38,7 +38,8 @@ fn started(q: &HostQueue, n: u64, wait: Duration) -> bool {
 fn the_running_command_finishes_the_next_waits_and_runs_once_after_resume() {
     let q = Arc::new(HostQueue::spawn(&exe(), 1).unwrap());
     let pid = q.pids()[0];
-    let (t0, t1) = (100 * MS, 5 * MS);
+    // Command 0 long enough that it still runs when the hold is asked, even on a loaded machine.
+    let (t0, t1) = (300 * MS, 5 * MS);
     q.launch(0, HostCommand::delay_ns(t0)).unwrap();
     q.launch(1, HostCommand::delay_ns(t1)).unwrap();
     assert!(started(&q, 1, LONG));

@@ -42,8 +42,10 @@ fn lv2_lets_the_running_command_finish_and_holds_back_the_next_until_resume() {
         let lp = s.create_lp_stream(Level::Lv2).unwrap();
         assert_eq!(lp.level(), Level::Lv2);
         assert!(lp.describe().contains("lv2 via lv2-hold"), "{}", lp.describe());
-        let t = 60 * MS;
-        for _ in 0..4 {
+        // Long enough that the first command still runs when the suspend is asked, even on a
+        // loaded machine.
+        let t = 200 * MS;
+        for _ in 0..3 {
             lp.submit_delay(t).unwrap();
         }
         // The first command is running (every worker reports each record only when it ends).
@@ -69,7 +71,7 @@ fn lv2_lets_the_running_command_finish_and_holds_back_the_next_until_resume() {
         }
         assert!(sleeping(), "held workers wait for input: neither stopped nor running");
         // Longer than a command: the next one must not start while suspended.
-        std::thread::sleep(Duration::from_millis(150));
+        std::thread::sleep(Duration::from_millis(250));
         assert!(
             lp.verify().unwrap().records.is_empty(),
             "a command ran while suspended at Lv2"
@@ -85,7 +87,7 @@ fn lv2_lets_the_running_command_finish_and_holds_back_the_next_until_resume() {
             rest.records
         );
         assert!(rest.check.ok(), "{:?}", rest.check);
-        assert_eq!(rest.check.exactly_once, 4, "each command once: {:?}", rest.check);
+        assert_eq!(rest.check.exactly_once, 3, "each command once: {:?}", rest.check);
         s.close().unwrap();
     });
 }
