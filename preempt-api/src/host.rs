@@ -442,7 +442,7 @@ impl LpBody for HostLp {
         Ok(Box::new(self.queue.hold_shared().map_err(dead_or)?))
     }
     fn lv2_name(&self) -> String {
-        "lv2-hold".into()
+        crate::options::LV2_HOST_MECHANISM.into()
     }
     /// After the launcher went idle: a dead worker fails the wait (its commands failed, or it
     /// died after them; either way the stream runs nothing more).

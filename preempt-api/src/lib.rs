@@ -47,8 +47,8 @@ pub use hpf::Priority;
 pub use limits::{CLOSE_WAIT, MAX_DELAY_NS};
 pub use mech::{Lv3Setup, MechanismInfo, probe};
 pub use options::{
-    DeviceSpec, LV2_ON_GPU_DOC, LV2_ON_GPU_WHY, Level, Options, grace_from_units, lv2_unavailable, mechanism_names,
-    parse_mechanism,
+    DeviceSpec, LV2_HOST_MECHANISM, LV2_ON_GPU_DOC, LV2_ON_GPU_WHY, Level, Options, grace_from_units, lv2_unavailable,
+    mechanism_names, parse_mechanism,
 };
 pub use session::Session;
 pub use stream::{LpStream, SuspendInfo};

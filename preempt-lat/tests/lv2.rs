@@ -76,6 +76,7 @@ fn lv2_on_a_gpu_is_one_line_and_exit_2_saying_why_and_where() {
         &["--level", "2", "--device", "hip:0"][..],
         &["--level", "lv2", "--device", "hip"],
         &["sweep", "t", "--levels", "1,2", "--device", "hip:0"],
+        &["overhead", "--levels", "2", "--device", "hip:0"],
     ] {
         let o = pl(args);
         let e = stderr(&o);
@@ -153,4 +154,34 @@ fn sweep_t_on_the_host_device_sweeps_lv2_by_default_with_one_t_in_its_panels() {
             .all(|j| j["host_figures"] == true && j["measured"].as_f64().is_some())
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn overhead_takes_lv2_on_the_host_device_as_a_setup_of_its_own() {
+    let o = pl(&[
+        "overhead",
+        "--device",
+        "host",
+        "--levels",
+        "2",
+        "--commands",
+        "40",
+        "--runs",
+        "1",
+        "--t-ms",
+        "0.5",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    let setups: Vec<(&str, &str)> = v["setups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["setup"].as_str().unwrap(), s["mechanism"].as_str().unwrap()))
+        .collect();
+    assert_eq!(setups, [("native", "-"), ("lv2", preempt_api::LV2_HOST_MECHANISM)]);
+    assert!(v["setups"][1]["exactly_once"] == true, "{}", v["setups"][1]);
 }

@@ -40,7 +40,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[test]
 fn bad_overhead_runs_are_one_line_exit_2() {
     for (args, want) in [
-        (&["--levels", "2"][..], "invalid value '2' for '--levels"),
+        (&["--levels", "4"][..], "invalid value '4' for '--levels"),
         (&["--levels", "auto"], "invalid value 'auto' for '--levels"),
         (&["--commands", "0"], "at least 1"),
         (

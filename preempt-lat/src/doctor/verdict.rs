@@ -110,7 +110,7 @@ pub fn availability(f: &Facts) -> Vec<Availability> {
     v.push(avail(
         "host",
         2,
-        "lv2-hold",
+        preempt_api::LV2_HOST_MECHANISM,
         Ok(
             "CPU worker processes finish the command they run and take no new one (host numbers, not GPU numbers)"
                 .into(),

@@ -73,7 +73,7 @@ impl Suspended for HostHeld<'_> {
 fn host_mechanism(level: Level) -> &'static str {
     match level {
         Level::Lv1 | Level::Auto => "progressive-launch",
-        Level::Lv2 => "lv2-hold",
+        Level::Lv2 => preempt_api::LV2_HOST_MECHANISM,
         Level::Lv3 => "sigstop",
     }
 }

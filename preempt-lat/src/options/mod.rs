@@ -846,7 +846,8 @@ const OVERHEAD_EXAMPLES: &str = "Examples:
 #[derive(Debug, Clone, Args)]
 pub struct OverheadOptions {
     /// The scheduled setups to compare with native: 1 (an LP stream at Lv1: through the
-    /// launcher), 3 (at Lv3: the mechanism armed, the helper registered). Also lv1, lv3.
+    /// launcher), 2 (at Lv2, host device only: the helper registered, nothing armed), 3 (at Lv3:
+    /// the mechanism armed, the helper registered). Also lv1, lv2, lv3.
     #[arg(long = "levels", value_name = "LEVELS", value_delimiter = ',', default_value = "1,3", value_parser = values::level())]
     pub levels: Vec<Level>,
     /// T, the execution time of one LP command, in ms.
@@ -882,7 +883,10 @@ impl OverheadOptions {
         }
         // A run is --commands x T per setup: Ctrl-C waits for the one under way (issue 20 item 11).
         values::check_measurement(self.commands, self.t_ms)?;
-        self.levels = [Level::Lv1, Level::Lv3]
+        for &l in &self.levels {
+            check_level("--levels", self.common.device, l)?;
+        }
+        self.levels = [Level::Lv1, Level::Lv2, Level::Lv3]
             .into_iter()
             .filter(|l| self.levels.contains(l))
             .collect();

@@ -40,6 +40,7 @@ impl Setup {
         match self {
             Setup::Native => "native",
             Setup::Scheduled(Level::Lv3) => "lv3",
+            Setup::Scheduled(Level::Lv2) => "lv2",
             Setup::Scheduled(_) => "lv1",
         }
     }
@@ -141,9 +142,9 @@ const NOTE: &str = "wall and CPU from getrusage(RUSAGE_SELF) around the submissi
     of this process, not the host device's worker processes; overhead and CPU increase against the native run of \
     the same run, min / median / max over the runs";
 
-/// One scheduled run: a session (Lv1: no Lv3 mechanism built; Lv3: the mechanism armed), one LP
-/// stream at `level` (Lv3: registered with the helper, never entered), the commands submitted
-/// and waited for. Returns what was measured and how the stream would be suspended.
+/// One scheduled run: a session (Lv1, Lv2: no Lv3 mechanism built; Lv3: the mechanism armed), one
+/// LP stream at `level` (Lv3, Lv2: registered with the helper, never entered), the commands
+/// submitted and waited for. Returns what was measured and how the stream would be suspended.
 fn scheduled(
     src: &SessionSource,
     o: &OverheadOptions,
@@ -155,7 +156,7 @@ fn scheduled(
     let session = src
         .open(Options {
             lv1,
-            no_lv3: level == Level::Lv1,
+            no_lv3: level != Level::Lv3,
             host_workers: workers as usize,
             gpu_slots: o.commands as usize,
             ..Options::default()
@@ -172,7 +173,7 @@ fn scheduled(
         let lp = session
             .create_lp_stream(level)
             .map_err(|e| format!("{what}: LP stream: {e}"))?;
-        if level == Level::Lv3 {
+        if level != Level::Lv1 {
             session
                 .helper_register(&lp, 0)
                 .map_err(|e| format!("{what}: registering with the helper: {e}"))?;
@@ -188,6 +189,7 @@ fn scheduled(
         let check = lp.check().map_err(|e| format!("{what}: checking: {e}"))?;
         let mechanism = match level {
             Level::Lv3 => session.mechanism().name.clone().unwrap_or_else(|| "none".into()),
+            Level::Lv2 => preempt_api::LV2_HOST_MECHANISM.into(),
             _ => "lv1-stop".into(),
         };
         Ok((Measured::of(used, check.ok()), mechanism))
@@ -259,7 +261,11 @@ pub fn run(o: &OverheadOptions, dev: Device) -> Outcome {
         "-".to_string(),
     )];
     for &level in &o.levels {
+        dev.check_level(level)?;
         let how = match level {
+            Level::Lv2 => "an LP stream at Lv2 (host device): the helper registered and never entered, through the \
+                           launcher; nothing is armed"
+                .to_string(),
             Level::Lv3 => "an LP stream at Lv3: the session's mechanism armed, the helper registered and never \
                            entered, through the launcher"
                 .to_string(),
