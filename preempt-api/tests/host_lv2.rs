@@ -38,7 +38,11 @@ fn bounded(body: impl FnOnce() + Send + 'static) {
 #[test]
 fn lv2_lets_the_running_command_finish_and_holds_back_the_next_until_resume() {
     bounded(|| {
-        let s = host(opts());
+        // Records kept for verify (an application's stream folds them into its check).
+        let s = host(Options {
+            keep_records: true,
+            ..opts()
+        });
         let lp = s.create_lp_stream(Level::Lv2).unwrap();
         assert_eq!(lp.level(), Level::Lv2);
         assert!(lp.describe().contains("lv2 via lv2-hold"), "{}", lp.describe());
@@ -81,6 +85,7 @@ fn lv2_lets_the_running_command_finish_and_holds_back_the_next_until_resume() {
         lp.resume().unwrap();
         lp.synchronize().unwrap();
         let rest = lp.verify().unwrap();
+        assert_eq!(rest.records.len(), 2, "the two held commands: {:?}", rest.records);
         assert!(
             rest.records.iter().all(|r| r.worker.unwrap().start_ns >= resumed),
             "the held commands ran after the resume: {:?}",
