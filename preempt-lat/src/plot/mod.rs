@@ -209,27 +209,32 @@ pub fn draw_stack(path: &Path, grids: &[Grid]) -> Result<(), String> {
         })
         .collect();
     let height = heights.iter().map(|h| h.0).sum();
-    let root = SVGBackend::new(path, (width, height)).into_drawing_area();
-    root.fill(&WHITE).map_err(|x| e(&x))?;
-    let mut rest = root.clone();
-    for ((g, (xr, yr), legend), (h, legend_h)) in parts.iter().zip(heights) {
-        let (area, below) = rest.split_vertically(h);
-        rest = below;
-        let (cols, rows) = shape(g);
-        let (top, bottom) = area.split_vertically(h - legend_h);
-        let top = top.titled(g.title, ("sans-serif", 18)).map_err(|x| e(&x))?;
-        let areas = top.split_evenly((rows, cols));
-        for (i, (panel, area)) in g.panels.iter().zip(areas.iter()).enumerate() {
-            let place = Place {
-                left: i % cols == 0,
-                bottom: i / cols == rows - 1 || i + cols >= g.panels.len(),
-            };
-            chart::draw_panel(area, g, panel, legend, place, *xr, *yr).map_err(|x| e(&x))?;
+    // Drawn into memory, then written under a temporary name and renamed when complete, like
+    // every other output (a failed or interrupted run leaves a previous plot as it was).
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(&x))?;
+        let mut rest = root.clone();
+        for ((g, (xr, yr), legend), (h, legend_h)) in parts.iter().zip(heights) {
+            let (area, below) = rest.split_vertically(h);
+            rest = below;
+            let (cols, rows) = shape(g);
+            let (top, bottom) = area.split_vertically(h - legend_h);
+            let top = top.titled(g.title, ("sans-serif", 18)).map_err(|x| e(&x))?;
+            let areas = top.split_evenly((rows, cols));
+            for (i, (panel, area)) in g.panels.iter().zip(areas.iter()).enumerate() {
+                let place = Place {
+                    left: i % cols == 0,
+                    bottom: i / cols == rows - 1 || i + cols >= g.panels.len(),
+                };
+                chart::draw_panel(area, g, panel, legend, place, *xr, *yr).map_err(|x| e(&x))?;
+            }
+            legend.draw(&bottom).map_err(|x| e(&x))?;
         }
-        legend.draw(&bottom).map_err(|x| e(&x))?;
+        root.present().map_err(|x| e(&x))?;
     }
-    root.present().map_err(|x| e(&x))?;
-    Ok(())
+    crate::atomic_file::write_file(path, |w| w.write_all(svg.as_bytes()))
 }
 
 /// Where a panel sits: axis titles are written once, on the left column and the bottom row.
