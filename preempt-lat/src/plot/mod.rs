@@ -86,8 +86,13 @@ const COLORS: [RGBColor; 6] = [
     RGBColor(0xff, 0x7f, 0x0e),
     RGBColor(0x17, 0xbe, 0xcf),
 ];
-/// Reference lines: dashed dark grey, then dotted black.
-const REF_STYLES: [(RGBColor, u32, u32); 2] = [(RGBColor(0x55, 0x55, 0x55), 9, 6), (RGBColor(0, 0, 0), 3, 4)];
+/// Reference lines: dashed dark grey, dotted black, then long-dashed brown (three levels' lines
+/// in one figure stay apart in the legend).
+const REF_STYLES: [(RGBColor, u32, u32); 3] = [
+    (RGBColor(0x55, 0x55, 0x55), 9, 6),
+    (RGBColor(0, 0, 0), 3, 4),
+    (RGBColor(0x8c, 0x4a, 0x1c), 14, 4),
+];
 
 /// The plotted range of one axis from its data: padded, and for a log axis kept above 0.
 fn range(values: &[f64], scale: Scale) -> (f64, f64) {
