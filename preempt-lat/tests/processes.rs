@@ -3,25 +3,13 @@
 //! `cargo build -p preempt-sched` first; `cargo test --workspace` builds it). Host figures; what
 //! is checked is that every block suspended every LP process's stream (the run fails otherwise)
 //! and what the outputs carry, not how fast (a benchmark).
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Output;
 use std::time::Duration;
 
 fn pl(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run preempt-lat");
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while child.try_wait().expect("wait").is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("preempt-lat {args:?} did not end within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+    common::output_within(args, Duration::from_secs(120))
 }
 
 #[test]

@@ -2,26 +2,13 @@
 //! refusals, its outputs, and that every policy's run completes every command exactly once.
 //! Host figures only; the shares asked are checked for direction, not for the +-5 points target
 //! (a benchmark: machine load moves it, see `report`'s target table).
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Output;
 use std::time::Duration;
 
 fn pl(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run preempt-lat");
-    // Bounded: every run here asks for at most 2 s.
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while child.try_wait().expect("wait").is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("preempt-lat {args:?} did not end within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+    common::output_within(args, Duration::from_secs(60))
 }
 
 fn stderr(o: &Output) -> String {

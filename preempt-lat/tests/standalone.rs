@@ -1,27 +1,14 @@
 //! `priority --policy ... --standalone` end to end on the host device: each class alone first,
 //! then together; the JSON carries both and the comparison, the text says it. Host figures only:
 //! the figures are checked for consistency with each other, never for size.
+mod common;
+
 use serde_json::Value;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 fn pl(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run preempt-lat");
-    // Bounded: every run here asks for at most 3 x 0.6 s.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("preempt-lat {args:?} did not end within 90 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+    common::output_within(args, Duration::from_secs(90))
 }
 
 fn stderr(o: &Output) -> String {

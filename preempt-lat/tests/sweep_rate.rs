@@ -1,27 +1,14 @@
 //! `sweep rate` end to end on the host device: its refusals, its help, its outputs (the table,
 //! sweep-rate.{csv,json,svg}), a template's rates split by weight, and `report` reading it. Host
 //! figures only: the latencies are checked for presence and structure, never for size.
+mod common;
+
 use serde_json::Value;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 fn pl(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run preempt-lat");
-    // Bounded: every sweep here asks for at most 1 s of runs.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("preempt-lat {args:?} did not end within 90 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+    common::output_within(args, Duration::from_secs(90))
 }
 
 fn stderr(o: &Output) -> String {

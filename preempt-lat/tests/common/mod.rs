@@ -64,6 +64,20 @@ pub fn run_bounded(args: &[&str], limit: Duration) -> Ran {
     }
 }
 
+/// Runs preempt-lat with `args` like `Command::output` (both pipes drained as it runs, so a long
+/// output never blocks it), but kills it and fails the test if it runs past `limit`.
+pub fn output_within(args: &[&str], limit: Duration) -> std::process::Output {
+    let r = run_bounded(args, limit);
+    let status = r
+        .status
+        .unwrap_or_else(|| panic!("preempt-lat {args:?} did not end within {limit:?}: {}", r.stderr));
+    std::process::Output {
+        status,
+        stdout: r.stdout.into_bytes(),
+        stderr: r.stderr.into_bytes(),
+    }
+}
+
 /// Asserts a bounded run was refused as bad input: exit 2, one line on stderr naming `want`.
 pub fn assert_refused(args: &[&str], want: &str, limit: Duration) {
     let r = run_bounded(args, limit);
