@@ -18,8 +18,6 @@
 //! Written for hardware and NOT yet run on a GPU; docs/hardware-validation.md says what it should
 //! print. The pure pieces (the stream count, the settings, the verdicts) are tested here.
 use super::StageResult;
-use crate::acceptance::summary::Status;
-use crate::measure::control::stop_requested;
 use gpu_device::{DelayCmd, SlotStatus, calib};
 use hip_rt::StreamPriority;
 use kfd::GracePeriod;
@@ -183,31 +181,8 @@ pub fn judge_held(status: SlotStatus, span_ms: f64) -> Result<(), String> {
 /// Runs the stage on `hip:index`.
 pub fn run(index: u32) -> StageResult {
     let mut facts = json!({});
-    match steps(index, &mut facts) {
-        Ok(reason) => StageResult {
-            status: Status::Pass,
-            reason,
-            facts,
-        },
-        Err(why) if stop_requested() => StageResult {
-            status: Status::Skip,
-            reason: format!("interrupted (Ctrl-C/SIGTERM): {why}"),
-            facts,
-        },
-        Err(why) => StageResult {
-            status: Status::Fail,
-            reason: why,
-            facts,
-        },
-    }
-}
-
-fn interrupted() -> Result<(), String> {
-    if stop_requested() {
-        Err("stopped before the next step".into())
-    } else {
-        Ok(())
-    }
+    let r = steps(index, &mut facts);
+    super::outcome(r, facts)
 }
 
 /// This process's KFD queues on the GPU `gpu_id` (id, type, ring size), for the record.
@@ -253,7 +228,7 @@ fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, String> {
     let t = *binding.target();
     facts["lp_queue"] = json!({"queue_id": t.queue_id, "gpu_id": t.gpu_id, "ring_base_address": t.ring_base_address});
     facts["queues_before"] = queues(t.gpu_id);
-    interrupted()?;
+    super::interrupted()?;
 
     let streams = ordinary_streams(&gpu, n)?;
     facts["queues_with_streams"] = queues(t.gpu_id);
@@ -267,7 +242,7 @@ fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, String> {
     let (suspend_us, span_ms) = held_command(&gpu, &lp, &pre, &binding)?;
     facts["running_suspend_us"] = json!(suspend_us);
     facts["held_command_ms"] = json!(span_ms);
-    interrupted()?;
+    super::interrupted()?;
 
     let word = detection(&gpu, &pre, &binding, facts)?;
     drop(streams);
@@ -314,7 +289,7 @@ fn ordinary_streams(gpu: &GpuDevice, n: usize) -> Result<Vec<Ordinary>, String> 
 fn idle_then_synchronize(streams: &[Ordinary]) -> Result<(), String> {
     let until = Instant::now() + IDLE;
     while Instant::now() < until {
-        interrupted()?;
+        super::interrupted()?;
         std::thread::sleep(Duration::from_millis(100));
     }
     for (i, (s, _)) in streams.iter().enumerate() {

@@ -11,6 +11,7 @@ pub mod suspend_resume;
 use super::summary::Status;
 use crate::doctor::facts::{Fact, HipInfo};
 use crate::exit::{Failure, Outcome, Verdict};
+use crate::measure::control::stop_requested;
 use crate::options::{AcceptanceStageOptions, InternalStage};
 use lv3::MechanismChoice;
 use preempt_api::DeviceSpec;
@@ -60,6 +61,26 @@ pub fn run(o: &AcceptanceStageOptions, hip: impl FnOnce() -> Fact<HipInfo>) -> O
 
 /// A GPU stage asked of a device that is not a GPU (or a bystander without its mechanism): the
 /// parent's plan never asks it, so this is a bug, said plainly.
+/// A stage's result from its steps' outcome: PASS with the steps' reason; on an error, SKIP when
+/// the run is being stopped (Ctrl-C/SIGTERM), FAIL otherwise.
+fn outcome(r: Result<String, String>, facts: serde_json::Value) -> StageResult {
+    let (status, reason) = match r {
+        Ok(reason) => (Status::Pass, reason),
+        Err(why) if stop_requested() => (Status::Skip, format!("interrupted (Ctrl-C/SIGTERM): {why}")),
+        Err(why) => (Status::Fail, why),
+    };
+    StageResult { status, reason, facts }
+}
+
+/// Between a stage's steps: an error once the run is being stopped.
+fn interrupted() -> Result<(), String> {
+    if stop_requested() {
+        Err("stopped before the next step".into())
+    } else {
+        Ok(())
+    }
+}
+
 fn not_for(device: DeviceSpec, stage: InternalStage) -> StageResult {
     StageResult {
         status: Status::Fail,

@@ -73,31 +73,8 @@ pub fn run(device: DeviceSpec, mechanism: MechanismChoice, t_ms: f64) -> StageRe
         };
     }
     let mut facts = json!({});
-    match steps(device, mechanism, t_ms, &mut facts) {
-        Ok(reason) => StageResult {
-            status: Status::Pass,
-            reason,
-            facts,
-        },
-        Err(why) if stop_requested() => StageResult {
-            status: Status::Skip,
-            reason: format!("interrupted (Ctrl-C/SIGTERM): {why}"),
-            facts,
-        },
-        Err(why) => StageResult {
-            status: Status::Fail,
-            reason: why,
-            facts,
-        },
-    }
-}
-
-fn interrupted() -> Result<(), String> {
-    if stop_requested() {
-        Err("stopped before the next step".into())
-    } else {
-        Ok(())
-    }
+    let r = steps(device, mechanism, t_ms, &mut facts);
+    super::outcome(r, facts)
 }
 
 /// The three steps; every failure names the step. The session resumes whatever a failure left
@@ -126,7 +103,7 @@ fn steps(
     }
     lp.resume().map_err(|e| format!("idle: resume: {e}"))?;
     facts["idle_suspend_us"] = json!(idle.latency_ns as f64 / 1e3);
-    interrupted()?;
+    super::interrupted()?;
 
     // 2. A running command, held suspended.
     let long = lp.submit_delay(ns(LONG)).map_err(|e| format!("running: submit: {e}"))?;
@@ -169,7 +146,7 @@ fn steps(
             ));
         }
     }
-    interrupted()?;
+    super::interrupted()?;
 
     // 3. A burst through repeated cycles.
     let cycles = burst(&lp, t_ms)?;
