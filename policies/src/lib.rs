@@ -11,6 +11,9 @@
 //!   used up, then at its critical priority; queues below the highest priority among the ready
 //!   ones are suspended.
 //!
+//! [`any::AnyPolicy`] holds one of them chosen at run time (the application API's helper takes it
+//! from its user), with a queue's parameters as one type.
+//!
 //! Every policy implements [`TimedPolicy`]: the caller reports what happened to a queue (it
 //! became [`ready`](TimedPolicy::ready): it has work; it went [`idle`](TimedPolicy::idle): all its
 //! work is done) and the time, carries out the returned [`Action`]s (through whatever level it
@@ -41,6 +44,7 @@ use std::time::Duration;
 
 pub use hpf::Action;
 
+pub mod any;
 pub mod kedf;
 pub mod laxity;
 pub mod up;
