@@ -175,3 +175,33 @@ fn heavy_lp_state_is_refused_on_the_host_device_only() {
         assert!(check_lp_state(d, LpState::Heavy).is_ok(), "{d}");
     }
 }
+
+#[test]
+fn hpf_runs_the_modes_alone_and_the_class_experiment_with_classes() {
+    let priority = |args: &[&str]| {
+        let mut a = vec!["priority", "--device", "host"];
+        a.extend_from_slice(args);
+        match parse(&a) {
+            Ok(Command::Priority(o)) => o,
+            other => panic!("{a:?}: {other:?}"),
+        }
+    };
+    assert!(!priority(&[]).runs_classes(), "the default: the modes");
+    assert!(!priority(&["--policy", "hpf", "--processes", "2"]).runs_classes());
+    let o = priority(&["--policy", "hpf", "--class", "hi:rate=5:prio=1", "--class", "lo:prio=0"]);
+    assert!(o.runs_classes());
+    assert_eq!(o.class_specs().len(), 2);
+    assert!(
+        priority(&[
+            "--policy",
+            "hpf",
+            "--class",
+            "a:prio=1",
+            "--class",
+            "b:prio=0",
+            "--standalone"
+        ])
+        .runs_classes()
+    );
+    assert!(priority(&["--policy", "kedf", "--class", "a:deadline=1", "--class", "b:deadline=2"]).runs_classes());
+}
