@@ -47,7 +47,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use helper::timed::{IDLE_POLL, PolicyStatus};
 pub use hp::HpStream;
 pub use hpf::Priority;
-pub use limits::{CLOSE_WAIT, MAX_DELAY_NS};
+pub use limits::{CLOSE_WAIT, MAX_DELAY_NS, MAX_POLICY_SPAN};
 pub use mech::{Lv3Setup, MechanismInfo, probe};
 pub use options::{
     DeviceSpec, LV2_HOST_MECHANISM, LV2_ON_GPU_DOC, LV2_ON_GPU_WHY, LaxityParams, Level, MAX_POLICY_K,

@@ -244,6 +244,19 @@ fn misuse_is_refused_with_what_to_do() {
         );
         let e = s.helper_ready(&lp).unwrap_err();
         assert!(e.message.contains("not scheduled"), "{e}");
+        for bad in [Duration::ZERO, preempt_api::MAX_POLICY_SPAN + Duration::from_nanos(1)] {
+            let e = s.helper_schedule(&lp, PolicyParams::Deadline(bad)).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::InvalidArgument, "{bad:?}");
+            assert!(
+                !s.helper_policy_status()
+                    .unwrap()
+                    .streams
+                    .iter()
+                    .any(|(id, ..)| *id == lp.id())
+            );
+        }
+        s.helper_schedule(&lp, PolicyParams::Deadline(preempt_api::MAX_POLICY_SPAN))
+            .unwrap();
         // Another session's stream.
         let other = hpf.create_lp_stream(Level::Lv3).unwrap();
         let e = s

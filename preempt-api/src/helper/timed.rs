@@ -268,6 +268,7 @@ impl Driver {
     /// Schedules `s` with `params` (or changes them). `InvalidArgument` if the params are
     /// another policy's.
     pub fn schedule(&self, s: &Arc<LpStream>, params: Params) -> Result<()> {
+        crate::limits::check_policy_params(&params).map_err(|e| e.context(s.label()))?;
         self.start()?;
         let mut st = self.shared.state();
         if st.stop {

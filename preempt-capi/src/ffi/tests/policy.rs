@@ -88,6 +88,10 @@ fn the_policy_and_its_settings_are_read_with_the_api_s_checks_and_words() {
     let _one = serial();
     assert_eq!(u128::from(PREEMPT_MAX_POLICY_ROUND_NS), MAX_POLICY_ROUND.as_nanos());
     assert_eq!(usize::try_from(PREEMPT_MAX_POLICY_K).unwrap(), MAX_POLICY_K);
+    assert_eq!(
+        u128::from(PREEMPT_MAX_POLICY_SPAN_NS),
+        preempt_api::MAX_POLICY_SPAN.as_nanos()
+    );
     let worker = worker_path();
     let o = host_options(&worker);
     assert_eq!(
