@@ -341,7 +341,7 @@ impl Driver {
             Ok(())
         } else {
             Err(Error::invalid(format!(
-                "{} is not scheduled by the helper's policy: schedule it first (helper_schedule)",
+                "{} is not scheduled by the helper's policy: schedule it with the helper's policy first",
                 s.label()
             )))
         }
