@@ -4,6 +4,8 @@
 
 use crate::kedf::{KEdf, ZeroK};
 use crate::laxity::{Laxity, LaxityParams};
+use crate::priority::HighestFirst;
+use hpf::Priority;
 use crate::up::Partition;
 use crate::{Action, TimedPolicy};
 use std::fmt;
@@ -25,6 +27,8 @@ pub enum Choice {
     },
     /// Least laxity ([`Laxity`]).
     Laxity,
+    /// Highest priority first over ready queues ([`HighestFirst`]).
+    HighestFirst,
 }
 
 impl Choice {
@@ -34,6 +38,7 @@ impl Choice {
             Choice::Partition { .. } => crate::up::NAME,
             Choice::KEdf { .. } => crate::kedf::NAME,
             Choice::Laxity => crate::laxity::NAME,
+            Choice::HighestFirst => crate::priority::NAME,
         }
     }
 
@@ -43,6 +48,7 @@ impl Choice {
             Choice::Partition { .. } => "a share",
             Choice::KEdf { .. } => "a deadline",
             Choice::Laxity => "a laxity, its priority and its critical priority",
+            Choice::HighestFirst => "a priority",
         }
     }
 }
@@ -56,6 +62,8 @@ pub enum Params {
     Deadline(Duration),
     /// Least laxity.
     Laxity(LaxityParams),
+    /// Highest priority first: the queue's priority (larger runs first).
+    Priority(Priority),
 }
 
 /// [`AnyPolicy::register`] with parameters of another policy.
@@ -84,6 +92,8 @@ pub enum AnyPolicy<Q: Ord + Copy> {
     KEdf(KEdf<Q>),
     /// See [`Laxity`].
     Laxity(Laxity<Q>),
+    /// See [`HighestFirst`].
+    HighestFirst(HighestFirst<Q>),
 }
 
 macro_rules! each {
@@ -92,6 +102,7 @@ macro_rules! each {
             AnyPolicy::Partition($p) => $e,
             AnyPolicy::KEdf($p) => $e,
             AnyPolicy::Laxity($p) => $e,
+            AnyPolicy::HighestFirst($p) => $e,
         }
     };
 }
@@ -103,6 +114,7 @@ impl<Q: Ord + Copy> AnyPolicy<Q> {
             Choice::Partition { round } => AnyPolicy::Partition(Partition::new(round)),
             Choice::KEdf { k } => AnyPolicy::KEdf(KEdf::new(k)?),
             Choice::Laxity => AnyPolicy::Laxity(Laxity::new()),
+            Choice::HighestFirst => AnyPolicy::HighestFirst(HighestFirst::new()),
         })
     }
 
@@ -118,6 +130,7 @@ impl<Q: Ord + Copy> AnyPolicy<Q> {
             (AnyPolicy::Partition(p), Params::Share(s)) => Ok(p.register(q, s, now)),
             (AnyPolicy::KEdf(p), Params::Deadline(d)) => Ok(p.register(q, d, now)),
             (AnyPolicy::Laxity(p), Params::Laxity(l)) => Ok(p.register(q, l, now)),
+            (AnyPolicy::HighestFirst(p), Params::Priority(prio)) => Ok(p.register(q, prio, now)),
             (me, _) => Err(WrongParams {
                 policy: me.name(),
                 needs: me.choice_needs(),
@@ -130,6 +143,7 @@ impl<Q: Ord + Copy> AnyPolicy<Q> {
             AnyPolicy::Partition(_) => Choice::Partition { round: Duration::ZERO }.needs(),
             AnyPolicy::KEdf(_) => Choice::KEdf { k: 1 }.needs(),
             AnyPolicy::Laxity(_) => Choice::Laxity.needs(),
+            AnyPolicy::HighestFirst(_) => Choice::HighestFirst.needs(),
         }
     }
 

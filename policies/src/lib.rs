@@ -15,9 +15,9 @@
 //!   While some queue is ready, the queues below the highest priority among the ready ones are
 //!   suspended: [`hpf`]'s rule with each ready queue of priority `p` as a block of `p`.
 //!
-//! [`any::AnyPolicy`] holds one of the time-driven three (`up`, `kedf`, `laxity`) chosen at run
-//! time (the application API's helper takes it from its user), with a queue's parameters as one
-//! type; `priority` is not among them yet.
+//! [`any::AnyPolicy`] holds one of them chosen at run time (the application API's helper takes it
+//! from its user; `preempt-lat priority`'s class experiment runs through that helper), with a
+//! queue's parameters as one type.
 //!
 //! Every policy implements [`TimedPolicy`]: the caller reports what happened to a queue (it
 //! became [`ready`](TimedPolicy::ready): it has work; it went [`idle`](TimedPolicy::idle): all its

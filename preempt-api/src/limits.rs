@@ -33,7 +33,7 @@ pub const MAX_POLICY_SPAN: Duration = Duration::from_secs(3600);
 /// `InvalidArgument` for a deadline of 0, or a deadline or laxity past [`MAX_POLICY_SPAN`].
 pub(crate) fn check_policy_params(params: &crate::PolicyParams) -> Result<()> {
     let (what, span) = match params {
-        crate::PolicyParams::Share(_) => return Ok(()),
+        crate::PolicyParams::Share(_) | crate::PolicyParams::Priority(_) => return Ok(()),
         crate::PolicyParams::Deadline(d) if d.is_zero() => {
             return Err(Error::invalid(
                 "a deadline of 0: give the time from when the stream becomes ready to when its work is due",

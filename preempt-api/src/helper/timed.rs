@@ -49,11 +49,17 @@ struct State {
     policy: AnyPolicy<u64>,
     members: BTreeMap<u64, Member>,
     stop: bool,
-    /// Actions carried out, actions that failed, and the last failure.
-    done: u64,
+    /// Suspends and resumes carried out, actions that failed, the first failures and the last.
+    suspends: u64,
+    resumes: u64,
     failed: u64,
+    failure_log: Vec<String>,
     last_error: Option<String>,
 }
+
+/// How many failures [`PolicyStatus::failure_log`] keeps (the first ones: a failure that repeats
+/// at every decision would otherwise push out what started it).
+pub const FAILURE_LOG: usize = 20;
 
 struct Shared {
     state: Mutex<State>,
@@ -71,10 +77,16 @@ pub struct PolicyStatus {
     pub streams: Vec<(u64, bool, bool)>,
     /// Suspends and resumes carried out.
     pub actions: u64,
+    /// Of which suspends.
+    pub suspends: u64,
+    /// Of which resumes.
+    pub resumes: u64,
     /// Suspends and resumes that failed (each retried at the policy's next decision).
     pub failures: u64,
     /// The last failure's message.
     pub last_error: Option<String>,
+    /// The first [`FAILURE_LOG`] failures, each naming the action and the stream.
+    pub failure_log: Vec<String>,
 }
 
 /// See the [module documentation](self).
@@ -107,11 +119,16 @@ impl State {
                 Err(e) if !matches!(e.kind, ErrorKind::AlreadySuspended | ErrorKind::NotSuspended) => {
                     self.policy.failed(a);
                     self.failed += 1;
-                    let e = e.context(&format!("helper policy {}", self.policy.name()));
+                    let what = if matches!(a, Action::Suspend(_)) { "suspend" } else { "resume" };
+                    let e = e.context(&format!("helper policy {}: {what}", self.policy.name()));
+                    if self.failure_log.len() < FAILURE_LOG {
+                        self.failure_log.push(e.message.clone());
+                    }
                     self.last_error = Some(e.message.clone());
                     first.get_or_insert(e);
                 }
-                _ => self.done += 1,
+                _ if matches!(a, Action::Suspend(_)) => self.suspends += 1,
+                _ => self.resumes += 1,
             }
         }
         first.map_or(Ok(()), Err)
@@ -235,8 +252,10 @@ impl Driver {
                     policy,
                     members: BTreeMap::new(),
                     stop: false,
-                    done: 0,
+                    suspends: 0,
+                    resumes: 0,
                     failed: 0,
+                    failure_log: Vec::new(),
                     last_error: None,
                 }),
                 wake: Condvar::new(),
@@ -356,9 +375,12 @@ impl Driver {
                 .iter()
                 .map(|(&id, m)| (id, m.ready != Ready::Idle, st.policy.is_suspended(id)))
                 .collect(),
-            actions: st.done,
+            actions: st.suspends + st.resumes,
+            suspends: st.suspends,
+            resumes: st.resumes,
             failures: st.failed,
             last_error: st.last_error.clone(),
+            failure_log: st.failure_log.clone(),
         }
     }
 

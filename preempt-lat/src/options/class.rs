@@ -73,7 +73,9 @@ pub fn parse(s: &str) -> Result<ClassSpec, String> {
             "t" => c.t_ms = number(k, v, 0.001, 10_000.0)?,
             "cmds" => c.cmds = int(k, v, 1, 1000)?,
             "share" => c.share = Some(int(k, v, 1, 1_000_000)?),
-            "deadline" => c.deadline_ms = Some(number(k, v, 0.0, 3_600_000.0)?),
+            // A deadline of 0 is refused by the helper's policy (preempt_api::MAX_POLICY_SPAN
+            // and its check): 1 us is the least.
+            "deadline" => c.deadline_ms = Some(number(k, v, 0.001, 3_600_000.0)?),
             "laxity" => c.laxity_ms = Some(number(k, v, 0.0, 3_600_000.0)?),
             "prio" => c.prio = Some(int(k, v, -1000, 1000)?),
             "crit" => c.crit = Some(int(k, v, -1000, 1000)?),

@@ -1,16 +1,16 @@
-//! The experiment's loop: every class an LP stream of one session, requests arriving on their
-//! own schedules (saturating classes: a standing backlog), the policy told when a class gets
-//! work (`ready`, before the work is submitted) and when it has none left (`idle`), ticked at
-//! its wake-ups, and its actions carried out on the streams (Lv3 where the session has it, else
-//! the Lv1 launcher). One thread, polling every [`POLL`]: the decisions are the policy's, the
-//! timing is the caller's clock (CLOCK_MONOTONIC, the launcher's completion stamps' clock).
-use super::policy::Policy;
+//! The experiment's loop: every class an LP stream of one session, scheduled by the session's
+//! helper with the class's parameters (`preempt_api::Session::helper_schedule`: the policy
+//! thread ticks the policy and carries its actions out on the streams, Lv3 where the session has
+//! it, else the Lv1 launcher), requests arriving on their own schedules (saturating classes: a
+//! standing backlog). A submit makes its class ready before the work is sent (the helper's submit
+//! hook); the loop says a class idle once its requests are done. One thread, polling every
+//! [`POLL`] for arrivals and completions; the timing is the caller's clock (CLOCK_MONOTONIC, the
+//! launcher's completion stamps' clock).
 use crate::measure::control::stop_requested;
 use crate::options::class::ClassSpec;
 use crate::stats::Recorder;
 use lv1::clock::{now_ns, sleep_until};
-use policies::Action;
-use preempt_api::{Level, LpStream, Session};
+use preempt_api::{Level, LpStream, PolicyParams, Session};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,29 +66,13 @@ fn backlog(threshold: usize) -> usize {
     (2 * threshold).max(4)
 }
 
-fn apply(p: &mut Policy, classes: &[ClassRun], actions: Vec<Action<usize>>, o: &mut Outcome) {
-    for a in actions {
-        let c = &classes[a.queue()];
-        let r = match a {
-            Action::Suspend(_) => c.stream.suspend().map(|_| o.suspends += 1),
-            Action::Resume(_) => c.stream.resume().map(|()| o.resumes += 1),
-        };
-        if let Err(e) = r {
-            p.failed(a);
-            if o.failed_actions.len() < 20 {
-                o.failed_actions.push(format!("{:?} {}: {e}", a, c.spec.name));
-            }
-        }
-    }
-}
-
-/// Runs `specs` on `session` for `duration_ns` under `policy` (its registration actions in
-/// `initial`). Arrival times come from `arrivals(class index)`. Leaves every stream resumed.
+/// Runs `specs` on `session` (opened with the experiment's policy) for `duration_ns`, class `i`
+/// scheduled with `params[i]`. Arrival times come from `arrivals(class index)`. Leaves every
+/// stream unscheduled and resumed.
 pub fn run(
     session: &Session,
     specs: &[ClassSpec],
-    mut policy: Policy,
-    initial: Vec<Action<usize>>,
+    params: &[PolicyParams],
     duration_ns: u64,
     threshold: usize,
     arrivals: impl Fn(usize) -> crate::arrivals::Arrivals,
@@ -98,6 +82,8 @@ pub fn run(
         let stream = session
             .create_lp_stream(Level::Auto)
             .map_err(|e| format!("class {}: LP stream: {e}", spec.name))?;
+        // The helper's messages (a failed suspend) name the class.
+        stream.set_label(format!("class {}", spec.name));
         classes.push(ClassRun {
             spec: spec.clone(),
             stream,
@@ -119,15 +105,12 @@ pub fn run(
         failed_actions: Vec::new(),
         interrupted: false,
     };
-    apply(&mut policy, &classes, initial, &mut o);
-    let t0 = now_ns();
-    let at = |ns: u64| Duration::from_nanos(ns);
-    for i in 0..classes.len() {
-        if classes[i].spec.saturates() {
-            let a = policy.ready(i, Duration::ZERO);
-            apply(&mut policy, &classes, a, &mut o);
-        }
+    for (c, p) in classes.iter().zip(params) {
+        session
+            .helper_schedule(&c.stream, *p)
+            .map_err(|e| format!("class {}: {e}", c.spec.name))?;
     }
+    let t0 = now_ns();
     let poll_ns = u64::try_from(POLL.as_nanos()).unwrap_or(200_000);
     // On the host device the workers' records stay in a stream until its check takes them: taken
     // as the run goes (the check keeps only its counts), memory does not grow with the run's
@@ -148,10 +131,6 @@ pub fn run(
                 // Arrivals: the policy hears of the work before it is submitted.
                 while let Some(arrival_ns) = classes[i].arrivals.as_mut().and_then(|a| a.next_if(|&a| a <= now)) {
                     classes[i].arrived += 1;
-                    if classes[i].pending.is_empty() {
-                        let a = policy.ready(i, at(now));
-                        apply(&mut policy, &classes, a, &mut o);
-                    }
                     let c = &mut classes[i];
                     let req = c.arrived;
                     c.requests.insert(
@@ -211,8 +190,9 @@ pub fn run(
                     }
                 }
                 if was_busy && c.pending.is_empty() && !c.spec.saturates() {
-                    let a = policy.idle(i, at(now));
-                    apply(&mut policy, &classes, a, &mut o);
+                    session
+                        .helper_idle(&c.stream)
+                        .map_err(|e| format!("class {}: idle: {e}", c.spec.name))?;
                 }
             }
             if host && records_taken.elapsed() >= RECORDS_EVERY {
@@ -222,20 +202,18 @@ pub fn run(
                     let _ = c.stream.verify();
                 }
             }
-            if policy.next_wakeup().is_some_and(|w| w <= at(now)) {
-                let a = policy.tick(at(now));
-                apply(&mut policy, &classes, a, &mut o);
-            }
             sleep_until(t0 + now + poll_ns);
         }
         Ok(())
     })();
     o.window_ns = now_ns().saturating_sub(t0).min(duration_ns);
-    // Leave nothing suspended: resume what the policy holds (closing the session would too).
+    if let Some(st) = session.helper_policy_status() {
+        (o.suspends, o.resumes, o.failed_actions) = (st.suspends, st.resumes, st.failure_log);
+    }
+    // Leave nothing suspended: the policy lets go of every stream (closing the session would
+    // too), so the final check can wait for what is left.
     for c in &classes {
-        if c.stream.is_suspended() {
-            let _ = c.stream.resume();
-        }
+        let _ = session.helper_unregister(&c.stream);
     }
     result?;
     o.classes = classes;

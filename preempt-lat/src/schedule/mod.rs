@@ -108,7 +108,7 @@ fn arrivals_of(x: &Experiment, i: usize, duration_ns: u64) -> crate::arrivals::A
 /// One run of `x` (no runs alone).
 fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, String> {
     let specs = &x.classes;
-    let (policy, initial) = policy::Policy::new(x.policy, specs, x.k, x.round_ms)?;
+    let (policy, params) = policy::of(x.policy, specs, x.k, x.round_ms)?;
     let t_start = std::time::Instant::now();
     let duration_ns = crate::num::round_u64(x.duration_s * 1e9);
     let lv1 = lv1::Config::new(x.lv1.threshold as usize, x.lv1.batch as usize).map_err(|e| e.to_string())?;
@@ -130,6 +130,7 @@ fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Strin
             keep_records: true,
             host_workers: x.workers as usize,
             gpu_slots: usize::try_from(crate::num::round_u64(cmds * 1.2)).unwrap_or(usize::MAX),
+            policy: Some(policy),
             ..Options::default()
         })
         .map_err(|e| format!("session: {e}"))?;
@@ -137,8 +138,7 @@ fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Strin
     let run = engine::run(
         &session,
         specs,
-        policy,
-        initial,
+        &params,
         duration_ns,
         x.lv1.threshold as usize,
         arrivals,
@@ -163,7 +163,7 @@ fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Strin
 pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     let x = Experiment::of_priority(o, dev.priority_workers(o.common.workers));
     // The policy first: a class it cannot take is refused before anything starts.
-    policy::Policy::new(x.policy, &x.classes, x.k, x.round_ms)?;
+    policy::of(x.policy, &x.classes, x.k, x.round_ms)?;
     let src = dev.session_source(o.common.mechanism, o.common.grace())?;
     crate::output::files::prepare(&o.out_dir)?;
     if !o.common.quiet {

@@ -90,7 +90,7 @@ pub fn run(o: &SweepRateOptions, dev: Device) -> Outcome {
     };
     // The first point's policy first: a class it cannot take is refused before anything starts.
     let first = at(o.rates.first().copied().unwrap_or(1.0))?;
-    super::policy::Policy::new(first.policy, &first.classes, first.k, first.round_ms)?;
+    super::policy::of(first.policy, &first.classes, first.k, first.round_ms)?;
     let src = dev.session_source(o.common.mechanism, o.common.grace())?;
     prepare(&o.out_dir)?;
     let t_start = std::time::Instant::now();
