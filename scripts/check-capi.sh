@@ -5,8 +5,10 @@
 # then the /dev/kfd calls (here, without /dev/kfd, each gives its documented error; the QEMU
 # guests run the same program statically linked against the real kernels). Then
 # capi_workers_test.c: the host device's worker processes killed, orphaned by an exiting thread,
-# and under terminal job control (host only). Then capi_sched_test.c: sessions scheduled by the
-# preempt-sched daemon (host only; the daemon is preempt-sched's debug build).
+# and under terminal job control (host only). Then capi_policy_test.c: the helper's time-driven
+# policy (host only: options, a 3:1 partition over a second, K-EDF, laxity, misuse). Then
+# capi_sched_test.c: sessions scheduled by the preempt-sched daemon (host only; the daemon is
+# preempt-sched's debug build).
 #
 # The names (docs/c-api.md#library-names): the prefix already holds a stand-in for XSched's
 # libpreempt.so (built here, exporting XQueueCreate), which the install must leave alone and the
@@ -29,7 +31,8 @@ export PKG_CONFIG_PATH=$P/lib/pkgconfig
 BIN=target/capi-test
 WBIN=target/capi-workers-test
 SBIN=target/capi-sched-test
-for t in "$BIN:capi_test" "$WBIN:capi_workers_test" "$SBIN:capi_sched_test"; do
+PBIN=target/capi-policy-test
+for t in "$BIN:capi_test" "$WBIN:capi_workers_test" "$PBIN:capi_policy_test" "$SBIN:capi_sched_test"; do
     # shellcheck disable=SC2046
     cc -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -o "${t%%:*}" "preempt-capi/tests/c/${t#*:}.c" $(pkg-config --cflags --libs preempt-kfd) -lpthread
     ldd "${t%%:*}" | grep "$P/lib/libpreempt_kfd.so" >/dev/null || { echo "check-capi: ${t%%:*} does not use the installed libpreempt_kfd.so"; exit 1; }
@@ -39,6 +42,7 @@ done
 env -u PREEMPT_HOST_WORKER "$BIN" host
 env -u PREEMPT_HOST_WORKER "$BIN" kfd --stock
 "$WBIN"
+"$PBIN"
 cargo build --locked -q -p preempt-sched --bin preempt-sched
 env -u PREEMPT_HOST_WORKER -u PREEMPT_SCHEDULER "$SBIN" "${CARGO_TARGET_DIR:-target}/debug/preempt-sched"
 

@@ -2,7 +2,8 @@
 //! which are suspended, decided from the queues' readiness and the time.
 //!
 //! Beside [`hpf`] (highest-priority-first, driven by prioritised blocks of work entering and
-//! leaving), this crate holds the policies of XSched's evaluation that depend on time:
+//! leaving), this crate holds the policies of XSched's evaluation, driven by the queues'
+//! readiness and (`up`, `laxity`) the time:
 //! - [`up::Partition`]: utilization partition. One queue at a time holds the device for a slice
 //!   proportional to its share; over time each busy queue gets its share of device time.
 //! - [`kedf::KEdf`]: K earliest deadlines first. The `k` ready queues whose work is due first
@@ -10,6 +11,13 @@
 //! - [`laxity::Laxity`]: least laxity. A ready queue runs at its laxity priority until its slack is
 //!   used up, then at its critical priority; queues below the highest priority among the ready
 //!   ones are suspended.
+//! - [`priority::HighestFirst`]: highest priority first over queues driven by their readiness.
+//!   While some queue is ready, the queues below the highest priority among the ready ones are
+//!   suspended: [`hpf`]'s rule with each ready queue of priority `p` as a block of `p`.
+//!
+//! [`any::AnyPolicy`] holds one of the time-driven three (`up`, `kedf`, `laxity`) chosen at run
+//! time (the application API's helper takes it from its user), with a queue's parameters as one
+//! type; `priority` is not among them yet.
 //!
 //! Every policy implements [`TimedPolicy`]: the caller reports what happened to a queue (it
 //! became [`ready`](TimedPolicy::ready): it has work; it went [`idle`](TimedPolicy::idle): all its
@@ -41,8 +49,10 @@ use std::time::Duration;
 
 pub use hpf::Action;
 
+pub mod any;
 pub mod kedf;
 pub mod laxity;
+pub mod priority;
 pub mod up;
 
 #[cfg(test)]

@@ -11,7 +11,9 @@
 //!   they run and start no new one, [`lv2_unavailable`] on a GPU; Lv1: the launcher's drain).
 //! - The highest-priority-first helper ([`Session::helper_enter`] / [`Session::helper_leave`]):
 //!   `hpf`'s policy over the session's streams, or with [`Options::scheduler`] over every
-//!   process of the node through the `preempt-sched` daemon ([`sched`]: its protocol and client).
+//!   process of the node through the `preempt-sched` daemon ([`sched`]: its protocol and client);
+//!   with [`Options::policy`] also a time-driven policy (utilization partition, K-EDF, laxity)
+//!   over the streams scheduled with it ([`Session::helper_schedule`]).
 //! - [`Error`]: a kind with a stable code, a message, and errno plus meaning where a system call
 //!   failed.
 //!
@@ -42,13 +44,15 @@ mod stream;
 pub use bound::{KFD_PRIORITY_NORMAL, QueueDesc};
 pub use check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
 pub use error::{Error, ErrorKind, Result};
+pub use helper::timed::{IDLE_POLL, PolicyStatus};
 pub use hp::HpStream;
 pub use hpf::Priority;
-pub use limits::{CLOSE_WAIT, MAX_DELAY_NS};
+pub use limits::{CLOSE_WAIT, MAX_DELAY_NS, MAX_POLICY_SPAN};
 pub use mech::{Lv3Setup, MechanismInfo, probe};
 pub use options::{
-    DeviceSpec, LV2_HOST_MECHANISM, LV2_ON_GPU_DOC, LV2_ON_GPU_WHY, Level, Options, grace_from_units, lv2_unavailable,
-    mechanism_names, parse_mechanism,
+    DeviceSpec, LV2_HOST_MECHANISM, LV2_ON_GPU_DOC, LV2_ON_GPU_WHY, LaxityParams, Level, MAX_POLICY_K,
+    MAX_POLICY_ROUND, Options, PolicyChoice, PolicyParams, grace_from_units, lv2_unavailable, mechanism_names,
+    parse_mechanism, policy_choice,
 };
 pub use session::Session;
 pub use stream::{LpStream, SuspendInfo};

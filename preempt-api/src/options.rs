@@ -10,6 +10,9 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
+pub use policies::any::{Choice as PolicyChoice, Params as PolicyParams};
+pub use policies::laxity::LaxityParams;
+
 /// The one wording of a name that is not in the grammar, in every front end (the C ABI, Python,
 /// `preempt-lat`): `unknown <what> "<given>": expected <the words>`. lv3's mechanism names read
 /// the same way (`lv3::mechanism::UnknownMechanism`).
@@ -306,6 +309,46 @@ pub struct Options {
     pub scheduler: Option<PathBuf>,
     /// How the session's client talks to the daemon (lease, timeouts, its name in the log).
     pub scheduler_client: ClientOptions,
+    /// The helper's time-driven policy over the streams scheduled with it
+    /// ([`crate::Session::helper_schedule`]; docs/c-api.md#the-helpers-policy): utilization
+    /// partition, K-EDF or laxity. `None`: highest-priority-first blocks only. It runs in this
+    /// process beside the blocks, also when they go to a scheduler daemon.
+    pub policy: Option<PolicyChoice>,
+}
+
+/// The longest round of a utilization partition (a longer one would starve a queue for that
+/// long).
+pub const MAX_POLICY_ROUND: Duration = Duration::from_secs(10);
+
+/// The most streams that run at once under K-EDF (more than a session has).
+pub const MAX_POLICY_K: usize = 4096;
+
+/// The helper's policy from its word (`hpf`, `up`, `kedf`, `laxity`, as `preempt-lat priority
+/// --policy`) and the settings its word needs: `round` for `up`, `k` for `kedf` (ignored by the
+/// others). `hpf` is `None`: blocks only.
+pub fn policy_choice(word: &str, round: Duration, k: usize) -> Result<Option<PolicyChoice>> {
+    let choice = match word {
+        "hpf" => return Ok(None),
+        "up" => {
+            if round.is_zero() || round > MAX_POLICY_ROUND {
+                return Err(Error::invalid(format!(
+                    "policy up: the round must be more than 0 and at most {MAX_POLICY_ROUND:?} (got {round:?})"
+                )));
+            }
+            PolicyChoice::Partition { round }
+        }
+        "kedf" => {
+            if k == 0 || k > MAX_POLICY_K {
+                return Err(Error::invalid(format!(
+                    "policy kedf: k (how many streams run at once) must be 1 to {MAX_POLICY_K} (got {k})"
+                )));
+            }
+            PolicyChoice::KEdf { k }
+        }
+        "laxity" => PolicyChoice::Laxity,
+        other => return Err(unknown("policy", other, "hpf, up, kedf or laxity")),
+    };
+    Ok(Some(choice))
 }
 
 /// How a scheduler daemon's client behaves ([`Options::scheduler_client`], `crate::sched`).

@@ -2,10 +2,11 @@
 //! runs the work that must not wait, is `hp.rs`'s). Written once over the device's bodies
 //! ([`crate::device`]).
 //!
-//! A low-priority stream's suspension has up to three holders, the user (by hand: `suspend`,
-//! sets), the in-process helper and the scheduler daemon's client (`crate::sched`); it runs
-//! again only when none holds it, so each resumes only what it suspended and a hand suspension
-//! outlives a block (docs/c-api.md#who-holds-a-suspension).
+//! A low-priority stream's suspension has up to four holders, the user (by hand: `suspend`,
+//! sets), the in-process helper's blocks, the helper's time-driven policy and the scheduler
+//! daemon's client (`crate::sched`); it runs again only when none holds it, so each resumes only
+//! what it suspended and a hand suspension outlives a block
+//! (docs/c-api.md#who-holds-a-suspension).
 use crate::check::{Check, LpCompletion, Verified};
 use crate::device::{Abandon, Launcher, LpBody, Lv3Held};
 use crate::error::{Error, ErrorKind, Result};
@@ -15,7 +16,7 @@ use crate::owner::{Bound, Owner};
 use lv1::{SuspendMode, WaitIdleError};
 use lv3::mechanism::{Preemptor, QueueTarget};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 /// A suspension a stream holds; dropping it resumes (the guards' rule).
@@ -26,12 +27,33 @@ enum Held {
 }
 
 /// Who asks for a suspension: the user by hand (`suspend`, `resume`, sets), the in-process
-/// helper, or the scheduler daemon (its orders, carried out by the session's `SchedClient`).
+/// helper's blocks, the helper's time-driven policy, or the scheduler daemon (its orders, carried
+/// out by the session's `SchedClient`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Holder {
     Hand,
     Helper,
+    Policy,
     Scheduler,
+}
+
+impl Holder {
+    /// How messages name the holder.
+    fn name(self) -> &'static str {
+        match self {
+            Holder::Hand => "the user",
+            Holder::Helper => "the helper",
+            Holder::Policy => "the helper's policy",
+            Holder::Scheduler => "the scheduler daemon",
+        }
+    }
+}
+
+/// Told before a delay command is submitted to a stream the helper's time-driven policy
+/// schedules: the stream has work (`crate::helper::timed`; a trait here so that the stream does
+/// not depend on the helper).
+pub(crate) trait SubmitHook: Send + Sync {
+    fn submitted(&self, stream: u64);
 }
 
 /// The stream's suspension and its holders: `held` is `Some` exactly while one holds it.
@@ -40,6 +62,7 @@ struct Hold {
     held: Option<Held>,
     hand: bool,
     helper: bool,
+    policy: bool,
     scheduler: bool,
 }
 
@@ -48,12 +71,24 @@ impl Hold {
         match who {
             Holder::Hand => &mut self.hand,
             Holder::Helper => &mut self.helper,
+            Holder::Policy => &mut self.policy,
             Holder::Scheduler => &mut self.scheduler,
         }
     }
 
     fn any(&self) -> bool {
-        self.hand || self.helper || self.scheduler
+        self.hand || self.helper || self.policy || self.scheduler
+    }
+
+    /// Who other than the user holds it, for messages.
+    fn others(&self) -> Option<Holder> {
+        [
+            (self.helper, Holder::Helper),
+            (self.policy, Holder::Policy),
+            (self.scheduler, Holder::Scheduler),
+        ]
+        .into_iter()
+        .find_map(|(held, who)| held.then_some(who))
     }
 }
 
@@ -93,6 +128,8 @@ pub struct LpStream {
     /// Submits hold it shared, close exclusively: no submit lands after close dropped the
     /// commands not yet launched.
     gate: RwLock<()>,
+    /// The helper's policy, told of every submit while it schedules the stream.
+    hook: Mutex<Option<Weak<dyn SubmitHook>>>,
     dev: Bound<Device>,
 }
 
@@ -127,6 +164,7 @@ impl LpStream {
             label: OnceLock::new(),
             closed: AtomicBool::new(false),
             gate: RwLock::new(()),
+            hook: Mutex::new(None),
             dev: Bound::new(
                 owner,
                 Device {
@@ -268,6 +306,31 @@ impl LpStream {
         self.release_by(Holder::Helper)
     }
 
+    /// The helper's time-driven policy's suspend (`crate::helper::timed`).
+    pub(crate) fn policy_suspend(&self) -> Result<()> {
+        self.hold_by(Holder::Policy).map(drop)
+    }
+
+    /// The helper's policy's resume: releases only its hold.
+    pub(crate) fn policy_resume(&self) -> Result<()> {
+        self.release_by(Holder::Policy)
+    }
+
+    /// Sets (or with `None` clears) what is told of every submit.
+    pub(crate) fn set_submit_hook(&self, hook: Option<Weak<dyn SubmitHook>>) {
+        *self.dev_hook() = hook;
+    }
+
+    fn dev_hook(&self) -> MutexGuard<'_, Option<Weak<dyn SubmitHook>>> {
+        self.hook.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether everything submitted through the library completed (none pending, none in
+    /// flight); `false` for a bound KFD queue, which has no launcher to tell.
+    pub(crate) fn drained(&self) -> bool {
+        self.stats().is_some_and(|s| s.pending == 0 && s.in_flight == 0)
+    }
+
     /// The scheduler daemon's suspend (an order carried out by [`crate::sched::SchedClient`]).
     pub(crate) fn sched_suspend(&self) -> Result<()> {
         self.hold_by(Holder::Scheduler).map(drop)
@@ -284,9 +347,8 @@ impl LpStream {
         self.not_closed()?;
         if *hold.by(who) {
             let by = match who {
-                Holder::Hand => "",
-                Holder::Helper => " by the helper",
-                Holder::Scheduler => " by the scheduler daemon",
+                Holder::Hand => String::new(),
+                other => format!(" by {}", other.name()),
             };
             return Err(Error::new(
                 ErrorKind::AlreadySuspended,
@@ -336,23 +398,26 @@ impl LpStream {
         }
         if !*hold.by(who) {
             let label = self.label();
-            return Err(match who {
-                Holder::Hand if hold.helper || hold.scheduler => Error::new(
+            return Err(match (who, hold.others()) {
+                (Holder::Hand, Some(Holder::Policy)) => Error::new(
                     ErrorKind::Busy,
                     format!(
-                        "{label} is suspended by the {} (a block of higher priority is active): it resumes when \
-                         the block leaves; a hand resume releases only a hand suspension",
-                        if hold.helper { "helper" } else { "scheduler daemon" }
+                        "{label} is suspended by the helper's policy (another stream has the device now): it \
+                         resumes when the policy gives it its turn; a hand resume releases only a hand suspension"
                     ),
                 ),
-                Holder::Hand => Error::new(ErrorKind::NotSuspended, format!("{label} is not suspended")),
-                Holder::Helper => Error::new(
-                    ErrorKind::NotSuspended,
-                    format!("{label} is not suspended by the helper"),
+                (Holder::Hand, Some(other)) => Error::new(
+                    ErrorKind::Busy,
+                    format!(
+                        "{label} is suspended by {} (a block of higher priority is active): it resumes when \
+                         the block leaves; a hand resume releases only a hand suspension",
+                        other.name()
+                    ),
                 ),
-                Holder::Scheduler => Error::new(
+                (Holder::Hand, None) => Error::new(ErrorKind::NotSuspended, format!("{label} is not suspended")),
+                (other, _) => Error::new(
                     ErrorKind::NotSuspended,
-                    format!("{label} is not suspended by the scheduler daemon"),
+                    format!("{label} is not suspended by {}", other.name()),
                 ),
             });
         }
@@ -386,6 +451,12 @@ impl LpStream {
         check_delay(ns).map_err(|e| e.context(self.label()))?;
         let _open = self.gate.read().unwrap_or_else(PoisonError::into_inner);
         self.not_closed()?;
+        // The policy hears of the work before it is submitted, so that a stream it suspends
+        // does not start it (policies::TimedPolicy::ready).
+        let hook = self.dev_hook().as_ref().and_then(Weak::upgrade);
+        if let Some(h) = hook {
+            h.submitted(self.id);
+        }
         self.dev.body.submit_delay(ns).map_err(|e| e.context(self.label()))
     }
 
@@ -474,7 +545,7 @@ impl LpStream {
         }
         let released = {
             let mut hold = self.hold();
-            (hold.hand, hold.helper, hold.scheduler) = (false, false, false);
+            (hold.hand, hold.helper, hold.policy, hold.scheduler) = (false, false, false, false);
             hold.held.take().map_or(Ok(()), |h| self.release(h))
         };
         let released = released.map_err(|e| e.context(self.label()));

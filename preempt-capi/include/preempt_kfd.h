@@ -44,13 +44,15 @@
  * workers; a GPU cannot stop a running kernel, so its queue runs it out and its stream is freed
  * when the process exits (work you launched yourself on a hipStream_t: wait for it first).
  *
- * WHO HOLDS A SUSPENSION. A stream's suspension has up to three holders, the caller
- * (preempt_suspend, preempt_suspend_set), the helper (a block of higher priority) and, for a
- * session opened with a scheduler, the scheduler daemon; the stream runs again only when none
- * holds it. So the helper (or the daemon) resumes only what it suspended: a
- * stream suspended by hand stays suspended after a block until preempt_resume; preempt_suspend
- * inside a block is the caller's own hold (it outlives the block); preempt_resume of a stream
- * that only the helper holds is PREEMPT_ERR_BUSY (it resumes when the block leaves).
+ * WHO HOLDS A SUSPENSION. A stream's suspension has up to four holders, the caller
+ * (preempt_suspend, preempt_suspend_set), the helper (a block of higher priority), the helper's
+ * policy (preempt_options.policy, for a stream scheduled with it) and, for a session opened with
+ * a scheduler, the scheduler daemon; the stream runs again only when none holds it. So the
+ * helper (or its policy, or the daemon) resumes only what it suspended: a stream suspended by
+ * hand stays suspended after a block until preempt_resume; preempt_suspend inside a block is
+ * the caller's own hold (it outlives the block); preempt_resume of a stream that only the helper
+ * or its policy holds is PREEMPT_ERR_BUSY (it resumes when the block leaves, or when the policy
+ * gives it its turn).
  *
  * FORK. A session belongs to the process that opened it. In a fork child every call on the
  * parent's sessions and streams fails with PREEMPT_ERR_FORKED and touches nothing of the
@@ -91,6 +93,27 @@
 // How long `preempt_session_close` and `preempt_stream_close` wait for the work in flight, in
 // ms, before they abandon what still runs (PREEMPT_ERR_ABANDONED).
 #define PREEMPT_CLOSE_WAIT_MS 1000
+
+// `preempt_options.policy_round_ns` as `preempt_options_init` sets it: 10 ms (XSched's time
+// slice; `preempt-lat priority --round-ms`'s default).
+#define PREEMPT_POLICY_ROUND_NS_DEFAULT 10000000
+
+// The longest `policy_round_ns`, in ns (10 s: a longer round would starve a stream for that
+// long); 0 or a longer round is PREEMPT_ERR_INVALID_ARGUMENT at open.
+#define PREEMPT_MAX_POLICY_ROUND_NS 10000000000
+
+// The largest `policy_k` (more streams than a session has); 0 or a larger k is
+// PREEMPT_ERR_INVALID_ARGUMENT at open.
+#define PREEMPT_MAX_POLICY_K 4096
+
+// The longest relative deadline (`preempt_helper_schedule_deadline`) and laxity
+// (`preempt_helper_schedule_laxity`), in ns: one hour. A stream's work is commands of at most
+// PREEMPT_MAX_DELAY_NS each, scheduled in rounds of at most PREEMPT_MAX_POLICY_ROUND_NS: a
+// deadline or slack of an hour already orders a stream after every realistic one, so a longer
+// value is taken for what it almost always is, a unit mistake, an absolute clock reading or
+// `(uint64_t)-1`, and refused (PREEMPT_ERR_INVALID_ARGUMENT) instead of scheduling the stream
+// last for centuries.
+#define PREEMPT_MAX_POLICY_SPAN_NS 3600000000000
 
 // What every function returns: `PREEMPT_OK` (0) or a negative error code. The message of the
 // last failure on the calling thread is `preempt_last_error()`, its errno (0 if none)
@@ -160,10 +183,34 @@ typedef enum preempt_level {
   PREEMPT_LEVEL_LV3 = 3,
 } preempt_level;
 
+// The helper's time-driven policy (`preempt_options.policy`; docs/c-api.md, "The helper's
+// policy"): besides the highest-priority-first blocks, which every session has, the session
+// runs one of these over the streams scheduled with `preempt_helper_schedule_share`,
+// `_deadline` or `_laxity`.
+typedef enum preempt_policy {
+  // Highest-priority-first blocks only (`preempt_helper_enter`/`_leave`); no stream can be
+  // scheduled. The default.
+  PREEMPT_POLICY_HPF = 0,
+  // Utilization partition: one scheduled stream at a time holds the device for
+  // `policy_round_ns x share / sum of shares`, then the ready one that had the least time for
+  // its share; every other scheduled stream is suspended. Streams are scheduled with
+  // `preempt_helper_schedule_share`.
+  PREEMPT_POLICY_UP = 1,
+  // K earliest deadlines first: the `policy_k` ready streams due first run (a stream is due
+  // its relative deadline after it became ready); idle ones fill free places. Streams are
+  // scheduled with `preempt_helper_schedule_deadline`.
+  PREEMPT_POLICY_KEDF = 2,
+  // Least laxity: a ready stream counts at its laxity priority until its laxity (slack) is
+  // used up, then at its critical priority; streams below the highest ready one are
+  // suspended. Streams are scheduled with `preempt_helper_schedule_laxity`.
+  PREEMPT_POLICY_LAXITY = 3,
+} preempt_policy;
+
 // How a session is opened. Initialise with `preempt_options_init` (which sets `struct_size`),
 // then change fields; a NULL options pointer means all defaults. Fields are only ever added at
-// the end: a program built against an earlier header (a smaller `struct_size`, down to the
-// version without `scheduler`) is accepted, the fields it does not have taking their defaults.
+// the end: a program built against an earlier header (a smaller `struct_size`: the version
+// without `policy`, or the first one, without `scheduler`) is accepted, the fields it does not
+// have taking their defaults.
 typedef struct preempt_options {
   // `sizeof(preempt_options)`, for later versions of this struct.
   uint32_t struct_size;
@@ -195,6 +242,16 @@ typedef struct preempt_options {
   // else the in-process helper. A daemon that cannot be reached fails the open
   // (`PREEMPT_ERR_SCHEDULER`); once connected the session reconnects by itself.
   const char *scheduler;
+  // The helper's time-driven policy, a `preempt_policy` (`PREEMPT_POLICY_HPF`, 0, by
+  // default: blocks only). Another number is PREEMPT_ERR_INVALID_ARGUMENT at open.
+  int32_t policy;
+  // `PREEMPT_POLICY_KEDF`: how many streams run at once, 1 to PREEMPT_MAX_POLICY_K (default
+  // 1). Read for that policy only.
+  uint32_t policy_k;
+  // `PREEMPT_POLICY_UP`: the round (XSched's time slice: one turn of every ready stream), in
+  // ns, 1 to PREEMPT_MAX_POLICY_ROUND_NS (default PREEMPT_POLICY_ROUND_NS_DEFAULT, 10 ms).
+  // Read for that policy only.
+  uint64_t policy_round_ns;
 } preempt_options;
 
 // A session handle (0 is never one).
@@ -249,7 +306,10 @@ int preempt_options_init(struct preempt_options *opts);
 // usable mechanism the session still opens (streams default to Lv1, see
 // `preempt_session_mechanism`); `"kfd"` then fails with `PREEMPT_ERR_UNAVAILABLE`. With a
 // scheduler daemon (`preempt_options.scheduler`, else `$PREEMPT_SCHEDULER`) the helper calls
-// go to the daemon; one that cannot be reached is `PREEMPT_ERR_SCHEDULER`.
+// go to the daemon; one that cannot be reached is `PREEMPT_ERR_SCHEDULER`. With a policy
+// (`preempt_options.policy`) the helper also runs it over the streams scheduled with it; an
+// unknown policy number, a `policy_round_ns` (up) or `policy_k` (kedf) out of range is
+// `PREEMPT_ERR_INVALID_ARGUMENT`.
 //
 // # Safety
 // `device` is a NUL-terminated string; `opts` is NULL (defaults) or a `preempt_options`
@@ -339,18 +399,18 @@ int preempt_stream_queue(preempt_stream_t stream, uint32_t *queue_id, uint32_t *
 // Suspends the stream at its level (Lv3: the session's mechanism with its grace period, or
 // SIGSTOP on the host; Lv1: stop the launcher and wait for the stream to drain). When it
 // returns OK, the stream runs nothing, until `preempt_resume`: the suspension is the caller's,
-// whatever the helper does meanwhile (if the helper holds the stream already, it just stays
-// suspended). `PREEMPT_ERR_ALREADY_SUSPENDED` if the caller holds it already. `latency_ns` (may
-// be NULL) gets the call's wall time.
+// whatever the helper (its blocks, its policy) does meanwhile (if the helper holds the stream
+// already, it just stays suspended). `PREEMPT_ERR_ALREADY_SUSPENDED` if the caller holds it
+// already. `latency_ns` (may be NULL) gets the call's wall time.
 //
 // # Safety
 // `latency_ns` is NULL or valid for writing a `uint64_t`.
 int preempt_suspend(preempt_stream_t stream, uint64_t *latency_ns);
 
 // Releases the suspension `preempt_suspend` made; the stream runs again unless the helper
-// holds it too (then it resumes when the helper's block leaves). `PREEMPT_ERR_BUSY` if only the
-// helper holds it (a block of higher priority is active), `PREEMPT_ERR_NOT_SUSPENDED` if
-// nothing does.
+// holds it too (then it resumes when the helper's block leaves, or when its policy gives it its
+// turn). `PREEMPT_ERR_BUSY` if only the helper holds it (a block of higher priority is active,
+// or the policy holds it suspended), `PREEMPT_ERR_NOT_SUSPENDED` if nothing does.
 //
 // # Safety
 // None beyond the handle rules of the header.
@@ -369,7 +429,8 @@ int preempt_suspend_set(const preempt_stream_t *set, size_t n);
 // `set` is valid for reading `n` handles.
 int preempt_resume_set(const preempt_stream_t *set, size_t n);
 
-// `*out` = 1 if the stream is suspended (by `preempt_suspend`, the helper, or both), else 0.
+// `*out` = 1 if the stream is suspended (by `preempt_suspend`, the helper's blocks or policy, or
+// several of them), else 0.
 //
 // # Safety
 // `out` is valid for writing an `int`.
@@ -419,7 +480,8 @@ int preempt_hp_synchronize(preempt_session_t session);
 // None beyond the handle rules of the header.
 int preempt_helper_register(preempt_stream_t stream, int32_t priority);
 
-// Removes the stream from the helper (resuming it if the helper had suspended it).
+// Removes the stream from the helper, its blocks and its policy (resuming it if either had
+// suspended it).
 //
 // # Safety
 // None beyond the handle rules of the header.
@@ -479,6 +541,67 @@ const char *preempt_status_name(int code);
 
 // The library's version (`"0.1.0"`). A static string.
 const char *preempt_version(void);
+
+// Schedules the stream with the session's utilization partition (`PREEMPT_POLICY_UP`) at
+// `share` (its weight against the other scheduled streams': 3 and 1, or 75 and 25; again: a new
+// share). From now on the policy suspends and resumes it, a hold of its own beside the caller's
+// and the blocks': every scheduled stream but the one whose turn it is stays suspended, idle
+// ones included. A delay command submitted through the library makes it ready; work launched
+// on its handle is announced with `preempt_helper_ready`. The session's policy thread starts
+// with the first scheduled stream. `PREEMPT_ERR_INVALID_ARGUMENT`: a share of 0, a session
+// without a policy, or one with another policy (which schedules with a deadline or a laxity).
+//
+// # Safety
+// None beyond the handle rules of the header.
+int preempt_helper_schedule_share(preempt_stream_t stream, uint32_t share);
+
+// Schedules the stream with the session's K-EDF policy (`PREEMPT_POLICY_KEDF`) at the relative
+// deadline `deadline_ns` (its work is due that long after it becomes ready; again: a new
+// deadline). The `policy_k` ready streams due first run, the others are suspended by the policy
+// (a hold of its own, as `preempt_helper_schedule_share`'s). `PREEMPT_ERR_INVALID_ARGUMENT`: a
+// deadline of 0 or above PREEMPT_MAX_POLICY_SPAN_NS, a session without a policy or with another.
+//
+// # Safety
+// None beyond the handle rules of the header.
+int preempt_helper_schedule_deadline(preempt_stream_t stream, uint64_t deadline_ns);
+
+// Schedules the stream with the session's least-laxity policy (`PREEMPT_POLICY_LAXITY`; again:
+// new parameters): once ready it counts at `laxity_priority` for `laxity_ns` (its slack; 0:
+// critical at once), then at `critical_priority` (larger runs first, as the helper's blocks);
+// the policy suspends every scheduled stream below the highest ready one (a hold of its own, as
+// `preempt_helper_schedule_share`'s). `PREEMPT_ERR_INVALID_ARGUMENT`: a laxity above
+// PREEMPT_MAX_POLICY_SPAN_NS, a session without a policy or with another.
+//
+// # Safety
+// None beyond the handle rules of the header.
+int preempt_helper_schedule_laxity(preempt_stream_t stream,
+                                   uint64_t laxity_ns,
+                                   int32_t laxity_priority,
+                                   int32_t critical_priority);
+
+// The scheduled stream has work the library does not see (kernels launched on its handle) from
+// now on, until `preempt_helper_idle`: call it before launching. (Delay commands submitted
+// through the library make the stream ready by themselves, and idle once they are done.)
+// `PREEMPT_ERR_INVALID_ARGUMENT` unless the stream is scheduled.
+//
+// # Safety
+// None beyond the handle rules of the header.
+int preempt_helper_ready(preempt_stream_t stream);
+
+// All of the scheduled stream's work announced with `preempt_helper_ready` is done: call it
+// after the stream's synchronize. `PREEMPT_ERR_INVALID_ARGUMENT` unless the stream is scheduled.
+//
+// # Safety
+// None beyond the handle rules of the header.
+int preempt_helper_idle(preempt_stream_t stream);
+
+// The policy's counters: `*actions` gets the suspends and resumes it carried out, `*failures`
+// those that failed (each is retried at the policy's next decision). Neither pointer may be
+// NULL. `PREEMPT_ERR_INVALID_ARGUMENT` for a session without a policy.
+//
+// # Safety
+// `actions` and `failures` are valid for writing a `uint64_t` each.
+int preempt_helper_policy_counts(preempt_session_t session, uint64_t *actions, uint64_t *failures);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -149,10 +149,68 @@ pub enum preempt_level {
     PREEMPT_LEVEL_LV3 = 3,
 }
 
+/// The helper's time-driven policy (`preempt_options.policy`; docs/c-api.md, "The helper's
+/// policy"): besides the highest-priority-first blocks, which every session has, the session
+/// runs one of these over the streams scheduled with `preempt_helper_schedule_share`,
+/// `_deadline` or `_laxity`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum preempt_policy {
+    /// Highest-priority-first blocks only (`preempt_helper_enter`/`_leave`); no stream can be
+    /// scheduled. The default.
+    PREEMPT_POLICY_HPF = 0,
+    /// Utilization partition: one scheduled stream at a time holds the device for
+    /// `policy_round_ns x share / sum of shares`, then the ready one that had the least time for
+    /// its share; every other scheduled stream is suspended. Streams are scheduled with
+    /// `preempt_helper_schedule_share`.
+    PREEMPT_POLICY_UP = 1,
+    /// K earliest deadlines first: the `policy_k` ready streams due first run (a stream is due
+    /// its relative deadline after it became ready); idle ones fill free places. Streams are
+    /// scheduled with `preempt_helper_schedule_deadline`.
+    PREEMPT_POLICY_KEDF = 2,
+    /// Least laxity: a ready stream counts at its laxity priority until its laxity (slack) is
+    /// used up, then at its critical priority; streams below the highest ready one are
+    /// suspended. Streams are scheduled with `preempt_helper_schedule_laxity`.
+    PREEMPT_POLICY_LAXITY = 3,
+}
+
+impl preempt_policy {
+    /// Every policy with its word in `preempt_api::policy_choice`'s grammar (and
+    /// `preempt-lat priority --policy`'s), in number order.
+    pub const ALL: [(preempt_policy, &'static str); 4] = [
+        (preempt_policy::PREEMPT_POLICY_HPF, "hpf"),
+        (preempt_policy::PREEMPT_POLICY_UP, "up"),
+        (preempt_policy::PREEMPT_POLICY_KEDF, "kedf"),
+        (preempt_policy::PREEMPT_POLICY_LAXITY, "laxity"),
+    ];
+}
+
+/// `preempt_options.policy_round_ns` as `preempt_options_init` sets it: 10 ms (XSched's time
+/// slice; `preempt-lat priority --round-ms`'s default).
+pub const PREEMPT_POLICY_ROUND_NS_DEFAULT: u64 = 10_000_000;
+
+/// The longest `policy_round_ns`, in ns (10 s: a longer round would starve a stream for that
+/// long); 0 or a longer round is PREEMPT_ERR_INVALID_ARGUMENT at open.
+pub const PREEMPT_MAX_POLICY_ROUND_NS: u64 = 10_000_000_000;
+
+/// The largest `policy_k` (more streams than a session has); 0 or a larger k is
+/// PREEMPT_ERR_INVALID_ARGUMENT at open.
+pub const PREEMPT_MAX_POLICY_K: u32 = 4096;
+
+/// The longest relative deadline (`preempt_helper_schedule_deadline`) and laxity
+/// (`preempt_helper_schedule_laxity`), in ns: one hour. A stream's work is commands of at most
+/// PREEMPT_MAX_DELAY_NS each, scheduled in rounds of at most PREEMPT_MAX_POLICY_ROUND_NS: a
+/// deadline or slack of an hour already orders a stream after every realistic one, so a longer
+/// value is taken for what it almost always is, a unit mistake, an absolute clock reading or
+/// `(uint64_t)-1`, and refused (PREEMPT_ERR_INVALID_ARGUMENT) instead of scheduling the stream
+/// last for centuries.
+pub const PREEMPT_MAX_POLICY_SPAN_NS: u64 = 3_600_000_000_000;
+
 /// How a session is opened. Initialise with `preempt_options_init` (which sets `struct_size`),
 /// then change fields; a NULL options pointer means all defaults. Fields are only ever added at
-/// the end: a program built against an earlier header (a smaller `struct_size`, down to the
-/// version without `scheduler`) is accepted, the fields it does not have taking their defaults.
+/// the end: a program built against an earlier header (a smaller `struct_size`: the version
+/// without `policy`, or the first one, without `scheduler`) is accepted, the fields it does not
+/// have taking their defaults.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct preempt_options {
@@ -186,10 +244,23 @@ pub struct preempt_options {
     /// else the in-process helper. A daemon that cannot be reached fails the open
     /// (`PREEMPT_ERR_SCHEDULER`); once connected the session reconnects by itself.
     pub scheduler: *const c_char,
+    /// The helper's time-driven policy, a `preempt_policy` (`PREEMPT_POLICY_HPF`, 0, by
+    /// default: blocks only). Another number is PREEMPT_ERR_INVALID_ARGUMENT at open.
+    pub policy: i32,
+    /// `PREEMPT_POLICY_KEDF`: how many streams run at once, 1 to PREEMPT_MAX_POLICY_K (default
+    /// 1). Read for that policy only.
+    pub policy_k: u32,
+    /// `PREEMPT_POLICY_UP`: the round (XSched's time slice: one turn of every ready stream), in
+    /// ns, 1 to PREEMPT_MAX_POLICY_ROUND_NS (default PREEMPT_POLICY_ROUND_NS_DEFAULT, 10 ms).
+    /// Read for that policy only.
+    pub policy_round_ns: u64,
 }
 
 /// `struct_size` of the first version of `preempt_options` (without `scheduler`), still accepted.
 pub const PREEMPT_OPTIONS_V1_SIZE: usize = std::mem::offset_of!(preempt_options, scheduler);
+
+/// `struct_size` of the second version (with `scheduler`, without `policy`), still accepted.
+pub const PREEMPT_OPTIONS_V2_SIZE: usize = std::mem::offset_of!(preempt_options, policy);
 
 /// An explicit KFD queue of this process, for `preempt_queue_bind`.
 #[repr(C)]

@@ -133,6 +133,8 @@ fn dispatch(command: Command) -> Outcome {
             let dev = device::select(o.device, o.workers, lv3::MechanismChoice::Auto, hip_facts)?;
             launcher_cost::run(&o, dev)
         }
+        // The class experiment (hpf over --class too) or priority's modes (hpf alone).
+        Command::Priority(o) if o.runs_classes() => schedule::run(&o, select(&o.common)?),
         Command::Priority(o) => priority::run(&o, select(&o.common)?),
         Command::Report(o) => report::run(&o),
         Command::Acceptance(o) => acceptance::run(&o),

@@ -1,5 +1,6 @@
-//! `priority --policy up|kedf|laxity` end to end on the host device: the class experiment's
-//! refusals, its outputs, and that every policy's run completes every command exactly once.
+//! `priority --policy up|kedf|laxity`, and `--policy hpf` with `--class`, end to end on the host
+//! device: the class experiment's refusals, its outputs, and that every policy's run completes
+//! every command exactly once.
 //! Host figures only; the shares asked are checked for direction, not for the +-5 points target
 //! (a benchmark: machine load moves it, see `report`'s target table).
 mod common;
@@ -55,7 +56,6 @@ fn bad_class_experiments_are_one_line_exit_2() {
             ],
             "at least 1",
         ),
-        (&["--shares", "3:1"], "--shares and --class are for --policy up"),
     ] {
         let mut a = vec!["priority", "--device", "host"];
         a.extend_from_slice(args);
@@ -181,4 +181,138 @@ fn kedf_and_laxity_with_lognormal_arrivals_print_every_class_tail() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--policy hpf` with `--class`: the class experiment under highest priority first (Example 5's
+/// high, normal and low replicas in small). The tails and the policy's name are checked; how the
+/// tails compare is a host benchmark (every class's workers share 2 loaded cores) and is not.
+#[test]
+fn hpf_over_classes_prints_every_class_tail_and_names_the_policy() {
+    let dir = scratch("hpf");
+    let o = pl(&[
+        "priority",
+        "--device",
+        "host",
+        "--policy",
+        "hpf",
+        "--class",
+        "high:rate=40:t=1:prio=2",
+        "--class",
+        "normal:rate=40:t=1:prio=1",
+        "--class",
+        "low:t=1:prio=0",
+        "--arrival",
+        "poisson",
+        "--duration-s",
+        "1.5",
+        "--quiet",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(t.starts_with(&format!("policy {} on host", hpf::NAME)), "{t}");
+    assert!(t.contains("host figures, not GPU figures"), "{t}");
+    for (name, requests) in [("high", true), ("normal", true), ("low", false)] {
+        let rows: Vec<&str> = t.lines().filter(|l| l.starts_with(&format!("| {name} |"))).collect();
+        assert_eq!(rows.len(), 1, "{name}: {t}");
+        let cells: Vec<&str> = rows[0].split('|').map(str::trim).collect();
+        assert_eq!(cells[cells.len() - 2], "yes", "exactly once: {}", rows[0]);
+        // p50, p90, p99 and max: numbers for the request classes; a saturating class has none.
+        let tails = &cells[6..10];
+        if requests {
+            assert!(tails.iter().all(|c| c.parse::<f64>().is_ok()), "{}", rows[0]);
+        } else {
+            assert!(tails.iter().all(|&c| c == "-"), "{}", rows[0]);
+        }
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("schedule.json")).unwrap()).unwrap();
+    assert_eq!(v["params"]["policy"], hpf::NAME);
+    let c = v["classes"].as_array().unwrap();
+    let prios: Vec<i64> = c.iter().map(|c| c["prio"].as_i64().unwrap()).collect();
+    assert_eq!(prios, [2, 1, 0], "each class's priority in the JSON");
+    for c in &c[..2] {
+        let l = &c["latency_ns"];
+        assert!(c["finished"].as_u64().unwrap() > 0, "{c}");
+        assert!(l["p50"].as_u64().unwrap() <= l["p99"].as_u64().unwrap(), "{c}");
+        assert!(l["p99"].as_u64().unwrap() <= l["max"].as_u64().unwrap(), "{c}");
+    }
+    // The low class is ready throughout: every arrival above it suspends it.
+    assert!(v["suspends"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["failed_actions"].as_array().unwrap().len(), 0, "{v}");
+    let csv = std::fs::read_to_string(dir.join("schedule.csv")).unwrap();
+    assert_eq!(
+        csv.lines()
+            .skip(1)
+            .filter(|l| l.contains(&format!(",{},", hpf::NAME)))
+            .count(),
+        3,
+        "a row per class naming the policy: {csv}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The rule itself, robust to load: a saturating class is ready from the start and never idle,
+/// so under hpf a class below it is suspended before its first request is submitted and
+/// completes nothing in the window (its requests run after it, exactly once).
+#[test]
+fn under_hpf_a_saturating_class_on_top_keeps_the_class_below_from_running() {
+    let dir = scratch("hpf-top");
+    let o = pl(&[
+        "priority",
+        "--device",
+        "host",
+        "--policy",
+        "hpf",
+        "--class",
+        "top:t=1:prio=1",
+        "--class",
+        "below:rate=50:t=1:prio=0",
+        "--duration-s",
+        "1",
+        "--quiet",
+        "--format",
+        "json",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (top, below) = (&v["classes"][0], &v["classes"][1]);
+    assert!(below["arrived"].as_u64().unwrap() > 0, "{below}");
+    assert_eq!(below["finished"], 0, "{below}");
+    assert_eq!(below["share_achieved_percent"], 0.0, "{below}");
+    assert!(top["finished"].as_u64().unwrap() > 0, "{top}");
+    assert!(
+        v["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["check"]["ok"] == true),
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn hpf_classes_need_prio_and_the_modes_keep_their_options() {
+    let limit = Duration::from_secs(60);
+    let base = ["priority", "--device", "host", "--policy", "hpf"];
+    for (args, want) in [
+        (
+            &["--class", "a:rate=1", "--class", "b:rate=1:prio=1"][..],
+            "needs prio= in --class a",
+        ),
+        (&["--class", "a:prio=1"], "needs two classes or more"),
+        (
+            &["--class", "a:prio=1", "--class", "b:prio=0", "--processes", "2"],
+            "--processes runs priority's modes",
+        ),
+        (&["--shares", "3:1"], "--shares is for --policy up"),
+    ] {
+        let mut a = base.to_vec();
+        a.extend_from_slice(args);
+        common::assert_refused(&a, want, limit);
+    }
 }

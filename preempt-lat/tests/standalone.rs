@@ -29,7 +29,7 @@ fn standalone_is_for_the_class_experiment_only() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("--standalone is for --policy up, kedf or laxity"),
+        stderr(&o).contains("--standalone is for the class experiment"),
         "{}",
         stderr(&o)
     );

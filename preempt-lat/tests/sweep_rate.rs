@@ -26,7 +26,11 @@ fn json(path: &std::path::Path) -> Value {
 #[test]
 fn bad_rate_sweeps_are_one_line_exit_2() {
     for (args, want) in [
-        (&["--policy", "hpf"][..], "sweep rate runs the class experiment"),
+        (&["--policy", "hpf"][..], "the built-in clients share one priority"),
+        (
+            &["--policy", "hpf", "--class", "a:rate=1", "--class", "b:prio=1"],
+            "needs prio= in --class a",
+        ),
         (&["--rates", "0"], "--rates must be a finite number greater than 0"),
         (&["--rates", "100,x"], "is not a number (--rates)"),
         (
@@ -187,5 +191,48 @@ fn a_template_splits_each_rate_by_weight_compares_with_alone_and_report_judges_i
         .filter(|l| l.starts_with("| share achieved - share asked, per queue |") && l.contains("80 req/s"))
         .count();
     assert_eq!(judged, 3, "{t}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--policy hpf` sweeps a template of prioritised classes: every point names the policy and
+/// carries each class's tail; the saturating class below them is suspended at their arrivals.
+#[test]
+fn hpf_sweeps_a_template_of_prioritised_classes() {
+    let dir = scratch("hpf");
+    let o = pl(&[
+        "sweep",
+        "rate",
+        "--device",
+        "host",
+        "--policy",
+        "hpf",
+        "--rates",
+        "80,160",
+        "--arrival",
+        "poisson",
+        "--class",
+        "high:rate=1:t=1:prio=2",
+        "--class",
+        "normal:rate=1:t=1:prio=1",
+        "--class",
+        "low:t=1:prio=0",
+        "--duration-s",
+        "0.5",
+        "--quiet",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&dir.join("sweep-rate.json"));
+    assert_eq!(v["params"]["policy"], hpf::NAME);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for p in points {
+        assert_eq!(p["params"]["policy"], hpf::NAME, "{p}");
+        let c = p["classes"].as_array().unwrap();
+        assert!(c.iter().all(|c| c["check"]["ok"] == true), "{p}");
+        assert!(c[..2].iter().all(|c| c["latency_ns"]["p99"].is_u64()), "{p}");
+        assert!(p["suspends"].as_u64().unwrap() > 0, "{p}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

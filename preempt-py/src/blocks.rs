@@ -1,6 +1,7 @@
-//! The `with` blocks of the package: `HighestPriorityFirst.high_priority()` (the helper's enter
-//! and leave) and `LowPriorityStream.preempted()` (suspend and resume), written here rather than
-//! as Python generators so that no signal can land between the enter and the protection.
+//! The `with` blocks of the package: `Helper.high_priority()` (the helper's enter and leave),
+//! `Helper.busy()` (a stream ready for the helper's policy, then idle) and
+//! `LowPriorityStream.preempted()` (suspend and resume), written here rather than as Python
+//! generators so that no signal can land between the enter and the protection.
 //!
 //! Why native (issue 20 item 4): a `contextlib.contextmanager` generator runs Python bytecode
 //! between its enter call and its `try:`, where CPython runs pending signal handlers; a
@@ -29,8 +30,8 @@ use crate::py_err;
 use preempt_api::{ErrorKind, LpStream, Session};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Set once `close()` ran: a `with` block whose session (or stream) was closed inside it has
 /// nothing left to leave or resume (close did it).
@@ -219,6 +220,116 @@ impl Drop for Preempted {
                     e,
                     "a preempted block dropped while entered could not resume its stream",
                 );
+            }
+        });
+    }
+}
+
+/// The `busy()` blocks entered on one stream and not yet left, from every `Busy` object and
+/// thread: the stream goes idle when the last one leaves, not when the first does (the policy
+/// knows "ready" and "idle", not how many blocks hold the stream ready). The lock is held across
+/// the policy call so that a leave's idle and an enter's ready cannot cross.
+#[derive(Clone, Default)]
+pub(crate) struct BusyCount(Arc<Mutex<usize>>);
+
+impl BusyCount {
+    /// `ready` (the call that marks the stream ready), then one more block.
+    fn enter(&self, ready: impl FnOnce() -> preempt_api::Result<()>) -> preempt_api::Result<()> {
+        let mut n = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        ready()?;
+        *n += 1;
+        Ok(())
+    }
+
+    /// One block fewer; `idle` once none is left.
+    fn leave(&self, idle: impl FnOnce() -> preempt_api::Result<()>) -> preempt_api::Result<()> {
+        let mut n = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *n = n.saturating_sub(1);
+        if *n == 0 { idle() } else { Ok(()) }
+    }
+}
+
+/// `with helper.busy(lp)`: the stream is ready for the helper's policy inside the block (work
+/// launched on its handle, which the library does not see) and idle after it
+/// (docs/c-api.md#the-helpers-policy). Reusable and re-entrant, as the other blocks.
+#[pyclass(frozen, module = "preempt_kfd._native")]
+pub(crate) struct Busy {
+    session: Session,
+    stream: Arc<LpStream>,
+    count: BusyCount,
+    /// The session's and the stream's: either set, close has unscheduled the stream.
+    closed: [ClosedFlag; 2],
+    target: Py<PyAny>,
+    depth: AtomicUsize,
+}
+
+impl Busy {
+    pub(crate) fn new(
+        session: Session,
+        stream: Arc<LpStream>,
+        count: BusyCount,
+        closed: [ClosedFlag; 2],
+        target: Py<PyAny>,
+    ) -> Self {
+        Busy {
+            session,
+            stream,
+            count,
+            closed,
+            target,
+            depth: AtomicUsize::new(0),
+        }
+    }
+
+    fn idle(&self, py: Python<'_>) -> preempt_api::Result<()> {
+        match py.detach(|| self.count.leave(|| self.session.helper_idle(&self.stream))) {
+            // Closed inside the block: the session answers Closed, a closed stream is no longer
+            // its own (InvalidArgument); either way close took it off the policy.
+            Err(e)
+                if matches!(e.kind, ErrorKind::Closed | ErrorKind::InvalidArgument)
+                    && self.closed.iter().any(ClosedFlag::is_set) =>
+            {
+                Ok(())
+            }
+            r => r,
+        }
+    }
+}
+
+#[pymethods]
+impl Busy {
+    fn __enter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        py.detach(|| self.count.enter(|| self.session.helper_ready(&self.stream)))
+            .map_err(py_err)?;
+        self.depth.fetch_add(1, Ordering::AcqRel);
+        Ok(self.target.clone_ref(py))
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        if !take_one(&self.depth) {
+            return Ok(false);
+        }
+        self.idle(py).map_err(py_err)?;
+        Ok(false)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let left = *self.depth.get_mut();
+        if left == 0 {
+            return;
+        }
+        Python::attach(|py| {
+            for _ in 0..left {
+                if let Err(e) = self.idle(py) {
+                    unraisable(
+                        py,
+                        e,
+                        "a busy block dropped while entered could not say its stream idle",
+                    );
+                }
             }
         });
     }

@@ -3,12 +3,13 @@
 //! and every error becomes the matching exception class of `preempt_kfd._errors` (a
 //! `PreemptError` carrying `kind`, `code`, `errno` and `meaning`). The classes are in
 //! `objects.rs`, the `with` blocks that no signal can split in `blocks.rs`, the waits that Ctrl-C
-//! interrupts in `wait.rs`. The Pythonic surface (argument checks, defaults) is in
-//! `python/preempt_kfd/`.
+//! interrupts in `wait.rs`, the helper's policy's values in `policy.rs`. The Pythonic surface
+//! (argument checks, defaults) is in `python/preempt_kfd/`.
 #![deny(unsafe_code)]
 
 mod blocks;
 mod objects;
+mod policy;
 mod wait;
 
 use preempt_api::{DeviceSpec, Error, ErrorKind, Level};
@@ -121,5 +122,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let levels: Vec<(String, u8)> = Level::ALL.iter().map(|l| (l.to_string(), l.number())).collect();
     m.add("LEVELS", PyTuple::new(m.py(), levels)?)?;
     m.add("SCHEDULERS", preempt_api::sched::SCHEDULER_WORDS)?;
+    m.add("POLICIES", PyTuple::new(m.py(), policy::WORDS)?)?;
+    m.add("MAX_POLICY_ROUND_NS", preempt_api::MAX_POLICY_ROUND.as_nanos())?;
+    m.add("MAX_POLICY_K", preempt_api::MAX_POLICY_K)?;
     Ok(())
 }

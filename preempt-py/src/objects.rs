@@ -1,12 +1,13 @@
 //! The native classes behind `preempt_kfd.Session`, `LowPriorityStream` and
 //! `HighPriorityStream`. Arguments arrive checked by `python/preempt_kfd/_args.py` (a bad one
 //! is `InvalidArgument` there, naming it); what is left to refuse here is the library's own.
-use crate::blocks::{ClosedFlag, HelperBlock, Preempted};
+use crate::blocks::{Busy, BusyCount, ClosedFlag, HelperBlock, Preempted};
+use crate::policy;
 use crate::wait::{self, interruptible};
 use crate::{blocking, py_err};
 use preempt_api::{
-    Check, DeviceSpec, Error, ErrorKind, HpStream, Level, LpStream, Lv1Config, MechanismInfo, Options, QueueDesc,
-    Session, SuspendInfo, WorkerExe, grace_from_units, parse_mechanism,
+    Check, DeviceSpec, Error, ErrorKind, HpStream, Level, LpStream, Lv1Config, MechanismInfo, Options, PolicyParams,
+    QueueDesc, Session, SuspendInfo, WorkerExe, grace_from_units, parse_mechanism,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -54,6 +55,8 @@ struct NativeLpStream {
     session_closed: ClosedFlag,
     closed: ClosedFlag,
     s: Arc<LpStream>,
+    /// Its `busy()` blocks now (`blocks::BusyCount`), shared by every block object of it.
+    busy: BusyCount,
 }
 
 /// The session's high-priority stream. The session owns it (its close drops it and its worker);
@@ -80,7 +83,13 @@ impl NativeSession {
             session_closed: self.closed.clone(),
             closed: ClosedFlag::default(),
             s,
+            busy: BusyCount::default(),
         }
+    }
+
+    fn schedule(&self, py: Python<'_>, stream: &NativeLpStream, params: PolicyParams) -> PyResult<()> {
+        let s = Arc::clone(&stream.s);
+        blocking(py, || self.s.helper_schedule(&s, params))
     }
 }
 
@@ -91,7 +100,7 @@ fn lp_streams(streams: &[PyRef<'_, NativeLpStream>]) -> Vec<Arc<LpStream>> {
 #[pymethods]
 impl NativeSession {
     #[new]
-    #[pyo3(signature = (device, mechanism, grace, force, host_workers, worker, lv1_threshold, lv1_batch, gpu_slots, scheduler))]
+    #[pyo3(signature = (device, mechanism, grace, force, host_workers, worker, lv1_threshold, lv1_batch, gpu_slots, scheduler, policy, round_ns, k))]
     #[allow(clippy::too_many_arguments)] // one per keyword of preempt_kfd.Session
     fn new(
         py: Python<'_>,
@@ -105,6 +114,9 @@ impl NativeSession {
         lv1_batch: usize,
         gpu_slots: usize,
         scheduler: Option<&str>,
+        policy: &str,
+        round_ns: u64,
+        k: usize,
     ) -> PyResult<Self> {
         let spec: DeviceSpec = device.parse().map_err(py_err)?;
         let mut o = Options {
@@ -114,6 +126,7 @@ impl NativeSession {
             force,
             host_workers,
             gpu_slots,
+            policy: policy::choice(policy, round_ns, k)?,
             ..Options::default()
         };
         o.lv1 = Lv1Config::new(lv1_threshold, lv1_batch).map_err(|e| {
@@ -224,6 +237,60 @@ impl NativeSession {
     #[getter]
     fn helper_active(&self) -> usize {
         self.s.helper_active()
+    }
+
+    /// The helper's policy's name (`utilization-partition`, `k-edf`, `laxity`), `None`: blocks
+    /// only.
+    #[getter]
+    fn helper_policy(&self) -> Option<&'static str> {
+        self.s.helper_policy().map(|c| c.name())
+    }
+
+    fn helper_policy_status<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.s
+            .helper_policy_status()
+            .map(|st| policy::status_dict(py, &st))
+            .transpose()
+    }
+
+    fn helper_schedule_share(&self, py: Python<'_>, stream: PyRef<'_, NativeLpStream>, share: u32) -> PyResult<()> {
+        self.schedule(py, &stream, policy::share(share)?)
+    }
+
+    fn helper_schedule_deadline(&self, py: Python<'_>, stream: PyRef<'_, NativeLpStream>, ns: u64) -> PyResult<()> {
+        self.schedule(py, &stream, policy::deadline(ns))
+    }
+
+    fn helper_schedule_laxity(
+        &self,
+        py: Python<'_>,
+        stream: PyRef<'_, NativeLpStream>,
+        laxity_ns: u64,
+        priority: i32,
+        critical: i32,
+    ) -> PyResult<()> {
+        self.schedule(py, &stream, policy::laxity(laxity_ns, priority, critical))
+    }
+
+    fn helper_ready(&self, py: Python<'_>, stream: PyRef<'_, NativeLpStream>) -> PyResult<()> {
+        let s = Arc::clone(&stream.s);
+        blocking(py, || self.s.helper_ready(&s))
+    }
+
+    fn helper_idle(&self, py: Python<'_>, stream: PyRef<'_, NativeLpStream>) -> PyResult<()> {
+        let s = Arc::clone(&stream.s);
+        blocking(py, || self.s.helper_idle(&s))
+    }
+
+    /// A `with` block in which `stream` is ready for the policy; `__enter__` returns `target`.
+    fn busy(&self, stream: PyRef<'_, NativeLpStream>, target: Py<PyAny>) -> Busy {
+        Busy::new(
+            self.s.clone(),
+            Arc::clone(&stream.s),
+            stream.busy.clone(),
+            [self.closed.clone(), stream.closed.clone()],
+            target,
+        )
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
@@ -348,5 +415,6 @@ pub(crate) fn add_classes(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeHpStream>()?;
     m.add_class::<HelperBlock>()?;
     m.add_class::<Preempted>()?;
+    m.add_class::<Busy>()?;
     Ok(())
 }

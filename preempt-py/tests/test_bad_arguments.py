@@ -41,6 +41,9 @@ def session_cases():
         "lv1_batch": ([1.5, None], [0, -1, U32, 9]),  # 9: more than the threshold (8)
         "gpu_slots": ([1.5, None], [-1, U32]),
         "scheduler": ([5, b"unix:/x", ["unix:/x"]], ["", "unix:", "tcp:127.0.0.1:1", "/run/s.sock", "unix:a\0b"]),
+        "policy": ([5, None, b"up"], ["edf", "", "UP", "x" * 65]),
+        "round_ms": (["10", None, b"1", 1j], [0, -1, 0.0000001, 10_001, 1e300, float("nan"), float("inf"), HUGE]),
+        "k": ([1.5, "1", None], [0, -1, 4097, HUGE]),
     }
     for arg, (types, values) in bad.items():
         for v, wrong_type in [(v, True) for v in types] + [(v, False) for v in values]:
@@ -88,13 +91,58 @@ def stream_cases():
         yield Case("high_priority", "sync", v, lambda fx, v=v: fx.s.helper().high_priority(sync=v), True)
 
 
+def enter(block):
+    with block:
+        pass
+
+
+def policy_cases():
+    """The helper's policy (issue 23 item 1): schedule, ready, idle and busy on the sessions with
+    a policy, and each of schedule's parameters under its own policy and under another."""
+    streams = [("'x'", lambda fx: "x", True), ("None", lambda fx: None, True), ("a session", lambda fx: fx.up, True),
+               ("the HP stream", lambda fx: fx.hp, True),
+               ("a hand-made stream", lambda fx: pk.LowPriorityStream(5, fx.up), True),
+               ("another session's stream", lambda fx: fx.theirs, False),
+               ("a closed stream", lambda fx: fx.up_closed, False)]
+    for label, make, t in streams:
+        yield Case("schedule", "stream", label, lambda fx, m=make: fx.up.helper().schedule(m(fx), share=1), t)
+        yield Case("ready", "stream", label, lambda fx, m=make: fx.up.helper().ready(m(fx)), t)
+        yield Case("idle", "stream", label, lambda fx, m=make: fx.up.helper().idle(m(fx)), t)
+        yield Case("busy", "stream", label, lambda fx, m=make: enter(fx.up.helper().busy(m(fx))), t)
+    # A stream of the session not scheduled, and a session without a policy.
+    for name in ("ready", "idle", "busy"):
+        def call(fx, n=name):
+            r = getattr(fx.up.helper(), n)(fx.up_unscheduled)
+            if n == "busy":
+                enter(r)
+        yield Case(name, "stream", "a stream not scheduled", call, False)
+        yield Case(name, "stream", "a session without a policy", lambda fx, n=name: getattr(fx.s.helper(), n)(fx.lp), False)
+    yield Case("schedule", "stream", "a session without a policy", lambda fx: fx.s.helper().schedule(fx.lp, share=1), False)
+    lax = {"laxity_ms": 10, "priority": 0, "critical": 1}
+    own = [("share", "up", {}, ([1.5, "1", b"1"], [0, -1, U32, HUGE])),
+           ("deadline_ms", "kedf", {}, (["1", b"1", [1], 1j], [-1, -0.5, float("nan"), float("inf"), 1e30, HUGE])),
+           ("laxity_ms", "lax", lax, (["1", [1]], [-1, float("nan"), HUGE])),
+           ("priority", "lax", lax, (["1", 1.5], [I32, -I32 - 1, HUGE])),
+           ("critical", "lax", lax, (["1", 1.5], [I32, -I32 - 1, HUGE]))]
+    for arg, session, rest, (types, values) in own:
+        for v, t in [(v, True) for v in types] + [(v, False) for v in values]:
+            kw = {**rest, arg: v}
+            yield Case("schedule", arg, v, lambda fx, s=session, kw=kw: fx.sched(s, **kw), t)
+    # Parameters of another policy, or missing: each names what the policy needs.
+    for arg, session, kw in [("share", "kedf", {"share": 1}), ("deadline_ms", "up", {"deadline_ms": 1}),
+                             ("share", "up", {"share": 1, "deadline_ms": 1}), ("share", "up", {}),
+                             ("laxity_ms", "kedf", lax), ("critical", "lax", {"laxity_ms": 10, "priority": 0}),
+                             ("priority", "lax", {"laxity_ms": 10, "priority": 0, "critical": 1, "share": 2})]:
+        yield Case("schedule", arg, f"{kw} under {session}", lambda fx, s=session, kw=kw: fx.sched(s, **kw), False)
+
+
 def signal_cases():
     for v, t in [(5, True), (["x"], True), ([None], True), ("SIGINT", True),
                  ([0], False), ([10**6], False), ([signal.SIGKILL], False), ([signal.SIGSTOP], False)]:
         yield Case("install_signal_handlers", "signals", v, lambda fx, v=v: pk.install_signal_handlers(v), t)
 
 
-CASES = [*session_cases(), *stream_cases(), *signal_cases()]
+CASES = [*session_cases(), *stream_cases(), *policy_cases(), *signal_cases()]
 
 
 class Fixtures:
@@ -107,10 +155,23 @@ class Fixtures:
         self.closed.close()
         self.theirs = self.other.low_priority_stream()
         self.s.helper().register(self.lp)
+        # One session per policy, each with one stream (the argument checks come first: a bad
+        # call schedules nothing).
+        self.up = pk.Session("host", host_workers=1, policy="up")
+        self.kedf = pk.Session("host", host_workers=1, policy="kedf")
+        self.lax = pk.Session("host", host_workers=1, policy="laxity")
+        self.own = {"up": self.up.low_priority_stream(), "kedf": self.kedf.low_priority_stream(),
+                    "lax": self.lax.low_priority_stream()}
+        self.up_unscheduled = self.up.low_priority_stream()
+        self.up_closed = self.up.low_priority_stream()
+        self.up_closed.close()
+
+    def sched(self, session, **kw):
+        getattr(self, session).helper().schedule(self.own[session], **kw)
 
     def close(self):
-        self.s.close()
-        self.other.close()
+        for s in (self.s, self.other, self.up, self.kedf, self.lax):
+            s.close()
 
 
 @pytest.fixture(scope="module")
@@ -143,9 +204,11 @@ def test_a_bad_argument_is_invalid_argument(case, fx, saved_handlers):
     assert len(str(err)) < 400, f"an unreadable message: {len(str(err))} characters"
     # The message names the argument (the library's own checks name the stream or the set).
     assert case.arg in str(err) or "stream" in str(err), str(err)
-    # Nothing changed: no stream suspended, no block open.
+    # Nothing changed: no stream suspended, no block open, nothing scheduled.
     assert fx.s.helper().active == 0
     assert not fx.lp.is_suspended and not fx.theirs.is_suspended
+    for s in (fx.up, fx.kedf, fx.lax):
+        assert s.helper().policy_status["streams"] == []
 
 
 def test_every_parameter_of_the_public_api_has_bad_cases():
@@ -153,8 +216,9 @@ def test_every_parameter_of_the_public_api_has_bad_cases():
     calls = {
         "Session": pk.Session.__init__, "low_priority_stream": pk.Session.low_priority_stream,
         "bind_queue": pk.Session.bind_queue, "suspend_set": pk.Session.suspend_set,
-        "resume_set": pk.Session.resume_set, "register": pk.HighestPriorityFirst.register,
-        "unregister": pk.HighestPriorityFirst.unregister, "high_priority": pk.HighestPriorityFirst.high_priority,
+        "resume_set": pk.Session.resume_set, "register": pk.Helper.register,
+        "unregister": pk.Helper.unregister, "high_priority": pk.Helper.high_priority,
+        "schedule": pk.Helper.schedule, "ready": pk.Helper.ready, "idle": pk.Helper.idle, "busy": pk.Helper.busy,
         "lp.submit_delay": pk.LowPriorityStream.submit_delay, "hp.submit_delay": pk.HighPriorityStream.submit_delay,
         "install_signal_handlers": pk.install_signal_handlers,
     }
@@ -163,7 +227,7 @@ def test_every_parameter_of_the_public_api_has_bad_cases():
         return any(p != "self" for p in inspect.signature(f).parameters)
 
     public = {pk.Session.__init__}
-    for cls in (pk.Session, pk.LowPriorityStream, pk.HighPriorityStream, pk.HighestPriorityFirst):
+    for cls in (pk.Session, pk.LowPriorityStream, pk.HighPriorityStream, pk.Helper):
         public |= {f for name, f in vars(cls).items() if inspect.isfunction(f) and not name.startswith("_")}
     public |= {getattr(pk, name) for name in pk.__all__ if inspect.isfunction(getattr(pk, name))}
     untested = {f.__qualname__ for f in public if takes_arguments(f)} - {f.__qualname__ for f in calls.values()}

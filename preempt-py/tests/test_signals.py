@@ -70,22 +70,27 @@ HAMMER = """
     import json, signal, sys, threading, time
     import preempt_kfd as pk
 
-    s = pk.Session("host", host_workers=1)
+    s = pk.Session("host", host_workers=1, policy="kedf")
     hpf = s.helper()
     by_helper = s.low_priority_stream()   # suspended by high_priority blocks
     by_hand = s.low_priority_stream()     # suspended by preempted blocks
+    by_policy = s.low_priority_stream()   # made ready by busy blocks
     hpf.register(by_helper)
+    hpf.schedule(by_policy, deadline_ms=5)
     hp = s.high_priority_stream()
     stop = [False]
     armed = [True]
     errors = []
 
     def one_block(i):
-        if i % 2:
+        if i % 3 == 1:
             with hpf.high_priority(sync=hp):
                 pass
-        else:
+        elif i % 3 == 2:
             with by_hand.preempted():
+                pass
+        else:
+            with hpf.busy(by_policy):
                 pass
 
     def inside_a_block(frame):
@@ -124,6 +129,7 @@ HAMMER = """
     print(json.dumps({
         "blocks": blocks, "interrupted": interrupted, "active": hpf.active,
         "suspended": [by_helper.is_suspended, by_hand.is_suspended], "states": states(pids),
+        "ready": [ready for _, ready, _ in hpf.policy_status["streams"]],
         "errors": errors[:5],
     }), flush=True)
     s.close()
@@ -131,8 +137,8 @@ HAMMER = """
 
 
 def test_a_keyboardinterrupt_at_any_point_of_a_block_leaves_nothing_open():
-    # SIGINT every 0.2-3 ms (issue 20 item 4) for 3 s over alternating high_priority and
-    # preempted blocks; the seed is printed by pytest on failure.
+    # SIGINT every 0.2-3 ms (issue 20 item 4) for 3 s over high_priority, preempted and busy
+    # blocks in turn (busy: issue 23 item 1); the seed is printed by pytest on failure.
     seed = random.randrange(2**32)
     rng = random.Random(seed)
     child = Child(HAMMER)
@@ -157,6 +163,7 @@ def test_a_keyboardinterrupt_at_any_point_of_a_block_leaves_nothing_open():
     assert report["errors"] == [], where
     assert report["active"] == 0, f"a block was left open ({where})"
     assert report["suspended"] == [False, False], f"a stream was left suspended ({where})"
+    assert report["ready"] == [False], f"a busy block left its stream ready ({where})"
     assert "T" not in report["states"], f"a worker was left stopped ({where})"
 
 
@@ -204,16 +211,19 @@ def opcode_events_work():
 def test_a_keyboardinterrupt_at_every_instruction_of_a_block_leaves_nothing_open():
     # Deterministic beside the hammer: the interrupt at each instruction in turn, the library's
     # Python code and sync's included.
-    with pk.Session("host", host_workers=1) as s:
-        by_helper, by_hand = s.low_priority_stream(), s.low_priority_stream()
+    with pk.Session("host", host_workers=1, policy="kedf") as s:
+        by_helper, by_hand, by_policy = s.low_priority_stream(), s.low_priority_stream(), s.low_priority_stream()
         hpf = s.helper()
         hpf.register(by_helper)
+        hpf.schedule(by_policy, deadline_ms=5)
         hp = s.high_priority_stream()
 
         def blocks():
             with hpf.high_priority(sync=hp):
                 pass
             with by_hand.preempted():
+                pass
+            with hpf.busy(by_policy):
                 pass
 
         k = 0
@@ -228,6 +238,7 @@ def test_a_keyboardinterrupt_at_every_instruction_of_a_block_leaves_nothing_open
                 sys.settrace(None)
             assert hpf.active == 0, f"a block left open by an interrupt at instruction {k}"
             assert not by_helper.is_suspended and not by_hand.is_suspended, f"suspended after instruction {k}"
+            assert not any(r for _, r, _ in hpf.policy_status["streams"]), f"left ready after instruction {k}"
             if not t.hit:
                 break
             k += 1

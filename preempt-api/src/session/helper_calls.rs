@@ -1,8 +1,11 @@
 //! The session's helper calls: the in-process helper (`crate::helper`), or with
 //! [`crate::Options::scheduler`] the scheduler daemon's client (docs/scheduler-daemon.md), which
-//! applies the same rule across the node's processes.
+//! applies the same rule across the node's processes; and the helper's time-driven policy
+//! (`crate::helper::timed`), which runs in this process either way.
 use super::{Session, WeakSession};
 use crate::error::{Error, Result};
+use crate::helper::timed::{Driver, PolicyStatus};
+use crate::options::{PolicyChoice, PolicyParams};
 use crate::owner::Bound;
 use crate::sched::{ClientError, ClientOptions, SchedClient};
 use crate::stream::LpStream;
@@ -57,14 +60,72 @@ impl Session {
         }
     }
 
-    /// Removes `stream` from the helper (resuming it if the helper had suspended it).
+    /// Removes `stream` from the helper, its blocks and its policy (resuming it if either had
+    /// suspended it).
     pub fn helper_unregister(&self, stream: &LpStream) -> Result<()> {
         self.live()?;
         self.owns(stream)?;
-        match self.scheduler() {
+        let blocks = match self.scheduler() {
             Some(c) => c.unregister(stream).map_err(Error::from),
             None => self.inner.helper.unregister(stream.id()),
+        };
+        let policy = self.inner.timed.as_ref().map_or(Ok(()), |d| d.unschedule(stream.id()));
+        blocks.and(policy)
+    }
+
+    /// The helper's time-driven policy ([`crate::Options::policy`]), `None`: blocks only.
+    pub fn helper_policy(&self) -> Option<PolicyChoice> {
+        self.inner.timed.as_ref().map(|d| d.choice())
+    }
+
+    /// The policy's driver, or the error for a session without one.
+    fn timed(&self) -> Result<&Driver> {
+        self.inner.timed.as_deref().ok_or_else(|| {
+            Error::invalid(
+                "the session's helper runs highest-priority-first blocks only: open the session with a policy \
+                 (Options::policy: up, kedf or laxity) to schedule streams by share, deadline or laxity",
+            )
+        })
+    }
+
+    /// Schedules `stream` with the helper's policy ([`crate::Options::policy`]) at `params` (its
+    /// share, deadline or laxity; again: new params), beside any registration for blocks. From now
+    /// on the policy suspends and resumes it (a hold of its own, docs/c-api.md#the-helpers-policy):
+    /// under a utilization partition every stream but the one whose turn it is stays suspended.
+    /// A delay command submitted through the library makes the stream ready; work launched on its
+    /// handle is announced with [`Session::helper_ready`]. `InvalidArgument` without a policy or
+    /// with another policy's params.
+    pub fn helper_schedule(&self, stream: &Arc<LpStream>, params: PolicyParams) -> Result<()> {
+        self.live()?;
+        self.owns(stream)?;
+        self.timed()?.schedule(stream, params)
+    }
+
+    /// `stream` has work (launched on its handle, which the library does not see) from now on,
+    /// until [`Session::helper_idle`]: call it before launching. `InvalidArgument` unless the
+    /// stream is scheduled ([`Session::helper_schedule`]).
+    pub fn helper_ready(&self, stream: &LpStream) -> Result<()> {
+        self.live()?;
+        self.owns(stream)?;
+        self.timed()?.ready(stream)
+    }
+
+    /// All of `stream`'s work is done (after its synchronize). `InvalidArgument` unless the
+    /// stream is scheduled.
+    pub fn helper_idle(&self, stream: &LpStream) -> Result<()> {
+        self.live()?;
+        self.owns(stream)?;
+        self.timed()?.idle(stream)
+    }
+
+    /// What the helper's policy knows now: each scheduled stream (ready, held suspended), the
+    /// actions carried out, the failures and the last one. `None` without a policy and in a fork
+    /// child.
+    pub fn helper_policy_status(&self) -> Option<PolicyStatus> {
+        if !self.inner.owner.is_here() {
+            return None;
         }
+        self.inner.timed.as_ref().map(|d| d.status())
     }
 
     /// A block of `priority` begins: every registered stream of lower priority is suspended at

@@ -5,6 +5,7 @@ use crate::device::DeviceBackend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::{GpuBackend, GpuDevice};
 use crate::helper::Helper;
+use crate::helper::timed::Driver;
 use crate::host::HostBackend;
 use crate::hp::HpStream;
 use crate::limits::CLOSE_WAIT;
@@ -39,6 +40,8 @@ struct Inner {
     streams: Mutex<BTreeMap<u64, Arc<LpStream>>>,
     hp: Mutex<Option<Arc<HpStream>>>,
     helper: Helper,
+    /// The helper's time-driven policy ([`Options::policy`]); its thread is the owner's alone.
+    timed: Option<Bound<Driver>>,
     /// The scheduler daemon's client ([`Options::scheduler`]), set once at open: the helper
     /// calls go to it instead of `helper`. The owner's alone ([`Bound`]: its link thread is not
     /// a fork child's to join).
@@ -105,6 +108,8 @@ impl Session {
     /// its streams default to Lv1); a `kfd` session fails without one. The host device accepts
     /// only the `auto` mechanism (its Lv3 is SIGSTOP/SIGCONT).
     pub fn open(device: DeviceSpec, opts: Options) -> Result<Session> {
+        // The policy's settings are checked before any device is touched.
+        let timed = opts.policy.map(Driver::new).transpose()?;
         let device = match device {
             DeviceSpec::Auto if gpu_device::usable(0).is_ok() => DeviceSpec::Hip(0),
             DeviceSpec::Auto => DeviceSpec::Host,
@@ -121,20 +126,24 @@ impl Session {
                 };
                 (Box::new(b), lv3)
             }
-            DeviceSpec::Hip(n) => return Session::on_gpu(Arc::new(GpuDevice::open(n, opts.gpu_kernel)?), opts),
+            DeviceSpec::Hip(n) => {
+                drop(timed);
+                return Session::on_gpu(Arc::new(GpuDevice::open(n, opts.gpu_kernel)?), opts);
+            }
             DeviceSpec::Kfd => (
                 Box::new(KfdBackend),
                 mech::build(opts.mechanism, opts.grace, opts.force, true)?,
             ),
             DeviceSpec::Auto => unreachable!("resolved above"),
         };
-        Session::assemble(device, backend, None, lv3, opts).scheduled()
+        Session::assemble(device, backend, None, lv3, opts, timed).scheduled()
     }
 
     /// A session on a GPU opened already (its kernel and calibration are shared): how a program
     /// that opens several sessions in turn (one per experiment) keeps one device. The Lv3
     /// mechanism is built now, unless [`Options::no_lv3`].
     pub fn on_gpu(gpu: Arc<GpuDevice>, opts: Options) -> Result<Session> {
+        let timed = opts.policy.map(Driver::new).transpose()?;
         let device = DeviceSpec::Hip(gpu.device().info.index);
         let lv3 = if opts.no_lv3 {
             Lv3Setup::none(opts.mechanism)
@@ -142,7 +151,7 @@ impl Session {
             mech::build(opts.mechanism, opts.grace, opts.force, false)?
         };
         let backend = Box::new(GpuBackend(Arc::clone(&gpu)));
-        Session::assemble(device, backend, Some(gpu), lv3, opts).scheduled()
+        Session::assemble(device, backend, Some(gpu), lv3, opts, timed).scheduled()
     }
 
     fn assemble(
@@ -151,6 +160,7 @@ impl Session {
         gpu: Option<Arc<GpuDevice>>,
         lv3: Lv3Setup,
         opts: Options,
+        timed: Option<Driver>,
     ) -> Session {
         let owner = Owner::here();
         Session {
@@ -170,6 +180,7 @@ impl Session {
                 streams: Mutex::new(BTreeMap::new()),
                 hp: Mutex::new(None),
                 helper: Helper::default(),
+                timed: timed.map(|d| Bound::new(owner, d)),
                 sched: OnceLock::new(),
                 next: AtomicU64::new(1),
                 closed: AtomicBool::new(false),
@@ -330,7 +341,8 @@ impl Session {
             Some(c) if c.is_registered(id) => c.unregister_id(id, s.label()).map_err(Error::from),
             _ => self.inner.helper.unregister(id),
         };
-        r.and(s.close(deadline))
+        let unscheduled = self.inner.timed.as_ref().map_or(Ok(()), |d| d.unschedule(id));
+        r.and(unscheduled).and(s.close(deadline))
     }
 
     /// The session's high-priority stream (created on first use).
@@ -418,7 +430,8 @@ impl Inner {
         // The daemon's client first: it resumes what it holds and disconnects, so no order
         // reaches a stream being closed (the daemon drops this client's blocks and streams).
         let failsafe = self.sched.get().map(|c| c.close()).unwrap_or_default();
-        let mut results = vec![self.helper.clear()];
+        // The policy thread stops before anything is closed under it.
+        let mut results = vec![self.timed.as_ref().map_or(Ok(()), |d| d.clear()), self.helper.clear()];
         results.extend(failsafe.into_iter().map(|m| {
             Err(Error::new(
                 ErrorKind::ResumeFailed,

@@ -17,6 +17,12 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
+mod policy;
+pub use policy::{
+    preempt_helper_idle, preempt_helper_policy_counts, preempt_helper_ready, preempt_helper_schedule_deadline,
+    preempt_helper_schedule_laxity, preempt_helper_schedule_share,
+};
+
 const VERSION: &CStr = match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
     Ok(v) => v,
     Err(_) => panic!("the package version has no NUL"),
@@ -122,11 +128,11 @@ unsafe fn options(opts: *const preempt_options) -> Result<Options> {
     let want = std::mem::size_of::<preempt_options>();
     let size = usize::try_from(size)
         .ok()
-        .filter(|&n| n == want || n == PREEMPT_OPTIONS_V1_SIZE)
+        .filter(|&n| n == want || n == PREEMPT_OPTIONS_V2_SIZE || n == PREEMPT_OPTIONS_V1_SIZE)
         .ok_or_else(|| {
             invalid(format!(
-                "preempt_options.struct_size is {size}, this libpreempt_kfd's is {want} (or {PREEMPT_OPTIONS_V1_SIZE}, \
-                 before scheduler): initialise with preempt_options_init"
+                "preempt_options.struct_size is {size}, this libpreempt_kfd's is {want} (or {PREEMPT_OPTIONS_V2_SIZE}, \
+                 before policy, or {PREEMPT_OPTIONS_V1_SIZE}, before scheduler): initialise with preempt_options_init"
             ))
         })?;
     let mut c = default_options();
@@ -144,6 +150,7 @@ unsafe fn options(opts: *const preempt_options) -> Result<Options> {
         )
     };
     o.scheduler = preempt_api::sched::scheduler_setting(scheduler)?;
+    o.policy = policy::choice(&c)?;
     if let Some(m) = mechanism {
         o.mechanism = parse_mechanism(m)?;
     }
@@ -183,6 +190,9 @@ fn default_options() -> preempt_options {
         lv1_threshold: 0,
         lv1_batch: 0,
         scheduler: std::ptr::null(),
+        policy: preempt_policy::PREEMPT_POLICY_HPF as i32,
+        policy_k: 1,
+        policy_round_ns: PREEMPT_POLICY_ROUND_NS_DEFAULT,
     }
 }
 
@@ -204,7 +214,10 @@ pub unsafe extern "C" fn preempt_options_init(opts: *mut preempt_options) -> c_i
 /// usable mechanism the session still opens (streams default to Lv1, see
 /// `preempt_session_mechanism`); `"kfd"` then fails with `PREEMPT_ERR_UNAVAILABLE`. With a
 /// scheduler daemon (`preempt_options.scheduler`, else `$PREEMPT_SCHEDULER`) the helper calls
-/// go to the daemon; one that cannot be reached is `PREEMPT_ERR_SCHEDULER`.
+/// go to the daemon; one that cannot be reached is `PREEMPT_ERR_SCHEDULER`. With a policy
+/// (`preempt_options.policy`) the helper also runs it over the streams scheduled with it; an
+/// unknown policy number, a `policy_round_ns` (up) or `policy_k` (kedf) out of range is
+/// `PREEMPT_ERR_INVALID_ARGUMENT`.
 ///
 /// # Safety
 /// `device` is a NUL-terminated string; `opts` is NULL (defaults) or a `preempt_options`
@@ -415,9 +428,9 @@ pub unsafe extern "C" fn preempt_stream_queue(stream: preempt_stream_t, queue_id
 /// Suspends the stream at its level (Lv3: the session's mechanism with its grace period, or
 /// SIGSTOP on the host; Lv1: stop the launcher and wait for the stream to drain). When it
 /// returns OK, the stream runs nothing, until `preempt_resume`: the suspension is the caller's,
-/// whatever the helper does meanwhile (if the helper holds the stream already, it just stays
-/// suspended). `PREEMPT_ERR_ALREADY_SUSPENDED` if the caller holds it already. `latency_ns` (may
-/// be NULL) gets the call's wall time.
+/// whatever the helper (its blocks, its policy) does meanwhile (if the helper holds the stream
+/// already, it just stays suspended). `PREEMPT_ERR_ALREADY_SUSPENDED` if the caller holds it
+/// already. `latency_ns` (may be NULL) gets the call's wall time.
 ///
 /// # Safety
 /// `latency_ns` is NULL or valid for writing a `uint64_t`.
@@ -435,9 +448,9 @@ pub unsafe extern "C" fn preempt_suspend(stream: preempt_stream_t, latency_ns: *
 }
 
 /// Releases the suspension `preempt_suspend` made; the stream runs again unless the helper
-/// holds it too (then it resumes when the helper's block leaves). `PREEMPT_ERR_BUSY` if only the
-/// helper holds it (a block of higher priority is active), `PREEMPT_ERR_NOT_SUSPENDED` if
-/// nothing does.
+/// holds it too (then it resumes when the helper's block leaves, or when its policy gives it its
+/// turn). `PREEMPT_ERR_BUSY` if only the helper holds it (a block of higher priority is active,
+/// or the policy holds it suspended), `PREEMPT_ERR_NOT_SUSPENDED` if nothing does.
 ///
 /// # Safety
 /// None beyond the handle rules of the header.
@@ -492,7 +505,8 @@ pub unsafe extern "C" fn preempt_resume_set(set: *const preempt_stream_t, n: usi
     })
 }
 
-/// `*out` = 1 if the stream is suspended (by `preempt_suspend`, the helper, or both), else 0.
+/// `*out` = 1 if the stream is suspended (by `preempt_suspend`, the helper's blocks or policy, or
+/// several of them), else 0.
 ///
 /// # Safety
 /// `out` is valid for writing an `int`.
@@ -600,7 +614,8 @@ pub unsafe extern "C" fn preempt_helper_register(stream: preempt_stream_t, prior
     })
 }
 
-/// Removes the stream from the helper (resuming it if the helper had suspended it).
+/// Removes the stream from the helper, its blocks and its policy (resuming it if either had
+/// suspended it).
 ///
 /// # Safety
 /// None beyond the handle rules of the header.

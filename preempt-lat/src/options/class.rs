@@ -20,6 +20,7 @@ pub struct ClassSpec {
     pub deadline_ms: Option<f64>,
     /// laxity: how long its work may wait at `prio` before it turns critical (`crit`), in ms.
     pub laxity_ms: Option<f64>,
+    /// hpf: its priority (larger runs first); laxity: its priority while it has slack.
     pub prio: Option<i32>,
     pub crit: Option<i32>,
 }
@@ -116,18 +117,26 @@ pub fn check_set(policy: PolicyKind, classes: &[ClassSpec]) -> Result<(), String
             return Err(format!("two classes are named {}", c.name));
         }
         let missing = match policy {
-            PolicyKind::Up => c.share.is_none().then_some("share="),
-            PolicyKind::Kedf => c.deadline_ms.is_none().then_some("deadline="),
-            PolicyKind::Laxity => {
-                (c.laxity_ms.is_none() || c.prio.is_none() || c.crit.is_none()).then_some("laxity=, prio= and crit=")
-            }
-            PolicyKind::Hpf => None,
+            PolicyKind::Up => c.share.is_none(),
+            PolicyKind::Kedf => c.deadline_ms.is_none(),
+            PolicyKind::Laxity => c.laxity_ms.is_none() || c.prio.is_none() || c.crit.is_none(),
+            PolicyKind::Hpf => c.prio.is_none(),
         };
-        if let Some(what) = missing {
-            return Err(format!("--policy {p} needs {what} in --class {}", c.name));
+        if missing {
+            return Err(format!("--policy {p} needs {} in --class {}", needs(policy), c.name));
         }
     }
     Ok(())
+}
+
+/// The keys every class needs under `policy`, as the error messages name them.
+pub fn needs(policy: PolicyKind) -> &'static str {
+    match policy {
+        PolicyKind::Up => "share=",
+        PolicyKind::Kedf => "deadline=",
+        PolicyKind::Laxity => "laxity=, prio= and crit=",
+        PolicyKind::Hpf => "prio=",
+    }
 }
 
 /// `sweep rate`'s built-in set-up: `clients` identical request classes `c0`, `c1`, ... of one
@@ -223,7 +232,11 @@ mod tests {
         let at = at_rate(&b, 1000.0).unwrap();
         assert!(at.iter().all(|c| c.rate == 250.0 && c.t_ms == 0.5), "equal parts");
         for policy in [PolicyKind::Up, PolicyKind::Kedf, PolicyKind::Laxity] {
-            assert_eq!(check_set(policy, &b), Ok(()), "the built-in set-up serves every policy");
+            assert_eq!(
+                check_set(policy, &b),
+                Ok(()),
+                "the built-in set-up serves every time-driven policy"
+            );
         }
     }
 
@@ -243,5 +256,12 @@ mod tests {
         assert_eq!(e, "two classes are named a");
         let many: Vec<ClassSpec> = (0..65).map(|i| parse(&format!("c{i}:share=1")).unwrap()).collect();
         assert_eq!(check_set(PolicyKind::Up, &many).unwrap_err(), "65 classes: at most 64");
+        let hpf = [parse("hi:rate=5:prio=2").unwrap(), parse("lo:prio=0").unwrap()];
+        assert_eq!(check_set(PolicyKind::Hpf, &hpf), Ok(()));
+        let e = check_set(PolicyKind::Hpf, &[hpf[0].clone(), a]).unwrap_err();
+        assert_eq!(
+            e,
+            format!("--policy {} needs prio= in --class a", PolicyKind::Hpf.name())
+        );
     }
 }

@@ -79,7 +79,8 @@ pub enum Command {
     /// the LP correctness check; writes priority.{csv,json,svg}. Each mode runs in a session of the
     /// application API (host device, or hip:N: written for hardware, not yet run on a GPU). On the
     /// host device the LP queue has one worker per core unless --workers says otherwise, so HP and
-    /// LP share the CPUs.
+    /// LP share the CPUs. With --class (or --policy up|kedf|laxity): the class experiment instead
+    /// (see --policy).
     #[command(
         after_help = "Examples:\n  preempt-lat priority --device host --hp-rate 50 --hp-t-ms 1 --t-ms 0.5 --duration-s 3\n  preempt-lat priority --device host --modes standalone-hp,native,lv3 --arrival fixed --trace prio.trace.json"
     )]
@@ -564,21 +565,24 @@ pub struct PriorityOptions {
     /// left out.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// The policy. hpf: the modes above (HP requests against one saturating LP stream). up,
-    /// kedf, laxity: the class experiment instead (every class an LP stream of one session, each
-    /// with its own arrivals; --modes, --hp-* do not apply): up = utilization partition (one
-    /// queue holds the device for a slice of --round-ms x its share; Fig. 9 bottom), kedf = the
-    /// --k earliest deadlines run (Fig. 15b), laxity = a class runs at prio= until its laxity=
-    /// is used up, then at crit= (8.2.1). Writes schedule.{csv,json}.
+    /// The policy. hpf without --class: the modes above (HP requests against one saturating LP
+    /// stream). hpf with --class, up, kedf, laxity: the class experiment instead (every class an
+    /// LP stream of one session, each with its own arrivals; --modes, --hp-* do not apply): hpf =
+    /// while a class has work, the classes of lower prio= are suspended (Example 5's high,
+    /// normal and low), up = utilization partition (one queue holds the device for a slice of
+    /// --round-ms x its share; Fig. 9 bottom), kedf = the --k earliest deadlines run (Fig. 15b),
+    /// laxity = a class runs at prio= until its laxity= is used up, then at crit= (8.2.1).
+    /// Writes schedule.{csv,json}.
     #[arg(long, value_enum, default_value_t = PolicyKind::Hpf)]
     pub policy: PolicyKind,
     /// up: saturating queues q0, q1, ... with these shares, T = --t-ms each (e.g. 75:25).
     #[arg(long, value_name = "A:B[:C...]", value_parser = parse_shares)]
     pub shares: Option<values::Shares>,
-    /// A class of the up/kedf/laxity experiment (repeat it): NAME:key=value:..., keys rate
-    /// (requests/s; 0 = saturating, the default), t (ms per command, 0.5), cmds (per request, 1),
-    /// share (up), deadline (ms, kedf), laxity (ms), prio and crit (laxity). E.g.
-    /// --class video:rate=100:t=1:deadline=10 --class bulk:t=1:deadline=1000.
+    /// A class of the class experiment (repeat it): NAME:key=value:..., keys rate (requests/s;
+    /// 0 = saturating, the default), t (ms per command, 0.5), cmds (per request, 1), share (up),
+    /// deadline (ms, kedf), prio (hpf: larger runs first; laxity), laxity (ms) and crit (laxity).
+    /// E.g. --class video:rate=100:t=1:deadline=10 --class bulk:t=1:deadline=1000, or --policy
+    /// hpf --class high:rate=20:t=2:prio=2 --class normal:rate=20:t=2:prio=1 --class low:prio=0.
     #[arg(long = "class", value_name = "NAME:KEY=V:...", value_parser = class::parse)]
     pub classes: Vec<class::ClassSpec>,
     /// kedf: how many classes run at once.
@@ -587,10 +591,11 @@ pub struct PriorityOptions {
     /// up: the round the slices add up to, in ms.
     #[arg(long = "round-ms", default_value = "10", value_parser = |s: &str| parse_positive_f64(s, "--round-ms", 10_000.0))]
     pub round_ms: f64,
-    /// Instead of the modes: the HP and LP sides in separate processes coordinated by the
-    /// scheduler daemon (preempt-sched, beside preempt-lat), N LP processes of one stream each;
-    /// reports what the daemon's hop costs on HP start (p50/p99 against the in-process helper,
-    /// with the same N streams in this process). Writes priority-processes.{csv,json}.
+    /// Instead of the modes (--policy hpf, no --class): the HP and LP sides in separate
+    /// processes coordinated by the scheduler daemon (preempt-sched, beside preempt-lat), N LP
+    /// processes of one stream each; reports what the daemon's hop costs on HP start (p50/p99
+    /// against the in-process helper, with the same N streams in this process). Writes
+    /// priority-processes.{csv,json}.
     #[arg(long, value_name = "N", value_parser = |s: &str| parse_positive(s).and_then(|n| if n <= 64 { Ok(n) } else { Err(format!("--processes {n}: at most 64")) }))]
     pub processes: Option<u32>,
     /// --processes: HP blocks timed on each side.
@@ -599,7 +604,7 @@ pub struct PriorityOptions {
     /// --arrival lognormal: the shape of the log-normal gaps (mean gap 1/rate).
     #[arg(long, default_value_t = values::DEFAULT_SIGMA, value_parser = |s: &str| parse_positive_f64(s, "--sigma", 10.0))]
     pub sigma: f64,
-    /// up, kedf, laxity: run each class alone first (same arrivals, same duration), then report
+    /// The class experiment: run each class alone first (same arrivals, same duration), then report
     /// each class's P99 against alone and the combined throughput's loss against the classes
     /// alone (their sum, or the device's capacity where a class saturates).
     #[arg(long)]
@@ -609,6 +614,12 @@ pub struct PriorityOptions {
 }
 
 impl PriorityOptions {
+    /// Whether this is the class experiment (`--class`, `--shares`, or a policy other than hpf)
+    /// rather than priority's modes (hpf and neither).
+    pub fn runs_classes(&self) -> bool {
+        self.policy != PolicyKind::Hpf || self.shares.is_some() || !self.classes.is_empty()
+    }
+
     /// The classes of a class experiment: `--shares` makes saturating queues `q0`, `q1`, ...
     /// with those shares and T = `--t-ms`; otherwise the `--class` list.
     pub fn class_specs(&self) -> Vec<class::ClassSpec> {
@@ -628,7 +639,8 @@ impl PriorityOptions {
         let p = self.policy.name();
         if self.shares.is_some() && self.policy != PolicyKind::Up {
             return Err(format!(
-                "--shares is for --policy up, not {p}; use --class NAME:...:share=N otherwise"
+                "--shares is for --policy up, not {p}: give the classes with --class, each with {}",
+                class::needs(self.policy)
             ));
         }
         if self.shares.is_some() && !self.classes.is_empty() {
@@ -663,15 +675,15 @@ impl PriorityOptions {
         if self.processes.is_some() && self.policy != PolicyKind::Hpf {
             return Err(format!("--processes is for --policy hpf, not {}", self.policy.name()));
         }
-        if self.policy != PolicyKind::Hpf {
+        if self.runs_classes() {
+            if self.processes.is_some() {
+                return Err("--processes runs priority's modes (HP requests against LP processes), not the class experiment (--class, --shares)".into());
+            }
             return self.check_classes();
-        }
-        if self.shares.is_some() || !self.classes.is_empty() {
-            return Err("--shares and --class are for --policy up, kedf or laxity".into());
         }
         if self.standalone {
             return Err(
-                "--standalone is for --policy up, kedf or laxity; --policy hpf has its standalone-hp and standalone-lp modes"
+                "--standalone is for the class experiment (--class, or --policy up, kedf or laxity); priority's modes have standalone-hp and standalone-lp"
                     .into(),
             );
         }
@@ -772,7 +784,8 @@ pub struct SweepRateOptions {
     #[arg(long, value_delimiter = ',', default_value = "100,200,400,600,800,1000,1200",
           value_parser = |s: &str| parse_positive_f64(s, "--rates", 100_000.0))]
     pub rates: Vec<f64>,
-    /// The policy (as `priority --policy`): kedf (Fig. 15b), up or laxity.
+    /// The policy (as `priority --policy`): kedf (Fig. 15b), up, laxity, or hpf (with --class
+    /// templates of different prio=).
     #[arg(long, value_enum, default_value_t = PolicyKind::Kedf)]
     pub policy: PolicyKind,
     /// kedf: how many classes run at once (host default 2; Fig. 15b's is 16, with more clients).
@@ -831,8 +844,11 @@ impl SweepRateOptions {
 
     /// Cross-field checks (one line each, a usage error); the rates put in order, once each.
     fn check(&mut self) -> Result<(), String> {
-        if self.policy == PolicyKind::Hpf {
-            return Err("sweep rate runs the class experiment: --policy kedf, up or laxity".into());
+        if self.policy == PolicyKind::Hpf && self.classes.is_empty() {
+            return Err(
+                "sweep rate --policy hpf needs --class templates with prio=: the built-in clients share one priority, so nothing would be suspended"
+                    .into(),
+            );
         }
         let t = self.template();
         class::check_set(self.policy, &t)?;

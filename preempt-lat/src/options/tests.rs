@@ -221,3 +221,33 @@ fn priority_runs_lv2_where_the_device_has_it() {
     };
     assert_eq!(o.modes_on(DeviceSpec::Hip(1)), [Mode::Lv1, Mode::Lv3]);
 }
+
+#[test]
+fn hpf_runs_the_modes_alone_and_the_class_experiment_with_classes() {
+    let priority = |args: &[&str]| {
+        let mut a = vec!["priority", "--device", "host"];
+        a.extend_from_slice(args);
+        match parse(&a) {
+            Ok(Command::Priority(o)) => o,
+            other => panic!("{a:?}: {other:?}"),
+        }
+    };
+    assert!(!priority(&[]).runs_classes(), "the default: the modes");
+    assert!(!priority(&["--policy", "hpf", "--processes", "2"]).runs_classes());
+    let o = priority(&["--policy", "hpf", "--class", "hi:rate=5:prio=1", "--class", "lo:prio=0"]);
+    assert!(o.runs_classes());
+    assert_eq!(o.class_specs().len(), 2);
+    assert!(
+        priority(&[
+            "--policy",
+            "hpf",
+            "--class",
+            "a:prio=1",
+            "--class",
+            "b:prio=0",
+            "--standalone"
+        ])
+        .runs_classes()
+    );
+    assert!(priority(&["--policy", "kedf", "--class", "a:deadline=1", "--class", "b:deadline=2"]).runs_classes());
+}

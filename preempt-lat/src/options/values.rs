@@ -56,8 +56,9 @@ impl Arrival {
     }
 }
 
-/// `priority --policy`: `hpf`, the mode comparison (HP requests against one LP stream); or a
-/// time-driven policy over classes (see `priority --help`).
+/// `priority --policy`: `hpf`, the mode comparison (HP requests against one LP stream), or with
+/// `--class` highest priority first over classes; or a time-driven policy over classes (see
+/// `priority --help`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum PolicyKind {

@@ -1,13 +1,15 @@
-//! `preempt-lat priority --policy up|kedf|laxity`: the scheduling experiment of XSched's
-//! evaluation over *classes* (queues), each an LP stream of one application-API session with its
-//! own arrivals (fixed, Poisson, log-normal; or saturating), driven by a policy of the
-//! `policies` crate: utilization partition (`--shares 75:25`: Fig. 9 bottom), K earliest
-//! deadlines first (Fig. 15b), least laxity (8.2.1). Per class: request latency percentiles,
-//! throughput, device share achieved (and asked, for up), late requests (kedf), the exactly-once
-//! check; combined throughput; with `--standalone`, each class alone first and the loss against
-//! it ([`mod@standalone`]). Host device and GPU through the same session API (the GPU path is
-//! written for hardware and has not run on one). `--policy hpf` (the default) is `priority`'s own
-//! mode comparison.
+//! `preempt-lat priority --policy up|kedf|laxity`, and `--policy hpf` with `--class`: the
+//! scheduling experiment of XSched's evaluation over *classes* (queues), each an LP stream of one
+//! application-API session with its own arrivals (fixed, Poisson, log-normal; or saturating),
+//! driven by a policy of the `policies` crate: utilization partition (`--shares 75:25`: Fig. 9
+//! bottom), K earliest deadlines first (Fig. 15b), least laxity (8.2.1), highest priority first
+//! over the classes' `prio=` (Example 5's high, normal and low). Per class: request latency
+//! percentiles, throughput, device share achieved (and asked, for up), late requests (kedf), the
+//! exactly-once check; combined throughput; with `--standalone`, each class alone first and the
+//! loss against it ([`mod@standalone`]). Host device and GPU through the same session API (the
+//! GPU path is written for hardware and has not run on one). `--policy hpf` (the default) without
+//! `--class` is `priority`'s own mode comparison (`main` picks by
+//! [`PriorityOptions::runs_classes`]).
 //!
 //! One run is [`run_experiment`] over an [`Experiment`]: `priority` runs one, `sweep rate`
 //! ([`rate`]) one per offered rate.
@@ -25,7 +27,7 @@ use preempt_api::Options;
 pub use result::ScheduleResult;
 use std::io::Write;
 
-/// One run of the class experiment, whoever asked for it (`priority --policy`, each point of
+/// One run of the class experiment, whoever asked for it (`priority --class`, each point of
 /// `sweep rate`).
 #[derive(Debug, Clone)]
 pub struct Experiment {
@@ -48,7 +50,7 @@ pub struct Experiment {
 }
 
 impl Experiment {
-    /// The experiment `priority --policy up|kedf|laxity` asks for, with `workers` per class.
+    /// The experiment `priority --class` (or `--shares`) asks for, with `workers` per class.
     pub fn of_priority(o: &PriorityOptions, workers: u32) -> Self {
         Experiment {
             policy: o.policy,

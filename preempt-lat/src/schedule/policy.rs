@@ -1,9 +1,10 @@
-//! The experiment's policy: one of the `policies` crate's time-driven policies over the class
-//! indices, registered from the classes' parameters.
+//! The experiment's policy: one of the `policies` crate's policies over the class indices,
+//! registered from the classes' parameters.
 use crate::options::PolicyKind;
 use crate::options::class::ClassSpec;
 use policies::kedf::KEdf;
 use policies::laxity::{Laxity, LaxityParams};
+use policies::priority::HighestFirst;
 use policies::up::Partition;
 use policies::{Action, TimedPolicy};
 use std::num::NonZeroU32;
@@ -14,6 +15,7 @@ pub enum Policy {
     Up(Partition<usize>),
     KEdf(KEdf<usize>),
     Laxity(Laxity<usize>),
+    Hpf(HighestFirst<usize>),
 }
 
 macro_rules! each {
@@ -22,6 +24,7 @@ macro_rules! each {
             Policy::Up($p) => $e,
             Policy::KEdf($p) => $e,
             Policy::Laxity($p) => $e,
+            Policy::Hpf($p) => $e,
         }
     };
 }
@@ -39,14 +42,20 @@ impl Policy {
         k: usize,
         round_ms: f64,
     ) -> Result<(Policy, Vec<Action<usize>>), String> {
-        let missing =
-            |c: &ClassSpec, what: &str| format!("--policy {} needs {what} in --class {}", kind.name(), c.name);
+        let missing = |c: &ClassSpec| {
+            format!(
+                "--policy {} needs {} in --class {}",
+                kind.name(),
+                crate::options::class::needs(kind),
+                c.name
+            )
+        };
         let mut actions = Vec::new();
         let policy = match kind {
             PolicyKind::Up => {
                 let mut p = Partition::new(ms(round_ms));
                 for (i, c) in classes.iter().enumerate() {
-                    let share = c.share.and_then(NonZeroU32::new).ok_or_else(|| missing(c, "share="))?;
+                    let share = c.share.and_then(NonZeroU32::new).ok_or_else(|| missing(c))?;
                     actions.extend(p.register(i, share, Duration::ZERO));
                 }
                 Policy::Up(p)
@@ -54,7 +63,7 @@ impl Policy {
             PolicyKind::Kedf => {
                 let mut p = KEdf::new(k).map_err(|e| format!("--k: {e}"))?;
                 for (i, c) in classes.iter().enumerate() {
-                    let d = c.deadline_ms.ok_or_else(|| missing(c, "deadline="))?;
+                    let d = c.deadline_ms.ok_or_else(|| missing(c))?;
                     actions.extend(p.register(i, ms(d), Duration::ZERO));
                 }
                 Policy::KEdf(p)
@@ -63,7 +72,7 @@ impl Policy {
                 let mut p = Laxity::new();
                 for (i, c) in classes.iter().enumerate() {
                     let (Some(l), Some(prio), Some(crit)) = (c.laxity_ms, c.prio, c.crit) else {
-                        return Err(missing(c, "laxity=, prio= and crit="));
+                        return Err(missing(c));
                     };
                     let params = LaxityParams {
                         laxity: ms(l),
@@ -74,7 +83,14 @@ impl Policy {
                 }
                 Policy::Laxity(p)
             }
-            PolicyKind::Hpf => return Err("hpf runs priority's modes, not classes".into()),
+            PolicyKind::Hpf => {
+                let mut p = HighestFirst::new();
+                for (i, c) in classes.iter().enumerate() {
+                    let prio = c.prio.ok_or_else(|| missing(c))?;
+                    actions.extend(p.register(i, prio, Duration::ZERO));
+                }
+                Policy::Hpf(p)
+            }
         };
         Ok((policy, actions))
     }

@@ -14,6 +14,14 @@ work on ``"host"``, ``"hip:N"`` and ``"kfd"`` sessions::
         with hpf.high_priority(sync=torch.cuda.current_stream().synchronize):
             run_the_urgent_request()              # lp is suspended until this block's GPU work is done
 
+A session may also share the device by time between its streams (``Session(policy="up")``,
+``"kedf"`` or ``"laxity"``; ``Helper.schedule``, ``Helper.busy``)::
+
+    with pk.Session("auto", policy="up", round_ms=10) as s:
+        a, b = s.low_priority_stream(), s.low_priority_stream()
+        s.helper().schedule(a, share=3)           # while both have work: a 75 %, b 25 % of the time
+        s.helper().schedule(b, share=1)
+
 Errors are exceptions of ``preempt_kfd.PreemptError`` with ``kind``, ``code``, ``errno`` and
 ``meaning``; a bad argument is ``InvalidArgument`` (the wrong type: ``InvalidArgumentType``, also
 a TypeError). Nothing is left suspended: closing a session (or its garbage collection) resumes
@@ -54,7 +62,8 @@ from ._errors import (
 )
 
 __all__ = [
-    "Session", "LowPriorityStream", "HighPriorityStream", "HighestPriorityFirst", "probe", "MECHANISMS",
+    "Session", "LowPriorityStream", "HighPriorityStream", "Helper", "HighestPriorityFirst", "probe", "MECHANISMS",
+    "POLICIES",
     "resume_all", "install_signal_handlers", "events", "PreemptError", "InvalidArgument", "InvalidArgumentType",
     "BadHandle", "NoDevice", "NoKfd", "Unavailable", "QueueRefused", "KfdError", "DeviceError",
     "AlreadySuspended", "NotSuspended", "ResumeFailed", "ShuttingDown", "Closed", "Unsupported",
@@ -63,6 +72,9 @@ __all__ = [
 
 #: The Lv3 mechanisms' names, in ``auto``'s order (lv3's own list, through preempt-api).
 MECHANISMS = _native.MECHANISMS
+
+#: The helper's policy words (``Session(policy=...)``), as ``preempt-lat priority --policy``.
+POLICIES = _native.POLICIES
 
 #: The host device's worker: this interpreter running preempt_kfd._worker.
 DEFAULT_HOST_WORKER = (sys.executable, "-m", "preempt_kfd._worker")
@@ -213,23 +225,48 @@ class HighPriorityStream:
         self._n.synchronize()
 
 
-class HighestPriorityFirst:
-    """The in-process highest-priority-first helper of a session.
+class Helper:
+    """The session's helper: highest-priority-first blocks, and the policy the session was
+    opened with (``Session(policy=...)``) over the streams you schedule.
 
-    While a block of priority ``p`` runs, every registered stream of a lower priority is
-    suspended at its own level (Lv3, or Lv1 where the session has no Lv3 mechanism); it resumes
-    when the last such block has left, i.e. after the block's GPU work is done (``sync``).
-    Blocks may run concurrently from several threads.
+    **Blocks** (every session): while a block of priority ``p`` runs (``high_priority()``), every
+    stream registered at a lower priority (``register()``) is suspended at its own level (Lv3,
+    or Lv1 where the session has no Lv3 mechanism); it resumes when the last such block has
+    left, i.e. after the block's GPU work is done (``sync``). Blocks may run concurrently from
+    several threads. For requests that must not wait.
+
+    **The policy** (a session opened with ``policy="up"``, ``"kedf"`` or ``"laxity"``): one
+    thread of the session suspends and resumes the streams you ``schedule()``, sharing the device
+    by time (docs/c-api.md#the-helpers-policy)::
+
+        s = pk.Session("auto", policy="up", round_ms=10)   # utilization partition
+        pol = s.helper()
+        pol.schedule(a, share=3)                         # a gets 3/4 of the device time ...
+        pol.schedule(b, share=1)                         # ... b 1/4, while both have work
+        a.submit_delay(ns)                               # a submit makes its stream ready
+        with pol.busy(b):                                # work the library does not see:
+            launch_on(b.handle); b.synchronize()         # b is ready inside, idle after
+
+    Under ``up`` one stream at a time runs for its slice of the round; under ``kedf`` the ``k``
+    ready streams due first run; under ``laxity`` a ready stream counts at ``priority`` until its
+    slack (``laxity_ms``) is used up, then at ``critical``, and streams below the highest ready
+    one are suspended. The policy's suspension is a hold of its own: a hand ``resume()`` of a
+    stream only the policy holds raises ``Busy``, a block still suspends a stream the policy
+    lets run (the policy's choice stands again after it), and closing the session resumes
+    everything.
     """
 
     def __init__(self, session):
         self._session = session
 
     def register(self, stream, priority=0):
+        """Register ``stream`` for blocks at ``priority``: a block of a higher priority
+        suspends it."""
         n = _args.stream("register", "stream", stream, LowPriorityStream)
         self._session._n.helper_register(n, _args.integer("register", "priority", priority, *_args.I32))
 
     def unregister(self, stream):
+        """Take ``stream`` off the blocks and the policy (resuming it if either held it)."""
         self._session._n.helper_unregister(_args.stream("unregister", "stream", stream, LowPriorityStream))
 
     @property
@@ -248,6 +285,87 @@ class HighestPriorityFirst:
         priority = _args.integer("high_priority", "priority", priority, *_args.I32)
         return self._session._n.high_priority(priority, sync, self)
 
+    @property
+    def policy(self):
+        """The policy's name as the status gives it (``"utilization-partition"``, ``"k-edf"``,
+        ``"laxity"``), None for a session of blocks only (``policy="hpf"``)."""
+        return self._session._n.helper_policy
+
+    @property
+    def policy_status(self):
+        """What the policy knows now, None without a policy: ``{"policy": name, "streams":
+        [(id, ready, held), ...], "actions": n, "failures": n, "last_error": str or None}``.
+        Per scheduled stream (``id`` is ``stream.id``): whether it has work, and whether the
+        policy holds it suspended; the suspends and resumes carried out, those that failed (each
+        is retried at the policy's next decision) and the last failure's message."""
+        return self._session._n.helper_policy_status()
+
+    def _policy_word(self, where):
+        word = self._session._policy
+        if word == "hpf":
+            raise _args.error(InvalidArgument, "invalid_argument",
+                              f"{where}: the session's helper runs highest-priority-first blocks only: open the "
+                              f"session with policy=\"up\", \"kedf\" or \"laxity\" to schedule streams by share, "
+                              f"deadline or laxity")
+        return word
+
+    def schedule(self, stream, share=None, deadline_ms=None, laxity_ms=None, priority=None, critical=None):
+        """Schedule ``stream`` with the session's policy (again: new parameters). Give exactly
+        the policy's parameters:
+
+        - ``policy="up"``: ``share``, an integer >= 1, its share of device time relative to the
+          other scheduled streams' (3 and 1: 75 % and 25 % while both have work);
+        - ``policy="kedf"``: ``deadline_ms``, its relative deadline (its work is due this long
+          after it becomes ready; the ``k`` due first run);
+        - ``policy="laxity"``: ``laxity_ms`` (how long its work may wait once ready),
+          ``priority`` (while it has slack) and ``critical`` (once the slack is used up); larger
+          runs first.
+
+        Durations take any real number of milliseconds. From now on the policy may suspend the
+        stream at any time; a delay command submitted through the library makes it ready, work
+        launched on its handle needs ``ready()``/``idle()`` or ``busy()``. InvalidArgument
+        (saying what the policy needs) for other parameters or a session without a policy."""
+        w = "schedule"
+        n = _args.stream(w, "stream", stream, LowPriorityStream)
+        word = self._policy_word(w)
+        values = _args.schedule_params(w, word, {"share": share, "deadline_ms": deadline_ms, "laxity_ms": laxity_ms,
+                                                 "priority": priority, "critical": critical})
+        call = {"up": self._session._n.helper_schedule_share, "kedf": self._session._n.helper_schedule_deadline,
+                "laxity": self._session._n.helper_schedule_laxity}[word]
+        call(n, *values)
+
+    def ready(self, stream):
+        """``stream`` has work the library does not see (kernels launched on its ``handle``)
+        from now on, until ``idle()``: call it before launching. The policy may suspend other
+        streams for it, or suspend it at once (its turn has not come). ``busy()`` pairs the two
+        calls."""
+        n = _args.stream("ready", "stream", stream, LowPriorityStream)
+        self._policy_word("ready")
+        self._session._n.helper_ready(n)
+
+    def idle(self, stream):
+        """All of ``stream``'s work is done (call it after ``stream.synchronize()``): the policy
+        gives its place to the others."""
+        n = _args.stream("idle", "stream", stream, LowPriorityStream)
+        self._policy_word("idle")
+        self._session._n.helper_idle(n)
+
+    def busy(self, stream):
+        """``with pol.busy(lp):`` ``lp`` is ready for the policy inside the block and idle after
+        it (``ready()`` on entry, ``idle()`` on exit), whatever happens inside, an exception or a
+        KeyboardInterrupt included (the block is native, as ``high_priority``). Launch on
+        ``lp.handle`` and synchronize inside the block: after it the policy may suspend the
+        stream at once. ``as`` gives ``lp``. Overlapping blocks of one stream (several threads)
+        keep it ready until the last one leaves; a block whose session or stream was closed
+        inside it ends quietly."""
+        n = _args.stream("busy", "stream", stream, LowPriorityStream)
+        self._policy_word("busy")
+        return self._session._n.busy(n, stream)
+
+
+#: The helper's name before it took a policy (issue 23); the same class.
+HighestPriorityFirst = Helper
+
 
 class Session:
     """A session on one device: ``"host"``, ``"hip:N"``, ``"kfd"`` or ``"auto"``.
@@ -264,12 +382,21 @@ class Session:
     default): ``$PREEMPT_SCHEDULER`` if set, else the in-process helper. A daemon that cannot
     be reached raises ``SchedulerError``; once connected the session reconnects by itself, and
     resumes what the daemon suspended when the daemon goes away.
+    ``policy``: the helper's policy over the streams you ``helper().schedule()``, beside its
+    blocks: ``"hpf"`` (the default: blocks only), ``"up"`` (utilization partition: streams share
+    the device by time, one at a time, each for ``round x share / sum of shares``), ``"kedf"``
+    (the ``k`` ready streams with the earliest deadlines run) or ``"laxity"`` (least laxity);
+    ``round_ms``: the partition's round, XSched's time slice (more than 0, at most 10 s; any real
+    number of milliseconds); ``k``: how many streams run at once under ``kedf`` (1..4096). Both
+    are checked whatever the policy. See ``Helper``.
     Use as a context manager, or call ``close()``: it resumes everything.
     """
 
     def __init__(self, device="auto", mechanism="auto", grace=0, force=False, host_workers=0,
-                 host_worker=DEFAULT_HOST_WORKER, lv1_threshold=8, lv1_batch=4, gpu_slots=0, scheduler=None):
+                 host_worker=DEFAULT_HOST_WORKER, lv1_threshold=8, lv1_batch=4, gpu_slots=0, scheduler=None,
+                 policy="hpf", round_ms=10, k=1):
         w = "Session"
+        policy = _args.policy_word(w, policy)
         self._n = _native.NativeSession(
             _args.word(w, "device", device, _native.DEVICES),
             _args.word(w, "mechanism", mechanism, _args.either(("auto", *MECHANISMS))),
@@ -281,8 +408,12 @@ class Session:
             _args.integer(w, "lv1_batch", lv1_batch, 1, _args.U32, "at most lv1_threshold"),
             _args.integer(w, "gpu_slots", gpu_slots, 0, _args.U32, "command slots per GPU delay stream; 0: 65536"),
             _args.scheduler(w, scheduler),
+            policy,
+            _args.round_ms(w, round_ms),
+            _args.policy_k(w, k),
         )
-        self._helper = HighestPriorityFirst(self)
+        self._policy = policy
+        self._helper = Helper(self)
 
     @property
     def device(self):
@@ -338,7 +469,8 @@ class Session:
         self._n.resume_set(_args.streams("resume_set", "streams", streams, LowPriorityStream))
 
     def helper(self):
-        """The session's highest-priority-first helper."""
+        """The session's helper (``Helper``): highest-priority-first blocks, and the session's
+        policy over the streams scheduled with it."""
         return self._helper
 
     def close(self):

@@ -52,10 +52,10 @@ def bad(where, name, accepted, value, wrong_type):
     return error(cls, "invalid_argument", f"{where}: {name} must be {accepted}, got {shown(value)}")
 
 
-def either(words):
-    """``a, b or c``."""
+def either(words, conjunction="or"):
+    """``a, b or c`` (``a, b and c``)."""
     *rest, last = words
-    return f"{', '.join(rest)} or {last}" if rest else last
+    return f"{', '.join(rest)} {conjunction} {last}" if rest else last
 
 
 def span(lo, hi):
@@ -218,4 +218,81 @@ def signals(where, value):
         if n not in signal.valid_signals() or n in (signal.SIGKILL, signal.SIGSTOP):
             raise bad(where, f"signals[{i}]", one, s, False)
         out.append(n)
+    return out
+
+
+def millis(where, name, value, positive, max_ns, note):
+    """A number of milliseconds (an integer, or any real number) as whole nanoseconds (rounded):
+    more than 0 where ``positive``, else at least 0, and at most ``max_ns``."""
+    limit = f"{max_ns // 10**6} ms" if max_ns % 10**6 == 0 else f"{span(0, max_ns).split('..')[1]} ns"
+    accepted = f"a number of milliseconds {'more than 0' if positive else 'at least 0'}, at most {limit} ({note})"
+    try:
+        ns = operator.index(value) * 10**6
+    except TypeError:
+        if not isinstance(value, numbers.Real):
+            raise bad(where, name, accepted, value, True) from None
+        scaled = value * 10**6  # exact for int-like and Fraction, a float for a float
+        try:
+            f = float(scaled)
+        except (OverflowError, ValueError):
+            raise bad(where, name, accepted, value, False) from None
+        if not (math.isfinite(f) and 0 <= f <= max_ns):
+            raise bad(where, name, accepted, value, False)
+        ns = round(scaled)
+    if not (1 if positive else 0) <= ns <= max_ns:
+        raise bad(where, name, accepted, value, False)
+    return ns
+
+
+# What a stream is scheduled with under each policy word (Helper.schedule's keywords), and what
+# each keyword means; preempt-api's own words and limits are in _native (POLICIES, MAX_POLICY_*).
+POLICY_KEYWORDS = {
+    "up": ("share",),
+    "kedf": ("deadline_ms",),
+    "laxity": ("laxity_ms", "priority", "critical"),
+}
+KEYWORD_MEANS = {
+    "share": "its share of device time, relative to the other scheduled streams'",
+    "deadline_ms": "its relative deadline: its work is due this long after it becomes ready",
+    "laxity_ms": "how long its work may wait at `priority` once it is ready",
+    "priority": "its priority while it has slack; larger runs first",
+    "critical": "its priority once the slack is used up",
+}
+
+
+def policy_word(where, value):
+    """A policy word; the library's parser says whether it knows it."""
+    return word(where, "policy", value, either(_native.POLICIES))
+
+
+def round_ms(where, value):
+    return millis(where, "round_ms", value, True, _native.MAX_POLICY_ROUND_NS,
+                  "policy up's round: one turn of every scheduled stream")
+
+
+def policy_k(where, value):
+    return integer(where, "k", value, 1, _native.MAX_POLICY_K, "policy kedf: how many streams run at once")
+
+
+def schedule_params(where, policy, given):
+    """``given`` ({keyword: value or None}) checked against the session's policy word: exactly the
+    policy's keywords, each of its type and range. Returns the values in the order of
+    POLICY_KEYWORDS[policy], as the native layer takes them."""
+    needed = POLICY_KEYWORDS[policy]
+    passed = {k: v for k, v in given.items() if v is not None}
+    if set(passed) != set(needed):
+        what = either([f"{k}=" for k in needed], "and")
+        means = "; ".join(f"{k}: {KEYWORD_MEANS[k]}" for k in needed)
+        got = ", ".join(f"{k}={shown(v)}" for k, v in passed.items()) or "none of them"
+        raise error(InvalidArgument, "invalid_argument",
+                    f"{where}: the session's policy {policy!r} schedules a stream with {what} ({means}), got {got}")
+    out = []
+    for k in needed:
+        v = passed[k]
+        if k == "share":
+            out.append(integer(where, k, v, 1, U32, KEYWORD_MEANS[k]))
+        elif k.endswith("_ms"):
+            out.append(millis(where, k, v, False, U64, KEYWORD_MEANS[k]))
+        else:
+            out.append(integer(where, k, v, *I32, KEYWORD_MEANS[k]))
     return out

@@ -186,6 +186,7 @@ fn put_str_truncates_and_terminates() {
 }
 
 mod fork;
+mod policy;
 
 /// The tests below open host sessions and fork: they run one at a time, so that no other test's
 /// thread is inside the library when one forks (a child may only take the locks nobody held).

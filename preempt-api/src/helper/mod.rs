@@ -4,6 +4,12 @@
 //! resumed when the last such block leaves (the caller leaves once the block's device work is
 //! done). Decisions and their execution happen under one lock, so concurrent blocks from several
 //! threads see one consistent state.
+//!
+//! With [`crate::Options::policy`] the helper also runs a time-driven policy ([`timed`]: utilization
+//! partition, K-EDF, laxity) over the streams scheduled with it, between and beside the blocks:
+//! its suspensions are a hold of their own, so a stream runs only when neither wants it stopped.
+pub(crate) mod timed;
+
 use crate::error::{Error, ErrorKind, Result};
 use crate::stream::LpStream;
 use hpf::{Action, Policy, Priority};
