@@ -1,20 +1,28 @@
 #!/usr/bin/env python3
 """High- and low-priority request streams in one process, with and without the
-highest-priority-first helper, at Lv1 and at Lv3: the shape of XSched's Example 5 experiment,
+highest-priority-first helper, at Lv1, Lv2 and Lv3: the shape of XSched's Example 5 experiment,
 with delay kernels instead of a model (nothing to download).
 
 A low-priority (LP) stream is kept busy with delay commands of T_lp (a training-like backlog);
 high-priority (HP) requests arrive at random (uniform gaps in [gap/2, 3*gap/2]) and each runs one
 delay command of T_hp on the HP stream. The figure is each HP request's latency, from its arrival
-to the completion of its work. Three configurations, each with a fresh session:
+to the completion of its work. Up to four configurations, each with a fresh session:
 
   no helper    the LP stream runs undisturbed next to the HP requests
   helper Lv1   every HP request is a `high_priority` block: the LP launcher stops and drains
+  helper Lv2   every HP request is a `high_priority` block: the LP stream's running commands
+               finish and no new one starts (host device only; on a GPU the row says why it is
+               skipped: no per-queue Lv2 on gfx942 under HWS,
+               docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws)
   helper Lv3   every HP request is a `high_priority` block: the LP stream is preempted (CWSR on a
                GPU, SIGSTOP of its worker processes on the host device)
 
+--levels picks the helper configurations (default lv1,lv2,lv3; "no helper" always runs, it is the
+reference):
+
     python examples/hpf_requests.py                      # auto: hip:0 if it can run, else host
     python examples/hpf_requests.py --device hip:0 --requests 500
+    python examples/hpf_requests.py --device host --levels lv2,lv3
 
 On the host device the LP stream gets one worker process per core, so that, like LP kernels
 filling every CU of a GPU, it competes with the HP worker for the processors; its figures are
@@ -31,6 +39,9 @@ import time
 import preempt_kfd as pk
 
 MS = 1_000_000
+# Configuration -> the LP stream's level ("no helper": the session's own choice).
+CONFIGS = {"no helper": "auto", "helper Lv1": "lv1", "helper Lv2": "lv2", "helper Lv3": "lv3"}
+HELPER_LEVELS = ("lv1", "lv2", "lv3")
 
 
 def percentile(sorted_values, p):
@@ -42,13 +53,16 @@ def percentile(sorted_values, p):
 
 def run(args, config):
     """One configuration; returns its row."""
-    level = {"no helper": "auto", "helper Lv1": "lv1", "helper Lv3": "lv3"}[config]
+    level = CONFIGS[config]
     workers = os.cpu_count() or 1
     with pk.Session(args.device, host_workers=workers, lv1_threshold=args.threshold,
                     lv1_batch=min(args.batch, args.threshold)) as s:
         if level == "lv3" and not s.has_lv3:
             return {"config": config, "skipped": f"no Lv3 here: {s.mechanism['why']}"}
-        lp = s.low_priority_stream(level)
+        try:
+            lp = s.low_priority_stream(level)
+        except pk.Unavailable as e:  # Lv2 on a GPU: the library says why, in one line
+            return {"config": config, "skipped": str(e)}
         hp = s.high_priority_stream()
         hpf = s.helper()
         use_helper = config != "no helper"
@@ -84,7 +98,8 @@ def run(args, config):
         latencies.sort()
         return {
             "config": config,
-            "mechanism": {"no helper": "-", "helper Lv1": "lv1-drain"}.get(config, s.mechanism["name"]),
+            "mechanism": {"no helper": "-", "helper Lv1": "lv1-drain", "helper Lv2": "lv2-hold"}.get(
+                config, s.mechanism["name"]),
             "p50": percentile(latencies, 50),
             "p90": percentile(latencies, 90),
             "p99": percentile(latencies, 99),
@@ -96,6 +111,17 @@ def run(args, config):
         }
 
 
+def helper_levels(text):
+    """--levels: a comma-separated list of lv1, lv2, lv3, each once (argparse makes a refusal one
+    line and exit status 2)."""
+    levels = [w.strip() for w in text.split(",")]
+    bad = [w for w in levels if w not in HELPER_LEVELS]
+    if bad or not levels or len(set(levels)) != len(levels):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give lv1, lv2 and/or lv3, comma-separated, each once (e.g. lv1,lv3)")
+    return levels
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="auto", help="auto, host or hip:N (default auto)")
@@ -105,10 +131,14 @@ def main():
     ap.add_argument("--lp-ms", type=float, default=1.0, help="T of one LP delay command (1 ms)")
     ap.add_argument("--threshold", type=int, default=4, help="Lv1 launcher: commands in flight (4)")
     ap.add_argument("--batch", type=int, default=2, help="Lv1 launcher: a sync point every N commands (2)")
+    ap.add_argument("--levels", type=helper_levels, default=list(HELPER_LEVELS),
+                    help="helper configurations to run, from lv1, lv2 (host device only), lv3 (default all three; "
+                         "'no helper' always runs)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
 
-    rows = [run(args, c) for c in ("no helper", "helper Lv1", "helper Lv3")]
+    configs = ["no helper"] + [c for c, lvl in CONFIGS.items() if lvl in args.levels]
+    rows = [run(args, c) for c in configs]
     device = next((r["device"] for r in rows if "device" in r), args.device)
     kind = "host device: CPU worker processes; host figures, not GPU figures" if device == "host" else "GPU"
     print(f"HP request latency (ms), {args.requests} requests every ~{args.gap_ms:g} ms, HP work {args.hp_ms:g} ms, "

@@ -110,9 +110,19 @@ impl Device {
     /// API's refusal (the options refuse it already where the device was named; this catches
     /// `--device auto` that chose a GPU).
     pub fn check_level(self, level: Level) -> Result<(), Failure> {
-        if level == Level::Lv2 && !self.spec().has_lv2() {
+        match level {
+            Level::Lv2 => self.check_lv2("--level 2"),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether `asked` (an option and its value that want Lv2, e.g. `--modes lv2`) can run here:
+    /// on a device without Lv2 a usage error with the API's refusal (after `--device auto` chose
+    /// a GPU; a named one is refused by the options).
+    pub fn check_lv2(self, asked: &str) -> Result<(), Failure> {
+        if !self.spec().has_lv2() {
             return Err(Failure::Usage(format!(
-                "--level 2: {} (--device auto chose it)",
+                "{asked}: {} (--device auto chose it)",
                 preempt_api::lv2_unavailable(self.spec()).message
             )));
         }
@@ -283,6 +293,15 @@ mod tests {
                 );
             }
             other => panic!("Lv2 on a GPU must be a usage error: {other:?}"),
+        }
+        // priority's lv2 mode after --device auto chose a GPU: the same refusal, naming the option.
+        assert!(Device::Host(1).check_lv2("--modes lv2").is_ok());
+        match Device::Hip(1).check_lv2("--modes lv2") {
+            Err(Failure::Usage(m)) => assert!(
+                m.starts_with("--modes lv2: Lv2 is unavailable on hip:1: ") && m.ends_with("(--device auto chose it)"),
+                "{m}"
+            ),
+            other => panic!("--modes lv2 on a GPU must be a usage error: {other:?}"),
         }
     }
 

@@ -298,12 +298,18 @@ fn judge_threshold(points: &[Value], file: &str, out: &mut Vec<Judgement>) {
     }
 }
 
-/// `priority`: each scheduled mode's HP P99 against standalone (Fig. 9 top and Fig. 15a).
+/// `priority`: each scheduled mode's HP P99 against standalone (Fig. 9 top and Fig. 15a): lv1,
+/// lv2 (host device) and lv3, every mode that suspends the LP stream at a level.
 fn judge_priority(v: &Value, file: &str, out: &mut Vec<Judgement>) {
     let device = v["env"]["device"].as_str().unwrap_or("?");
+    let scheduled = |name: &str| {
+        crate::options::Mode::ALL
+            .into_iter()
+            .any(|m| m.level().is_some() && m.name() == name)
+    };
     for m in v["modes"].as_array().into_iter().flatten() {
         let mode = m["mode"].as_str().unwrap_or("?");
-        if !matches!(mode, "lv1" | "lv3") {
+        if !scheduled(mode) {
             continue;
         }
         if let Some(r) = f(&m["hp_p99_vs_standalone"]) {

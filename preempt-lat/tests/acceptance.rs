@@ -171,12 +171,27 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
         "suspend-resume-sigstop",
         "latency-lv3-sigstop",
         "latency-lv1",
+        "latency-lv2",
         "sweep-t",
         "sweep-threshold",
         "priority",
     ] {
         assert_eq!(stage(&s, id)["status"], "PASS", "{id}: {}", stage(&s, id));
     }
+    // The host device has Lv2: its latency, sweep t's Lv2 runs and priority's lv2 mode.
+    assert!(
+        stage(&s, "latency-lv2")["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{}: ", preempt_api::LV2_HOST_MECHANISM)),
+        "{}",
+        stage(&s, "latency-lv2")
+    );
+    assert!(
+        stage(&s, "priority")["reason"].as_str().unwrap().contains(", lv2"),
+        "{}",
+        stage(&s, "priority")
+    );
     for id in ["hip-smoke", "calibration", "discovery", "dynamic-queues", "bystander"] {
         let st = stage(&s, id);
         assert_eq!(st["status"], "SKIP");
@@ -230,6 +245,7 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
         "-environment/environment.json",
         "-latency-lv3-sigstop/run.json",
         "-latency-lv3-sigstop/run.trace.json",
+        "-latency-lv2/run.json",
         "-sweep-t/sweep-t.svg",
         "-sweep-t/sweep-t.csv",
         "-sweep-threshold/sweep-threshold.json",
@@ -245,11 +261,18 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
         "lv3-p99",
         "lv3-flat-in-t",
         "lv1-threshold-x-t",
+        "lv2-one-t",
         "lv1-overhead",
         "hp-p99-fig9",
     ] {
         assert!(ids.contains(&id), "{ids:?}");
     }
+    let scopes: Vec<&str> = targets
+        .iter()
+        .filter(|t| t["id"] == "hp-p99-fig9")
+        .map(|t| t["scope"].as_str().unwrap())
+        .collect();
+    assert_eq!(scopes, ["lv3 mode", "lv2 mode"]);
     for t in targets {
         assert!(
             t["verdict"] == "PASS" || t["verdict"] == "FAIL",
@@ -304,13 +327,23 @@ fn an_unusable_gpu_fails_at_the_first_stage_and_is_still_archived() {
     let env = stage(&s, "environment");
     assert_eq!(env["status"], "FAIL");
     assert_eq!(env["reason"], reason.as_str());
+    // A GPU has no Lv2: its plan skips latency-lv2 with the API's one-line reason (whatever
+    // the environment stage said), never a FAIL; the rest wait for the environment.
+    let why_no_lv2 = preempt_api::lv2_unavailable(preempt_api::DeviceSpec::Hip(0)).message;
     for st in s["devices"][0]["stages"].as_array().unwrap() {
         if st["id"] == "environment" || st["id"] == "kernel-log" {
             continue;
         }
         assert_eq!(st["status"], "SKIP", "{st}");
-        assert_eq!(st["blocked_by"], "environment", "{st}");
+        if st["id"] == "latency-lv2" {
+            assert_eq!(st["reason"], why_no_lv2.as_str(), "{st}");
+            assert!(st["blocked_by"].is_null(), "{st}");
+        } else {
+            assert_eq!(st["blocked_by"], "environment", "{st}");
+        }
     }
+    let targets = s["devices"][0]["targets"].as_array().unwrap();
+    assert!(targets.iter().all(|t| t["id"] != "lv2-one-t"), "no Lv2 target on a GPU");
     assert_ne!(stage(&s, "kernel-log")["status"], Value::Null);
     assert!(m.iter().any(|(p, _)| p.ends_with("-environment/doctor.txt")));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -370,7 +403,7 @@ fn a_stage_over_its_bound_is_stopped_and_reported() {
     assert_eq!(th["reason"], "needs latency-lv1, which failed");
     assert_eq!(stage(&s, "sweep-t")["reason"], "not selected (--only)");
     // A stage id that is not in the plan is bad input, not a run that skips everything.
-    for (opt, val) in [("--only", "latency-lv2"), ("--stage-bound", "sweep-x=3")] {
+    for (opt, val) in [("--only", "latency-lv4"), ("--stage-bound", "sweep-x=3")] {
         let o = bounded(
             spawn(&[
                 "acceptance",

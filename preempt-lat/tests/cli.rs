@@ -744,7 +744,8 @@ fn priority_runs_every_mode_and_writes_json_csv_svg_and_trace() {
     assert_eq!(v["params"]["arrival"], "fixed");
     let modes = v["modes"].as_array().unwrap();
     let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
-    assert_eq!(names, ["standalone-hp", "standalone-lp", "native", "lv1", "lv3"]);
+    // The host device has every mode, lv2 between lv1 and lv3.
+    assert_eq!(names, ["standalone-hp", "standalone-lp", "native", "lv1", "lv2", "lv3"]);
     for m in modes {
         let name = m["mode"].as_str().unwrap();
         if name != "standalone-lp" {
@@ -766,11 +767,11 @@ fn priority_runs_every_mode_and_writes_json_csv_svg_and_trace() {
                 "{name}"
             );
         }
-        if matches!(name, "native" | "lv1" | "lv3") {
+        if matches!(name, "native" | "lv1" | "lv2" | "lv3") {
             assert!(m["hp_p99_vs_standalone"].as_f64().is_some_and(|x| x > 0.0), "{name}");
         }
         let preemptions = m["preemptions"].as_u64().unwrap();
-        if matches!(name, "lv1" | "lv3") {
+        if matches!(name, "lv1" | "lv2" | "lv3") {
             assert!((1..=9).contains(&preemptions), "{name}: {preemptions}");
             assert_eq!(m["policy"], "highest-priority-first");
         } else {
@@ -779,14 +780,14 @@ fn priority_runs_every_mode_and_writes_json_csv_svg_and_trace() {
     }
     let csv = std::fs::read_to_string(dir.join("priority.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines.len(), 6, "{csv}");
+    assert_eq!(lines.len(), 1 + names.len(), "{csv}");
     assert!(lines[0].starts_with("device,mode,policy,mechanism,"));
     for (line, name) in lines[1..].iter().zip(&names) {
         assert!(line.starts_with(&format!("host,{name},")), "{line}");
     }
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("priority.json")).unwrap()).unwrap();
-    assert_eq!(json["modes"].as_array().unwrap().len(), 5);
+    assert_eq!(json["modes"].as_array().unwrap().len(), names.len());
     let svg = std::fs::read_to_string(dir.join("priority.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     for want in [
@@ -821,7 +822,7 @@ fn priority_refuses_bad_input_and_an_unusable_gpu_with_a_reason() {
             &["priority", "--duration-s", "0.01", "--hp-rate", "10"],
             "makes no HP request",
         ),
-        (&["priority", "--modes", "lv2"], "invalid value 'lv2'"),
+        (&["priority", "--modes", "lv4"], "invalid value 'lv4'"),
     ];
     refused_with_exit_2(cases);
     // The GPU path exists; without a GPU it stops at device selection with doctor's reason,

@@ -1,29 +1,17 @@
 //! `--level 2` end to end: on the host device a run, a sweep with Lv2's panels and the target it
-//! is judged against; on a GPU one line and exit status 2 with the reason and where the sources
-//! are. Every child is killed after [`LIMIT`] (the test then fails) rather than hang the suite.
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+//! is judged against, `priority`'s lv2 mode; on a GPU one line and exit status 2 with the reason
+//! and where the sources are. Every child is killed after [`LIMIT`] (the test then fails) rather
+//! than hang the suite.
+mod common;
+
+use std::process::Output;
+use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// preempt-lat with `args`, killed after [`LIMIT`].
+/// preempt-lat with `args`, killed after [`LIMIT`] (the test then fails).
 fn pl(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run preempt-lat");
-    let deadline = Instant::now() + LIMIT;
-    while child.try_wait().expect("wait for preempt-lat").is_none() {
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("preempt-lat {args:?} still running after {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().expect("preempt-lat's output")
+    common::output_within(args, LIMIT)
 }
 
 fn stderr(o: &Output) -> String {
@@ -31,10 +19,7 @@ fn stderr(o: &Output) -> String {
 }
 
 fn scratch(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("preempt-lat-lv2-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch(&format!("lv2-{name}"))
 }
 
 #[test]
@@ -77,6 +62,8 @@ fn lv2_on_a_gpu_is_one_line_and_exit_2_saying_why_and_where() {
         &["--level", "lv2", "--device", "hip"],
         &["sweep", "t", "--levels", "1,2", "--device", "hip:0"],
         &["overhead", "--levels", "2", "--device", "hip:0"],
+        &["priority", "--modes", "lv2", "--device", "hip:0"],
+        &["priority", "--modes", "standalone-hp,lv2", "--device", "hip"],
     ] {
         let o = pl(args);
         let e = stderr(&o);
@@ -184,4 +171,94 @@ fn overhead_takes_lv2_on_the_host_device_as_a_setup_of_its_own() {
         .collect();
     assert_eq!(setups, [("native", "-"), ("lv2", preempt_api::LV2_HOST_MECHANISM)]);
     assert!(v["setups"][1]["exactly_once"] == true, "{}", v["setups"][1]);
+}
+
+/// `priority`'s lv2 mode on the host device: HP requests against the saturating LP stream held at
+/// Lv2 while they run (highest priority first), in the text, JSON, CSV and plot, with every LP
+/// command exactly once; `report` judges it against the seeds' HP P99 targets, as host figures.
+#[test]
+fn priority_runs_an_lv2_mode_on_the_host_device_and_report_judges_it() {
+    let dir = scratch("priority");
+    let o = pl(&[
+        "priority",
+        "--device",
+        "host",
+        "--modes",
+        "lv2,standalone-hp",
+        "--duration-s",
+        "0.6",
+        "--hp-rate",
+        "20",
+        "--arrival",
+        "fixed",
+        "--hp-t-ms",
+        "1",
+        "--t-ms",
+        "0.5",
+        "--quiet",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("lv2 "))
+        .unwrap_or_else(|| panic!("no lv2 row: {text}"));
+    assert!(row.contains("OK ("), "{row}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("priority.json")).unwrap()).unwrap();
+    assert_eq!(v["env"]["device"], "host");
+    let modes = v["modes"].as_array().unwrap();
+    let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
+    assert_eq!(names, ["standalone-hp", "lv2"], "in run order, whatever --modes' order");
+    let lv2 = &modes[1];
+    assert_eq!(lv2["policy"], "highest-priority-first");
+    assert_eq!(lv2["mechanism"], preempt_api::LV2_HOST_MECHANISM);
+    assert_eq!(lv2["correctness"]["ok"], true, "{}", lv2["correctness"]);
+    // 20/s for 0.6 s, the first one gap after the start; each found the LP stream running.
+    let requests = lv2["hp_requests"].as_u64().unwrap();
+    assert_eq!(requests, modes[0]["hp_requests"].as_u64().unwrap());
+    assert!((1..=requests).contains(&lv2["preemptions"].as_u64().unwrap()), "{lv2}");
+    assert!(
+        lv2["hp_latency_ns"]["p50"].as_u64().unwrap() >= 1_000_000,
+        "an HP request is 1 ms of work"
+    );
+    assert!(lv2["hp_p99_vs_standalone"].as_f64().is_some_and(|r| r > 0.0), "{lv2}");
+    let csv = std::fs::read_to_string(dir.join("priority.csv")).unwrap();
+    assert!(
+        csv.lines().any(|l| l.starts_with(&format!(
+            "host,lv2,highest-priority-first,{},",
+            preempt_api::LV2_HOST_MECHANISM
+        ))),
+        "{csv}"
+    );
+    let svg = std::fs::read_to_string(dir.join("priority.svg")).unwrap();
+    // Each <text> element's content, trimmed: the x axis names the modes.
+    let texts: Vec<&str> = svg
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t.split_once('>')?.1.split('<').next()?.trim()))
+        .collect();
+    assert!(texts.contains(&"lv2"), "the plot names the lv2 mode: {texts:?}");
+    let out = dir.join("report");
+    let o = pl(&[
+        "report",
+        dir.join("priority.json").to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let targets: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("targets.json")).unwrap()).unwrap();
+    let judged: Vec<&str> = targets
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["from"].as_str().is_some_and(|f| f.ends_with("mode lv2")))
+        .map(|j| j["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(judged, ["hp-p99-fig9", "hp-p99-fig15a"], "{targets}");
+    assert!(targets.as_array().unwrap().iter().all(|j| j["host_figures"] == true));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -189,10 +189,23 @@ pub fn targets(stages: &[Stage], records: &[StageRecord], top: &Path) -> Vec<Jud
     }
     from("sweep-t", "sweep-t.json", "lv3-flat-in-t", "lv3", all);
     from("latency-lv1", "run.json", "lv1-threshold-x-t", "lv1", all);
+    // Lv2's targets where the plan runs Lv2 (the host device); a GPU's plan skips latency-lv2
+    // with its reason and has no lv2 mode, so nothing there could ever measure them.
+    let lv2 = stages
+        .iter()
+        .any(|s| matches!(s.work, Work::Latency(Level::Lv2, _)) && s.not_here.is_none());
+    if lv2 {
+        from("latency-lv2", "run.json", "lv2-one-t", "lv2", all);
+    }
     from("sweep-threshold", "sweep-threshold.json", "lv1-overhead", "lv1", all);
     from("priority", "priority.json", "hp-p99-fig9", "lv3 mode", &|j| {
         j.from.ends_with("mode lv3")
     });
+    if lv2 {
+        from("priority", "priority.json", "hp-p99-fig9", "lv2 mode", &|j| {
+            j.from.ends_with("mode lv2")
+        });
+    }
     out
 }
 
@@ -241,6 +254,75 @@ mod tests {
         assert!(by_id("lv3-flat-in-t").note.contains("SKIP"));
         // Stages with no record (not in the plan's run) give no row.
         assert!(t.iter().all(|j| j.id != "hp-p99-fig9"));
+        std::fs::remove_dir_all(&top).unwrap();
+    }
+
+    /// Issue 23 (Lv2): on the host device latency-lv2 is judged against ~1 x T and priority's lv2
+    /// mode against Fig. 9's HP P99 target; a GPU, whose plan skips latency-lv2 saying why, has
+    /// no Lv2 target rows at all (no N/A that nothing could ever measure).
+    #[test]
+    fn lv2_targets_are_judged_where_the_plan_runs_lv2() {
+        let top = std::env::temp_dir().join(format!("preempt-lat-outcome-lv2-{}", std::process::id()));
+        std::fs::create_dir_all(top.join("host/13-latency-lv2")).unwrap();
+        std::fs::create_dir_all(top.join("host/17-priority")).unwrap();
+        let run = serde_json::json!({
+            "params": {"level": 2, "t_ms": 0.5},
+            "env": {"device": "host"},
+            "latency_ns": {"suspend": {"p99": 400_000, "count": 100}},
+        });
+        std::fs::write(top.join("host/13-latency-lv2/run.json"), run.to_string()).unwrap();
+        let prio = serde_json::json!({
+            "target_p99_ratio": 1.3,
+            "env": {"device": "host"},
+            "modes": [
+                {"mode": "standalone-hp", "hp_p99_vs_standalone": 1.0},
+                {"mode": "lv2", "hp_p99_vs_standalone": 1.4},
+                {"mode": "lv3", "hp_p99_vs_standalone": 1.1},
+            ],
+        });
+        std::fs::write(top.join("host/17-priority/priority.json"), prio.to_string()).unwrap();
+        let rec = |id: &str, status: Status, files: &[&str]| StageRecord {
+            files: files.iter().map(|s| s.to_string()).collect(),
+            status,
+            ..StageRecord::skipped(id, id, 1.0, &[], format!("{id} said why"))
+        };
+        let records = [
+            rec("latency-lv2", Status::Pass, &["host/13-latency-lv2/run.json"]),
+            rec("priority", Status::Pass, &["host/17-priority/priority.json"]),
+        ];
+        let t = targets(&stages(DeviceSpec::Host, true), &records, &top);
+        let one_t = t.iter().find(|j| j.id == "lv2-one-t").expect("lv2-one-t judged");
+        assert_eq!(
+            (one_t.verdict, one_t.measured, one_t.host_figures),
+            (targets::Verdict::Pass, Some(0.8), true)
+        );
+        let fig9: Vec<(&str, targets::Verdict)> = t
+            .iter()
+            .filter(|j| j.id == "hp-p99-fig9")
+            .map(|j| (j.scope.as_str(), j.verdict))
+            .collect();
+        assert_eq!(
+            fig9,
+            [
+                ("lv3 mode", targets::Verdict::Pass),
+                ("lv2 mode", targets::Verdict::Fail)
+            ]
+        );
+        // A GPU: latency-lv2 skipped by the plan (its record says why), no Lv2 target.
+        let gpu = stages(DeviceSpec::Hip(0), true);
+        let why = gpu
+            .iter()
+            .find(|s| s.id == "latency-lv2")
+            .unwrap()
+            .not_here
+            .clone()
+            .unwrap();
+        let records = [
+            StageRecord::skipped("latency-lv2", "Lv2", 1.0, &[], why),
+            rec("priority", Status::Pass, &["host/17-priority/priority.json"]),
+        ];
+        let t = targets(&gpu, &records, &top);
+        assert!(t.iter().all(|j| j.id != "lv2-one-t" && j.scope != "lv2 mode"), "{t:?}");
         std::fs::remove_dir_all(&top).unwrap();
     }
 

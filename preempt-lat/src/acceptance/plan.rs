@@ -228,15 +228,38 @@ pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
         lv1_needs,
         900,
     ));
+    // Lv2 where the device has it (the host device); a GPU's plan lists it as skipped with the
+    // API's one-line reason (docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws), never a failure.
+    let lv2 = device.has_lv2();
+    v.push(Stage {
+        not_here: (!lv2).then(|| preempt_api::lv2_unavailable(device).message),
+        ..s(
+            "latency-lv2",
+            &format!("Lv2 latency at T = {T_MS} ms (the rest of the running command)"),
+            Work::Latency(Level::Lv2, None),
+            lv1_needs,
+            900,
+        )
+    });
+    // The sweeps and priority need the latency stages of the levels they run.
+    let level_needs: &[&str] = if lv2 {
+        &["latency-lv1", "latency-lv2"]
+    } else {
+        &["latency-lv1"]
+    };
     let with_lv3 = |st: Stage| Stage {
         needs_any: lv3_ids.clone(),
         ..st
     };
     v.push(with_lv3(s(
         "sweep-t",
-        "sweep t: Lv1 and Lv3 P99 against T",
+        if lv2 {
+            "sweep t: Lv1, Lv2 and Lv3 P99 against T"
+        } else {
+            "sweep t: Lv1 and Lv3 P99 against T"
+        },
         Work::SweepT,
-        &["latency-lv1"],
+        level_needs,
         3600,
     )));
     v.push(s(
@@ -260,7 +283,7 @@ pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
         "priority",
         "priority: HP requests against a saturating LP stream, per mode",
         Work::Priority,
-        &["latency-lv1"],
+        level_needs,
         1800,
     )));
     for &m in &mechs {
@@ -350,7 +373,7 @@ pub fn args(stage: &Stage, device: DeviceSpec, quick: bool, dir: &Path, chosen: 
                 "--device",
                 &dev,
                 "--levels",
-                "1,3",
+                if device.has_lv2() { "1,2,3" } else { "1,3" },
                 "--t-ms",
                 z.sweep_t_ms,
                 "--samples",
@@ -472,7 +495,12 @@ mod tests {
             }
             assert_eq!(mechanism_of(&gpu, &format!("latency-lv3-{k}")), Some(Mech::Kfd(k)));
         }
-        assert!(gpu.iter().all(|s| s.not_here.is_none()));
+        let skipped: Vec<&str> = gpu
+            .iter()
+            .filter(|s| s.not_here.is_some())
+            .map(|s| s.id.as_str())
+            .collect();
+        assert_eq!(skipped, ["latency-lv2"], "every stage applies to a GPU but Lv2");
         let host = stages(DeviceSpec::Host, true);
         let skipped: Vec<&str> = host
             .iter()
@@ -540,6 +568,89 @@ mod tests {
             host.not_here.as_deref(),
             Some("GPU only: no KFD queues on the host device")
         );
+    }
+
+    /// Issue 23 (Lv2): the host device runs Lv2 (its latency at T = 0.5 ms, in sweep t, in
+    /// priority's default modes, each needing latency-lv2); a GPU's plan lists latency-lv2 as
+    /// skipped with the API's one-line reason and sweeps 1,3.
+    #[test]
+    fn lv2_runs_on_the_host_device_and_a_gpu_plan_says_why_not() {
+        let dir = Path::new("/tmp/x");
+        for quick in [false, true] {
+            let host = stages(DeviceSpec::Host, quick);
+            let lv2 = host.iter().find(|s| s.id == "latency-lv2").unwrap();
+            assert_eq!(
+                (lv2.work, lv2.not_here.as_deref()),
+                (Work::Latency(Level::Lv2, None), None)
+            );
+            assert_eq!(lv2.needs, ["environment"]);
+            let a = args(lv2, DeviceSpec::Host, quick, dir, None).unwrap();
+            assert!(a.windows(2).any(|w| w == ["--level", "2"]), "{a:?}");
+            let at = |id: &str| host.iter().position(|s| s.id == id).unwrap();
+            assert!(at("latency-lv1") < at("latency-lv2") && at("latency-lv2") < at("sweep-t"));
+            for id in ["sweep-t", "priority"] {
+                assert!(host[at(id)].needs.contains(&"latency-lv2".to_string()), "{id}");
+            }
+            let sweep = args(&host[at("sweep-t")], DeviceSpec::Host, quick, dir, None).unwrap();
+            assert!(sweep.windows(2).any(|w| w == ["--levels", "1,2,3"]), "{sweep:?}");
+            let prio = args(&host[at("priority")], DeviceSpec::Host, quick, dir, None).unwrap();
+            assert!(
+                !prio.contains(&"--modes".to_string()),
+                "the device's modes, lv2 among them: {prio:?}"
+            );
+
+            let gpu = stages(DeviceSpec::Hip(3), quick);
+            let lv2 = gpu.iter().find(|s| s.id == "latency-lv2").unwrap();
+            let why = preempt_api::lv2_unavailable(DeviceSpec::Hip(3)).message;
+            assert_eq!(lv2.not_here.as_deref(), Some(why.as_str()));
+            assert!(
+                !why.contains('\n') && why.ends_with(preempt_api::LV2_ON_GPU_DOC),
+                "{why}"
+            );
+            let at = |id: &str| gpu.iter().position(|s| s.id == id).unwrap();
+            for id in ["sweep-t", "priority"] {
+                assert!(!gpu[at(id)].needs.contains(&"latency-lv2".to_string()), "{id}");
+            }
+            let sweep = args(&gpu[at("sweep-t")], DeviceSpec::Hip(3), quick, dir, None).unwrap();
+            assert!(sweep.windows(2).any(|w| w == ["--levels", "1,3"]), "{sweep:?}");
+        }
+    }
+
+    /// docs/hardware-validation.md's first table has a row per stage of a GPU's plan (per
+    /// mechanism as `<mechanism>`), in the plan's order, and its progress-line example counts the
+    /// stages as the plan does.
+    #[test]
+    fn the_hardware_doc_lists_every_stage_of_a_gpu_and_counts_them() {
+        let doc = include_str!("../../../docs/hardware-validation.md");
+        let plan = stages(DeviceSpec::Hip(0), false);
+        let mut want: Vec<String> = Vec::new();
+        for s in &plan {
+            let id = MechanismKind::AUTO_ORDER
+                .into_iter()
+                .fold(s.id.clone(), |id, k| id.replace(k.name(), "<mechanism>"));
+            if !want.contains(&id) {
+                want.push(id);
+            }
+        }
+        let start = doc.find("| stage | what it does |").expect("the doc's stage table");
+        let rows: Vec<String> = doc[start..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .filter_map(|l| Some(l.split('`').nth(1)?.to_string()))
+            .collect();
+        assert_eq!(rows, want, "docs/hardware-validation.md's stage table");
+        // `acceptance hip:0 [ i/n] id: ...`: n is the plan's length, stage i is id.
+        let line = doc
+            .split("(`acceptance hip:0 [")
+            .nth(1)
+            .expect("the doc's progress line");
+        let (count, rest) = line.split_once(']').unwrap();
+        let (i, n) = count.trim().split_once('/').unwrap();
+        let (i, n): (usize, usize) = (i.trim().parse().unwrap(), n.parse().unwrap());
+        let id = rest.trim_start().split(':').next().unwrap();
+        assert_eq!(n, plan.len(), "stages of a GPU");
+        assert_eq!(plan[i - 1].id, id, "stage {i}");
     }
 
     #[test]

@@ -73,8 +73,8 @@ pub enum Command {
     /// Host CPU time per LP command of the Lv1 launcher at T -> 0 (host device): text, JSON or CSV.
     LauncherCost(LauncherCostOptions),
     /// Priority scheduling: HP requests (fixed rate or Poisson) against a saturating LP stream,
-    /// in modes standalone-hp, standalone-lp, native (no scheduling), lv1 and lv3 (highest
-    /// priority first: the LP queue is suspended while HP work is pending). Reports HP request
+    /// in modes standalone-hp, standalone-lp, native (no scheduling), lv1, lv2 (host device only)
+    /// and lv3 (highest priority first: the LP queue is suspended while HP work is pending). Reports HP request
     /// latency, its P99 against standalone, LP throughput against standalone, preemptions and
     /// the LP correctness check; writes priority.{csv,json,svg}. Each mode runs in a session of the
     /// application API (host device, or hip:N: written for hardware, not yet run on a GPU). On the
@@ -212,6 +212,9 @@ impl Command {
             Command::LauncherCost(o) => o.lv1.check(),
             Command::Priority(o) => {
                 o.modes = Mode::ALL.into_iter().filter(|m| o.modes.contains(m)).collect();
+                if o.modes.contains(&Mode::Lv2) {
+                    values::refuse_lv2("--modes lv2", o.common.device)?;
+                }
                 o.common.check()?;
                 check_in_flight(o.common.lv1.threshold, o.t_ms)?;
                 o.check()
@@ -528,13 +531,10 @@ pub struct LauncherCostOptions {
 #[derive(Debug, Clone, Args)]
 pub struct PriorityOptions {
     /// Modes to run; they always run in the order listed here (the standalone ones first: the
-    /// others are compared with them).
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "standalone-hp,standalone-lp,native,lv1,lv3"
-    )]
+    /// others are compared with them). Default: every mode the device has, all six on the host
+    /// device, all but lv2 on a GPU (no per-queue Lv2 on gfx942 under HWS; lv2 asked for there is
+    /// refused, docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws).
+    #[arg(long, value_enum, value_delimiter = ',')]
     pub modes: Vec<Mode>,
     /// HP requests per second.
     #[arg(long, default_value = "20", value_parser = |s: &str| parse_positive_f64(s, "--hp-rate", 100_000.0))]
@@ -655,6 +655,16 @@ impl PriorityOptions {
         class::check_set(self.policy, &cs)
     }
 
+    /// The modes to run on `device` (`auto` resolved), in run order: those of `--modes`, else
+    /// every mode the device has ([`Mode::on`]).
+    pub fn modes_on(&self, device: DeviceSpec) -> Vec<Mode> {
+        if self.modes.is_empty() {
+            Mode::on(device)
+        } else {
+            self.modes.clone()
+        }
+    }
+
     /// HP work per second of wall time: rate x commands x HP T.
     pub fn hp_load(&self) -> f64 {
         self.hp_rate * f64::from(self.hp_cmds) * self.hp_t_ms / 1000.0
@@ -684,7 +694,9 @@ impl PriorityOptions {
                  (nearly) saturate the device; lower one of them"
             ));
         }
-        if self.duration_s * self.hp_rate < 1.0 && self.modes.iter().any(|m| m.has_hp()) {
+        // No --modes: the device's modes, which issue HP requests.
+        let has_hp = self.modes.is_empty() || self.modes.iter().any(|m| m.has_hp());
+        if self.duration_s * self.hp_rate < 1.0 && has_hp {
             // Debug: 1e-300 as 1e-300, not as 300 zeros.
             return Err(format!(
                 "--duration-s {:?} at --hp-rate {:?} makes no HP request: raise either",

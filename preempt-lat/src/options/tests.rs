@@ -31,6 +31,14 @@ fn lists_are_put_in_order_once_parsed() {
         panic!("priority")
     };
     assert_eq!(o.modes, [Mode::StandaloneHp, Mode::Native, Mode::Lv3]);
+    let Ok(Command::Priority(o)) = parse(&["priority", "--modes", "lv3,lv2,lv1"]) else {
+        panic!("priority")
+    };
+    assert_eq!(
+        o.modes,
+        [Mode::Lv1, Mode::Lv2, Mode::Lv3],
+        "lv2 runs between lv1 and lv3"
+    );
     let Ok(Command::Sweep(Sweep::State(o))) = parse(&["sweep", "state", "--states", "heavy,light,heavy"]) else {
         panic!("sweep state")
     };
@@ -174,6 +182,44 @@ fn heavy_lp_state_is_refused_on_the_host_device_only() {
     for d in [DeviceSpec::Auto, DeviceSpec::Hip(0)] {
         assert!(check_lp_state(d, LpState::Heavy).is_ok(), "{d}");
     }
+}
+
+/// priority's modes: by default every mode the device has (lv2 on the host device only, between
+/// lv1 and lv3); lv2 asked for on a named GPU is refused with the API's reason, before anything
+/// runs; asked for with --device auto it waits until the device is known.
+#[test]
+fn priority_runs_lv2_where_the_device_has_it() {
+    let Ok(Command::Priority(o)) = parse(&["priority"]) else {
+        panic!("priority")
+    };
+    assert!(o.modes.is_empty(), "no --modes: the device decides");
+    assert_eq!(o.modes_on(DeviceSpec::Host), Mode::ALL);
+    let on_gpu = o.modes_on(DeviceSpec::Hip(0));
+    assert_eq!(
+        on_gpu,
+        Mode::ALL.into_iter().filter(|&m| m != Mode::Lv2).collect::<Vec<_>>()
+    );
+    let names: Vec<&str> = o.modes_on(DeviceSpec::Host).iter().map(|m| m.name()).collect();
+    assert_eq!(names, ["standalone-hp", "standalone-lp", "native", "lv1", "lv2", "lv3"]);
+    let Ok(Command::Priority(o)) = parse(&["priority", "--modes", "lv2", "--device", "host"]) else {
+        panic!("priority")
+    };
+    assert_eq!(o.modes_on(DeviceSpec::Host), [Mode::Lv2]);
+    assert!(
+        parse(&["priority", "--modes", "lv2"]).is_ok(),
+        "auto: checked once resolved"
+    );
+    let gpu_lv2 = preempt_api::lv2_unavailable(DeviceSpec::Hip(1)).message;
+    for args in [
+        &["priority", "--modes", "lv2", "--device", "hip:1"][..],
+        &["priority", "--modes", "standalone-hp,lv2,lv3", "--device", "hip:1"],
+    ] {
+        assert_eq!(parse(args).unwrap_err(), format!("--modes lv2: {gpu_lv2}"), "{args:?}");
+    }
+    let Ok(Command::Priority(o)) = parse(&["priority", "--modes", "lv1,lv3", "--device", "hip:1"]) else {
+        panic!("priority on a GPU without lv2")
+    };
+    assert_eq!(o.modes_on(DeviceSpec::Hip(1)), [Mode::Lv1, Mode::Lv3]);
 }
 
 #[test]

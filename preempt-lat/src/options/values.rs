@@ -118,19 +118,44 @@ pub enum Mode {
     Native,
     /// highest priority first through Lv1 (stop launching LP commands)
     Lv1,
+    /// highest priority first through Lv2 (the running LP command finishes, no new one starts; host device only:
+    /// no per-queue Lv2 on gfx942 under HWS)
+    Lv2,
     /// highest priority first through Lv3 (SIGSTOP on the host device)
     Lv3,
 }
 
 impl Mode {
-    /// In run order: the standalone modes first (the others are compared with them).
-    pub const ALL: [Mode; 5] = [
+    /// In run order: the standalone modes first (the others are compared with them), then the
+    /// scheduled ones by level.
+    pub const ALL: [Mode; 6] = [
         Mode::StandaloneHp,
         Mode::StandaloneLp,
         Mode::Native,
         Mode::Lv1,
+        Mode::Lv2,
         Mode::Lv3,
     ];
+
+    /// The modes `device` (`auto` resolved) can run, in run order: every one but lv2 where the
+    /// device has no Lv2 (an AMD GPU: docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws).
+    pub fn on(device: DeviceSpec) -> Vec<Mode> {
+        Mode::ALL
+            .into_iter()
+            .filter(|&m| m.level() != Some(Level::Lv2) || device.has_lv2())
+            .collect()
+    }
+
+    /// The level the LP stream is suspended at under highest priority first (`None`: the mode
+    /// does not schedule it).
+    pub fn level(self) -> Option<Level> {
+        match self {
+            Mode::StandaloneHp | Mode::StandaloneLp | Mode::Native => None,
+            Mode::Lv1 => Some(Level::Lv1),
+            Mode::Lv2 => Some(Level::Lv2),
+            Mode::Lv3 => Some(Level::Lv3),
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -138,6 +163,7 @@ impl Mode {
             Mode::StandaloneLp => "standalone-lp",
             Mode::Native => "native",
             Mode::Lv1 => "lv1",
+            Mode::Lv2 => "lv2",
             Mode::Lv3 => "lv3",
         }
     }
@@ -185,8 +211,17 @@ pub const AUTO_LEVEL_IS_FOR_APPLICATIONS: &str = "auto (Lv3 where the session ha
 /// GPU): the API's refusal, one line, before anything runs. `auto` is checked once it resolved
 /// (`Device::check_level`).
 pub fn check_level(option: &str, device: DeviceSpec, level: Level) -> Result<(), String> {
-    if level == Level::Lv2 && device != DeviceSpec::Auto && !device.has_lv2() {
-        return Err(format!("{option} 2: {}", preempt_api::lv2_unavailable(device).message));
+    match level {
+        Level::Lv2 => refuse_lv2(&format!("{option} 2"), device),
+        _ => Ok(()),
+    }
+}
+
+/// `asked` (an option and its value that want Lv2, e.g. `--modes lv2`) on a device known to have
+/// no Lv2: the API's refusal after `asked`, one line; `auto` is checked once it resolved.
+pub fn refuse_lv2(asked: &str, device: DeviceSpec) -> Result<(), String> {
+    if device != DeviceSpec::Auto && !device.has_lv2() {
+        return Err(format!("{asked}: {}", preempt_api::lv2_unavailable(device).message));
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `preempt-lat priority`: HP requests (fixed rate or Poisson) against a saturating stream of LP
-//! commands, once per mode: standalone-hp, standalone-lp, native (no scheduling), lv1 and lv3
-//! (highest priority first through that level). Per mode: HP request latency (arrival to
+//! commands, once per mode: standalone-hp, standalone-lp, native (no scheduling), lv1, lv2 (host
+//! device only) and lv3 (highest priority first through that level). Per mode: HP request latency (arrival to
 //! completion) percentiles, its P99 against standalone-hp (XSched's headline; the MI308X plan's
 //! target is below [`TARGET_P99_RATIO`]), LP throughput against standalone-lp, preemptions, and
 //! the LP correctness check. On the host device and on a GPU, through the application API: one
@@ -155,8 +155,8 @@ pub fn summarize(measured: Vec<(Mode, Measured)>) -> Vec<ModeResult> {
 }
 
 /// The session of one mode: Lv3 armed only for the lv3 mode (dbg-trap would put the process in
-/// debug mode for the others), Lv1 suspends that only stop launching (XSched's scheduler), the
-/// launcher's completions and the device records kept for the checks.
+/// debug mode for the others; Lv2 needs nothing armed), Lv1 suspends that only stop launching
+/// (XSched's scheduler), the launcher's completions and the device records kept for the checks.
 fn session(src: &SessionSource, p: &PriorityParams, mode: Mode) -> Result<Session, String> {
     let lv1 = lv1::Config::new(p.threshold as usize, p.batch as usize).map_err(|e| e.to_string())?;
     let hp_cmds = crate::num::round_u64(p.hp_rate * p.duration_s + 1.0) * u64::from(p.hp_cmds);
@@ -182,10 +182,16 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     if let Some(n) = o.processes {
         return processes::run(o, dev, n);
     }
+    // lv2 asked for where --device auto chose a GPU: refused before anything opens (a named GPU
+    // was refused by the options).
+    if o.modes.contains(&Mode::Lv2) {
+        dev.check_lv2("--modes lv2")?;
+    }
+    let modes = o.modes_on(dev.spec());
     let target = dev.session_source(o.common.mechanism, o.common.grace())?;
     let t_start = std::time::Instant::now();
     let p = PriorityParams {
-        modes: o.modes.clone(),
+        modes: modes.clone(),
         hp_rate: o.hp_rate,
         arrival: o.arrival,
         hp_t_ms: o.hp_t_ms,
@@ -211,13 +217,13 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     );
     // Each mode's share of the trace's events, so that every mode is in it; none kept unasked.
     let mut trace = match o.trace {
-        Some(_) => Trace::with_limit(crate::trace::MAX_EVENTS / o.modes.len().max(1)),
+        Some(_) => Trace::with_limit(crate::trace::MAX_EVENTS / modes.len().max(1)),
         None => Trace::off(),
     };
     // Counted once (they are generated as they come: an hour at 100000/s is 360 M of them).
     let requests = arrivals.clone().count();
     let mut measured = Vec::new();
-    for (pid, &mode) in (1u32..).zip(&o.modes) {
+    for (pid, &mode) in (1u32..).zip(&modes) {
         if crate::measure::control::stop_requested() {
             break;
         }

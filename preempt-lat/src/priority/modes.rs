@@ -3,8 +3,10 @@
 //! Lv1 launcher, the session's HP stream taking the HP requests (each `hp_cmds` delay commands of
 //! `hp_t_ms`), and `hpf`'s highest-priority-first rule deciding when the LP stream is suspended:
 //! at Lv3 through the session's mechanism (SIGSTOP on the host device; the chosen KFD mechanism
-//! on the LP stream's discovered queue on a GPU), at Lv1 by stopping its launcher. Native and the
-//! standalone modes: no policy. Host figures are host figures; the GPU path is written for
+//! on the LP stream's discovered queue on a GPU), at Lv2 by letting each running LP command finish
+//! and starting no new one (host device only: `lv2-hold`; no per-queue Lv2 on gfx942 under HWS,
+//! docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws), at Lv1 by stopping its launcher. Native
+//! and the standalone modes: no policy. Host figures are host figures; the GPU path is written for
 //! hardware and has not run on one.
 //!
 //! What is checked after every mode: every LP command completed exactly once (the API's device
@@ -104,9 +106,10 @@ impl Scheduler<'_> {
     }
 }
 
-/// The level the mode's LP stream is suspended at (native and standalone never suspend it).
+/// The level the mode's LP stream is created at: the mode's own (native and standalone never
+/// suspend it: Lv1, which arms nothing).
 pub fn level(mode: Mode) -> Level {
-    if mode == Mode::Lv3 { Level::Lv3 } else { Level::Lv1 }
+    mode.level().unwrap_or(Level::Lv1)
 }
 
 /// Runs one mode on `session` (opened for this mode: `super::session`): requests
@@ -154,7 +157,7 @@ pub fn run_mode(
             s.spawn(move || lp_side::feed(lp, lp_ns, keep_ahead, stop, check))
         });
         let mut sched = Scheduler {
-            policy: matches!(mode, Mode::Lv1 | Mode::Lv3).then(Policy::new),
+            policy: mode.level().is_some().then(Policy::new),
             lp: lp.as_deref(),
             suspended_at: None,
             preemptions: 0,
@@ -176,6 +179,8 @@ pub fn run_mode(
             policy: if sched.policy.is_some() { hpf::NAME } else { "none" },
             mechanism: match mode {
                 Mode::Lv3 => mechanism_label(session),
+                // The one device with Lv2 (a GPU never gets here: the session refuses the level).
+                Mode::Lv2 => preempt_api::LV2_HOST_MECHANISM.into(),
                 Mode::Lv1 => "stop-launching".into(),
                 _ => "-".into(),
             },

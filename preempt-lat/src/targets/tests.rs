@@ -129,6 +129,34 @@ fn priority_judges_the_scheduled_modes_twice_and_skips_the_baselines() {
         js[0].pass && !js[1].pass,
         "1.2 x meets Fig. 9's 1.30 but not Fig. 15a's 1.10"
     );
+    // Every scheduled mode is judged, lv2 (the host device's) among them; the baselines are not.
+    let v = json!({
+        "target_p99_ratio": 1.3,
+        "env": {"device": "host"},
+        "modes": [
+            {"mode": "standalone-lp"},
+            {"mode": "lv1", "hp_p99_vs_standalone": 1.5},
+            {"mode": "lv2", "hp_p99_vs_standalone": 1.05},
+            {"mode": "lv3", "hp_p99_vs_standalone": 1.2},
+        ],
+    });
+    let js = judge(&v, "priority.json");
+    let from: Vec<&str> = js.iter().map(|j| j.from.as_str()).collect();
+    assert_eq!(
+        from,
+        [
+            "priority.json: mode lv1",
+            "priority.json: mode lv1",
+            "priority.json: mode lv2",
+            "priority.json: mode lv2",
+            "priority.json: mode lv3",
+            "priority.json: mode lv3"
+        ]
+    );
+    assert!(
+        js[2].pass && js[3].pass && js[2].host_figures,
+        "lv2's 1.05 x meets both, a host figure"
+    );
 }
 
 #[test]
