@@ -5,9 +5,9 @@
 use crate::kedf::{KEdf, ZeroK};
 use crate::laxity::{Laxity, LaxityParams};
 use crate::priority::HighestFirst;
-use hpf::Priority;
 use crate::up::Partition;
 use crate::{Action, TimedPolicy};
+use hpf::Priority;
 use std::fmt;
 use std::num::NonZeroU32;
 use std::time::Duration;

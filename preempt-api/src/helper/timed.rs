@@ -119,7 +119,11 @@ impl State {
                 Err(e) if !matches!(e.kind, ErrorKind::AlreadySuspended | ErrorKind::NotSuspended) => {
                     self.policy.failed(a);
                     self.failed += 1;
-                    let what = if matches!(a, Action::Suspend(_)) { "suspend" } else { "resume" };
+                    let what = if matches!(a, Action::Suspend(_)) {
+                        "suspend"
+                    } else {
+                        "resume"
+                    };
                     let e = e.context(&format!("helper policy {}: {what}", self.policy.name()));
                     if self.failure_log.len() < FAILURE_LOG {
                         self.failure_log.push(e.message.clone());
