@@ -127,11 +127,11 @@ pub fn run(
                 o.interrupted = true;
                 break;
             }
-            for i in 0..classes.len() {
-                // Arrivals: the policy hears of the work before it is submitted.
-                while let Some(arrival_ns) = classes[i].arrivals.as_mut().and_then(|a| a.next_if(|&a| a <= now)) {
-                    classes[i].arrived += 1;
-                    let c = &mut classes[i];
+            for c in &mut classes {
+                // Arrivals: a submit makes the class ready before the work is sent (the helper's
+                // submit hook).
+                while let Some(arrival_ns) = c.arrivals.as_mut().and_then(|a| a.next_if(|&a| a <= now)) {
+                    c.arrived += 1;
                     let req = c.arrived;
                     c.requests.insert(
                         req,
@@ -150,7 +150,6 @@ pub fn run(
                     }
                 }
                 // Saturating classes: a standing backlog.
-                let c = &mut classes[i];
                 if c.spec.saturates() {
                     let t_ns = crate::num::round_u64(c.spec.t_ms * 1e6);
                     while c.pending.len() < backlog(threshold) {
