@@ -377,12 +377,35 @@ fn judge_example5(v: &Value, file: &str, out: &mut Vec<Judgement>) {
     }
 }
 
-/// The class experiment (`priority --policy up`): each class's achieved share against asked.
+/// The class experiment (`priority --policy ...` with classes): under `up` each class's achieved
+/// share against asked; with `--standalone` the combined throughput lost against the classes
+/// alone, and under `hpf` the top class's P99 against itself alone (Fig. 9 top's HP, with classes).
 fn judge_schedule(v: &Value, file: &str, out: &mut Vec<Judgement>) {
-    if v["params"]["policy"].as_str() != Some(policies::up::NAME) {
+    let device = v["env"]["device"].as_str().unwrap_or("?");
+    let policy = v["params"]["policy"].as_str();
+    if let Some(loss) = f(&v["standalone"]["throughput_loss_percent"]) {
+        let from = format!(
+            "{file}: combined vs {}",
+            v["standalone"]["reference"].as_str().unwrap_or("the classes alone")
+        );
+        out.push(judgement("throughput-loss", loss, device, from));
+    }
+    if policy == Some(hpf::NAME) {
+        let classes = v["classes"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let top = classes.iter().max_by_key(|c| c["prio"].as_i64().unwrap_or(i64::MIN));
+        if let Some(c) = top
+            && let Some(r) = f(&c["p99_vs_alone"])
+        {
+            let from = format!(
+                "{file}: class {} (the highest prio) vs alone",
+                c["name"].as_str().unwrap_or("?")
+            );
+            out.push(judgement("hp-p99-fig9", r, device, from));
+        }
+    }
+    if policy != Some(policies::up::NAME) {
         return;
     }
-    let device = v["env"]["device"].as_str().unwrap_or("?");
     for c in v["classes"].as_array().into_iter().flatten() {
         if let Some(err) = f(&c["share_error_points"]) {
             let from = format!(

@@ -179,6 +179,14 @@ fn kedf_and_laxity_with_lognormal_arrivals_print_every_class_tail() {
             let cells: Vec<&str> = r.split('|').map(str::trim).collect();
             assert!(cells[6..10].iter().all(|c| c.parse::<f64>().is_ok()), "{r}");
         }
+        // `report` takes every policy's schedule.json: a row per class, named by the policy.
+        let o = pl(&["report", dir.join("schedule.json").to_str().unwrap()]);
+        let t = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}{t}", stderr(&o));
+        let name = if policy[1] == "kedf" { "k-edf" } else { "laxity" };
+        let rows = t.lines().filter(|l| l.starts_with(&format!("{name}:"))).count();
+        assert_eq!(rows, 2, "{t}");
+        assert!(!t.contains("skipped"), "{t}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,6 +4,7 @@
 //! is listed as skipped, with the reason. A directory given stands for its acceptance archives
 //! and its `*.json` files; what is read and how much is [`read`]'s (regular files of at most
 //! 1 GiB, parsed without the runs' samples).
+mod classes;
 pub mod read;
 
 use crate::exit::{Failure, Outcome, Verdict};
@@ -33,7 +34,8 @@ pub struct Row {
     pub mechanism: String,
     pub kernel: String,
     pub gfx_target: String,
-    /// `run` (latency of a preemption) or `priority:<mode>`.
+    /// `run` (latency of a preemption), `priority:<mode>`, or `<policy>:<class>` (class
+    /// experiment; `<policy>@<rate>/s:<class>` in a rate sweep: request latency).
     pub kind: String,
     pub level: Option<u64>,
     pub t_ms: Option<f64>,
@@ -144,12 +146,16 @@ fn priority_rows(v: &Value, file: &str) -> Vec<Row> {
 }
 
 /// Why a file holds no row.
-const NOT_A_RESULT: &str = "not a preempt-lat run, sweep-t or priority result";
+const NOT_A_RESULT: &str = "not a preempt-lat run, sweep-t, priority, class experiment or sweep rate result";
 
 /// The rows of one file's JSON, or why it holds none.
 pub fn rows_of(v: &Value, file: &str) -> Result<Vec<Row>, String> {
     let rows: Vec<Row> = if v["modes"].is_array() && v["target_p99_ratio"].is_number() {
         priority_rows(v, file)
+    } else if v["classes"].is_array() && v["combined_work_per_s"].is_number() {
+        classes::schedule_rows(v, file, "")
+    } else if v["sweep"].as_str() == Some("rate") {
+        classes::sweep_rate_rows(v, file)
     } else if let Some(a) = v.as_array() {
         a.iter().filter_map(|x| run_row(x, file)).collect()
     } else {
@@ -234,7 +240,7 @@ fn text(rows: &[Row], skipped: &[(String, String)], w: &mut dyn Write) -> std::i
     }
     writeln!(
         w,
-        "run rows: suspend latency (HP start P99 beside it); priority rows: HP request latency (P99 against standalone-hp beside it)"
+        "run rows: suspend latency (HP start P99 beside it); priority rows: HP request latency (P99 against standalone-hp beside it); class rows (<policy>:<class>): request latency, arrival to completion (P99 against the class alone beside it)"
     )?;
     for (f, why) in skipped {
         writeln!(w, "skipped {f}: {why}")?;

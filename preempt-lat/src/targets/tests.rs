@@ -179,6 +179,40 @@ fn launcher_cost_and_example5_are_judged() {
     assert!(judge(&json!({"something": "else"}), "x").is_empty());
 }
 
+/// Every policy's class experiment is judged where a target applies: the loss against the
+/// classes alone (any policy with --standalone), the top class's P99 against itself alone
+/// (hpf), the shares (up only).
+#[test]
+fn class_experiments_of_every_policy_are_judged() {
+    let schedule = |policy: &str| {
+        json!({
+            "env": {"device": "host"},
+            "params": {"policy": policy},
+            "combined_work_per_s": 0.5,
+            "standalone": {"throughput_loss_percent": 12.0, "reference": "sum of the classes alone"},
+            "classes": [
+                {"name": "low", "prio": 0, "p99_vs_alone": 3.0, "share_error_points": 1.0},
+                {"name": "high", "prio": 2, "p99_vs_alone": 1.2, "share_error_points": -1.0},
+            ],
+        })
+    };
+    let js = judge(&schedule(hpf::NAME), "s.json");
+    assert_eq!(ids(&js), ["throughput-loss", "hp-p99-fig9"]);
+    assert!(!js[0].pass, "12 % lost: above 10 %");
+    assert!(
+        js[1].pass && (js[1].measured - 1.2).abs() < 1e-9,
+        "the highest prio class, not the first"
+    );
+    assert!(js[1].from.contains("class high"), "{}", js[1].from);
+    let js = judge(&schedule(policies::kedf::NAME), "s.json");
+    assert_eq!(ids(&js), ["throughput-loss"]);
+    let js = judge(&schedule(policies::up::NAME), "s.json");
+    assert_eq!(ids(&js), ["throughput-loss", "partition", "partition"]);
+    let mut alone_not_run = schedule(policies::laxity::NAME);
+    alone_not_run["standalone"] = Value::Null;
+    assert!(judge(&alone_not_run, "s.json").is_empty());
+}
+
 #[test]
 fn the_table_lists_every_target_measured_or_not() {
     let js = judge(&run(3, 0.5, 40_000, 50_000, "host"), "r.json");
