@@ -336,3 +336,55 @@ fn concurrent_submits_under_a_partition_complete_exactly_once() {
         }
     });
 }
+
+/// An Lv1 suspension the helper holds (a block, the policy's turn) ends by itself, so
+/// `synchronize` waits through it instead of failing as it does under a hand suspension (whose
+/// pending commands would never launch).
+#[test]
+fn synchronize_waits_through_the_helper_s_lv1_holds() {
+    bounded(|| {
+        let s = host(Some(PolicyChoice::Partition {
+            round: Duration::from_millis(5),
+        }));
+        let a = s.create_lp_stream(Level::Lv1).unwrap();
+        let b = s.create_lp_stream(Level::Lv1).unwrap();
+        s.helper_schedule(&a, share(1)).unwrap();
+        s.helper_schedule(&b, share(1)).unwrap();
+        for _ in 0..20 {
+            a.submit_delay(MS).unwrap();
+            b.submit_delay(MS).unwrap();
+        }
+        // One of them waits for its turn with commands pending.
+        assert!(a.is_suspended() || b.is_suspended());
+        a.synchronize().unwrap();
+        b.synchronize().unwrap();
+        assert_eq!((completed(&a), completed(&b)), (20, 20));
+
+        // A block at Lv1, left by another thread.
+        s.helper_register(&a, 0).unwrap();
+        s.helper_enter(1).unwrap();
+        for _ in 0..5 {
+            a.submit_delay(MS).unwrap();
+        }
+        let leaver = {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                s.helper_leave(1).unwrap();
+            })
+        };
+        a.synchronize().unwrap();
+        leaver.join().unwrap();
+        assert_eq!(completed(&a), 25);
+
+        // A hand suspension with commands pending still fails at once.
+        let c = s.create_lp_stream(Level::Lv1).unwrap();
+        c.suspend().unwrap();
+        c.submit_delay(MS).unwrap();
+        let e = c.synchronize().unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
+        c.resume().unwrap();
+        c.synchronize().unwrap();
+        s.close().unwrap();
+    });
+}

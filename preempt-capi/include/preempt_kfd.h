@@ -445,8 +445,9 @@ int preempt_is_suspended(preempt_stream_t stream, int *out);
 int preempt_submit_delay(preempt_stream_t stream, uint64_t ns, uint64_t *id);
 
 // Waits until every command submitted through the library completed. Blocks through an Lv3
-// suspension (until another thread resumes); fails with `PREEMPT_ERR_UNSUPPORTED` under an
-// Lv1 suspension with commands pending.
+// or Lv2 suspension (until another thread resumes) and through an Lv1 suspension the helper,
+// its policy or the daemon holds (it ends by itself); fails with `PREEMPT_ERR_UNSUPPORTED`
+// under an Lv1 suspension of yours (`preempt_suspend`) with commands pending.
 //
 // # Safety
 // None beyond the handle rules of the header.

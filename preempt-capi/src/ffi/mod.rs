@@ -540,8 +540,9 @@ pub unsafe extern "C" fn preempt_submit_delay(stream: preempt_stream_t, ns: u64,
 }
 
 /// Waits until every command submitted through the library completed. Blocks through an Lv3
-/// suspension (until another thread resumes); fails with `PREEMPT_ERR_UNSUPPORTED` under an
-/// Lv1 suspension with commands pending.
+/// or Lv2 suspension (until another thread resumes) and through an Lv1 suspension the helper,
+/// its policy or the daemon holds (it ends by itself); fails with `PREEMPT_ERR_UNSUPPORTED`
+/// under an Lv1 suspension of yours (`preempt_suspend`) with commands pending.
 ///
 /// # Safety
 /// None beyond the handle rules of the header.

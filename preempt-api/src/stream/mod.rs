@@ -8,88 +8,26 @@
 //! what it suspended and a hand suspension outlives a block
 //! (docs/c-api.md#who-holds-a-suspension).
 use crate::check::{Check, LpCompletion, Verified};
-use crate::device::{Abandon, Launcher, LpBody, Lv3Held};
+use crate::device::{Abandon, Launcher, LpBody};
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::{CLOSE_WAIT, check_delay};
 use crate::options::Level;
 use crate::owner::{Bound, Owner};
 use lv1::{SuspendMode, WaitIdleError};
 use lv3::mechanism::{Preemptor, QueueTarget};
+
+mod hold;
+pub(crate) use hold::Holder;
+use hold::{Held, Hold};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, Weak};
 use std::time::{Duration, Instant};
-
-/// A suspension a stream holds; dropping it resumes (the guards' rule).
-enum Held {
-    Lv1,
-    Lv2(Box<dyn Lv3Held>),
-    Lv3(Box<dyn Lv3Held>),
-}
-
-/// Who asks for a suspension: the user by hand (`suspend`, `resume`, sets), the in-process
-/// helper's blocks, the helper's time-driven policy, or the scheduler daemon (its orders, carried
-/// out by the session's `SchedClient`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Holder {
-    Hand,
-    Helper,
-    Policy,
-    Scheduler,
-}
-
-impl Holder {
-    /// How messages name the holder.
-    fn name(self) -> &'static str {
-        match self {
-            Holder::Hand => "the user",
-            Holder::Helper => "the helper",
-            Holder::Policy => "the helper's policy",
-            Holder::Scheduler => "the scheduler daemon",
-        }
-    }
-}
 
 /// Told before a delay command is submitted to a stream the helper's time-driven policy
 /// schedules: the stream has work (`crate::helper::timed`; a trait here so that the stream does
 /// not depend on the helper).
 pub(crate) trait SubmitHook: Send + Sync {
     fn submitted(&self, stream: u64);
-}
-
-/// The stream's suspension and its holders: `held` is `Some` exactly while one holds it.
-#[derive(Default)]
-struct Hold {
-    held: Option<Held>,
-    hand: bool,
-    helper: bool,
-    policy: bool,
-    scheduler: bool,
-}
-
-impl Hold {
-    fn by(&mut self, who: Holder) -> &mut bool {
-        match who {
-            Holder::Hand => &mut self.hand,
-            Holder::Helper => &mut self.helper,
-            Holder::Policy => &mut self.policy,
-            Holder::Scheduler => &mut self.scheduler,
-        }
-    }
-
-    fn any(&self) -> bool {
-        self.hand || self.helper || self.policy || self.scheduler
-    }
-
-    /// Who other than the user holds it, for messages.
-    fn others(&self) -> Option<Holder> {
-        [
-            (self.helper, Holder::Helper),
-            (self.policy, Holder::Policy),
-            (self.scheduler, Holder::Scheduler),
-        ]
-        .into_iter()
-        .find_map(|(held, who)| held.then_some(who))
-    }
 }
 
 /// What one suspend did.
@@ -113,6 +51,10 @@ struct Device {
 
 /// How messages name a stream whose binding gave it no name ([`LpStream::set_label`]).
 const UNNAMED: &str = "the stream";
+
+/// How often `synchronize` looks whether an Lv1 suspension held by the helper, its policy or the
+/// daemon has ended (its launcher cannot wait through a suspension itself).
+const HELD_POLL: Duration = Duration::from_millis(1);
 
 /// A low-priority stream of a session: the object suspended and resumed. Thread-safe; every
 /// method takes `&self`. After its session closes, every call fails with `Closed`; in a fork
@@ -397,29 +339,7 @@ impl LpStream {
             self.not_closed()?;
         }
         if !*hold.by(who) {
-            let label = self.label();
-            return Err(match (who, hold.others()) {
-                (Holder::Hand, Some(Holder::Policy)) => Error::new(
-                    ErrorKind::Busy,
-                    format!(
-                        "{label} is suspended by the helper's policy (another stream has the device now): it \
-                         resumes when the policy gives it its turn; a hand resume releases only a hand suspension"
-                    ),
-                ),
-                (Holder::Hand, Some(other)) => Error::new(
-                    ErrorKind::Busy,
-                    format!(
-                        "{label} is suspended by {} (a block of higher priority is active): it resumes when \
-                         the block leaves; a hand resume releases only a hand suspension",
-                        other.name()
-                    ),
-                ),
-                (Holder::Hand, None) => Error::new(ErrorKind::NotSuspended, format!("{label} is not suspended")),
-                (other, _) => Error::new(
-                    ErrorKind::NotSuspended,
-                    format!("{label} is not suspended by {}", other.name()),
-                ),
-            });
+            return Err(hold.refusal(who, self.label()));
         }
         *hold.by(who) = false;
         if hold.any() {
@@ -461,12 +381,28 @@ impl LpStream {
     }
 
     /// Waits until every command submitted through the library completed (GPU: and everything
-    /// else on the stream). Blocks through an Lv3 or Lv2 suspension until another thread resumes; fails
-    /// at once under an Lv1 suspension with commands pending (they would never launch), and with
-    /// `Closed` if the session closed meanwhile.
+    /// else on the stream). Blocks through an Lv3 or Lv2 suspension until another thread resumes,
+    /// and through an Lv1 suspension the helper, its policy or the daemon holds (it ends by
+    /// itself: the block leaves, the policy's turn comes); fails at once under an Lv1 suspension
+    /// of yours with commands pending (they would never launch), and with `Closed` if the session
+    /// closed meanwhile.
     pub fn synchronize(&self) -> Result<()> {
         self.live()?;
-        self.launcher("wait for")?.wait_idle().map_err(|e| self.wait_error(e))?;
+        let x = self.launcher("wait for")?;
+        loop {
+            match x.wait_idle() {
+                Ok(()) => break,
+                Err(e @ WaitIdleError::Suspended { .. }) if self.hold().hand => {
+                    return Err(self.wait_error(e));
+                }
+                // Held by the helper, its policy or the daemon (or resumed since): wait.
+                Err(WaitIdleError::Suspended { .. }) => {
+                    std::thread::sleep(HELD_POLL);
+                    self.not_closed()?;
+                }
+                Err(e) => return Err(self.wait_error(e)),
+            }
+        }
         self.not_closed()?;
         self.dev.body.synchronize_device()
     }
