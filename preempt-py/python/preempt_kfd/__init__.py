@@ -187,8 +187,11 @@ class LowPriorityStream:
         return self._n.submit_delay(_args.duration_ns("submit_delay", "ns", ns))
 
     def synchronize(self):
-        """Wait until every command submitted through the library completed. Under an Lv3
-        suspension it waits until another thread resumes; Ctrl-C interrupts it."""
+        """Wait until every command submitted through the library completed. Under an Lv3 or
+        Lv2 suspension it waits until another thread resumes, and under an Lv1 suspension the
+        helper (a block, the policy) holds until that ends; under an Lv1 suspension of your own
+        with commands pending it raises ``Unsupported`` at once (they would never launch).
+        Ctrl-C interrupts it."""
         self._n.synchronize()
 
     def check(self):
