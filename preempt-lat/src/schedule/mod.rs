@@ -112,24 +112,13 @@ fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Strin
     let t_start = std::time::Instant::now();
     let duration_ns = crate::num::round_u64(x.duration_s * 1e9);
     let lv1 = lv1::Config::new(x.lv1.threshold as usize, x.lv1.batch as usize).map_err(|e| e.to_string())?;
-    // Slots (GPU): every command a class can submit in the run, with room for the backlog.
-    let cmds: f64 = specs
-        .iter()
-        .map(|c| {
-            if c.saturates() {
-                x.duration_s * 1000.0 / c.t_ms + 64.0
-            } else {
-                (c.rate * x.duration_s + 1.0) * f64::from(c.cmds)
-            }
-        })
-        .sum();
     let session = src
         .open(Options {
             lv1,
             lv1_no_wait: true,
             keep_records: true,
             host_workers: x.workers as usize,
-            gpu_slots: usize::try_from(crate::num::round_u64(cmds * 1.2)).unwrap_or(usize::MAX),
+            gpu_slots: slots_per_stream(x),
             policy: Some(policy),
             ..Options::default()
         })
@@ -157,6 +146,44 @@ fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Strin
     ))
 }
 
+/// GPU command slots each class's stream books (every stream of a session books as many): the
+/// most commands one class can submit in the run, with a fifth more and room for the backlog.
+fn slots_per_stream(x: &Experiment) -> usize {
+    let most = x
+        .classes
+        .iter()
+        .map(|c| {
+            if c.saturates() {
+                x.duration_s * 1000.0 / c.t_ms + 64.0
+            } else {
+                (c.rate * x.duration_s + 1.0) * f64::from(c.cmds)
+            }
+        })
+        .fold(0.0, f64::max);
+    usize::try_from(crate::num::round_u64(most * 1.2)).unwrap_or(usize::MAX)
+}
+
+/// The most GPU memory the class experiment's command slots may take in all (1 GiB): past it the
+/// run is refused up front instead of failing to allocate, or starving the GPU, midway.
+const MAX_SLOT_BYTES: usize = 1 << 30;
+
+/// `Usage` if the experiment's streams would book more than [`MAX_SLOT_BYTES`] of slots.
+fn check_slots(x: &Experiment) -> Result<(), crate::exit::Failure> {
+    let per = slots_per_stream(x);
+    let bytes = per
+        .saturating_mul(x.classes.len())
+        .saturating_mul(gpu_device::kernel::SLOT_BYTES);
+    if bytes > MAX_SLOT_BYTES {
+        return Err(crate::exit::Failure::Usage(format!(
+            "the class experiment would book {per} command slots per class on the GPU ({} MiB in all, at most {} \
+             MiB): shorten --duration-s or lower the rates",
+            bytes >> 20,
+            MAX_SLOT_BYTES >> 20
+        )));
+    }
+    Ok(())
+}
+
 /// Runs the class experiment of `o` on `dev`: one session, one LP stream per class (and each
 /// class alone first with `--standalone`); writes schedule.{csv,json} into --out-dir and the
 /// result on stdout in --format.
@@ -164,6 +191,9 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     let x = Experiment::of_priority(o, dev.priority_workers(o.common.workers));
     // The policy first: a class it cannot take is refused before anything starts.
     policy::of(x.policy, &x.classes, x.k, x.round_ms)?;
+    if !dev.is_host() {
+        check_slots(&x)?;
+    }
     let src = dev.session_source(o.common.mechanism, o.common.grace())?;
     crate::output::files::prepare(&o.out_dir)?;
     if !o.common.quiet {
@@ -191,6 +221,38 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gpu_slots_are_the_busiest_class_s_and_bounded() {
+        let mut x = Experiment {
+            policy: PolicyKind::Kedf,
+            classes: vec![
+                crate::options::class::parse("a:rate=100:deadline=5").unwrap(),
+                crate::options::class::parse("b:rate=10:deadline=9").unwrap(),
+            ],
+            k: 1,
+            round_ms: 10.0,
+            arrival: Arrival::Poisson,
+            sigma: 2.0,
+            duration_s: 10.0,
+            lv1: Lv1Options { threshold: 8, batch: 4 },
+            seed: 7,
+            workers: 1,
+            standalone: false,
+        };
+        // a: (100/s x 10 s + 1) x 1 command, a fifth more; b's fewer do not add to it.
+        assert_eq!(slots_per_stream(&x), 1201);
+        assert!(check_slots(&x).is_ok());
+        x.duration_s = 600.0;
+        x.classes[0] = crate::options::class::parse("a:rate=100000:deadline=5").unwrap();
+        let Err(crate::exit::Failure::Usage(m)) = check_slots(&x) else {
+            panic!("72 M slots per class accepted");
+        };
+        assert!(
+            m.contains("shorten --duration-s or lower the rates") && !m.contains('\n'),
+            "{m}"
+        );
+    }
 
     #[test]
     fn a_class_alone_keeps_its_arrivals() {
