@@ -85,7 +85,7 @@ pub struct PolicyStatus {
     pub failures: u64,
     /// The last failure's message.
     pub last_error: Option<String>,
-    /// The first [`FAILURE_LOG`] failures, each naming the action and the stream.
+    /// The first failures (at most 20), each naming the action and the stream.
     pub failure_log: Vec<String>,
 }
 
