@@ -147,7 +147,11 @@ impl Drop for HpProcess {
 }
 
 fn scheduled(socket: &Path) -> Session {
-    let opts = Options {
+    Session::open(DeviceSpec::Host, scheduled_options(socket)).expect("a session scheduled by the daemon")
+}
+
+fn scheduled_options(socket: &Path) -> Options {
+    Options {
         worker: Some(host_device::testing::built_worker()),
         host_workers: 2,
         scheduler: Some(socket.to_path_buf()),
@@ -158,8 +162,7 @@ fn scheduled(socket: &Path) -> Session {
             ..ClientOptions::default()
         },
         ..Options::default()
-    };
-    Session::open(DeviceSpec::Host, opts).expect("a session scheduled by the daemon")
+    }
 }
 
 fn states(pids: &[i32]) -> Vec<Option<char>> {
@@ -282,5 +285,60 @@ fn a_daemon_that_cannot_be_reached_fails_the_open_and_a_second_client_is_refused
     let s = scheduled(&socket);
     let second = SchedClient::connect(&socket, &s, ClientOptions::default()).unwrap_err();
     assert!(second.to_string().contains("its own scheduler client"), "{second}");
+    s.close().unwrap();
+}
+
+/// A session's time-driven policy runs in its own process beside the daemon's blocks: each is a
+/// hold of its own, and the daemon's death leaves the policy's choice standing
+/// (docs/scheduler-daemon.md).
+#[test]
+fn the_policy_runs_in_process_beside_the_daemon_s_blocks() {
+    let dir = temp_dir("policy");
+    let socket = dir.0.join("s.sock");
+    let mut daemon = Daemon::start(&socket);
+    let s = Session::open(
+        DeviceSpec::Host,
+        Options {
+            policy: Some(preempt_api::PolicyChoice::KEdf { k: 1 }),
+            ..scheduled_options(&socket)
+        },
+    )
+    .expect("a session with a policy, scheduled by the daemon");
+    let due_first = s.create_lp_stream(Level::Lv3).unwrap();
+    let later = s.create_lp_stream(Level::Lv3).unwrap();
+    for (lp, ms) in [(&due_first, 10), (&later, 1000)] {
+        s.helper_register(lp, 0).unwrap();
+        s.helper_schedule(lp, preempt_api::PolicyParams::Deadline(Duration::from_millis(ms)))
+            .unwrap();
+    }
+    for _ in 0..10 {
+        later.submit_delay(20 * MS).unwrap();
+        due_first.submit_delay(20 * MS).unwrap();
+    }
+    assert!(
+        later.is_suspended() && !due_first.is_suspended(),
+        "K-EDF (k = 1) in this process"
+    );
+    let mut hp = HpProcess::spawn(&socket);
+    let entered = hp.cmd("enter 1");
+    assert!(entered.contains("suspended=2"), "{entered}");
+    assert!(
+        due_first.is_suspended(),
+        "the other process's block stops the policy's choice too"
+    );
+    daemon.kill9();
+    // The daemon's hold goes with it; the policy's stays: the due-first stream runs again,
+    // the other is still the policy's.
+    assert!(
+        wait_until(STEP, || !due_first.is_suspended()),
+        "the daemon's death did not resume the policy's choice"
+    );
+    assert!(later.is_suspended(), "the policy's hold is not the daemon's to release");
+    drop(hp);
+    for lp in [&due_first, &later] {
+        s.helper_unregister(lp).unwrap();
+        lp.synchronize().unwrap();
+        assert!(lp.check().unwrap().ok(), "every command ran exactly once");
+    }
     s.close().unwrap();
 }
