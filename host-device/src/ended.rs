@@ -1,11 +1,11 @@
 //! How a worker process ended, asked of the kernel without reaping it (see the crate docs'
-//! reaping discipline): `waitid(WEXITED | WNOWAIT)` reads the exit status and leaves it to
-//! `Child`.
+//! reaping discipline): `waitid(WEXITED | WNOWAIT)` through the worker's pidfd reads the exit
+//! status and leaves it to the queue's drop.
 
+use super::process::WorkerProcess;
 use nix::errno::Errno;
 use nix::sys::signal::Signal;
-use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
-use nix::unistd::Pid;
+use nix::sys::wait::{WaitPidFlag, WaitStatus};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -39,24 +39,25 @@ impl fmt::Display for Ended {
     }
 }
 
-/// The exit of `pid` if the kernel reports one now (never blocks, never reaps).
-pub(crate) fn now(pid: Pid) -> Option<Ended> {
+/// The exit of `worker` if the kernel reports one now (never blocks, never reaps).
+pub(crate) fn now(worker: &WorkerProcess) -> Option<Ended> {
     let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-    match waitid(Id::Pid(pid), flags) {
+    match worker.wait(flags) {
         Ok(WaitStatus::Exited(_, code)) => Some(Ended::Exited(code)),
         Ok(WaitStatus::Signaled(_, sig, _)) => Some(Ended::Killed(sig)),
+        // Not our child any more: through a pidfd, whoever has its pid now.
         Err(Errno::ECHILD) => Some(Ended::Reaped),
         // Still running (or stopped), or a transient error: not known to have ended.
         _ => None,
     }
 }
 
-/// How `pid`, found gone (its pipes closed), ended: its exit status, waited for at most
-/// [`STATUS_WAIT`].
-pub(crate) fn ending(pid: Pid) -> Ended {
+/// How `worker`, found gone (its pipes closed, or a signal to it `ESRCH`), ended: its exit
+/// status, waited for at most [`STATUS_WAIT`].
+pub(crate) fn ending(worker: &WorkerProcess) -> Ended {
     let deadline = Instant::now() + STATUS_WAIT;
     loop {
-        if let Some(e) = now(pid) {
+        if let Some(e) = now(worker) {
             return e;
         }
         if Instant::now() >= deadline {

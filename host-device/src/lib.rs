@@ -26,12 +26,20 @@
 //! **HP path**: a [`HostDevice`] has a separate one-worker HP queue; a tiny probe command
 //! on it reports when it started running ([`HostDevice::probe_hp`]).
 //!
-//! **Reaping discipline**: each worker is a [`std::process::Child`], and only
-//! `HostQueue`'s `Drop` reaps it (`SIGCONT`, `SIGKILL`, `Child::wait`). This crate's own `waitid`
-//! calls ask for stop/continue events (`WSTOPPED`/`WCONTINUED`) and for exits only with
-//! `WNOWAIT` (to tell a worker that died), none of which reaps, so they cannot steal an exit
-//! status from `Child`, and a worker's pid stays reserved (at worst as a zombie) for as long as
-//! it can be signalled.
+//! **Reaping discipline**: each worker is reached through a pidfd opened right after its spawn
+//! (the `process` module): it is signalled with `pidfd_send_signal` and the kernel is asked about
+//! it with `waitid(P_PIDFD)`, never by its pid. Only `HostQueue`'s `Drop` reaps a worker
+//! (`SIGCONT`, `SIGKILL`, `waitid(WEXITED)`); the crate's other `waitid` calls ask for
+//! stop/continue events (`WSTOPPED`/`WCONTINUED`) and for exits only with `WNOWAIT` (to tell a
+//! worker that died), none of which reaps. An application may reap our workers itself (a C or
+//! Python program that ignores SIGCHLD or waits for any child): such a worker is reported as
+//! ended ([`Ended::Reaped`], `ESRCH` to a signal and `ECHILD` to a wait through its pidfd), and
+//! its pid, which the kernel may have given to an unrelated process since, is never signalled.
+//! On a kernel without pidfds (`pidfd_open` came in Linux 5.3, `waitid(P_PIDFD)` in 5.4; a
+//! seccomp filter that refuses `pidfd_open` counts too; [`HostQueue::uses_pidfds`] says which)
+//! the workers are signalled and waited for by pid instead: the discipline above then keeps a
+//! worker's pid reserved (at worst as a zombie) for as long as it can be signalled only while
+//! the application reaps none of them.
 
 //!
 //! ```no_run
@@ -53,6 +61,7 @@
 mod ended;
 mod hold;
 mod inbox;
+mod process;
 mod proto;
 mod queue;
 mod spawn;

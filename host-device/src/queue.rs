@@ -1,15 +1,14 @@
 //! [`HostQueue`]: worker processes behind the [`HwQueue`] trait.
 
 use super::ended::{self, Ended};
+use super::process::WorkerProcess;
 use super::proto::{FromWorker, PROTOCOL_VERSION, ToWorker, expected_result};
 use super::spawn::{self, Input};
 use super::{HostError, WorkerExe};
 use lv1::{CommandId, HwQueue};
 use nix::errno::Errno;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdout};
+use std::process::ChildStdout;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -103,13 +102,13 @@ pub(super) struct Inner {
 /// One host hardware queue: `n` worker processes fed the same in-order command stream.
 /// See the [module documentation](super).
 pub struct HostQueue {
-    pub(super) pids: Vec<Pid>,
+    /// The workers, each reached through its pidfd (the process module).
+    pub(super) workers: Vec<WorkerProcess>,
     /// How each worker ended, once it was found dead (asked once: see [`HostQueue::died`]).
     ended: Vec<OnceLock<Ended>>,
     pub(super) suspended: Mutex<bool>,
     pub(super) launch: Mutex<Launch>,
     inner: Arc<Inner>,
-    children: Vec<Child>,
     readers: Vec<JoinHandle<()>>,
 }
 
@@ -135,7 +134,7 @@ impl HostQueue {
         }
         // From here on, `q`'s Drop cleans up whatever was started if a later step fails.
         let mut q = Self {
-            pids: Vec::new(),
+            workers: Vec::new(),
             ended: Vec::new(),
             suspended: Mutex::new(false),
             launch: Mutex::new(Launch {
@@ -144,15 +143,13 @@ impl HostQueue {
                 holds: vec![0; n],
             }),
             inner,
-            children: Vec::new(),
             readers: Vec::new(),
         };
         for w in 0..n {
             let started = spawn::start(exe).map_err(HostError::Spawn)?;
             lock(&q.launch).inputs.push(started.input);
-            q.pids.push(Pid::from_raw(started.child.id().cast_signed()));
+            q.workers.push(started.process);
             q.ended.push(OnceLock::new());
-            q.children.push(started.child);
             let (inner, stdout) = (Arc::clone(&q.inner), started.output);
             let reader = std::thread::Builder::new()
                 .name(format!("lv1-host-reader-{w}"))
@@ -166,7 +163,15 @@ impl HostQueue {
 
     /// Process ids of the workers (for `/proc` inspection and tests).
     pub fn pids(&self) -> Vec<i32> {
-        self.pids.iter().map(|p| p.as_raw()).collect()
+        self.workers.iter().map(|w| w.pid().as_raw()).collect()
+    }
+
+    /// Whether the workers are signalled and waited for through pidfds, so that one reaped by
+    /// someone else is reported as ended and its pid, given to another process meanwhile, is never
+    /// signalled. False on a kernel without pidfds (before Linux 5.4), where the pids are used:
+    /// see the crate docs' reaping discipline.
+    pub fn uses_pidfds(&self) -> bool {
+        self.workers.iter().all(WorkerProcess::through_pidfd)
     }
 
     /// Number of commands launched so far; [`HostSync`] and [`wait_started`] count in it.
@@ -213,18 +218,28 @@ impl HostQueue {
         let closed = lock(&self.inner.progress).dead.iter().position(|&d| d);
         let dead = closed
             .or_else(|| self.ended.iter().position(|e| e.get().is_some()))
-            .or_else(|| self.pids.iter().position(|&p| ended::now(p).is_some()));
+            .or_else(|| self.workers.iter().position(|w| ended::now(w).is_some()));
         dead.map_or(Ok(()), |w| Err(self.died(w)))
+    }
+
+    /// `SIGKILL` to every worker, e.g. to abandon what they run (a stream closed with commands in
+    /// flight). Through the workers' pidfds: one already ended or reaped by someone else is
+    /// skipped, and whoever has its pid now gets nothing. Only the queue's drop reaps them; their
+    /// reader threads then see EOF, so waits on the queue end with [`HostError::WorkerDied`].
+    pub fn kill_workers(&self) {
+        for w in &self.workers {
+            let _ = w.signal(nix::sys::signal::Signal::SIGKILL);
+        }
     }
 
     /// The error for worker `worker`, found dead: its pid and how it ended (asked of the kernel
     /// once, waiting briefly for the exit status of a worker whose pipes just closed).
     pub(crate) fn died(&self, worker: usize) -> HostError {
-        let pid = self.pids[worker];
+        let process = &self.workers[worker];
         HostError::WorkerDied {
             worker,
-            pid: pid.as_raw(),
-            ended: *self.ended[worker].get_or_init(|| ended::ending(pid)),
+            pid: process.pid().as_raw(),
+            ended: *self.ended[worker].get_or_init(|| ended::ending(process)),
         }
     }
 
@@ -368,14 +383,12 @@ impl HwQueue for HostQueue {
 
 impl Drop for HostQueue {
     /// Close the workers' command sockets, then `SIGCONT` (never leave one stopped), `SIGKILL`
-    /// and reap each one, then join the reader threads (their pipes close with the workers).
+    /// and reap each one (through its pidfd: one reaped by someone else is left alone, and so is
+    /// whoever has its pid now), then join the reader threads (their pipes close with the workers).
     fn drop(&mut self) {
         lock(&self.launch).inputs.clear();
-        for (child, &pid) in self.children.iter_mut().zip(&self.pids) {
-            // Not yet reaped (only this drop reaps), so the pid is still this worker's.
-            let _ = kill(pid, Signal::SIGCONT);
-            let _ = child.kill();
-            let _ = child.wait();
+        for w in &self.workers {
+            w.kill_and_reap();
         }
         for r in self.readers.drain(..) {
             let _ = r.join();

@@ -18,6 +18,7 @@
 //!   on a pipe: reading raises no signal.
 
 use super::WorkerExe;
+use super::process::WorkerProcess;
 use super::proto::PARENT_ENV;
 use nix::errno::Errno;
 use nix::sys::signal::{SigSet, SigmaskHow};
@@ -39,7 +40,7 @@ const SEND_BUFFER: usize = 4 << 20;
 
 /// A started worker: the process, where its commands go, where its reports come from.
 pub(crate) struct Started {
-    pub child: Child,
+    pub process: WorkerProcess,
     pub input: Input,
     pub output: ChildStdout,
 }
@@ -60,8 +61,19 @@ pub(crate) fn start(exe: &WorkerExe) -> io::Result<Started> {
     // worker's end: the worker's exit then closes the socket, and a send says EPIPE.
     let mut child = on_spawner(command)?;
     let output = child.stdout.take().expect("stdout is piped");
+    // Right away: from here on the worker is signalled and waited for through its pidfd only
+    // (the process module says why). Should the kernel have no descriptor left for it, the
+    // worker, spawned a moment ago, is ended by its pid (`Child`), as every worker was before.
+    let process = match WorkerProcess::open(&child) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
     Ok(Started {
-        child,
+        process,
         input: Input(ours),
         output,
     })

@@ -1,11 +1,11 @@
 //! Host Lv3: stopping and continuing a queue's worker processes.
 
+use super::process::WorkerProcess;
 use super::{HostError, HostQueue};
 use lv1::clock::now_ns;
 use nix::errno::Errno;
-use nix::sys::signal::{Signal, kill};
-use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
+use nix::sys::wait::{WaitPidFlag, WaitStatus};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,21 +37,21 @@ enum Failed {
     Other(HostError),
 }
 
-/// Wait until the kernel reports that `pid` (worker `worker`) stopped, consuming the event.
+/// Wait until the kernel reports that `process` (worker `worker`) stopped, consuming the event.
 ///
 /// Busy-polls for [`SPIN`], then blocks in `waitid(WSTOPPED | WEXITED | WNOWAIT)`: the kernel
 /// wakes this thread when the worker stops, and meanwhile the thread holds no core that the
 /// worker may need to take the signal. `WEXITED` returns at once for a worker that died instead
-/// (an error, not a hang); `WNOWAIT` leaves its exit status to `Child` (see the module docs),
-/// and also leaves the stop event, which a `WNOHANG` call then consumes. There is no time
-/// limit: after `SIGSTOP` a live worker stops or dies, unless a debugger holds it or another
-/// waiter in this process takes its events.
-fn wait_stopped(pid: Pid, worker: usize) -> Result<(), Failed> {
+/// (an error, not a hang); `WNOWAIT` leaves its exit status to the queue's drop (see the crate
+/// docs' reaping discipline), and also leaves the stop event, which a `WNOHANG` call then
+/// consumes. There is no time limit: after `SIGSTOP` a live worker stops or dies, unless a
+/// debugger holds it or another waiter in this process takes its events.
+fn wait_stopped(process: &WorkerProcess, worker: usize) -> Result<(), Failed> {
     let sys = |e| Failed::Other(HostError::Sys("waitid", e));
     let stopped = WaitPidFlag::WSTOPPED;
     let spin_until = Instant::now() + SPIN;
     loop {
-        match waitid(Id::Pid(pid), stopped | WaitPidFlag::WNOHANG) {
+        match process.wait(stopped | WaitPidFlag::WNOHANG) {
             Ok(WaitStatus::Stopped(..)) => return Ok(()),
             Ok(_) if Instant::now() < spin_until => std::hint::spin_loop(),
             // A dead (zombie) worker answers only `WEXITED`: the wait below says it died.
@@ -60,7 +60,7 @@ fn wait_stopped(pid: Pid, worker: usize) -> Result<(), Failed> {
         }
     }
     loop {
-        match waitid(Id::Pid(pid), stopped | WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+        match process.wait(stopped | WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
             Ok(WaitStatus::Stopped(..)) => break,
             // ECHILD: reaped by someone else, so dead too.
             Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(Errno::ECHILD) => return Err(Failed::Died),
@@ -77,26 +77,24 @@ fn wait_stopped(pid: Pid, worker: usize) -> Result<(), Failed> {
     }
     // Consume the stop event. Should someone have continued the worker in between, its event
     // is gone and the continue event waits instead, to be consumed by our own continue.
-    waitid(Id::Pid(pid), stopped | WaitPidFlag::WNOHANG)
-        .map(drop)
-        .map_err(sys)
+    process.wait(stopped | WaitPidFlag::WNOHANG).map(drop).map_err(sys)
 }
 
-/// Wait until the kernel reports that `pid` (worker `worker`) continued, consuming the event.
+/// Wait until the kernel reports that `process` continued, consuming the event.
 /// The kernel posts it while sending `SIGCONT`, so the first poll normally finds it: this keeps
 /// stale events from piling up. A worker that died meanwhile is an error at once. Never asks for
 /// `WEXITED` without `WNOWAIT`, so it never reaps (see the module docs).
-fn wait_continued(pid: Pid) -> Result<(), Failed> {
+fn wait_continued(process: &WorkerProcess) -> Result<(), Failed> {
     let deadline = Instant::now() + CONTINUE_TIMEOUT;
     loop {
-        match waitid(Id::Pid(pid), WaitPidFlag::WCONTINUED | WaitPidFlag::WNOHANG) {
+        match process.wait(WaitPidFlag::WCONTINUED | WaitPidFlag::WNOHANG) {
             Ok(WaitStatus::Continued(_)) => return Ok(()),
             // ECHILD: a zombie answers only `WEXITED`, asked next.
             Ok(_) | Err(Errno::ECHILD) => {}
             Err(e) => return Err(Failed::Other(HostError::Sys("waitid", e))),
         }
         let dead = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
-        match waitid(Id::Pid(pid), dead) {
+        match process.wait(dead) {
             // ECHILD: reaped by someone else, so dead too.
             Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..)) | Err(Errno::ECHILD) => return Err(Failed::Died),
             Ok(_) if Instant::now() < deadline => std::thread::yield_now(),
@@ -137,18 +135,28 @@ impl HostQueue {
         })
     }
 
-    /// `sig` to every worker, each one tried even when another fails (a worker reaped by
-    /// someone else is `ESRCH`: dead); the first failure is returned.
+    /// `sig` to every worker through its pidfd, each one tried even when another fails (a worker
+    /// reaped by someone else is `ESRCH`: dead, and whoever has its pid now gets nothing); the
+    /// first failure is returned.
     fn signal_all(&self, sig: Signal) -> Result<(), HostError> {
         let mut first = Ok(());
-        for (worker, &pid) in self.pids.iter().enumerate() {
-            let sent = match kill(pid, sig) {
+        for (worker, process) in self.workers.iter().enumerate() {
+            let sent = match process.signal(sig) {
                 Err(Errno::ESRCH) => Err(self.died(worker)),
-                r => r.map_err(|e| HostError::Sys("kill", e)),
+                r => r.map_err(|e| HostError::Sys(process.signal_call(), e)),
             };
             first = first.and(sent);
         }
         first
+    }
+
+    /// `SIGCONT` to every worker now, without waiting for the continue events and without the
+    /// queue's locks: for a resume that must not block, such as the one a thread handling SIGINT
+    /// makes while the suspension's owner may be stuck. The suspension (if any) stays the queue's
+    /// to release. Through the workers' pidfds like every signal: a worker reaped by someone else
+    /// is the error returned ([`HostError::WorkerDied`]), after the others were continued.
+    pub fn continue_workers(&self) -> Result<(), HostError> {
+        self.signal_all(Signal::SIGCONT)
     }
 
     /// A wait's failure as the queue's error.
@@ -169,8 +177,8 @@ impl HostQueue {
         // below finds each one stopped (a continue of a worker that had not stopped yet would
         // post no event to wait for).
         let mut stop = self.signal_all(Signal::SIGSTOP);
-        for (worker, &pid) in self.pids.iter().enumerate() {
-            stop = stop.and(wait_stopped(pid, worker).map_err(|f| self.failed(worker, f)));
+        for (worker, process) in self.workers.iter().enumerate() {
+            stop = stop.and(wait_stopped(process, worker).map_err(|f| self.failed(worker, f)));
         }
         if let Err(e) = stop {
             let _ = self.continue_all();
@@ -191,8 +199,8 @@ impl HostQueue {
     /// waited for even when one is dead or fails; the first failure is returned.
     fn continue_all(&self) -> Result<(), HostError> {
         let mut first = self.signal_all(Signal::SIGCONT);
-        for (worker, &pid) in self.pids.iter().enumerate() {
-            first = first.and(wait_continued(pid).map_err(|f| self.failed(worker, f)));
+        for (worker, process) in self.workers.iter().enumerate() {
+            first = first.and(wait_continued(process).map_err(|f| self.failed(worker, f)));
         }
         first
     }

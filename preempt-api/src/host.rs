@@ -20,8 +20,6 @@ use lv1::{Completion, Config, HwQueue, Stats, SuspendMode, WaitIdleError, XQueue
 use lv3::MechanismChoice;
 use lv3::mechanism::Preemptor;
 use lv3::signals::{self, Refused, Registration};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -89,14 +87,6 @@ pub(crate) struct HostLp {
     keep: bool,
 }
 
-/// SIGKILL of a queue's workers (close abandoned what they run). Their pids are still theirs:
-/// only the queue's drop reaps them; the readers then see EOF and the waits on them end.
-fn kill_workers(queue: &HostQueue) {
-    for p in queue.pids() {
-        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
-    }
-}
-
 /// A worker's record as the API reports it.
 fn device_record(r: &KernelRecord) -> DeviceRecord {
     DeviceRecord {
@@ -141,23 +131,15 @@ impl HostLp {
     /// The registry is copied into a fork child, whose resume-all (its own signal handling)
     /// must not SIGCONT the parent's workers (docs/c-api.md#fork): the entry checks the process.
     fn stop_workers(&self, label: String) -> Result<HostHeld> {
-        let pids = self.queue.pids();
+        let queue = Arc::clone(&self.queue);
         let owner = Owner::here();
-        // Every worker is continued even if one is gone (a dead one answers ESRCH once reaped).
+        // Every worker is continued even if one is gone, through its pidfd: one reaped (by the
+        // application, too) is the error, and its pid's new owner gets nothing.
         let resume: signals::ResumeFn = Box::new(move || {
             owner.check().map_err(|e| e.message)?;
-            let failed: Vec<String> = pids
-                .iter()
-                .filter_map(|&p| {
-                    let sent = kill(Pid::from_raw(p), Signal::SIGCONT);
-                    sent.err().map(|e| format!("SIGCONT of host worker {p}: {e}"))
-                })
-                .collect();
-            if failed.is_empty() {
-                Ok(())
-            } else {
-                Err(failed.join("; "))
-            }
+            queue
+                .continue_workers()
+                .map_err(|e| format!("SIGCONT of host workers: {e}"))
         });
         match signals::register_around(label, resume, || self.queue.suspend_shared()) {
             Ok((susp, reg)) => Ok(HostHeld {
@@ -212,8 +194,8 @@ impl HostHeld {
             None => Ok(()),
         };
         if let Some(reg) = self.reg.take() {
-            // Deregistered whatever the outcome: the workers' pids are reaped with the queue and
-            // a late SIGCONT could reach a stranger. A failed SIGCONT is the error returned.
+            // Deregistered whatever the outcome: the entry holds the queue alive, and a late
+            // SIGCONT would continue a later suspension. A failed SIGCONT is the error returned.
             reg.deregister();
         }
         r
@@ -471,7 +453,9 @@ impl LpBody for HostLp {
         crate::check::drain_completions(&self.completions)
     }
     fn abandon(&self) -> Abandon {
-        kill_workers(&self.queue);
+        // Through the workers' pidfds: one the application reaped is skipped, never its pid's
+        // new owner; the readers then see EOF and the waits on them end.
+        self.queue.kill_workers();
         Abandon::Stopped
     }
 }
@@ -497,7 +481,9 @@ impl HpBody for HostHp {
         HostHp::idle_within(self, limit)
     }
     fn abandon(&self) -> Abandon {
-        kill_workers(&self.queue);
+        // Through the workers' pidfds: one the application reaped is skipped, never its pid's
+        // new owner; the readers then see EOF and the waits on them end.
+        self.queue.kill_workers();
         Abandon::Stopped
     }
 }
