@@ -3,32 +3,15 @@
 //! once whatever it holds (stdout blocked on a full pipe included), and no host worker outlives it.
 mod common;
 
-use common::{alive_after, children, drain, preempt_lat, wait_or_kill};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use common::{alive_after, children, drain, preempt_lat, signal, wait_or_kill, wait_until};
+use nix::sys::signal::Signal;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
-use std::time::{Duration, Instant};
-
-fn signal(pid: u32, sig: Signal) {
-    kill(Pid::from_raw(pid.cast_signed()), sig).expect("kill");
-}
+use std::time::Duration;
 
 /// Ended by `sig` as the shell sees it: exit status 128 + signo, or death by the signal itself.
 fn ended_by(st: ExitStatus, sig: Signal) -> bool {
     st.code() == Some(128 + sig as i32) || st.signal() == Some(sig as i32)
-}
-
-/// Waits at most `limit` until `pred` holds; false if it never did.
-fn wait_until(limit: Duration, mut pred: impl FnMut() -> bool) -> bool {
-    let t0 = Instant::now();
-    while !pred() {
-        if t0.elapsed() > limit {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
 }
 
 /// Issue 20 item 11: with the result going to stdout and stdout blocked (a full pipe nobody

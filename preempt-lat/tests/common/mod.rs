@@ -133,6 +133,72 @@ pub fn alive_after(pids: &[u32], limit: Duration) -> Vec<(u32, char)> {
     }
 }
 
+/// Sends `sig` to process `pid`.
+pub fn signal(pid: u32, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid.cast_signed()), sig).expect("kill");
+}
+
+/// Waits at most `limit` until `pred` holds; false if it never did.
+pub fn wait_until(limit: Duration, mut pred: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while !pred() {
+        if t0.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// A run stopped by one SIGINT ([`interrupt_once`]).
+pub struct Interrupted {
+    /// `None`: still running `bound` after the signal (then killed).
+    pub status: Option<ExitStatus>,
+    /// From the signal until the process ended (or was killed).
+    pub took: Duration,
+    pub stdout: String,
+    pub stderr: String,
+    /// Its host workers (children) as they were when the signal was sent.
+    pub workers: Vec<u32>,
+}
+
+/// Runs preempt-lat with `args`; once it has at least `workers` children (its host workers) and
+/// `settle` more has passed, sends it one SIGINT and waits at most `bound` for it to end
+/// (SIGKILL after that). Panics if the workers never start.
+pub fn interrupt_once(args: &[&str], workers: usize, settle: Duration, bound: Duration) -> Interrupted {
+    let mut child = preempt_lat()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn preempt-lat");
+    let pid = child.id();
+    let out = drain(child.stdout.take().expect("stdout"));
+    let err = drain(child.stderr.take().expect("stderr"));
+    let started = wait_until(Duration::from_secs(60), || children(pid).len() >= workers);
+    if !started {
+        let _ = wait_or_kill(&mut child, Duration::ZERO);
+        panic!(
+            "{args:?}: no {workers} host workers within 60 s: {}",
+            err.join().unwrap()
+        );
+    }
+    std::thread::sleep(settle);
+    let workers = children(pid);
+    signal(pid, nix::sys::signal::Signal::SIGINT);
+    let t0 = Instant::now();
+    let status = wait_or_kill(&mut child, bound);
+    let took = t0.elapsed();
+    Interrupted {
+        status,
+        took,
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+        workers,
+    }
+}
+
 /// A scratch directory of this test process, made empty.
 pub fn scratch(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("preempt-lat-{name}-{}", std::process::id()));
