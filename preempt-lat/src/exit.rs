@@ -2,6 +2,12 @@
 //! 0 = done and every check passed; 3 = done, but a check failed (an LP command lost or
 //! duplicated, a `validate` check failed); 2 = bad input (nothing was started); 1 = the command
 //! could not do its job (no device, an I/O error, a kernel call that failed).
+//!
+//! A command a first Ctrl-C (SIGTERM, SIGHUP) stopped is done with what it measured, marked
+//! interrupted: 0, or 3 if a check it made failed. A check it could not complete because the
+//! stop abandoned LP commands still running is not made (`not checked`, JSON `ok: null`): neither
+//! a pass nor a failure, so it does not turn 0 into 3. A second signal ends the process at once
+//! with 130/143/129 (`measure::control`).
 use std::process::ExitCode;
 
 /// What a command that ran to the end found.

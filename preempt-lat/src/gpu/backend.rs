@@ -16,7 +16,7 @@ use preempt_api::gpu::{GpuDevice, GpuSuspension};
 
 use super::setup::{CLOCK_PAIRS, PROBE_TIMEOUT, clock_pairs, h};
 use crate::env::Environment;
-use crate::measure::backend::{Backend, Finished, HpStart, RawSample, Suspended};
+use crate::measure::backend::{Backend, Finished, HpStart, RawSample, Settled, Suspended};
 use crate::measure::{AchievedT, Correctness, LpKernel};
 use crate::options::Level;
 
@@ -138,7 +138,8 @@ impl Backend for GpuBackend {
             std::process::id()
         )
     }
-    fn finish(&mut self, raw: &[RawSample], submitted: u64, completions: &[(u64, bool)]) -> Result<Finished, String> {
+    // `abandon` is the default: a running kernel cannot be stopped (docs/c-api.md#close).
+    fn finish(&mut self, raw: &[RawSample], settled: Settled, completions: &[(u64, bool)]) -> Result<Finished, String> {
         let mech = self.mechanism_name();
         self.teardown();
         // The clock map over the whole run, then the HP start of every sample.
@@ -173,7 +174,7 @@ impl Backend for GpuBackend {
                 to_ns: r.window.1,
             })
             .collect();
-        let slots = self.lpq.read_slots(submitted).map_err(h("reading the LP slots"))?;
+        let slots = self.lpq.read_slots(settled.ran).map_err(h("reading the LP slots"))?;
         let margin = map.late_bias_max_ns + 2_000.0;
         let achieved_t = self.achieved_t(&slots, &windows, &map, margin);
         let check = verify::check_slots(
@@ -184,7 +185,8 @@ impl Backend for GpuBackend {
             margin,
             self.level == Level::Lv1,
         );
-        if !check.problems.is_empty() {
+        // Commands a stop abandoned are still running: their slots are not a verdict.
+        if !check.problems.is_empty() && settled.abandoned == 0 {
             eprintln!(
                 "preempt-lat: LP commands FAILED verification ({}):",
                 check.problems.len()
@@ -204,7 +206,8 @@ impl Backend for GpuBackend {
         Ok(Finished {
             device_spans: Vec::new(),
             hp_start_ns,
-            correctness: Correctness::check(submitted, completions, &check.records, 1),
+            correctness: Correctness::check(settled.ran, completions, &check.records, 1)
+                .unless_abandoned(settled.abandoned),
             lp_kernel: Some(self.lp_kernel.clone()),
             achieved_t,
             env: Environment::new(

@@ -28,7 +28,22 @@ pub fn functional(device: u32, mechanism: MechanismChoice, t_ms: f64, cycles: u3
     };
     let r = run(&p, device, mechanism, true).map_err(|e| (false, e))?;
     let c = &r.correctness;
-    if !c.ok {
+    // Stopped by Ctrl-C/SIGTERM: not a pass of the cycles asked for; a skip unless what it
+    // checked failed (a check it could not make, its commands abandoned, is not a failure).
+    if (r.interrupted || c.ok.is_none()) && !c.failed() {
+        let check = match c.ok {
+            None => format!("correctness not checked: {} LP commands abandoned", c.abandoned),
+            _ => format!("correctness OK for the {} LP commands launched", c.submitted),
+        };
+        return Err((
+            true,
+            format!(
+                "skipped: interrupted (Ctrl-C/SIGTERM) after {} of {cycles} cycles; {check}",
+                r.samples.len()
+            ),
+        ));
+    }
+    if c.failed() {
         return Err((
             false,
             format!(

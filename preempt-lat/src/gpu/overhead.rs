@@ -6,6 +6,8 @@ use std::time::Instant;
 use lv1::cost::Usage;
 use lv1::{Config, XQueue};
 
+use crate::measure::backend::Abandoned;
+
 use gpu_device::{DelayCmd, HipLpQueue, LpState, SlotStatus, kernel};
 use hip_rt::StreamPriority;
 use preempt_api::gpu::GpuDevice;
@@ -100,7 +102,8 @@ pub fn lv1_overhead(
     for _ in 0..n {
         xq.submit(DelayCmd { ticks });
     }
-    xq.wait_idle().map_err(|e| e.to_string())?;
+    // A stop closes the launcher within the bounded close; a running kernel is left to finish.
+    let xq = crate::measure::settle::wait_idle_or_stop(xq, &|| Abandoned::Left)?;
     let launcher = t1.elapsed().as_secs_f64();
     drop(xq);
     let slots = lpq.read_slots(n as u64).map_err(h("reading slots"))?;

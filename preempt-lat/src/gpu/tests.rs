@@ -40,7 +40,7 @@ fn commands_ending_inside_a_suspension_fail_the_tally() {
         false,
     );
     let m = Correctness::check(3, &[(0, true), (1, true), (2, true)], &c.records, 1);
-    assert!(!m.ok);
+    assert!(m.failed());
     assert_eq!(m.wrong_result, vec![1, 2]);
 }
 
@@ -61,7 +61,7 @@ fn incomplete_duplicated_wrong_tag_and_bad_stamps_reach_the_tally() {
     let c = check_slots(&slots, NB, &[], &MAP, 0.0, false);
     let done: Vec<(u64, bool)> = (0..6).map(|i| (i, true)).collect();
     let m = Correctness::check(6, &done, &c.records, 1);
-    assert!(!m.ok);
+    assert!(m.failed());
     assert_eq!(m.missing, vec![0, 3]);
     assert_eq!(m.duplicated, vec![1]);
     assert_eq!(m.wrong_result, vec![2, 4]);

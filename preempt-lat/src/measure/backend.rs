@@ -58,6 +58,27 @@ pub struct DeviceSpan {
     pub end_ns: u64,
 }
 
+/// What a stop did with the LP commands still running after its bounded close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Abandoned {
+    /// Stopped: the host device killed the LP queue's workers (the waits on them end at once).
+    Stopped,
+    /// Left running: a GPU cannot stop a running kernel; its queue runs the commands out and is
+    /// freed with the process (docs/c-api.md#close).
+    Left,
+}
+
+/// How the run's LP commands ended, for [`Backend::finish`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settled {
+    /// Commands launched, ids `0..ran`: every one submitted, or after a stop the ones launched
+    /// (those not launched yet were dropped then, never run).
+    pub ran: u64,
+    /// Launched commands a stop abandoned while they ran; 0 when each one completed, so that
+    /// the exactly-once check of the `ran` commands is complete.
+    pub abandoned: u64,
+}
+
 /// What the backend knows once the LP queue has drained.
 pub struct Finished {
     /// For the timeline (`--trace`): what the device timed itself (empty where it reports nothing).
@@ -105,7 +126,13 @@ pub trait Backend {
     fn drain_hint(&self) -> String {
         String::new()
     }
-    /// After the LP queue drained: HP start latencies, the correctness check, the environment.
-    /// `completions`: (command id, completed without error) from the launcher.
-    fn finish(&mut self, raw: &[RawSample], submitted: u64, completions: &[(u64, bool)]) -> Result<Finished, String>;
+    /// After a stop, when the commands in flight did not complete within the bounded close:
+    /// stops them if the device can. The default, a device that cannot, leaves them running.
+    fn abandon(&self) -> Abandoned {
+        Abandoned::Left
+    }
+    /// After the LP queue drained (or a stop closed it): HP start latencies, the correctness
+    /// check of the `settled.ran` commands launched (not made when some were abandoned), the
+    /// environment. `completions`: (command id, completed without error) from the launcher.
+    fn finish(&mut self, raw: &[RawSample], settled: Settled, completions: &[(u64, bool)]) -> Result<Finished, String>;
 }

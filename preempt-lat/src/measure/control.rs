@@ -1,10 +1,13 @@
 //! Ctrl-C and progress. SIGINT, SIGTERM and SIGHUP are blocked in every thread (set before any
-//! thread is spawned) and taken by one thread with sigwait. The first signal only raises a flag:
-//! the measurement loop stops at the next sample boundary, resumes whatever it suspended (guards),
-//! and writes what it measured. A second signal means "now": every GPU queue still suspended
-//! (lv3's registry, filled by the suspend guards) is resumed, then the process leaves with
-//! `_exit` 130/143/129 ([`lv3::signals::exit_now`]: no atexit handlers, so HIP's teardown cannot
-//! block on a debug mode the main thread still holds; the kernel's release path ends it).
+//! thread is spawned) and taken by one thread with sigwait. The first signal raises a flag: the
+//! measurement loop stops at the next sample boundary, resumes whatever it suspended (guards),
+//! gives the LP commands in flight the API's bounded close and abandons the rest
+//! ([`super::settle`]; [`super::abandon`] cuts a wait on the host workers that the loop is blocked
+//! in once that close's time has passed), and writes what it measured. A second signal means
+//! "now": every GPU queue still suspended (lv3's registry, filled by the suspend guards) is
+//! resumed, then the process leaves with `_exit` 130/143/129 ([`lv3::signals::exit_now`]: no
+//! atexit handlers, so HIP's teardown cannot block on a debug mode the main thread still holds;
+//! the kernel's release path ends it).
 //!
 //! "Now" holds whatever the other threads hold (issue 20 item 11): `exit_now` flushes stdout
 //! first, which waits for the stdout lock, and a thread writing a result into a full pipe holds
@@ -101,6 +104,7 @@ pub fn install_stop_on_signals() {
         while let Ok(sig) = set.wait() {
             let first = !STOP.swap(true, Ordering::SeqCst);
             if first {
+                super::abandon::arm();
                 notices.say(format!(
                     "\npreempt-lat: {sig}: stopping after the current sample; results so far will be written"
                 ));

@@ -1,6 +1,7 @@
 //! Measurements on the host device (CPU worker processes; Lv3 = SIGSTOP/SIGCONT; Lv2 = each
 //! worker finishes the command it runs and takes no new one). Host figures, never GPU figures.
-use super::backend::{Backend, DeviceSpan, Finished, HpStart, RawSample, Suspended};
+use super::abandon::{self, Registered};
+use super::backend::{Abandoned, Backend, DeviceSpan, Finished, HpStart, RawSample, Settled, Suspended};
 use super::samples;
 use super::{Correctness, Params, RunResult};
 use crate::options::Level;
@@ -49,6 +50,15 @@ struct HostBackend {
     probes: Mutex<HashMap<u32, KernelRecord>>,
     /// Every probe's (index, start, end), for the timeline.
     probe_spans: Mutex<Vec<(u32, u64, u64)>>,
+    /// The LP workers, killed if a stop's close time passes while the loop waits on them.
+    _abandonable: Registered,
+}
+
+/// Registers `dev`'s LP workers with [`abandon::kill_at_deadline`] (the registration holds the
+/// queue, so their pids stay theirs).
+fn abandonable(dev: &HostDevice) -> Registered {
+    let q = Arc::clone(dev.lp());
+    abandon::kill_at_deadline(move || q.pids())
 }
 
 /// A host Lv3 suspension (SIGSTOP of every LP worker); resumes (SIGCONT) on drop too.
@@ -129,7 +139,10 @@ impl Backend for HostBackend {
         rec.map(|r| HpStart::At(r.start_ns))
             .ok_or_else(|| format!("HP probe {index} was not run"))
     }
-    fn finish(&mut self, raw: &[RawSample], submitted: u64, completions: &[(u64, bool)]) -> Result<Finished, String> {
+    fn abandon(&self) -> Abandoned {
+        abandon_lp(&self.dev)
+    }
+    fn finish(&mut self, raw: &[RawSample], settled: Settled, completions: &[(u64, bool)]) -> Result<Finished, String> {
         let hp_start_ns = raw
             .iter()
             .map(|r| match r.hp {
@@ -159,7 +172,8 @@ impl Backend for HostBackend {
         Ok(Finished {
             device_spans,
             hp_start_ns,
-            correctness: Correctness::check(submitted, completions, &records, self.workers as usize),
+            correctness: Correctness::check(settled.ran, completions, &records, self.workers as usize)
+                .unless_abandoned(settled.abandoned),
             env: crate::env::host(host_mechanism(self.level)),
             lp_kernel: None,
             achieved_t: None,
@@ -174,6 +188,7 @@ pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
     // T <= 10 s (checked at parse time): the rounded ns fit a u64.
     let t_ns = crate::num::round_u64(p.t_ms * 1e6);
     let b = HostBackend {
+        _abandonable: abandonable(&dev),
         dev,
         t_ns,
         level: p.level,
@@ -217,15 +232,26 @@ pub fn direct_run(
 }
 
 /// [`direct_run`] on a host device of its own with `workers` workers of `exe`: `overhead`'s
-/// native run.
+/// native run. A stop's close time passing while it runs kills its workers (it waits for up to
+/// commands x T): it then fails, and its caller leaves it out.
 pub fn native(exe: &WorkerExe, t_ms: f64, commands: u32, workers: u32) -> Result<(lv1::cost::Usage, bool), String> {
     let dev = HostDevice::spawn(exe, workers as usize).map_err(err("starting workers"))?;
+    let _abandonable = abandonable(&dev);
     direct_run(&dev, crate::num::round_u64(t_ms * 1e6), commands, workers)
+}
+
+/// Kills `dev`'s LP workers (a stop abandons what they run).
+fn abandon_lp(dev: &HostDevice) -> Abandoned {
+    abandon::kill(&dev.lp().pids());
+    Abandoned::Stopped
 }
 
 /// LP throughput cost of the Lv1 launcher: `commands` delay commands of T, once launched
 /// directly onto the hardware queue ([`direct_run`]), once through an XQueue with
-/// `threshold`/`batch`. Returns (direct seconds, launcher seconds, overhead percent).
+/// `threshold`/`batch`. Returns (direct seconds, launcher seconds, overhead percent). A stop ends
+/// it within about the API's bounded close: the direct phase's workers are killed once that
+/// time has passed, the launcher phase closes as a stopped run's; it then fails (its caller
+/// leaves the measurement out).
 #[allow(clippy::cast_precision_loss)] // ns of one run: far below 2^53
 pub fn lv1_overhead(
     t_ms: f64,
@@ -237,6 +263,7 @@ pub fn lv1_overhead(
     let exe = worker_exe()?;
     let t_ns = crate::num::round_u64(t_ms * 1e6);
     let dev = HostDevice::spawn(&exe, workers as usize).map_err(err("starting workers"))?;
+    let _abandonable = abandonable(&dev);
     let (used, once) = direct_run(&dev, t_ns, commands, workers)?;
     if !once {
         return Err("lv1 overhead (direct): some LP command did not run exactly once on every worker".into());
@@ -249,8 +276,9 @@ pub fn lv1_overhead(
     for _ in 0..commands {
         xq.submit(HostCommand::delay_ns(t_ns));
     }
-    xq.wait_idle().map_err(|e| e.to_string())?;
+    let xq = super::settle::wait_idle_or_stop(xq, &|| abandon_lp(&dev))?;
     let launcher = t1.elapsed().as_secs_f64();
+    drop(xq);
     Ok((direct, launcher, (launcher / direct - 1.0) * 100.0))
 }
 

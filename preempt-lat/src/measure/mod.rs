@@ -1,11 +1,13 @@
 //! One preempt-lat measurement: LP delay commands of T, HP requests at random moments,
 //! suspend / HP probe / resume per sample, and the correctness check at the end.
+pub mod abandon;
 pub mod backend;
 pub mod control;
 pub mod host;
 pub mod once;
 pub mod rng;
 pub mod samples;
+pub mod settle;
 pub mod timeline;
 
 use crate::options::{Common, Level, LpState};
@@ -123,13 +125,21 @@ pub struct Sample {
 /// Did every LP command complete exactly once, with the right result?
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Correctness {
+    /// The commands checked: every one submitted, or after a stop every one launched (those
+    /// not launched yet are dropped then, never run, and not counted).
     pub submitted: u64,
     pub completed_once: u64,
     pub missing: Vec<u64>,
     pub duplicated: Vec<u64>,
     pub failed: Vec<u64>,
     pub wrong_result: Vec<u64>,
-    pub ok: bool,
+    /// The verdict: `None` (JSON null, an empty CSV cell, text "not checked") when a stop
+    /// abandoned commands still running, so that the check could not be complete; it is then
+    /// neither a pass nor a failure, and the lists are empty.
+    pub ok: Option<bool>,
+    /// LP commands a first Ctrl-C (SIGTERM, SIGHUP) abandoned: still running when the bounded
+    /// close after the stop ended (host workers killed; a GPU runs them out). 0 otherwise.
+    pub abandoned: u64,
 }
 
 impl Correctness {
@@ -180,7 +190,49 @@ impl Correctness {
             duplicated,
             failed,
             wrong_result,
-            ok,
+            ok: Some(ok),
+            abandoned: 0,
+        }
+    }
+
+    /// The check that could not be made: a stop abandoned `abandoned` of the `submitted`
+    /// commands launched while they ran; `completed_once` is then the rest, the commands whose
+    /// completion the launcher saw (not checked further).
+    pub fn not_checked(submitted: u64, abandoned: u64) -> Self {
+        Correctness {
+            submitted,
+            completed_once: submitted.saturating_sub(abandoned),
+            missing: Vec::new(),
+            duplicated: Vec::new(),
+            failed: Vec::new(),
+            wrong_result: Vec::new(),
+            ok: None,
+            abandoned,
+        }
+    }
+
+    /// This check, or [`Correctness::not_checked`] when commands were abandoned.
+    pub fn unless_abandoned(self, abandoned: u64) -> Self {
+        match abandoned {
+            0 => self,
+            n => Self::not_checked(self.submitted, n),
+        }
+    }
+
+    /// The check was made and found a command lost, duplicated, failed or wrong.
+    pub fn failed(&self) -> bool {
+        self.ok == Some(false)
+    }
+
+    /// Several runs' checks in a word: `FAILED` if one failed, else `not checked (interrupted)`
+    /// if one could not be made, else `OK`.
+    pub fn word_for<'a>(checks: impl IntoIterator<Item = &'a Correctness> + Clone) -> &'static str {
+        if checks.clone().into_iter().any(Correctness::failed) {
+            "FAILED"
+        } else if checks.into_iter().any(|c| c.ok.is_none()) {
+            "not checked (interrupted)"
+        } else {
+            "OK"
         }
     }
 }
@@ -337,9 +389,9 @@ mod tests {
             &[(0, true), (1, true), (2, true)],
             1,
         );
-        assert!(ok.ok && ok.completed_once == 3);
+        assert!(ok.ok == Some(true) && ok.completed_once == 3);
         let lost = Correctness::check(3, &[(0, true), (2, true)], &[(0, true), (2, true)], 1);
-        assert!(!lost.ok);
+        assert!(lost.failed());
         assert_eq!(lost.missing, vec![1]);
         let dup = Correctness::check(2, &[(0, true), (1, true), (1, true)], &[(0, true), (1, true)], 1);
         assert_eq!(dup.duplicated, vec![1]);

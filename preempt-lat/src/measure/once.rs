@@ -177,7 +177,8 @@ impl Correctness {
             duplicated: union(&done.duplicated, &records.duplicated),
             failed: done.bad.ids.clone(),
             wrong_result,
-            ok,
+            ok: Some(ok),
+            abandoned: 0,
         }
     }
 }
@@ -212,7 +213,7 @@ mod tests {
         done.finish(n);
         recs.finish(n);
         let c = Correctness::from_tallies(n, &done, &recs);
-        assert!(c.ok && c.completed_once == n, "{c:?}");
+        assert!(c.ok == Some(true) && c.completed_once == n, "{c:?}");
     }
 
     #[test]
@@ -246,7 +247,7 @@ mod tests {
             1,
         );
         assert_eq!(c, whole, "the same verdict as the check over whole lists");
-        assert!(!c.ok);
+        assert!(c.failed());
         assert_eq!(
             (c.missing, c.duplicated, c.failed, c.wrong_result),
             (vec![10], vec![5, n + 1], vec![20], vec![30])
@@ -261,6 +262,6 @@ mod tests {
         assert_eq!(done.missing.count, n);
         assert_eq!(done.missing.ids.len(), MAX_LISTED);
         let c = Correctness::from_tallies(n, &done, &tally(1));
-        assert!(!c.ok && c.missing.len() == MAX_LISTED);
+        assert!(c.failed() && c.missing.len() == MAX_LISTED);
     }
 }

@@ -1,12 +1,16 @@
 //! The measurement loop, once for every device: keep the LP queue busy through the Lv1
 //! launcher, and per sample wait a random gap, take an HP request, suspend the LP queue (Lv1:
 //! stop launching and drain; Lv3, and Lv2 on the host device: the backend's suspension), run the
-//! HP probe, resume. Ctrl-C
-//! stops at the next sample boundary; an error stops the loop too, and in both cases the LP queue
-//! is resumed (guards) and drained before anything is returned, so nothing is left suspended.
+//! HP probe, resume. Ctrl-C stops at the next sample boundary (a gap is cut short; a sample
+//! blocked in a wait on the host workers is cut once the stop's close time has passed:
+//! [`super::abandon`]); an error stops the loop too, and in every case the LP queue is resumed
+//! (guards) and settled before anything is returned ([`super::settle`]: drained, or after a stop
+//! closed within the API's bounded close), so nothing is left suspended.
+use super::abandon;
 use super::backend::{Backend, HpStart, RawSample};
-use super::control::{progress, stop_requested};
+use super::control::{progress, sleep_until_or_stop, stop_requested};
 use super::rng::SplitMix64;
+use super::settle::settle;
 use super::timeline::{LpSpan, Timeline};
 use super::{Params, RunResult, Sample};
 use crate::options::Level;
@@ -57,11 +61,16 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         if i == 0
             && let Err(e) = b.wait_first_start(&|| xq.stats().launched)
         {
-            loop_err = Some(e);
+            if !abandon::happened() {
+                loop_err = Some(e);
+            }
             break;
         }
+        // A gap is up to 3 x T (T up to 10 s): a stop cuts it short.
         let gap = rng.range(gap_ns(p.gap_t.0, t_ns), gap_ns(p.gap_t.1, t_ns));
-        std::thread::sleep(Duration::from_nanos(gap));
+        if sleep_until_or_stop(lv1::clock::now_ns() + gap) {
+            break;
+        }
         let sample = if p.level == Level::Lv1 {
             preempt_lv1(&b, &xq, i)
         } else {
@@ -69,6 +78,9 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         };
         match sample {
             Ok(s) => raw.push(s),
+            // The stop's deadline killed the workers this sample waited on: the interruption
+            // (the sample is not one), not a failure of the device.
+            Err(_) if abandon::happened() => break,
             Err(e) => {
                 loop_err = Some(format!("sample {i}: {e}"));
                 break;
@@ -78,19 +90,14 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
     }
     pb.finish_and_clear();
 
-    // Drain: everything submitted must complete (every guard is gone, so the queue runs).
+    // Every guard is gone, so the queue runs: drained after a full run (everything submitted
+    // must complete), closed within the API's bounded close after a stop (also one that comes
+    // during the drain).
     let drain_limit = Duration::from_secs(60) + Duration::from_secs_f64(t_ns * 1e-9 * (keep_ahead as f64 + 8.0) * 4.0);
-    if let Err(e) = xq.wait_idle_for(drain_limit) {
-        let why = format!(
-            "draining the LP queue: {e} after {drain_limit:?}: the LP queue may have been left suspended{}",
-            b.drain_hint()
-        );
-        // Dropping the launcher would wait for the stuck queue forever: report and leave.
-        std::mem::forget(xq);
-        return Err(loop_err.map_or(why.clone(), |le| format!("{le}; then {why}")));
-    }
-    let submitted = xq.stats().submitted;
-    drop(xq);
+    let settled = match settle(xq, &b, drain_limit) {
+        Ok(s) => s,
+        Err(why) => return Err(loop_err.map_or(why.clone(), |le| format!("{le}; then {why}"))),
+    };
     if let Some(e) = loop_err {
         return Err(e);
     }
@@ -105,7 +112,7 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         .collect();
     let done: Vec<(u64, bool)> = lp.iter().map(|c| (c.id, c.ok)).collect();
     let offset_ns = b.monotonic_offset_ns();
-    let fin = b.finish(&raw, submitted, &done)?;
+    let fin = b.finish(&raw, settled, &done)?;
     let samples: Vec<Sample> = raw
         .iter()
         .zip(&fin.hp_start_ns)

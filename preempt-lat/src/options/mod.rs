@@ -379,9 +379,9 @@ pub struct RunOptions {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Write the result here instead of stdout (checked to be writable before the run starts;
-    /// written under a temporary name beside it and renamed when complete, so a failed or
-    /// interrupted run leaves a previous result in place; a device or FIFO, e.g. /dev/stdout, is
-    /// written in place).
+    /// written under a temporary name beside it and renamed when complete, so a failed run, or
+    /// one ended by a second Ctrl-C, leaves a previous result in place; a device or FIFO, e.g.
+    /// /dev/stdout, is written in place).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Also write a timeline of the run as Chrome trace-event JSON (open in Perfetto or
@@ -492,7 +492,8 @@ pub struct SweepThresholdOptions {
     #[arg(long = "t-ms", value_delimiter = ',', default_value = "0.01,0.1,1", value_parser = parse_t_ms)]
     pub t_ms: Vec<f64>,
     /// LP commands per throughput measurement (raised so that each lasts at least ~50 ms), at most
-    /// 1000000 and with T at most 3600 s of LP work (Ctrl-C waits for the measurement under way).
+    /// 1000000 and with T at most 3600 s of LP work (a Ctrl-C leaves the measurement under way
+    /// out; on a GPU it waits for its direct launches: a running kernel cannot be stopped).
     #[arg(long, default_value_t = 200, value_parser = values::parse_commands)]
     pub commands: u32,
     /// Directory for sweep-threshold.{csv,json,svg} (created if missing).
@@ -909,7 +910,8 @@ impl OverheadOptions {
                 Self::MAX_COMMANDS
             ));
         }
-        // A run is --commands x T per setup: Ctrl-C waits for the one under way (issue 20 item 11).
+        // A run is --commands x T per setup: on a GPU a Ctrl-C waits for its direct launches
+        // (issue 20 item 11; the host device's are killed after the bounded close).
         values::check_measurement(self.commands, self.t_ms)?;
         for &l in &self.levels {
             check_level("--levels", self.common.device, l)?;

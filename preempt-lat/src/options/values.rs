@@ -430,8 +430,9 @@ pub fn parse_cycles(s: &str) -> Result<u32, String> {
     parse_at_most(s, MAX_SAMPLES, "cycles", "each is a sample of a run, kept in memory")
 }
 
-/// The most LP work, in seconds, of one throughput measurement of `sweep threshold` (a Ctrl-C
-/// waits for the one under way).
+/// The most LP work, in seconds, of one throughput measurement of `sweep threshold` and
+/// `overhead` (on a GPU a Ctrl-C waits for the direct launches under way: a running kernel
+/// cannot be stopped; the host device's are killed after the bounded close).
 pub const MAX_MEASUREMENT_S: f64 = 3600.0;
 
 /// `commands` x `t_ms` of LP work in one measurement, at most [`MAX_MEASUREMENT_S`]: the
@@ -441,7 +442,7 @@ pub fn check_measurement(commands: u32, t_ms: f64) -> Result<(), String> {
     if s > MAX_MEASUREMENT_S {
         return Err(format!(
             "--commands {commands} x --t-ms {t_ms} = {s:.0} s of LP work per measurement (at most \
-             {MAX_MEASUREMENT_S:.0} s: Ctrl-C waits for the one under way); lower --commands or --t-ms"
+             {MAX_MEASUREMENT_S:.0} s: on a GPU Ctrl-C waits for the one under way); lower --commands or --t-ms"
         ));
     }
     Ok(())

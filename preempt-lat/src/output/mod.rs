@@ -96,7 +96,8 @@ pub struct RunRow<'a> {
     pub max_ns: u64,
     /// Rounded to 0.1 ns.
     pub mean_ns: f64,
-    pub correct: bool,
+    /// Empty where the check could not be made (a stop abandoned LP commands still running).
+    pub correct: Option<bool>,
     pub interrupted: bool,
 }
 

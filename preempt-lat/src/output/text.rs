@@ -100,18 +100,22 @@ pub fn run(r: &RunResult, w: &mut dyn Write) -> Result<()> {
         writeln!(w, "suspend P99 / T = {:.3}", s.p99 as f64 / (p.t_ms * 1e6))?;
     }
     let c = &r.correctness;
-    if c.ok {
-        writeln!(
+    match c.ok {
+        Some(true) => writeln!(
             w,
             "correctness: OK, all {} LP commands completed exactly once with the right result",
             c.submitted
-        )?;
-    } else {
-        writeln!(
+        )?,
+        Some(false) => writeln!(
             w,
             "correctness: FAILED: {} submitted, {} exactly once; missing {:?}, duplicated {:?}, failed {:?}, wrong result {:?}",
             c.submitted, c.completed_once, c.missing, c.duplicated, c.failed, c.wrong_result
-        )?;
+        )?,
+        None => writeln!(
+            w,
+            "correctness: not checked (interrupted: {} LP commands abandoned, of {} launched)",
+            c.abandoned, c.submitted
+        )?,
     }
     if e.host_figures {
         writeln!(w, "note: host device figures (CPU worker processes), not GPU figures")?;

@@ -21,6 +21,8 @@ use crate::device::{Device, SessionSource};
 use crate::env::Environment;
 use crate::exit::{Outcome, Verdict};
 use crate::launcher_cost::Figure;
+use crate::measure::control::stop_requested;
+use crate::measure::settle::wait_stream_or_stop;
 use crate::options::{Level, OverheadOptions};
 use crate::output::Export;
 use lv1::cost::Usage;
@@ -184,7 +186,8 @@ fn scheduled(
         for _ in 0..o.commands {
             lp.submit_delay(t_ns).map_err(|e| format!("{what}: submit: {e}"))?;
         }
-        lp.synchronize().map_err(|e| format!("{what}: waiting: {e}"))?;
+        // Up to --commands x T: a stop ends the wait (the close below ends the work).
+        wait_stream_or_stop(&lp).map_err(|e| format!("{what}: waiting: {e}"))?;
         let used = usage()?.since(&before);
         let check = lp.check().map_err(|e| format!("{what}: checking: {e}"))?;
         let mechanism = match level {
@@ -194,6 +197,8 @@ fn scheduled(
         };
         Ok((Measured::of(used, check.ok()), mechanism))
     })();
+    // Bounded (docs/c-api.md#close): after a stop, what it abandons is this measurement's, which
+    // is left out anyway.
     let closed = session.close();
     let m = measured?;
     closed.map_err(|e| format!("closing the session: {e}"))?;
@@ -278,8 +283,8 @@ pub fn run(o: &OverheadOptions, dev: Device) -> Outcome {
     }
     let t_start = std::time::Instant::now();
     let mut per_run: Vec<Vec<Measured>> = Vec::new();
-    for r in 0..o.runs {
-        if crate::measure::control::stop_requested() {
+    'runs: for r in 0..o.runs {
+        if stop_requested() {
             break;
         }
         if !o.common.quiet {
@@ -287,16 +292,26 @@ pub fn run(o: &OverheadOptions, dev: Device) -> Outcome {
         }
         let mut row = vec![None; setups.len()];
         for i in order(setups.len(), r) {
-            row[i] = Some(match setups[i].0 {
-                Setup::Native => {
-                    let (used, ok) = src.native(o.t_ms, o.commands, workers)?;
-                    Measured::of(used, ok)
-                }
-                Setup::Scheduled(level) => {
-                    let (m, mechanism) = scheduled(&src, o, level, workers)?;
+            // A setup is --commands x T: a stop ends the one under way (its work abandoned
+            // within the bounded close, crate::measure::settle) and a run not measured whole is
+            // left out.
+            if stop_requested() {
+                break 'runs;
+            }
+            let measured = match setups[i].0 {
+                Setup::Native => src
+                    .native(o.t_ms, o.commands, workers)
+                    .map(|(used, ok)| Measured::of(used, ok)),
+                Setup::Scheduled(level) => scheduled(&src, o, level, workers).map(|(m, mechanism)| {
                     setups[i].2 = mechanism;
                     m
-                }
+                }),
+            };
+            row[i] = Some(match measured {
+                Ok(m) => m,
+                // The stop cut it short (the error is that cut).
+                Err(_) if stop_requested() => break 'runs,
+                Err(e) => return Err(e.into()),
             });
         }
         per_run.push(row.into_iter().flatten().collect());

@@ -4,15 +4,22 @@
 //! piles up over the mode's length (issue 20 item 13: both were kept to the end, ~2.7 KB per LP
 //! command with their trace spans). After the window the stream is drained and checked.
 //! On a GPU the device records are its command slots (a bounded number, see
-//! [`super::modes::lp_budget`]), read once at the end.
+//! [`super::modes::lp_budget`]), read once at the end. After a stop the stream is not drained
+//! (its backlog is (2 x threshold + 2) x T; a stop during the drain ends it) but closed within
+//! the API's bounded close
+//! ([`crate::measure::settle`]); the check is then of the commands launched, and not made when
+//! the close abandoned some.
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use preempt_api::LpStream;
+use preempt_api::{LpStream, Session};
 use serde_json::json;
 
 use crate::measure::Correctness;
+use crate::measure::abandon;
+use crate::measure::backend::Settled;
 use crate::measure::once::{Beyond, OnceTally};
+use crate::measure::settle::{closed_after_stop, stream_idle_or_stop, stream_settled};
 use crate::options::Mode;
 use crate::trace::tracks::{DEVICE0 as LP_WORKER0, LP_QUEUE};
 use crate::trace::{Trace, Track};
@@ -59,8 +66,10 @@ impl LpCheck {
         Track { pid: self.pid, tid }
     }
 
-    /// Takes the completions and (where they pile up) the records `lp` holds.
-    fn take(&mut self, lp: &LpStream, final_take: bool) -> Result<(), String> {
+    /// Takes the completions and (where they pile up) the records `lp` holds; the final take
+    /// reports what the device's verification found (not when commands were abandoned: the
+    /// commands cut short are no verdict).
+    fn take(&mut self, lp: &LpStream, final_take: bool, abandoned: bool) -> Result<(), String> {
         let completions = lp.take_completions();
         let v = match self.records_as_they_come || final_take {
             true => Some(lp.verify().map_err(|e| format!("checking the LP commands: {e}"))?),
@@ -94,7 +103,7 @@ impl LpCheck {
                     .span(track, "lp", format!("LP {}", r.id), w.start_ns, w.end_ns, args);
             }
         }
-        if final_take && !v.check.problems.is_empty() {
+        if final_take && !abandoned && !v.check.problems.is_empty() {
             eprintln!("preempt-lat: LP commands FAILED verification:");
             for l in &v.check.problems {
                 eprintln!("  {l}");
@@ -103,48 +112,72 @@ impl LpCheck {
         Ok(())
     }
 
-    /// Drains `lp` (at most `limit`), takes the rest and returns the check of every command.
+    /// Drains `lp` (at most `limit`), or once a stop is requested (before or during the drain)
+    /// closes it in `session`, takes the rest and returns the check of every command that ran.
     /// `workers`: the host device's LP workers (their tracks are named).
     pub fn finish(
         mut self,
+        session: &Session,
         lp: &LpStream,
         mode: Mode,
         limit: Duration,
         workers: u32,
     ) -> Result<(Correctness, Trace), String> {
-        if let Some(e) = self.error.take() {
+        // After a stop's deadline killed the workers, a failed take is that cut.
+        if let Some(e) = self.error.take()
+            && !abandon::happened()
+        {
             return Err(format!("{}: {e}", mode.name()));
         }
-        lp.wait_idle_for(limit)
-            .map_err(|e| format!("draining the LP queue: {e}"))?;
-        self.take(lp, true).map_err(|e| format!("{}: {e}", mode.name()))?;
-        let submitted = lp.stats().map_or(0, |s| s.submitted);
+        let drained = stream_idle_or_stop(lp, Some(limit)).map_err(|e| format!("draining the LP queue: {e}"))?;
+        let settled = if drained {
+            Settled {
+                ran: lp.stats().map_or(0, |s| s.submitted),
+                abandoned: 0,
+            }
+        } else {
+            let gave_up = closed_after_stop(session.close_stream(lp.id()))
+                .map_err(|e| format!("{}: closing the LP stream: {e}", mode.name()))?;
+            stream_settled(lp, gave_up)
+        };
+        self.take(lp, true, settled.abandoned > 0)
+            .map_err(|e| format!("{}: {e}", mode.name()))?;
+        self.name_worker_tracks(workers);
+        if settled.abandoned > 0 {
+            return Ok((Correctness::not_checked(settled.ran, settled.abandoned), self.trace));
+        }
+        let submitted = settled.ran;
         self.done.finish(submitted);
         let mut records = self
             .records
             .take()
             .unwrap_or_else(|| OnceTally::new(1, Beyond::Ignored, self.window));
         records.finish(submitted);
+        Ok((Correctness::from_tallies(submitted, &self.done, &records), self.trace))
+    }
+
+    /// Names the host device's LP worker tracks in the trace.
+    fn name_worker_tracks(&mut self, workers: u32) {
         if self.records_as_they_come && self.trace.is_on() {
             for w in 0..workers {
                 let t = self.t(LP_WORKER0 + w);
                 self.trace.name_thread(t, format!("LP worker {w}"));
             }
         }
-        Ok((Correctness::from_tallies(submitted, &self.done, &records), self.trace))
     }
 }
 
-/// Keeps `keep_ahead` LP commands pending (within the stream's capacity) until `stop`, taking
-/// what the stream reports into `check` every [`TAKE_EVERY`].
+/// Keeps `keep_ahead` LP commands pending (within the stream's capacity) until `stop` (or until
+/// a stop's deadline killed the LP workers: what it would submit then fails at once), taking what
+/// the stream reports into `check` every [`TAKE_EVERY`].
 pub fn feed(lp: &LpStream, lp_ns: u64, keep_ahead: usize, stop: &AtomicBool, mut check: LpCheck) -> LpCheck {
     let nap = Duration::from_nanos((lp_ns / 4).clamp(20_000, 1_000_000));
     let capacity = lp.capacity().unwrap_or(u64::MAX);
     let mut last_take = Instant::now();
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) && !abandon::happened() {
         if last_take.elapsed() >= TAKE_EVERY {
             last_take = Instant::now();
-            if let Err(e) = check.take(lp, false) {
+            if let Err(e) = check.take(lp, false, false) {
                 check.error.get_or_insert(e);
             }
         }

@@ -102,9 +102,12 @@ pub struct PriorityResult {
 }
 
 impl PriorityResult {
-    /// Every LP command of every mode completed exactly once.
+    /// No mode's check failed (one a stop could not complete is not a failure).
     pub fn correct(&self) -> bool {
-        self.modes.iter().all(|m| m.correctness.as_ref().is_none_or(|c| c.ok))
+        !self
+            .modes
+            .iter()
+            .any(|m| m.correctness.as_ref().is_some_and(Correctness::failed))
     }
 }
 

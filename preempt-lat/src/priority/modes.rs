@@ -12,6 +12,7 @@
 //! What is checked after every mode: every LP command completed exactly once (the API's device
 //! records: worker records on the host; slot stamps on a GPU, at Lv3 also against the stream's
 //! suspension windows) and every HP command completed once.
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,7 @@ use super::lp_side::{self, LpCheck};
 use super::requests::{self, Event};
 use super::{Measured, PriorityParams};
 use crate::arrivals::Arrivals;
+use crate::measure::abandon;
 use crate::options::Mode;
 use crate::stats::Recorder;
 use crate::trace::tracks::{CALLS as SCHEDULER, HP as HP_REQUESTS, HP_WORKER, LP_QUEUE, RUN, SUSPENDED};
@@ -144,6 +146,12 @@ pub fn run_mode(
         true => Some(session.hp_stream().map_err(api("HP stream"))?),
         false => None,
     };
+    // The LP workers (host device), killed if a stop's close time passes while the mode waits on
+    // them: an Lv2 hold lasts up to T (crate::measure::abandon).
+    let _abandonable = lp.as_ref().map(|lp| {
+        let lp = Arc::clone(lp);
+        abandon::kill_at_deadline(move || lp.host_pids())
+    });
     let lp_ns = crate::num::round_u64(p.t_ms * 1e6);
     let keep_ahead = 2 * p.threshold as usize + 2;
     let stop = AtomicBool::new(false);
@@ -205,9 +213,10 @@ pub fn run_mode(
         }
     }
     if let (Some(lp), Some(check)) = (&lp, lp_check) {
-        // Every command must complete: what the launcher still holds, each of T.
+        // Every command must complete: what the launcher still holds, each of T. After a stop,
+        // the stream is closed within the API's bounded close instead.
         let limit = Duration::from_secs(60) + Duration::from_nanos(lp_ns.saturating_mul(keep_ahead as u64 * 4));
-        let (correctness, lp_trace) = check.finish(lp, mode, limit, p.workers)?;
+        let (correctness, lp_trace) = check.finish(session, lp, mode, limit, p.workers)?;
         measured.correctness = Some(correctness);
         trace.absorb(lp_trace);
     }

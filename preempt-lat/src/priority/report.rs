@@ -77,8 +77,11 @@ pub fn text(r: &PriorityResult, w: &mut dyn Write) -> Result<()> {
         );
         let correctness = match &m.correctness {
             None => "-".to_string(),
-            Some(c) if c.ok => format!("OK ({})", c.submitted),
-            Some(c) => format!("FAILED ({} of {} once)", c.completed_once, c.submitted),
+            Some(c) => match c.ok {
+                Some(true) => format!("OK ({})", c.submitted),
+                Some(false) => format!("FAILED ({} of {} once)", c.completed_once, c.submitted),
+                None => "not checked".to_string(),
+            },
         };
         writeln!(
             w,
@@ -94,6 +97,22 @@ pub fn text(r: &PriorityResult, w: &mut dyn Write) -> Result<()> {
             m.preemptions,
             correctness,
             if m.interrupted { "  INTERRUPTED" } else { "" }
+        )?;
+    }
+    let unchecked: Vec<String> = r
+        .modes
+        .iter()
+        .filter_map(|m| {
+            let c = m.correctness.as_ref().filter(|c| c.ok.is_none())?;
+            Some(format!("{} of {} in {}", c.abandoned, c.submitted, m.mode.name()))
+        })
+        .collect();
+    if !unchecked.is_empty() {
+        writeln!(
+            w,
+            "not checked: interrupted with LP commands still running, abandoned ({}): the exactly-once check could not \
+             be complete",
+            unchecked.join(", ")
         )?;
     }
     writeln!(
@@ -138,7 +157,8 @@ pub struct Row<'a> {
     pub lp_throughput_per_s: Option<f64>,
     pub lp_throughput_vs_standalone: Option<f64>,
     pub preemptions: u64,
-    /// Empty where the mode runs no LP commands.
+    /// Empty where the mode runs no LP commands, or where a stop abandoned some that were
+    /// still running (the check could not be made).
     pub correct: Option<bool>,
     pub interrupted: bool,
 }
@@ -174,7 +194,7 @@ pub fn rows(r: &PriorityResult) -> Vec<Row<'_>> {
             lp_throughput_per_s: m.lp_throughput_per_s,
             lp_throughput_vs_standalone: m.lp_throughput_vs_standalone,
             preemptions: m.preemptions,
-            correct: m.correctness.as_ref().map(|c| c.ok),
+            correct: m.correctness.as_ref().and_then(|c| c.ok),
             interrupted: m.interrupted,
         })
         .collect()

@@ -5,6 +5,7 @@
 //! arrivals are generated as they come (two cursors over the same times: the next to run and the
 //! next to announce), the latencies go into a histogram.
 use crate::arrivals::Arrivals;
+use crate::measure::abandon;
 use crate::measure::control::{sleep_until_or_stop, stop_requested};
 use crate::stats::Recorder;
 use crate::trace::{Trace, Track};
@@ -27,7 +28,8 @@ pub fn idle_until(t_end: u64) -> bool {
 
 /// Drives every HP request of a mode. `on` tells the scheduler of an event; `run` executes
 /// request `i` and returns when it completed (CLOCK_MONOTONIC ns). Returns the requests'
-/// latencies (arrival to completion, ns) and whether Ctrl-C cut the mode short.
+/// latencies (arrival to completion, ns) and whether Ctrl-C cut the mode short. An error once a
+/// stop's deadline killed the LP workers (an Lv2 hold waited on them) is that cut, not a failure.
 pub fn drive(
     arrivals: &Arrivals,
     t0: u64,
@@ -37,6 +39,23 @@ pub fn drive(
     run: &mut dyn FnMut(u64, &mut Trace) -> Result<u64, String>,
 ) -> Result<(Recorder, bool), String> {
     let mut latencies = Recorder::default();
+    match drive_into(&mut latencies, arrivals, t0, track, trace, on, run) {
+        Ok(interrupted) => Ok((latencies, interrupted)),
+        Err(_) if abandon::happened() => Ok((latencies, true)),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`drive`], recording into `latencies`; whether Ctrl-C cut the mode short.
+fn drive_into(
+    latencies: &mut Recorder,
+    arrivals: &Arrivals,
+    t0: u64,
+    track: Track,
+    trace: &mut Trace,
+    on: &mut dyn FnMut(Event, &mut Trace) -> Result<(), String>,
+    run: &mut dyn FnMut(u64, &mut Trace) -> Result<u64, String>,
+) -> Result<bool, String> {
     // Announced (arrived, the scheduler told) up to `fed`; the next to announce is `ahead`'s.
     let mut ahead = arrivals.clone().peekable();
     let mut fed = 0u64;
@@ -48,12 +67,12 @@ pub fn drive(
     };
     for (i, a) in (0u64..).zip(arrivals.clone()) {
         if stop_requested() {
-            return Ok((latencies, true));
+            return Ok(true);
         }
         let arrival = t0 + a;
         if fed <= i {
             if sleep_until_or_stop(arrival) {
-                return Ok((latencies, true));
+                return Ok(true);
             }
             ahead.next();
             arrive(i, arrival, trace, on)?;
@@ -76,7 +95,7 @@ pub fn drive(
         }
         on(Event::HpCompletion, trace)?;
     }
-    Ok((latencies, false))
+    Ok(false)
 }
 
 #[cfg(test)]

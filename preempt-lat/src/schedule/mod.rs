@@ -132,7 +132,7 @@ fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Strin
         x.lv1.threshold as usize,
         arrivals,
     );
-    let checked = run.and_then(|out| result::check_classes(&out).map(|checks| (out, checks)));
+    let checked = run.and_then(|out| result::check_classes(&session, &out).map(|checks| (out, checks)));
     let closed = session.close();
     let (out, checks) = checked?;
     closed.map_err(|e| format!("closing the session: {e}"))?;

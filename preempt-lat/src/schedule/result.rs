@@ -3,6 +3,8 @@
 //! and totals. JSON whole, CSV a row per class, text a table.
 use super::engine::{ClassRun, Outcome};
 use crate::env::Environment;
+use crate::measure::backend::Settled;
+use crate::measure::settle::{closed_after_stop, stream_idle_or_stop, stream_settled};
 use crate::options::Arrival;
 use crate::options::class::ClassSpec;
 use crate::output::Export;
@@ -15,31 +17,66 @@ use std::time::Duration;
 /// One class's exactly-once check (the application API's own: launcher and device records).
 #[derive(Debug, Clone, Serialize)]
 pub struct ClassCheck {
+    /// The commands checked: every one submitted, or after a stop every one launched (the
+    /// session's close dropped the others, never run).
     pub submitted: u64,
     pub exactly_once: u64,
-    pub ok: bool,
+    /// Null when a stop abandoned commands still running: the check could not be complete, and
+    /// is neither a pass nor a failure.
+    pub ok: Option<bool>,
     pub problems: Vec<String>,
+    /// Commands a first Ctrl-C abandoned (still running when the session's bounded close ended).
+    pub abandoned: u64,
 }
 
-/// Drains every class's stream (bounded) and checks its commands.
-pub fn check_classes(out: &Outcome) -> Result<Vec<ClassCheck>, String> {
+/// Drains every class's stream (bounded) and checks its commands. Once a stop is requested
+/// (before or during the drain) the session is closed instead, within the API's bounded close
+/// (docs/c-api.md#close): a drain would wait for every class's backlog, 2 x threshold x T.
+pub fn check_classes(session: &Session, out: &Outcome) -> Result<Vec<ClassCheck>, String> {
+    let mut drained = true;
+    for c in &out.classes {
+        let limit = Duration::from_secs(30) + Duration::from_secs_f64(c.spec.t_ms / 1000.0 * 64.0);
+        drained =
+            stream_idle_or_stop(&c.stream, Some(limit)).map_err(|e| format!("class {}: draining: {e}", c.spec.name))?;
+        if !drained {
+            break;
+        }
+    }
+    let gave_up = match drained {
+        true => None,
+        false => Some(closed_after_stop(session.close()).map_err(|e| format!("closing the session: {e}"))?),
+    };
     out.classes
         .iter()
         .map(|c| {
-            let limit = Duration::from_secs(30) + Duration::from_secs_f64(c.spec.t_ms / 1000.0 * 64.0);
-            c.stream
-                .wait_idle_for(limit)
-                .map_err(|e| format!("class {}: draining: {e}", c.spec.name))?;
+            let settled = match gave_up {
+                Some(gave_up) => stream_settled(&c.stream, gave_up),
+                None => Settled {
+                    ran: c.stream.stats().map_or(0, |s| s.submitted),
+                    abandoned: 0,
+                },
+            };
             let v = c
                 .stream
                 .verify()
                 .map_err(|e| format!("class {}: checking: {e}", c.spec.name))?;
-            let ok = v.check.finished && v.check.problems.is_empty() && v.check.exactly_once == v.check.submitted;
+            if settled.abandoned > 0 {
+                return Ok(ClassCheck {
+                    submitted: settled.ran,
+                    exactly_once: settled.ran - settled.abandoned,
+                    ok: None,
+                    problems: Vec::new(),
+                    abandoned: settled.abandoned,
+                });
+            }
+            // `v.check.submitted` counts the commands a close dropped too: what ran is checked.
+            let ok = v.check.finished && v.check.problems.is_empty() && v.check.exactly_once == settled.ran;
             Ok(ClassCheck {
-                submitted: v.check.submitted,
+                submitted: settled.ran,
                 exactly_once: v.check.exactly_once,
-                ok,
+                ok: Some(ok),
                 problems: v.check.problems,
+                abandoned: 0,
             })
         })
         .collect()
@@ -216,7 +253,8 @@ impl ScheduleResult {
         }
     }
 
-    /// Every command completed exactly once, here and in the runs alone.
+    /// No class's check failed, here or in the runs alone (one a stop could not complete is not
+    /// a failure).
     pub fn correct(&self) -> bool {
         self.classes.iter().all(ClassResult::correct)
     }
@@ -242,7 +280,8 @@ pub struct Row<'a> {
     pub share_asked_percent: Option<f64>,
     /// `--standalone`: P99 here over P99 alone.
     pub p99_vs_alone: Option<f64>,
-    pub exactly_once: bool,
+    /// Empty where a stop abandoned commands still running (the check could not be made).
+    pub exactly_once: Option<bool>,
 }
 
 #[allow(clippy::cast_precision_loss)] // ns: far below 2^52
@@ -276,7 +315,7 @@ impl Export for ScheduleResult {
                 share_achieved_percent: c.share_achieved_percent,
                 share_asked_percent: c.share_asked_percent,
                 p99_vs_alone: c.p99_vs_alone,
-                exactly_once: c.correct(),
+                exactly_once: c.verdict(),
             })
             .collect()
     }
@@ -325,7 +364,11 @@ impl Export for ScheduleResult {
                 c.requests_per_s,
                 c.share_asked_percent.map_or("-".into(), |a| format!("{a:.1} %")),
                 c.share_achieved_percent,
-                if c.correct() { "yes" } else { "NO" }
+                match c.verdict() {
+                    Some(true) => "yes",
+                    Some(false) => "NO",
+                    None => "not checked",
+                }
             )?;
         }
         writeln!(
@@ -368,9 +411,20 @@ impl Export for ScheduleResult {
 }
 
 impl ClassResult {
-    /// Every command completed exactly once, here and alone.
+    /// Every command completed exactly once, here and alone: `Some(false)` if a check failed,
+    /// else `None` if one could not be made (a stop abandoned commands), else `Some(true)`.
+    pub fn verdict(&self) -> Option<bool> {
+        let alone = self.alone.as_ref().map_or(Some(true), |a| a.exactly_once);
+        match (self.check.ok, alone) {
+            (Some(false), _) | (_, Some(false)) => Some(false),
+            (Some(true), Some(true)) => Some(true),
+            _ => None,
+        }
+    }
+
+    /// No check failed, here or alone.
     pub fn correct(&self) -> bool {
-        self.check.ok && self.alone.as_ref().is_none_or(|a| a.exactly_once)
+        self.verdict() != Some(false)
     }
 }
 

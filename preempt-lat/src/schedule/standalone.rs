@@ -21,8 +21,9 @@ pub struct Alone {
     pub requests_per_s: f64,
     /// Device time its completed commands represent, per second (commands x T).
     pub work_per_s: f64,
-    /// Every command of the run alone completed exactly once.
-    pub exactly_once: bool,
+    /// Every command of the run alone completed exactly once (null: a stop abandoned some, the
+    /// check could not be made).
+    pub exactly_once: Option<bool>,
 }
 
 /// The run's combined throughput against its classes alone.

@@ -148,6 +148,10 @@ fn bystander_one(device: u32, mechanism: MechanismKind) -> (Check, Option<crate:
 
 fn functional_one(a: &ValidateOptions, device: u32, mechanism: MechanismKind) -> Check {
     let name = format!("hip:{device} Lv3 {mechanism}: {} cycles at T={} ms", a.cycles, a.t_ms);
+    // After a stop, no new run: its set-up alone calibrates T with kernels of T.
+    if crate::measure::control::stop_requested() {
+        return outcome(&name, Err((true, "skipped: interrupted (Ctrl-C/SIGTERM)".into())));
+    }
     outcome(
         &name,
         crate::gpu::functional(device, lv3::MechanismChoice::Only(mechanism), a.t_ms, a.cycles),

@@ -181,7 +181,8 @@ pub struct Row<'a> {
     pub p99_vs_alone: Option<f64>,
     /// `--standalone`: the point's combined throughput loss against the classes alone.
     pub throughput_loss_percent: Option<f64>,
-    pub exactly_once: bool,
+    /// Empty where a stop abandoned commands still running (the check could not be made).
+    pub exactly_once: Option<bool>,
 }
 
 #[allow(clippy::cast_precision_loss)] // ns: far below 2^52
@@ -219,7 +220,7 @@ impl Export for RateSweep {
                     work_per_s: c.work_per_s,
                     p99_vs_alone: c.p99_vs_alone,
                     throughput_loss_percent: p.result.standalone.as_ref().map(|s| s.throughput_loss_percent),
-                    exactly_once: c.correct(),
+                    exactly_once: c.verdict(),
                 })
             })
             .collect()

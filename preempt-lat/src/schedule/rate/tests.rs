@@ -37,8 +37,9 @@ fn class(spec: &str, p50_ms: u64, p99_ms: u64, req_s: f64) -> ClassResult {
         check: ClassCheck {
             submitted: 10,
             exactly_once: 10,
-            ok: true,
+            ok: Some(true),
             problems: Vec::new(),
+            abandoned: 0,
         },
         alone: None,
         p99_vs_alone: None,
