@@ -3,15 +3,16 @@
 //! the application API's bounded close, [`CLOSE_WAIT`] (docs/c-api.md#close), and what still runs
 //! after it is abandoned: on the host device its worker processes are killed (a GPU cannot stop a
 //! running kernel: its queue runs it out and the process's exit frees it). A run does that itself
-//! once it is back from its sample; this module is for when it is not, because its thread is
-//! blocked in a wait of up to threshold x T (an Lv1 drain, an Lv2 hold, a direct run's
-//! synchronize): a run registers the host workers it waits on ([`kill_at_deadline`]), and once the
-//! stop is [`CLOSE_WAIT`] old they get SIGKILL, which ends the wait with an error that the run
-//! reports as the interruption it is ([`happened`]).
+//! once it is back from its sample ([`super::settle`]); this module is for when it is not, because
+//! its thread is blocked in a wait of up to threshold x T (an Lv1 drain, an Lv2 hold, a direct
+//! run's synchronize): a run registers how to kill the host workers it waits on
+//! ([`kill_at_deadline`]), and once the stop is [`CLOSE_WAIT`] old they are killed, which ends the
+//! wait with an error that the run reports as the interruption it is ([`happened`]).
 //!
-//! The pids are safe to signal: each registration owns what keeps its workers unreaped (only a
-//! host queue's drop reaps them), and the kill runs under the registry's lock, which the
-//! registration's drop takes before letting that go.
+//! Each registration owns what it kills (the queue's or stream's `Arc`, so that the workers are
+//! not reaped while it lives), and the kill runs under the registry's lock, which the
+//! registration's drop takes before letting that go. Only host workers are registered, so
+//! [`happened`] means workers were killed.
 use nix::sys::signal::{Signal, kill as send};
 use nix::unistd::Pid;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,12 +20,37 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 pub use preempt_api::CLOSE_WAIT;
 
-/// Where a registration's workers are found (it owns what keeps them unreaped).
-type Workers = Box<dyn Fn() -> Vec<i32> + Send>;
+/// How to kill a run's host workers.
+type Kill = Box<dyn Fn() + Send>;
 
+#[derive(Default)]
 struct Registry {
     next: u64,
-    entries: Vec<(u64, Workers)>,
+    entries: Vec<(u64, Kill)>,
+}
+
+impl Registry {
+    fn add(&mut self, kill: Kill) -> u64 {
+        self.next += 1;
+        self.entries.push((self.next, kill));
+        self.next
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Kill> {
+        let i = self.entries.iter().position(|(e, _)| *e == id)?;
+        Some(self.entries.swap_remove(i).1)
+    }
+
+    /// Kills everything registered; `killed` is set first, so that an error the kill causes
+    /// always finds it set.
+    fn fire(&self, killed: &AtomicBool) {
+        if !self.entries.is_empty() {
+            killed.store(true, Ordering::SeqCst);
+        }
+        for (_, kill) in &self.entries {
+            kill();
+        }
+    }
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
@@ -40,36 +66,29 @@ fn registry() -> MutexGuard<'static, Registry> {
 }
 
 /// Host workers a run waits on, killed if a first stop's [`CLOSE_WAIT`] passes while they are
-/// registered. Dropping it unregisters them (before they are reaped: drop it before, or with,
-/// what owns them).
+/// registered. Dropping it unregisters them.
 #[must_use = "the workers are registered only while this lives"]
 pub struct Registered(u64);
 
-/// Registers the host workers that `workers` lists; it must own what keeps them unreaped (an
-/// `Arc` of their queue or stream).
-pub fn kill_at_deadline(workers: impl Fn() -> Vec<i32> + Send + 'static) -> Registered {
-    let mut r = registry();
-    r.next += 1;
-    let id = r.next;
-    r.entries.push((id, Box::new(workers)));
-    Registered(id)
+/// Registers `kill`, which kills the host workers a run waits on; it must own what keeps them
+/// unreaped (the `Arc` of their queue or stream).
+pub fn kill_at_deadline(kill: impl Fn() + Send + 'static) -> Registered {
+    Registered(registry().add(Box::new(kill)))
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        let entry = {
-            let mut r = registry();
-            let i = r.entries.iter().position(|(id, _)| *id == self.0);
-            i.map(|i| r.entries.swap_remove(i))
-        };
+        let entry = registry().remove(self.0);
         // Dropped outside the lock: the last handle of a host queue reaps its workers.
         drop(entry);
     }
 }
 
-/// SIGKILL to each of `pids` (host workers whose owner is alive, so the pids are theirs); never
-/// to a pid of 0 or below, which would name a process group or every process.
-pub fn kill(pids: &[i32]) {
+/// SIGKILL to each of `pids`, for workers known only by pid (a stream of the application API,
+/// whose queue is its own): safe while their owner is alive, since only their queue's drop reaps
+/// them (this process never waits for any child but its own by pid). Never to a pid of 0 or
+/// below, which would name a process group or every process.
+pub fn kill_pids(pids: &[i32]) {
     for &p in pids.iter().filter(|&&p| p > 0) {
         let _ = send(Pid::from_raw(p), Signal::SIGKILL);
     }
@@ -85,32 +104,37 @@ pub fn happened() -> bool {
 pub(super) fn arm() {
     let _ = std::thread::Builder::new().name("abandon".into()).spawn(|| {
         std::thread::sleep(CLOSE_WAIT);
-        let r = registry();
-        let pids: Vec<i32> = r.entries.iter().flat_map(|(_, workers)| workers()).collect();
-        if !pids.is_empty() {
-            KILLED.store(true, Ordering::SeqCst);
-            kill(&pids);
-        }
+        registry().fire(&KILLED);
     });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
 
-    /// A registration is listed while it lives and gone after its drop, so the deadline never
-    /// signals workers whose owner has let them go (and reaped them).
+    /// The deadline kills what is registered then, and only that: a registration dropped before
+    /// (its workers let go, maybe reaped) is never acted on; nothing registered, nothing happened.
     #[test]
-    fn a_registration_ends_with_its_drop() {
-        // Above any pid_max: no process has them (and nothing here kills).
-        let (p, q) = (i32::MAX - 1, i32::MAX - 2);
-        let listed = |pid: i32| registry().entries.iter().any(|(_, w)| w().contains(&pid));
-        let a = kill_at_deadline(move || vec![p]);
-        let b = kill_at_deadline(move || vec![q]);
-        assert!(listed(p) && listed(q));
-        drop(a);
-        assert!(!listed(p) && listed(q));
-        drop(b);
-        assert!(!listed(q));
+    fn the_deadline_kills_only_what_is_registered() {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counting = |n: usize| -> Kill {
+            let runs = Arc::clone(&runs);
+            Box::new(move || {
+                runs.fetch_add(n, Ordering::SeqCst);
+            })
+        };
+        let mut r = Registry::default();
+        let killed = AtomicBool::new(false);
+        r.fire(&killed);
+        assert!(!killed.load(Ordering::SeqCst), "nothing registered: nothing killed");
+        let gone = r.add(counting(1));
+        let live = r.add(counting(10));
+        assert!(r.remove(gone).is_some() && r.remove(gone).is_none());
+        r.fire(&killed);
+        assert_eq!(runs.load(Ordering::SeqCst), 10);
+        assert!(killed.load(Ordering::SeqCst));
+        assert!(r.remove(live).is_some() && r.entries.is_empty());
     }
 }

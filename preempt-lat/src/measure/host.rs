@@ -55,10 +55,10 @@ struct HostBackend {
 }
 
 /// Registers `dev`'s LP workers with [`abandon::kill_at_deadline`] (the registration holds the
-/// queue, so their pids stay theirs).
+/// queue; its kill goes through the workers' pidfds).
 fn abandonable(dev: &HostDevice) -> Registered {
     let q = Arc::clone(dev.lp());
-    abandon::kill_at_deadline(move || q.pids())
+    abandon::kill_at_deadline(move || q.kill_workers())
 }
 
 /// A host Lv3 suspension (SIGSTOP of every LP worker); resumes (SIGCONT) on drop too.
@@ -242,7 +242,7 @@ pub fn native(exe: &WorkerExe, t_ms: f64, commands: u32, workers: u32) -> Result
 
 /// Kills `dev`'s LP workers (a stop abandons what they run).
 fn abandon_lp(dev: &HostDevice) -> Abandoned {
-    abandon::kill(&dev.lp().pids());
+    dev.lp().kill_workers();
     Abandoned::Stopped
 }
 

@@ -147,10 +147,11 @@ pub fn run_mode(
         false => None,
     };
     // The LP workers (host device), killed if a stop's close time passes while the mode waits on
-    // them: an Lv2 hold lasts up to T (crate::measure::abandon).
-    let _abandonable = lp.as_ref().map(|lp| {
+    // them: an Lv2 hold lasts up to T (crate::measure::abandon; the registration holds the
+    // stream, hence its workers unreaped). A GPU's kernels cannot be stopped: nothing to register.
+    let _abandonable = lp.as_ref().filter(|_| session.device().is_host()).map(|lp| {
         let lp = Arc::clone(lp);
-        abandon::kill_at_deadline(move || lp.host_pids())
+        abandon::kill_at_deadline(move || abandon::kill_pids(&lp.host_pids()))
     });
     let lp_ns = crate::num::round_u64(p.t_ms * 1e6);
     let keep_ahead = 2 * p.threshold as usize + 2;
