@@ -30,6 +30,12 @@ the running waves), a tiny HP probe runs, and the LP queue is resumed. \
 Reported per sample, in nanoseconds: suspend latency (suspend call until the LP queue runs \
 nothing), HP start latency (HP request until the probe starts) and resume latency; and a \
 correctness check that every LP command completed exactly once.\n\n\
+Exit status: 0 done, every check passed; 3 a check failed; 2 bad input; 1 could not run. Ctrl-C \
+(SIGTERM, SIGHUP) stops within about 1-2 s (on a GPU, after an Lv1 drain under way) and writes what \
+was measured, marked interrupted: the LP \
+commands still running after the bounded close (1 s) are abandoned, and their check is then \
+reported as not checked (neither a pass nor a failure: exit status 0, or 3 if a check that was \
+made failed). A second Ctrl-C exits at once (130).\n\n\
 Without a usable AMD GPU, --device auto runs on the host device (CPU worker processes; Lv3 = \
 SIGSTOP/SIGCONT) and says so: those are host figures, not GPU figures. Run `preempt-lat doctor` \
 to see what this machine can do.",
