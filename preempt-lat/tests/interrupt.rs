@@ -54,20 +54,6 @@ fn a_second_signal_ends_the_process_while_stdout_is_blocked() {
     signal(pid, Signal::SIGINT);
     std::thread::sleep(Duration::from_millis(300));
     signal(pid, Signal::SIGINT);
-    std::thread::sleep(Duration::from_secs(2));
-    let g = std::process::Command::new("gdb")
-        .args(["-batch", "-p", &pid.to_string(), "-ex", "thread apply all bt 15"])
-        .output()
-        .unwrap();
-    eprintln!("GDB {}", String::from_utf8_lossy(&g.stdout));
-    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
-        eprintln!(
-            "DEBUG {:?} {:?} {:?}",
-            std::fs::read_to_string(t.path().join("comm")),
-            std::fs::read_to_string(t.path().join("wchan")),
-            std::fs::read_to_string(t.path().join("syscall"))
-        );
-    }
     let st = wait_or_kill(&mut child, Duration::from_secs(10));
     let err = err.join().unwrap();
     let st = st.unwrap_or_else(|| panic!("a second SIGINT did not end the process within 10 s (killed): {err}"));

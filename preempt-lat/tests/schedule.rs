@@ -180,7 +180,13 @@ fn kedf_and_laxity_with_lognormal_arrivals_print_every_class_tail() {
             assert!(cells[6..10].iter().all(|c| c.parse::<f64>().is_ok()), "{r}");
         }
         // `report` takes every policy's schedule.json: a row per class, named by the policy.
-        let o = pl(&["report", dir.join("schedule.json").to_str().unwrap()]);
+        let out = dir.join("report");
+        let o = pl(&[
+            "report",
+            "--out-dir",
+            out.to_str().unwrap(),
+            dir.join("schedule.json").to_str().unwrap(),
+        ]);
         let t = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "{}{t}", stderr(&o));
         let name = if policy[1] == "kedf" { "k-edf" } else { "laxity" };
