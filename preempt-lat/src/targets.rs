@@ -350,6 +350,10 @@ fn judge_launcher(v: &Value, file: &str, out: &mut Vec<Judgement>) {
 fn judge_overhead(v: &Value, file: &str, out: &mut Vec<Judgement>) {
     let device = v["env"]["device"].as_str().unwrap_or("?");
     let runs = v["runs_done"].as_u64().unwrap_or(0);
+    // Stopped before a whole run: nothing was measured (its zeros are no figures).
+    if runs == 0 {
+        return;
+    }
     for s in v["setups"].as_array().into_iter().flatten() {
         let setup = s["setup"].as_str().unwrap_or("?");
         for (id, key) in [

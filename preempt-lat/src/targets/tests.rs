@@ -179,6 +179,18 @@ fn launcher_cost_and_example5_are_judged() {
     assert!(judge(&json!({"something": "else"}), "x").is_empty());
 }
 
+#[test]
+fn an_overhead_stopped_before_its_first_run_is_not_judged() {
+    let o = |runs: u64| {
+        json!({
+            "env": {"device": "host"}, "runs_done": runs,
+            "setups": [{"setup": "lv1", "time_overhead_percent": {"median": 0.0}, "cpu_increase_points": {"median": 0.0}}],
+        })
+    };
+    assert!(judge(&o(0), "o.json").is_empty(), "median of 0 runs judged");
+    assert_eq!(ids(&judge(&o(3), "o.json")), ["overhead", "scheduler-cpu"]);
+}
+
 /// Every policy's class experiment is judged where a target applies: the loss against the
 /// classes alone (any policy with --standalone), the top class's P99 against itself alone
 /// (hpf), the shares (up only).
