@@ -1,14 +1,15 @@
 //! The stages of one device, in order, with what each needs, its time bound and the child's
 //! command line. Every stage is an existing subcommand (`preempt-lat --level ...`, `sweep`,
-//! `priority`) or, for what no subcommand does alone, the hidden `__acceptance-stage` (which
+//! `priority`, `priority --policy up`, `overhead`) or, for what no subcommand does alone, the hidden `__acceptance-stage` (which
 //! opens the device through the same device layer, preempt-api's `gpu` module and `Session`):
 //! there is one GPU set-up path, and `acceptance` only runs it.
 use crate::options::{HOST_HAS_NO_LP_STATE, InternalStage, Level};
-use clap::ValueEnum;
 use lv3::MechanismKind;
 use preempt_api::DeviceSpec;
-use std::path::Path;
 use std::time::Duration;
+
+mod command;
+pub use command::{args, result_files, stdout_file};
 
 /// How a Lv3 stage suspends: the host device's SIGSTOP, or a KFD mechanism on a GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +56,12 @@ pub enum Work {
     SweepThreshold,
     SweepState,
     Priority,
+    /// `priority --policy up --shares` [`SHARES`]: the class experiment's bandwidth partition
+    /// (Fig. 9 bottom), through the application API's helper policy.
+    Partition,
+    /// `overhead`: native against scheduled, nothing preempted (Fig. 12a/b); its stdout is its
+    /// JSON result ([`stdout_file`]).
+    Overhead,
     /// The kernel log lines of the device's run, read by `acceptance` itself.
     KernelLog,
 }
@@ -85,6 +92,11 @@ pub struct Sizes {
     pub threshold_t_ms: &'static str,
     pub commands: u32,
     pub priority_s: f64,
+    /// The partition run's length (s).
+    pub partition_s: f64,
+    /// `overhead --runs` and `--commands` (of T each, per setup and run).
+    pub overhead_runs: u32,
+    pub overhead_commands: u32,
     /// Multiplies every bound.
     pub bound_scale: f64,
 }
@@ -99,6 +111,12 @@ impl Sizes {
         threshold_t_ms: "0.01,0.1,1",
         commands: 200,
         priority_s: 3.0,
+        // Section 10 of docs/hardware-validation.md runs the partition for 10 s: a few hundred
+        // turns of 10 ms rounds per queue, each a suspend and a resume through the mechanism.
+        partition_s: 10.0,
+        // overhead's own defaults (5 runs of 500 commands: 0.25 s of work per setup at T = 0.5 ms).
+        overhead_runs: 5,
+        overhead_commands: 500,
         bound_scale: 1.0,
     };
     pub const QUICK: Sizes = Sizes {
@@ -110,6 +128,10 @@ impl Sizes {
         threshold_t_ms: "0.1,1",
         commands: 100,
         priority_s: 1.0,
+        // About 200 turns; the host device lands within its +-1-2 points of 75:25 in 2 s.
+        partition_s: 2.0,
+        overhead_runs: 3,
+        overhead_commands: 200,
         bound_scale: 0.5,
     };
 
@@ -120,6 +142,9 @@ impl Sizes {
 
 /// The T of the latency runs and of the per-mechanism stages (the seeds' test 4.1.1).
 pub const T_MS: &str = "0.5";
+
+/// The partition stage's shares: Fig. 9 bottom's two queues (test 7.2.2).
+pub const SHARES: &str = "75:25";
 
 /// The dynamic-queues stage's bound (s, before `--quick` halves it): its own steps take about
 /// 5 s (the 2 s idle, a 350 ms held command, two LP queue set-ups), plus the delay kernel's
@@ -286,6 +311,22 @@ pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
         level_needs,
         1800,
     )));
+    // The helper's policy suspends and resumes the queues at Lv3 only (its streams' level is
+    // auto: the session's mechanism), so one Lv3 latency that passed is all it needs.
+    v.push(with_lv3(s(
+        "partition",
+        &format!("priority --policy up --shares {SHARES}: the application helper's bandwidth partition"),
+        Work::Partition,
+        &[],
+        600,
+    )));
+    v.push(with_lv3(s(
+        "overhead",
+        "overhead: native against scheduled (every level), nothing preempted",
+        Work::Overhead,
+        level_needs,
+        900,
+    )));
     for &m in &mechs {
         let id = if host {
             "bystander".to_string()
@@ -314,140 +355,6 @@ pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
         60,
     ));
     v
-}
-
-fn strings(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
-
-/// The child's arguments (after the program) for `stage` writing into `dir`; `chosen` is the
-/// mechanism of a stage with `needs_any` (none: `auto`). `None` for the kernel log.
-pub fn args(stage: &Stage, device: DeviceSpec, quick: bool, dir: &Path, chosen: Option<Mech>) -> Option<Vec<String>> {
-    let z = Sizes::of(quick);
-    let dev = device.to_string();
-    let path = |f: &str| dir.join(f).display().to_string();
-    let out_dir = dir.display().to_string();
-    let chosen = chosen.map(Mech::arg).unwrap_or_default();
-    let mut a = match stage.work {
-        Work::Internal(which, mech) => {
-            let name = which.to_possible_value().map(|v| v.get_name().to_string())?;
-            let mut a = strings(&[
-                "__acceptance-stage",
-                &name,
-                "--device",
-                &dev,
-                "--t-ms",
-                T_MS,
-                "--out-dir",
-            ]);
-            a.push(out_dir);
-            a.extend(mech.map(Mech::arg).unwrap_or_default());
-            return Some(a);
-        }
-        Work::Latency(level, mech) => {
-            let mut a = strings(&[
-                "--device",
-                &dev,
-                "--level",
-                &level.number().to_string(),
-                "--t-ms",
-                T_MS,
-                "--samples",
-                &z.samples.to_string(),
-                "--warmup",
-                &z.warmup.to_string(),
-                "--format",
-                "json",
-                "--out",
-                &path("run.json"),
-                "--trace",
-                &path("run.trace.json"),
-            ]);
-            a.extend(mech.map(Mech::arg).unwrap_or_default());
-            a
-        }
-        Work::SweepT => {
-            let mut a = strings(&[
-                "sweep",
-                "t",
-                "--device",
-                &dev,
-                "--levels",
-                if device.has_lv2() { "1,2,3" } else { "1,3" },
-                "--t-ms",
-                z.sweep_t_ms,
-                "--samples",
-                &z.sweep_samples.to_string(),
-                "--warmup",
-                &z.warmup.to_string(),
-                "--out-dir",
-                &out_dir,
-            ]);
-            a.extend(chosen);
-            a
-        }
-        Work::SweepThreshold => strings(&[
-            "sweep",
-            "threshold",
-            "--device",
-            &dev,
-            "--thresholds",
-            z.thresholds,
-            "--t-ms",
-            z.threshold_t_ms,
-            "--commands",
-            &z.commands.to_string(),
-            "--out-dir",
-            &out_dir,
-        ]),
-        Work::SweepState => {
-            let mut a = strings(&[
-                "sweep",
-                "state",
-                "--device",
-                &dev,
-                "--levels",
-                "1,3",
-                "--t-ms",
-                T_MS,
-                "--samples",
-                &z.sweep_samples.to_string(),
-                "--out-dir",
-                &out_dir,
-            ]);
-            a.extend(chosen);
-            a
-        }
-        Work::Priority => {
-            let mut a = strings(&[
-                "priority",
-                "--device",
-                &dev,
-                "--duration-s",
-                &z.priority_s.to_string(),
-                "--out-dir",
-                &out_dir,
-                "--trace",
-                &path("priority.trace.json"),
-            ]);
-            a.extend(chosen);
-            a
-        }
-        Work::KernelLog => return None,
-    };
-    a.push("--quiet".into());
-    Some(a)
-}
-
-/// The files a stage writes that `report` merges (the others are in the archive all the same).
-pub fn result_files(work: Work) -> &'static [&'static str] {
-    match work {
-        Work::Latency(..) => &["run.json"],
-        Work::SweepT => &["sweep-t.json"],
-        Work::SweepState => &["sweep-state.json"],
-        Work::Priority => &["priority.json"],
-        Work::Internal(..) | Work::SweepThreshold | Work::KernelLog => &[],
-    }
 }
 
 /// The Lv3 mechanism of the stage `id` (a Lv3 latency stage), for a stage that needs any of them.

@@ -1,6 +1,7 @@
 use super::*;
 use crate::options::{Cli, Command};
 use clap::Parser;
+use std::path::Path;
 
 fn ids(v: &[Stage]) -> Vec<&str> {
     v.iter().map(|s| s.id.as_str()).collect()
@@ -152,6 +153,84 @@ fn lv2_runs_on_the_host_device_and_a_gpu_plan_says_why_not() {
         let sweep = args(&gpu[at("sweep-t")], DeviceSpec::Hip(3), quick, dir, None).unwrap();
         assert!(sweep.windows(2).any(|w| w == ["--levels", "1,3"]), "{sweep:?}");
     }
+}
+
+/// Issue 23 in acceptance: every device's plan runs the bandwidth partition (`priority --policy
+/// up --shares 75:25`: the class experiment, through the application helper's policy) and the
+/// overhead comparison (`overhead` at every level of the device) right after `priority`, with
+/// the Lv3 mechanism priority uses and needing what it needs (the partition suspends at Lv3
+/// only: one Lv3 latency that passed), sized by `--quick`; overhead's stdout is its result.
+#[test]
+fn partition_and_overhead_follow_priority_with_its_mechanism() {
+    use crate::options::{Format, PolicyKind, values::parse_shares};
+    use lv3::MechanismChoice;
+    let dir = Path::new("/tmp/x");
+    for dev in [DeviceSpec::Host, DeviceSpec::Hip(1)] {
+        for quick in [false, true] {
+            let z = Sizes::of(quick);
+            let v = stages(dev, quick);
+            let at = |id: &str| {
+                v.iter()
+                    .position(|s| s.id == id)
+                    .unwrap_or_else(|| panic!("{dev}: no {id}"))
+            };
+            let (prio, part, over) = (&v[at("priority")], &v[at("partition")], &v[at("overhead")]);
+            assert_eq!(
+                (at("partition"), at("overhead")),
+                (at("priority") + 1, at("priority") + 2),
+                "{dev}: {:?}",
+                ids(&v)
+            );
+            assert_eq!((part.work, over.work), (Work::Partition, Work::Overhead));
+            assert_eq!((&part.not_here, &over.not_here), (&None, &None), "{dev}: both run here");
+            assert!(!prio.needs_any.is_empty());
+            assert_eq!((&part.needs_any, &over.needs_any), (&prio.needs_any, &prio.needs_any));
+            assert!(part.needs.is_empty(), "{:?}", part.needs);
+            assert_eq!(over.needs, prio.needs, "overhead runs priority's levels");
+            // The last Lv3 latency stage's mechanism (the first that passed, in a run).
+            let chosen = prio.needs_any.last().and_then(|id| mechanism_of(&v, id));
+            let want_mech = match chosen {
+                Some(Mech::Kfd(k)) => MechanismChoice::Only(k),
+                _ => MechanismChoice::Auto,
+            };
+            let parse = |s: &Stage| {
+                let a = args(s, dev, quick, dir, chosen).unwrap();
+                let cli = Cli::try_parse_from(std::iter::once("preempt-lat".to_string()).chain(a.clone()))
+                    .unwrap_or_else(|e| panic!("{a:?}: {e}"));
+                cli.checked().unwrap_or_else(|e| panic!("{a:?}: {e}"))
+            };
+            let Command::Priority(p) = parse(part) else {
+                panic!("partition runs priority")
+            };
+            assert!(p.runs_classes(), "the class experiment, not priority's modes");
+            assert_eq!(p.policy, PolicyKind::Up);
+            assert_eq!(p.shares, Some(parse_shares(SHARES).unwrap()));
+            assert_eq!(p.duration_s, z.partition_s);
+            assert_eq!((p.common.device, p.common.mechanism), (dev, want_mech));
+            assert_eq!(p.out_dir, dir);
+            let Command::Overhead(o) = parse(over) else {
+                panic!("overhead runs overhead")
+            };
+            let levels = if dev.has_lv2() {
+                vec![Level::Lv1, Level::Lv2, Level::Lv3]
+            } else {
+                vec![Level::Lv1, Level::Lv3]
+            };
+            assert_eq!(o.levels, levels, "{dev}: every level the device has");
+            assert_eq!(
+                (o.runs, o.commands, o.format),
+                (z.overhead_runs, z.overhead_commands, Format::Json)
+            );
+            assert_eq!((o.common.device, o.common.mechanism), (dev, want_mech));
+            // What report judges: the class experiment's schedule.json; overhead's stdout.
+            assert_eq!(result_files(part.work), ["schedule.json"]);
+            assert_eq!(stdout_file(part.work), "stdout.txt");
+            assert_eq!(result_files(over.work), [stdout_file(over.work)]);
+        }
+    }
+    let (f, q) = (Sizes::FULL, Sizes::QUICK);
+    assert!(q.partition_s < f.partition_s);
+    assert!(q.overhead_runs * q.overhead_commands < f.overhead_runs * f.overhead_commands);
 }
 
 /// docs/hardware-validation.md's first table has a row per stage of a GPU's plan (per
