@@ -1,8 +1,9 @@
 //! The stages of one device, in order, with what each needs, its time bound and the child's
-//! command line. Every stage is an existing subcommand (`preempt-lat --level ...`, `sweep`,
-//! `priority`, `priority --policy up`, `overhead`) or, for what no subcommand does alone, the hidden `__acceptance-stage` (which
-//! opens the device through the same device layer, preempt-api's `gpu` module and `Session`):
-//! there is one GPU set-up path, and `acceptance` only runs it.
+//! command line ([`command`]). Every stage is an existing subcommand (`preempt-lat --level ...`,
+//! `sweep`, `priority`, `priority --policy up`, `overhead`) or, for what no subcommand does alone,
+//! the hidden `__acceptance-stage` (which opens the device through the same device layer,
+//! preempt-api's `gpu` module and `Session`): there is one GPU set-up path, and `acceptance` only
+//! runs it.
 use crate::options::{HOST_HAS_NO_LP_STATE, InternalStage, Level};
 use lv3::MechanismKind;
 use preempt_api::DeviceSpec;
@@ -111,8 +112,8 @@ impl Sizes {
         threshold_t_ms: "0.01,0.1,1",
         commands: 200,
         priority_s: 3.0,
-        // Section 10 of docs/hardware-validation.md runs the partition for 10 s: a few hundred
-        // turns of 10 ms rounds per queue, each a suspend and a resume through the mechanism.
+        // Section 10 of docs/hardware-validation.md runs the partition for 10 s: a thousand
+        // rounds of 10 ms, in each a turn per queue (a suspend and a resume through the mechanism).
         partition_s: 10.0,
         // overhead's own defaults (5 runs of 500 commands: 0.25 s of work per setup at T = 0.5 ms).
         overhead_runs: 5,
@@ -128,7 +129,7 @@ impl Sizes {
         threshold_t_ms: "0.1,1",
         commands: 100,
         priority_s: 1.0,
-        // About 200 turns; the host device lands within its +-1-2 points of 75:25 in 2 s.
+        // 200 rounds (host figures: 1-2 points off 75:25 in 1-2 s on an idle 2-core VM).
         partition_s: 2.0,
         overhead_runs: 3,
         overhead_commands: 200,
