@@ -175,8 +175,54 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
         "sweep-t",
         "sweep-threshold",
         "priority",
+        "partition",
+        "overhead",
     ] {
         assert_eq!(stage(&s, id)["status"], "PASS", "{id}: {}", stage(&s, id));
+    }
+    // Issue 23's two stages, right after priority: the application helper's 75:25 partition and
+    // the overhead comparison at every level of the host device, each result listed for report.
+    let order: Vec<&str> = dev["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|st| st["id"].as_str().unwrap())
+        .collect();
+    let at = |id: &str| order.iter().position(|i| *i == id).unwrap();
+    assert_eq!(
+        (at("partition"), at("overhead")),
+        (at("priority") + 1, at("priority") + 2)
+    );
+    let partition = stage(&s, "partition");
+    assert!(
+        partition["command"]
+            .as_str()
+            .unwrap()
+            .contains(" --policy up --shares 75:25 "),
+        "{partition}"
+    );
+    let reason = partition["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("q0 asked 75.0 % got ") && reason.contains(", q1 asked 25.0 % got "),
+        "{partition}"
+    );
+    assert!(
+        reason.ends_with("through sigstop; every LP command exactly once"),
+        "{partition}"
+    );
+    let overhead = stage(&s, "overhead");
+    for setup in ["lv1 ", "lv2 ", "lv3 "] {
+        assert!(overhead["reason"].as_str().unwrap().contains(setup), "{overhead}");
+    }
+    for (st, file) in [
+        (partition, "-partition/schedule.json"),
+        (overhead, "-overhead/overhead.json"),
+    ] {
+        let results = st["results"].as_array().unwrap();
+        assert!(
+            results.len() == 1 && results[0].as_str().unwrap().ends_with(file),
+            "{st}"
+        );
     }
     // The host device has Lv2: its latency, sweep t's Lv2 runs and priority's lv2 mode.
     assert!(
@@ -250,6 +296,9 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
         "-sweep-t/sweep-t.csv",
         "-sweep-threshold/sweep-threshold.json",
         "-priority/priority.svg",
+        "-partition/schedule.json",
+        "-partition/schedule.csv",
+        "-overhead/overhead.json",
         "-kernel-log/kernel-log.txt",
     ] {
         assert!(names.iter().any(|n| n.ends_with(end)), "no *{end} in {names:?}");
@@ -264,8 +313,22 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
         "lv2-one-t",
         "lv1-overhead",
         "hp-p99-fig9",
+        "partition",
+        "overhead",
+        "scheduler-cpu",
     ] {
         assert!(ids.contains(&id), "{ids:?}");
+    }
+    let scopes_of = |id: &str| -> Vec<&str> {
+        targets
+            .iter()
+            .filter(|t| t["id"] == id)
+            .map(|t| t["scope"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(scopes_of("partition"), ["up 75:25"]);
+    for id in ["overhead", "scheduler-cpu"] {
+        assert_eq!(scopes_of(id), ["lv1", "lv2", "lv3"], "{id}");
     }
     let scopes: Vec<&str> = targets
         .iter()

@@ -129,7 +129,7 @@ fn run_child(cx: &Context, device: DeviceSpec, stage: &Stage, rel: &str, chosen:
     };
     rec.command = Some(format!("preempt-lat {}", args.join(" ")));
     let files = std::fs::create_dir_all(&dir).and_then(|()| {
-        let out = std::fs::File::create(dir.join("stdout.txt"))?;
+        let out = std::fs::File::create(dir.join(plan::stdout_file(stage.work)))?;
         let err = std::fs::File::create(dir.join("stderr.txt"))?;
         Ok((out, err))
     });

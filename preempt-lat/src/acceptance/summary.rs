@@ -59,7 +59,7 @@ pub struct StageRecord {
     #[serde(default)]
     pub files: Vec<String>,
     /// Of those, the results `report` merges (run JSON, sweep-t.json, sweep-state.json,
-    /// priority.json).
+    /// priority.json, the partition's schedule.json, overhead.json).
     #[serde(default)]
     pub results: Vec<String>,
     /// What the stage found (its `stage.json` facts; null for subcommand stages).

@@ -1,6 +1,6 @@
 //! From a stage's ended child to its status and one line of reason, and from a device's stage
 //! records to its targets judged ([`super::targets`]).
-use super::plan::{Stage, Work, result_files};
+use super::plan::{SHARES, Stage, Work, result_files};
 use super::runner::Ended;
 use super::stage;
 use super::summary::{StageRecord, Status};
@@ -93,8 +93,72 @@ fn pass_line(work: Work, dir: &Path) -> String {
                 format!("modes {}; every LP command exactly once", modes.join(", "))
             },
         ),
+        Work::Partition => json(dir, "schedule.json").map_or_else(
+            || "passed (no schedule.json to summarize)".into(),
+            |r| {
+                let classes: Vec<String> = r["classes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        let pc = |k: &str| c[k].as_f64().map_or_else(|| "-".into(), |v| format!("{v:.1} %"));
+                        format!(
+                            "{} asked {} got {}",
+                            c["name"].as_str().unwrap_or("?"),
+                            pc("share_asked_percent"),
+                            pc("share_achieved_percent")
+                        )
+                    })
+                    .collect();
+                format!(
+                    "{}; {} suspends, {} resumes through {}; every LP command exactly once",
+                    classes.join(", "),
+                    r["suspends"],
+                    r["resumes"],
+                    r["mechanism"].as_str().unwrap_or("-")
+                )
+            },
+        ),
+        Work::Overhead => json(dir, "overhead.json").map_or_else(
+            || "passed (no overhead.json to summarize)".into(),
+            |r| {
+                let median = |f: &Value| f["median"].as_f64().map_or_else(|| "-".into(), |v| format!("{v:+.2}"));
+                let setups: Vec<String> = r["setups"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|s| !s["time_overhead_percent"].is_null())
+                    .map(|s| {
+                        format!(
+                            "{} {} % time / {} points CPU",
+                            s["setup"].as_str().unwrap_or("?"),
+                            median(&s["time_overhead_percent"]),
+                            median(&s["cpu_increase_points"])
+                        )
+                    })
+                    .collect();
+                format!(
+                    "against native, medians of {} runs: {}; every LP command exactly once",
+                    r["runs_done"],
+                    setups.join(", ")
+                )
+            },
+        ),
         Work::Internal(..) | Work::KernelLog => "passed".into(),
     }
+}
+
+/// Why a partition run that exited 0 failed all the same: the helper's policy reported suspends
+/// or resumes that failed (each fed back to the policy, which went on), i.e. the mechanism did
+/// not carry out the partition it was asked for.
+fn failed_actions(dir: &Path) -> Option<String> {
+    let r = json(dir, "schedule.json")?;
+    let failed = r["failed_actions"].as_array().filter(|a| !a.is_empty())?;
+    Some(clip(&format!(
+        "the helper's policy reported {} failed suspend/resume action(s) (schedule.json lists at most 20); the first: {}",
+        failed.len(),
+        failed[0].as_str().unwrap_or("?")
+    )))
 }
 
 /// A stage's status, reason and facts from how its child ended (under `bound`) and what it wrote
@@ -132,7 +196,14 @@ pub fn of_child(stage: &Stage, bound: Duration, ended: &Ended, dir: &Path) -> (S
             ),
         };
     }
-    match ended.status.and_then(|s| s.code()) {
+    let code = ended.status.and_then(|s| s.code());
+    if code == Some(0)
+        && stage.work == Work::Partition
+        && let Some(why) = failed_actions(dir)
+    {
+        return (Status::Fail, why, Value::Null);
+    }
+    match code {
         Some(0) => (Status::Pass, pass_line(stage.work, dir), Value::Null),
         Some(3) => (
             Status::Fail,
@@ -151,12 +222,13 @@ pub fn of_child(stage: &Stage, bound: Duration, ended: &Ended, dir: &Path) -> (S
     }
 }
 
-/// The result files of `stage` that its child wrote into `dir`.
+/// The result files of `stage` that its child wrote into `dir` (an empty one is none: e.g.
+/// `overhead`'s stdout when it stopped before writing its result).
 pub fn results_in(stage: &Stage, dir: &Path) -> Vec<&'static str> {
     result_files(stage.work)
         .iter()
         .copied()
-        .filter(|f| dir.join(f).is_file())
+        .filter(|f| dir.join(f).metadata().is_ok_and(|m| m.is_file() && m.len() > 0))
         .collect()
 }
 
@@ -206,141 +278,23 @@ pub fn targets(stages: &[Stage], records: &[StageRecord], top: &Path) -> Vec<Jud
             j.from.ends_with("mode lv2")
         });
     }
+    // One partition row: with two queues their errors are equal and opposite (the achieved
+    // shares add up to 100 % as the asked ones do); a class off by more stands for both.
+    from("partition", "schedule.json", "partition", &format!("up {SHARES}"), all);
+    // overhead's scheduled setups, the levels the plan runs it with (lv2 where the device has it).
+    let setups: Vec<&str> = [Level::Lv1, Level::Lv2, Level::Lv3]
+        .into_iter()
+        .filter(|&l| l != Level::Lv2 || lv2)
+        .map(|l| crate::overhead::Setup::Scheduled(l).name())
+        .collect();
+    for id in ["overhead", "scheduler-cpu"] {
+        for setup in &setups {
+            let against = format!(": {setup} against native");
+            from("overhead", "overhead.json", id, setup, &|j| j.from.contains(&against));
+        }
+    }
     out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::acceptance::plan::stages;
-    use preempt_api::DeviceSpec;
-
-    #[test]
-    fn a_stage_that_did_not_pass_leaves_its_targets_not_measured_with_its_reason() {
-        let plan = stages(DeviceSpec::Host, true);
-        let top = std::env::temp_dir().join(format!("preempt-lat-outcome-{}", std::process::id()));
-        std::fs::create_dir_all(top.join("host/06-latency-lv3-sigstop")).unwrap();
-        let run = serde_json::json!({
-            "params": {"level": 3, "t_ms": 0.5},
-            "env": {"device": "host"},
-            "latency_ns": {"suspend": {"p99": 30_000, "count": 100}},
-        });
-        std::fs::write(top.join("host/06-latency-lv3-sigstop/run.json"), run.to_string()).unwrap();
-        let rec = |id: &str, status: Status, files: &[&str]| StageRecord {
-            files: files.iter().map(|s| s.to_string()).collect(),
-            status,
-            ..StageRecord::skipped(id, id, 1.0, &[], format!("{id} said why"))
-        };
-        let records = [
-            rec(
-                "latency-lv3-sigstop",
-                Status::Pass,
-                &["host/06-latency-lv3-sigstop/run.json"],
-            ),
-            rec("latency-lv1", Status::Fail, &[]),
-            rec("sweep-t", Status::Skip, &[]),
-        ];
-        let t = targets(&plan, &records, &top);
-        let by_id = |id: &str| t.iter().find(|j| j.id == id).unwrap();
-        assert_eq!(by_id("lv3-p99").verdict, targets::Verdict::Pass);
-        assert!(by_id("lv3-p99").host_figures);
-        let lv1 = by_id("lv1-threshold-x-t");
-        assert_eq!(lv1.verdict, targets::Verdict::NotMeasured);
-        assert!(
-            lv1.note.contains("stage latency-lv1: FAIL (latency-lv1 said why)"),
-            "{}",
-            lv1.note
-        );
-        assert!(by_id("lv3-flat-in-t").note.contains("SKIP"));
-        // Stages with no record (not in the plan's run) give no row.
-        assert!(t.iter().all(|j| j.id != "hp-p99-fig9"));
-        std::fs::remove_dir_all(&top).unwrap();
-    }
-
-    /// Issue 23 (Lv2): on the host device latency-lv2 is judged against ~1 x T and priority's lv2
-    /// mode against Fig. 9's HP P99 target; a GPU, whose plan skips latency-lv2 saying why, has
-    /// no Lv2 target rows at all (no N/A that nothing could ever measure).
-    #[test]
-    fn lv2_targets_are_judged_where_the_plan_runs_lv2() {
-        let top = std::env::temp_dir().join(format!("preempt-lat-outcome-lv2-{}", std::process::id()));
-        std::fs::create_dir_all(top.join("host/13-latency-lv2")).unwrap();
-        std::fs::create_dir_all(top.join("host/17-priority")).unwrap();
-        let run = serde_json::json!({
-            "params": {"level": 2, "t_ms": 0.5},
-            "env": {"device": "host"},
-            "latency_ns": {"suspend": {"p99": 400_000, "count": 100}},
-        });
-        std::fs::write(top.join("host/13-latency-lv2/run.json"), run.to_string()).unwrap();
-        let prio = serde_json::json!({
-            "target_p99_ratio": 1.3,
-            "env": {"device": "host"},
-            "modes": [
-                {"mode": "standalone-hp", "hp_p99_vs_standalone": 1.0},
-                {"mode": "lv2", "hp_p99_vs_standalone": 1.4},
-                {"mode": "lv3", "hp_p99_vs_standalone": 1.1},
-            ],
-        });
-        std::fs::write(top.join("host/17-priority/priority.json"), prio.to_string()).unwrap();
-        let rec = |id: &str, status: Status, files: &[&str]| StageRecord {
-            files: files.iter().map(|s| s.to_string()).collect(),
-            status,
-            ..StageRecord::skipped(id, id, 1.0, &[], format!("{id} said why"))
-        };
-        let records = [
-            rec("latency-lv2", Status::Pass, &["host/13-latency-lv2/run.json"]),
-            rec("priority", Status::Pass, &["host/17-priority/priority.json"]),
-        ];
-        let t = targets(&stages(DeviceSpec::Host, true), &records, &top);
-        let one_t = t.iter().find(|j| j.id == "lv2-one-t").expect("lv2-one-t judged");
-        assert_eq!(
-            (one_t.verdict, one_t.measured, one_t.host_figures),
-            (targets::Verdict::Pass, Some(0.8), true)
-        );
-        let fig9: Vec<(&str, targets::Verdict)> = t
-            .iter()
-            .filter(|j| j.id == "hp-p99-fig9")
-            .map(|j| (j.scope.as_str(), j.verdict))
-            .collect();
-        assert_eq!(
-            fig9,
-            [
-                ("lv3 mode", targets::Verdict::Pass),
-                ("lv2 mode", targets::Verdict::Fail)
-            ]
-        );
-        // A GPU: latency-lv2 skipped by the plan (its record says why), no Lv2 target.
-        let gpu = stages(DeviceSpec::Hip(0), true);
-        let why = gpu
-            .iter()
-            .find(|s| s.id == "latency-lv2")
-            .unwrap()
-            .not_here
-            .clone()
-            .unwrap();
-        let records = [
-            StageRecord::skipped("latency-lv2", "Lv2", 1.0, &[], why),
-            rec("priority", Status::Pass, &["host/17-priority/priority.json"]),
-        ];
-        let t = targets(&gpu, &records, &top);
-        assert!(t.iter().all(|j| j.id != "lv2-one-t" && j.scope != "lv2 mode"), "{t:?}");
-        std::fs::remove_dir_all(&top).unwrap();
-    }
-
-    #[test]
-    fn the_reason_of_a_failed_child_is_its_last_own_stderr_line() {
-        let dir = std::env::temp_dir().join(format!("preempt-lat-outcome-err-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("stderr.txt"),
-            "note\npreempt-lat: --device hip:0: cannot run: no /dev/kfd\npreempt-lat: WARNING: x\n\n",
-        )
-        .unwrap();
-        assert_eq!(
-            stderr_line(&dir),
-            "preempt-lat: --device hip:0: cannot run: no /dev/kfd"
-        );
-        std::fs::write(dir.join("stderr.txt"), "").unwrap();
-        assert_eq!(stderr_line(&dir), "(nothing on stderr)");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+mod tests;

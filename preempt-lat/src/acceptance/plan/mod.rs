@@ -1,0 +1,370 @@
+//! The stages of one device, in order, with what each needs, its time bound and the child's
+//! command line ([`command`]). Every stage is an existing subcommand (`preempt-lat --level ...`,
+//! `sweep`, `priority`, `priority --policy up`, `overhead`) or, for what no subcommand does alone,
+//! the hidden `__acceptance-stage` (which opens the device through the same device layer,
+//! preempt-api's `gpu` module and `Session`): there is one GPU set-up path, and `acceptance` only
+//! runs it.
+use crate::options::{HOST_HAS_NO_LP_STATE, InternalStage, Level};
+use lv3::MechanismKind;
+use preempt_api::DeviceSpec;
+use std::time::Duration;
+
+mod command;
+pub use command::{args, result_files, stdout_file};
+
+/// How a Lv3 stage suspends: the host device's SIGSTOP, or a KFD mechanism on a GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mech {
+    Sigstop,
+    Kfd(MechanismKind),
+}
+
+impl Mech {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mech::Sigstop => "sigstop",
+            Mech::Kfd(k) => k.name(),
+        }
+    }
+
+    /// `--mechanism NAME`, which the host device does not take (its one mechanism is `auto`).
+    fn arg(self) -> Vec<String> {
+        match self {
+            Mech::Sigstop => Vec::new(),
+            Mech::Kfd(k) => vec!["--mechanism".into(), k.name().into()],
+        }
+    }
+
+    /// The mechanisms of a device: SIGSTOP on the host, every KFD mechanism in `auto`'s order on a
+    /// GPU (one this kernel does not offer is skipped by its stage, with the reason).
+    pub fn of(device: DeviceSpec) -> Vec<Mech> {
+        if device.is_host() {
+            vec![Mech::Sigstop]
+        } else {
+            MechanismKind::AUTO_ORDER.into_iter().map(Mech::Kfd).collect()
+        }
+    }
+}
+
+/// What a stage runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    /// `__acceptance-stage <stage>` (with the mechanism of a per-mechanism stage).
+    Internal(InternalStage, Option<Mech>),
+    /// A latency run at T = 0.5 ms: Lv3 with a mechanism, or Lv1.
+    Latency(Level, Option<Mech>),
+    SweepT,
+    SweepThreshold,
+    SweepState,
+    Priority,
+    /// `priority --policy up --shares` [`SHARES`]: the class experiment's bandwidth partition
+    /// (Fig. 9 bottom), through the application API's helper policy.
+    Partition,
+    /// `overhead`: native against scheduled, nothing preempted (Fig. 12a/b); its stdout is its
+    /// JSON result ([`stdout_file`]).
+    Overhead,
+    /// The kernel log lines of the device's run, read by `acceptance` itself.
+    KernelLog,
+}
+
+/// One stage of a device's plan.
+#[derive(Debug, Clone)]
+pub struct Stage {
+    pub id: String,
+    pub title: String,
+    pub work: Work,
+    /// Each must have passed.
+    pub needs: Vec<String>,
+    /// At least one must have passed; the first that did names the Lv3 mechanism the stage uses.
+    pub needs_any: Vec<String>,
+    pub bound: Duration,
+    /// Why the stage cannot apply to this device (a GPU-only stage on the host device).
+    pub not_here: Option<String>,
+}
+
+/// The sizes of the runs: full, or `--quick`.
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    pub samples: u32,
+    pub warmup: u32,
+    pub sweep_t_ms: &'static str,
+    pub sweep_samples: u32,
+    pub thresholds: &'static str,
+    pub threshold_t_ms: &'static str,
+    pub commands: u32,
+    pub priority_s: f64,
+    /// The partition run's length (s).
+    pub partition_s: f64,
+    /// `overhead --runs` and `--commands` (of T each, per setup and run).
+    pub overhead_runs: u32,
+    pub overhead_commands: u32,
+    /// Multiplies every bound.
+    pub bound_scale: f64,
+}
+
+impl Sizes {
+    pub const FULL: Sizes = Sizes {
+        samples: 1000,
+        warmup: 20,
+        sweep_t_ms: "0.01,0.1,0.5,1,2",
+        sweep_samples: 200,
+        thresholds: "1,2,4,6,8,10,12,16",
+        threshold_t_ms: "0.01,0.1,1",
+        commands: 200,
+        priority_s: 3.0,
+        // Section 10 of docs/hardware-validation.md runs the partition for 10 s: a thousand
+        // rounds of 10 ms, in each a turn per queue (a suspend and a resume through the mechanism).
+        partition_s: 10.0,
+        // overhead's own defaults (5 runs of 500 commands: 0.25 s of work per setup at T = 0.5 ms).
+        overhead_runs: 5,
+        overhead_commands: 500,
+        bound_scale: 1.0,
+    };
+    pub const QUICK: Sizes = Sizes {
+        samples: 100,
+        warmup: 5,
+        sweep_t_ms: "0.1,0.5,1",
+        sweep_samples: 40,
+        thresholds: "1,4,10",
+        threshold_t_ms: "0.1,1",
+        commands: 100,
+        priority_s: 1.0,
+        // 200 rounds (host figures: 1-2 points off 75:25 in 1-2 s on an idle 2-core VM).
+        partition_s: 2.0,
+        overhead_runs: 3,
+        overhead_commands: 200,
+        bound_scale: 0.5,
+    };
+
+    pub fn of(quick: bool) -> Sizes {
+        if quick { Sizes::QUICK } else { Sizes::FULL }
+    }
+}
+
+/// The T of the latency runs and of the per-mechanism stages (the seeds' test 4.1.1).
+pub const T_MS: &str = "0.5";
+
+/// The partition stage's shares: Fig. 9 bottom's two queues (test 7.2.2).
+pub const SHARES: &str = "75:25";
+
+/// The dynamic-queues stage's bound (s, before `--quick` halves it): its own steps take about
+/// 5 s (the 2 s idle, a 350 ms held command, two LP queue set-ups), plus the delay kernel's
+/// compile with hiprtc, which the HIP smoke stage has already shown to work.
+const DYNAMIC_QUEUES_BOUND_S: u64 = 60;
+
+fn secs(s: u64, sizes: &Sizes) -> Duration {
+    Duration::from_secs_f64(s as f64 * sizes.bound_scale)
+}
+
+/// The stages of `device`, in the order they run.
+pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
+    let z = Sizes::of(quick);
+    let host = device.is_host();
+    let gpu_only = |why: &str| host.then(|| format!("GPU only: {why}"));
+    let s = |id: &str, title: &str, work: Work, needs: &[&str], bound: u64| Stage {
+        id: id.into(),
+        title: title.into(),
+        work,
+        needs: needs.iter().map(|n| n.to_string()).collect(),
+        needs_any: Vec::new(),
+        bound: secs(bound, &z),
+        not_here: None,
+    };
+    let mechs = Mech::of(device);
+    let mut v = vec![s(
+        "environment",
+        "kernel, amdgpu/KFD versions and parameters, ROCm/HIP, GPUs and visibility, doctor",
+        Work::Internal(InternalStage::Environment, None),
+        &[],
+        120,
+    )];
+    for (id, title, stage, needs, why) in [
+        (
+            "hip-smoke",
+            "HIP loads, the delay kernels compile for the target, one runs; clock rates",
+            InternalStage::HipSmoke,
+            "environment",
+            "the host device runs CPU worker processes, no HIP kernels",
+        ),
+        (
+            "calibration",
+            "T calibrated at 0.5 ms on the GPU's wall clock and checked",
+            InternalStage::Calibration,
+            "hip-smoke",
+            "the host device's commands spin on thread CPU time, which needs no calibration",
+        ),
+        (
+            "discovery",
+            "the LP stream's KFD queue found (auto mechanism)",
+            InternalStage::Discovery,
+            "hip-smoke",
+            "the host device has no KFD queue to find (its Lv3 is SIGSTOP)",
+        ),
+    ] {
+        v.push(Stage {
+            not_here: gpu_only(why),
+            ..s(id, title, Work::Internal(stage, None), &[needs], 600)
+        });
+    }
+    v.push(Stage {
+        not_here: gpu_only("no KFD queues on the host device"),
+        ..s(
+            "dynamic-queues",
+            "ordinary streams idled past GPU_MAX_HW_QUEUES: the LP stream's queue binding holds and suspends \
+             exactly once; a dropped stream's binding is refused",
+            Work::Internal(InternalStage::DynamicQueues, None),
+            &["discovery"],
+            DYNAMIC_QUEUES_BOUND_S,
+        )
+    });
+    let (sr_needs, lat_needs): (&[&str], &[&str]) = if host {
+        (&["environment"], &[])
+    } else {
+        (&["discovery"], &["calibration"])
+    };
+    for &m in &mechs {
+        v.push(s(
+            &format!("suspend-resume-{}", m.name()),
+            &format!(
+                "{}: suspend/resume of an idle queue, then of a running LP command; exactly once",
+                m.name()
+            ),
+            Work::Internal(InternalStage::SuspendResume, Some(m)),
+            sr_needs,
+            300,
+        ));
+    }
+    let lv3_ids: Vec<String> = mechs.iter().map(|m| format!("latency-lv3-{}", m.name())).collect();
+    for (&m, id) in mechs.iter().zip(&lv3_ids) {
+        let sr = format!("suspend-resume-{}", m.name());
+        let needs: Vec<&str> = lat_needs.iter().copied().chain([sr.as_str()]).collect();
+        v.push(s(
+            id,
+            &format!("Lv3 latency at T = {T_MS} ms through {}", m.name()),
+            Work::Latency(Level::Lv3, Some(m)),
+            &needs,
+            900,
+        ));
+    }
+    let lv1_needs: &[&str] = if host { &["environment"] } else { &["calibration"] };
+    v.push(s(
+        "latency-lv1",
+        &format!("Lv1 latency at T = {T_MS} ms (threshold 8, batch 4)"),
+        Work::Latency(Level::Lv1, None),
+        lv1_needs,
+        900,
+    ));
+    // Lv2 where the device has it (the host device); a GPU's plan lists it as skipped with the
+    // API's one-line reason (docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws), never a failure.
+    let lv2 = device.has_lv2();
+    v.push(Stage {
+        not_here: (!lv2).then(|| preempt_api::lv2_unavailable(device).message),
+        ..s(
+            "latency-lv2",
+            &format!("Lv2 latency at T = {T_MS} ms (the rest of the running command)"),
+            Work::Latency(Level::Lv2, None),
+            lv1_needs,
+            900,
+        )
+    });
+    // The sweeps and priority need the latency stages of the levels they run.
+    let level_needs: &[&str] = if lv2 {
+        &["latency-lv1", "latency-lv2"]
+    } else {
+        &["latency-lv1"]
+    };
+    let with_lv3 = |st: Stage| Stage {
+        needs_any: lv3_ids.clone(),
+        ..st
+    };
+    v.push(with_lv3(s(
+        "sweep-t",
+        if lv2 {
+            "sweep t: Lv1, Lv2 and Lv3 P99 against T"
+        } else {
+            "sweep t: Lv1 and Lv3 P99 against T"
+        },
+        Work::SweepT,
+        level_needs,
+        3600,
+    )));
+    v.push(s(
+        "sweep-threshold",
+        "sweep threshold: Lv1 overhead against the threshold",
+        Work::SweepThreshold,
+        &["latency-lv1"],
+        3600,
+    ));
+    v.push(Stage {
+        not_here: host.then(|| HOST_HAS_NO_LP_STATE.replace("{what}", "sweep state")),
+        ..with_lv3(s(
+            "sweep-state",
+            "sweep state: Lv1 and Lv3 P99 against the LP kernel's wave state",
+            Work::SweepState,
+            &["latency-lv1"],
+            1800,
+        ))
+    });
+    v.push(with_lv3(s(
+        "priority",
+        "priority: HP requests against a saturating LP stream, per mode",
+        Work::Priority,
+        level_needs,
+        1800,
+    )));
+    // The helper's policy suspends and resumes the queues at Lv3 only (its streams' level is
+    // auto: the session's mechanism), so one Lv3 latency that passed is all it needs.
+    v.push(with_lv3(s(
+        "partition",
+        &format!("priority --policy up --shares {SHARES}: the application helper's bandwidth partition"),
+        Work::Partition,
+        &[],
+        600,
+    )));
+    v.push(with_lv3(s(
+        "overhead",
+        "overhead: native against scheduled (every level), nothing preempted",
+        Work::Overhead,
+        level_needs,
+        900,
+    )));
+    for &m in &mechs {
+        let id = if host {
+            "bystander".to_string()
+        } else {
+            format!("bystander-{}", m.name())
+        };
+        v.push(Stage {
+            not_here: gpu_only(
+                "the bystander cost is what our preemptions cost another process's kernels on the same GPU; \
+                 the host device's SIGSTOP stops only our own workers",
+            ),
+            ..s(
+                &id,
+                &format!("what {}'s preemptions cost another process's kernels", m.name()),
+                Work::Internal(InternalStage::Bystander, Some(m)),
+                &[&format!("suspend-resume-{}", m.name())],
+                900,
+            )
+        });
+    }
+    v.push(s(
+        "kernel-log",
+        "the kernel log lines logged while this device's stages ran",
+        Work::KernelLog,
+        &[],
+        60,
+    ));
+    v
+}
+
+/// The Lv3 mechanism of the stage `id` (a Lv3 latency stage), for a stage that needs any of them.
+pub fn mechanism_of(stages: &[Stage], id: &str) -> Option<Mech> {
+    stages.iter().find(|s| s.id == id).and_then(|s| match s.work {
+        Work::Latency(Level::Lv3, m) => m,
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,279 @@
+use super::*;
+use crate::options::{Cli, Command};
+use clap::Parser;
+use std::path::Path;
+
+fn ids(v: &[Stage]) -> Vec<&str> {
+    v.iter().map(|s| s.id.as_str()).collect()
+}
+
+#[test]
+fn every_stage_needs_only_stages_before_it() {
+    for dev in [DeviceSpec::Host, DeviceSpec::Hip(0)] {
+        let v = stages(dev, false);
+        for (i, s) in v.iter().enumerate() {
+            for n in s.needs.iter().chain(&s.needs_any) {
+                let before = ids(&v[..i]);
+                assert!(before.contains(&n.as_str()), "{dev}: {} needs {n}, not before it", s.id);
+            }
+        }
+        let unique: std::collections::BTreeSet<&str> = ids(&v).into_iter().collect();
+        assert_eq!(unique.len(), v.len(), "ids are unique: {:?}", ids(&v));
+        assert_eq!(v.first().map(|s| s.id.as_str()), Some("environment"));
+        assert_eq!(v.last().map(|s| s.id.as_str()), Some("kernel-log"));
+    }
+}
+
+#[test]
+fn a_gpu_has_a_stage_per_mechanism_and_the_host_its_sigstop() {
+    let gpu = stages(DeviceSpec::Hip(1), true);
+    for k in MechanismKind::AUTO_ORDER {
+        for prefix in ["suspend-resume", "latency-lv3", "bystander"] {
+            let id = format!("{prefix}-{}", k.name());
+            assert!(ids(&gpu).contains(&id.as_str()), "{id}");
+        }
+        assert_eq!(mechanism_of(&gpu, &format!("latency-lv3-{k}")), Some(Mech::Kfd(k)));
+    }
+    let skipped: Vec<&str> = gpu
+        .iter()
+        .filter(|s| s.not_here.is_some())
+        .map(|s| s.id.as_str())
+        .collect();
+    assert_eq!(skipped, ["latency-lv2"], "every stage applies to a GPU but Lv2");
+    let host = stages(DeviceSpec::Host, true);
+    let skipped: Vec<&str> = host
+        .iter()
+        .filter(|s| s.not_here.is_some())
+        .map(|s| s.id.as_str())
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            "hip-smoke",
+            "calibration",
+            "discovery",
+            "dynamic-queues",
+            "sweep-state",
+            "bystander"
+        ]
+    );
+    assert!(ids(&host).contains(&"latency-lv3-sigstop"));
+}
+
+/// Every child command line is one the CLI accepts (parsed and checked as a user's would be).
+#[test]
+fn every_child_command_line_parses() {
+    let dir = Path::new("/tmp/x");
+    for dev in [DeviceSpec::Host, DeviceSpec::Hip(2)] {
+        for quick in [false, true] {
+            let v = stages(dev, quick);
+            for s in &v {
+                let chosen = s.needs_any.first().and_then(|id| mechanism_of(&v, id));
+                let Some(a) = args(s, dev, quick, dir, chosen) else {
+                    assert_eq!(s.work, Work::KernelLog);
+                    continue;
+                };
+                let cli = Cli::try_parse_from(std::iter::once("preempt-lat".to_string()).chain(a.clone()))
+                    .unwrap_or_else(|e| panic!("{}: {a:?}: {e}", s.id));
+                match cli.checked() {
+                    Ok(Command::AcceptanceStage(o)) => assert_eq!(o.device, dev),
+                    Ok(_) if s.not_here.is_some() => {}
+                    Ok(_) => assert!(a.contains(&dev.to_string()), "{a:?}"),
+                    Err(e) if s.not_here.is_some() => assert!(!e.is_empty()),
+                    Err(e) => panic!("{}: {a:?}: {e}", s.id),
+                }
+            }
+        }
+    }
+}
+
+/// Issue 22 item 3: the dynamic-queues stage runs on a GPU after discovery, bounded, and is
+/// skipped on the host device with its reason.
+#[test]
+fn dynamic_queues_is_a_gpu_stage_after_discovery() {
+    let find = |v: &[Stage]| v.iter().find(|s| s.id == "dynamic-queues").cloned().unwrap();
+    for quick in [false, true] {
+        let gpu = stages(DeviceSpec::Hip(0), quick);
+        let s = find(&gpu);
+        assert_eq!(s.work, Work::Internal(InternalStage::DynamicQueues, None));
+        assert_eq!(s.needs, ["discovery"]);
+        assert_eq!(s.not_here, None);
+        assert_eq!(s.bound, secs(DYNAMIC_QUEUES_BOUND_S, &Sizes::of(quick)));
+        let a = args(&s, DeviceSpec::Hip(0), quick, Path::new("/tmp/x"), None).unwrap();
+        assert_eq!(&a[..2], ["__acceptance-stage", "dynamic-queues"]);
+    }
+    let host = find(&stages(DeviceSpec::Host, true));
+    assert_eq!(
+        host.not_here.as_deref(),
+        Some("GPU only: no KFD queues on the host device")
+    );
+}
+
+/// Issue 23 (Lv2): the host device runs Lv2 (its latency at T = 0.5 ms, in sweep t, in
+/// priority's default modes, each needing latency-lv2); a GPU's plan lists latency-lv2 as
+/// skipped with the API's one-line reason and sweeps 1,3.
+#[test]
+fn lv2_runs_on_the_host_device_and_a_gpu_plan_says_why_not() {
+    let dir = Path::new("/tmp/x");
+    for quick in [false, true] {
+        let host = stages(DeviceSpec::Host, quick);
+        let lv2 = host.iter().find(|s| s.id == "latency-lv2").unwrap();
+        assert_eq!(
+            (lv2.work, lv2.not_here.as_deref()),
+            (Work::Latency(Level::Lv2, None), None)
+        );
+        assert_eq!(lv2.needs, ["environment"]);
+        let a = args(lv2, DeviceSpec::Host, quick, dir, None).unwrap();
+        assert!(a.windows(2).any(|w| w == ["--level", "2"]), "{a:?}");
+        let at = |id: &str| host.iter().position(|s| s.id == id).unwrap();
+        assert!(at("latency-lv1") < at("latency-lv2") && at("latency-lv2") < at("sweep-t"));
+        for id in ["sweep-t", "priority"] {
+            assert!(host[at(id)].needs.contains(&"latency-lv2".to_string()), "{id}");
+        }
+        let sweep = args(&host[at("sweep-t")], DeviceSpec::Host, quick, dir, None).unwrap();
+        assert!(sweep.windows(2).any(|w| w == ["--levels", "1,2,3"]), "{sweep:?}");
+        let prio = args(&host[at("priority")], DeviceSpec::Host, quick, dir, None).unwrap();
+        assert!(
+            !prio.contains(&"--modes".to_string()),
+            "the device's modes, lv2 among them: {prio:?}"
+        );
+
+        let gpu = stages(DeviceSpec::Hip(3), quick);
+        let lv2 = gpu.iter().find(|s| s.id == "latency-lv2").unwrap();
+        let why = preempt_api::lv2_unavailable(DeviceSpec::Hip(3)).message;
+        assert_eq!(lv2.not_here.as_deref(), Some(why.as_str()));
+        assert!(
+            !why.contains('\n') && why.ends_with(preempt_api::LV2_ON_GPU_DOC),
+            "{why}"
+        );
+        let at = |id: &str| gpu.iter().position(|s| s.id == id).unwrap();
+        for id in ["sweep-t", "priority"] {
+            assert!(!gpu[at(id)].needs.contains(&"latency-lv2".to_string()), "{id}");
+        }
+        let sweep = args(&gpu[at("sweep-t")], DeviceSpec::Hip(3), quick, dir, None).unwrap();
+        assert!(sweep.windows(2).any(|w| w == ["--levels", "1,3"]), "{sweep:?}");
+    }
+}
+
+/// Issue 23 in acceptance: every device's plan runs the bandwidth partition (`priority --policy
+/// up --shares 75:25`: the class experiment, through the application helper's policy) and the
+/// overhead comparison (`overhead` at every level of the device) right after `priority`, with
+/// the Lv3 mechanism priority uses and needing what it needs (the partition suspends at Lv3
+/// only: one Lv3 latency that passed), sized by `--quick`; overhead's stdout is its result.
+#[test]
+fn partition_and_overhead_follow_priority_with_its_mechanism() {
+    use crate::options::{Format, PolicyKind, values::parse_shares};
+    use lv3::MechanismChoice;
+    let dir = Path::new("/tmp/x");
+    for dev in [DeviceSpec::Host, DeviceSpec::Hip(1)] {
+        for quick in [false, true] {
+            let z = Sizes::of(quick);
+            let v = stages(dev, quick);
+            let at = |id: &str| {
+                v.iter()
+                    .position(|s| s.id == id)
+                    .unwrap_or_else(|| panic!("{dev}: no {id}"))
+            };
+            let (prio, part, over) = (&v[at("priority")], &v[at("partition")], &v[at("overhead")]);
+            assert_eq!(
+                (at("partition"), at("overhead")),
+                (at("priority") + 1, at("priority") + 2),
+                "{dev}: {:?}",
+                ids(&v)
+            );
+            assert_eq!((part.work, over.work), (Work::Partition, Work::Overhead));
+            assert_eq!((&part.not_here, &over.not_here), (&None, &None), "{dev}: both run here");
+            assert!(!prio.needs_any.is_empty());
+            assert_eq!((&part.needs_any, &over.needs_any), (&prio.needs_any, &prio.needs_any));
+            assert!(part.needs.is_empty(), "{:?}", part.needs);
+            assert_eq!(over.needs, prio.needs, "overhead runs priority's levels");
+            // The last Lv3 latency stage's mechanism (the first that passed, in a run).
+            let chosen = prio.needs_any.last().and_then(|id| mechanism_of(&v, id));
+            let want_mech = match chosen {
+                Some(Mech::Kfd(k)) => MechanismChoice::Only(k),
+                _ => MechanismChoice::Auto,
+            };
+            let parse = |s: &Stage| {
+                let a = args(s, dev, quick, dir, chosen).unwrap();
+                let cli = Cli::try_parse_from(std::iter::once("preempt-lat".to_string()).chain(a.clone()))
+                    .unwrap_or_else(|e| panic!("{a:?}: {e}"));
+                cli.checked().unwrap_or_else(|e| panic!("{a:?}: {e}"))
+            };
+            let Command::Priority(p) = parse(part) else {
+                panic!("partition runs priority")
+            };
+            assert!(p.runs_classes(), "the class experiment, not priority's modes");
+            assert_eq!(p.policy, PolicyKind::Up);
+            assert_eq!(p.shares, Some(parse_shares(SHARES).unwrap()));
+            assert_eq!(p.duration_s, z.partition_s);
+            assert_eq!((p.common.device, p.common.mechanism), (dev, want_mech));
+            assert_eq!(p.out_dir, dir);
+            let Command::Overhead(o) = parse(over) else {
+                panic!("overhead runs overhead")
+            };
+            let levels = if dev.has_lv2() {
+                vec![Level::Lv1, Level::Lv2, Level::Lv3]
+            } else {
+                vec![Level::Lv1, Level::Lv3]
+            };
+            assert_eq!(o.levels, levels, "{dev}: every level the device has");
+            assert_eq!(
+                (o.runs, o.commands, o.format),
+                (z.overhead_runs, z.overhead_commands, Format::Json)
+            );
+            assert_eq!((o.common.device, o.common.mechanism), (dev, want_mech));
+            // What report judges: the class experiment's schedule.json; overhead's stdout.
+            assert_eq!(result_files(part.work), ["schedule.json"]);
+            assert_eq!(stdout_file(part.work), "stdout.txt");
+            assert_eq!(result_files(over.work), [stdout_file(over.work)]);
+        }
+    }
+    let (f, q) = (Sizes::FULL, Sizes::QUICK);
+    assert!(q.partition_s < f.partition_s);
+    assert!(q.overhead_runs * q.overhead_commands < f.overhead_runs * f.overhead_commands);
+}
+
+/// docs/hardware-validation.md's first table has a row per stage of a GPU's plan (per
+/// mechanism as `<mechanism>`), in the plan's order, and its progress-line example counts the
+/// stages as the plan does.
+#[test]
+fn the_hardware_doc_lists_every_stage_of_a_gpu_and_counts_them() {
+    let doc = include_str!("../../../../docs/hardware-validation.md");
+    let plan = stages(DeviceSpec::Hip(0), false);
+    let mut want: Vec<String> = Vec::new();
+    for s in &plan {
+        let id = MechanismKind::AUTO_ORDER
+            .into_iter()
+            .fold(s.id.clone(), |id, k| id.replace(k.name(), "<mechanism>"));
+        if !want.contains(&id) {
+            want.push(id);
+        }
+    }
+    let start = doc.find("| stage | what it does |").expect("the doc's stage table");
+    let rows: Vec<String> = doc[start..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| Some(l.split('`').nth(1)?.to_string()))
+        .collect();
+    assert_eq!(rows, want, "docs/hardware-validation.md's stage table");
+    // `acceptance hip:0 [ i/n] id: ...`: n is the plan's length, stage i is id.
+    let line = doc
+        .split("(`acceptance hip:0 [")
+        .nth(1)
+        .expect("the doc's progress line");
+    let (count, rest) = line.split_once(']').unwrap();
+    let (i, n) = count.trim().split_once('/').unwrap();
+    let (i, n): (usize, usize) = (i.trim().parse().unwrap(), n.parse().unwrap());
+    let id = rest.trim_start().split(':').next().unwrap();
+    assert_eq!(n, plan.len(), "stages of a GPU");
+    assert_eq!(plan[i - 1].id, id, "stage {i}");
+}
+
+#[test]
+fn quick_shrinks_the_bounds() {
+    let (full, quick) = (stages(DeviceSpec::Host, false), stages(DeviceSpec::Host, true));
+    for (f, q) in full.iter().zip(&quick) {
+        assert!(q.bound < f.bound, "{}", f.id);
+    }
+}
