@@ -16,8 +16,9 @@ pub struct AcceptanceOptions {
     /// Run the stages on every GPU HIP sees, one GPU after another (hip:0, hip:1, ...).
     #[arg(long)]
     pub all_gpus: bool,
-    /// Fewer samples, fewer sweep points and shorter priority modes (the host device's stages take
-    /// well under two minutes); the time bounds shrink with them.
+    /// Fewer samples, fewer sweep points, shorter priority modes and partition run, fewer
+    /// overhead runs (the host device's stages take well under two minutes); the time bounds
+    /// shrink with them.
     #[arg(long)]
     pub quick: bool,
     /// Directory for the archive (created if missing); the stages write into a directory of the

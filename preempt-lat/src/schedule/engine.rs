@@ -2,8 +2,8 @@
 //! helper with the class's parameters (`preempt_api::Session::helper_schedule`: the policy
 //! thread ticks the policy and carries its actions out on the streams, Lv3 where the session has
 //! it, else the Lv1 launcher), requests arriving on their own schedules (saturating classes: a
-//! standing backlog). A submit makes its class ready before the work is sent (the helper's submit
-//! hook); the loop says a class idle once its requests are done. One thread, polling every
+//! standing backlog, said ready for the whole run). A submit makes its class ready before the work
+//! is sent (the helper's submit hook); the loop says a class idle once its requests are done. One thread, polling every
 //! [`POLL`] for arrivals and completions; the timing is the caller's clock (CLOCK_MONOTONIC, the
 //! launcher's completion stamps' clock).
 use crate::measure::control::stop_requested;
@@ -109,6 +109,14 @@ pub fn run(
         session
             .helper_schedule(&c.stream, *p)
             .map_err(|e| format!("class {}: {e}", c.spec.name))?;
+        // A saturating class always has work: said ready for the whole run, so that a moment
+        // when its backlog ran dry (this loop descheduled on a loaded machine) does not make it
+        // idle to the policy.
+        if c.spec.saturates() {
+            session
+                .helper_ready(&c.stream)
+                .map_err(|e| format!("class {}: {e}", c.spec.name))?;
+        }
     }
     let t0 = now_ns();
     let poll_ns = u64::try_from(POLL.as_nanos()).unwrap_or(200_000);
