@@ -1,13 +1,14 @@
 //! Lv2 through the API on the host device: a suspend lets the command each worker runs finish
 //! and starts no new one; what it held back runs after resume, once. Each test runs on a thread
-//! of its own and fails after [`LIMIT`] instead of hanging the suite.
+//! of its own and fails after `common::LIMIT` instead of hanging the suite.
+mod common;
+
+use common::bounded;
 use host_device::proc_state;
 use preempt_api::{DeviceSpec, ErrorKind, Level, Options, Session};
-use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
 const MS: u64 = 1_000_000;
-const LIMIT: Duration = Duration::from_secs(60);
 
 fn opts() -> Options {
     Options {
@@ -19,20 +20,6 @@ fn opts() -> Options {
 
 fn host(o: Options) -> Session {
     Session::open(DeviceSpec::Host, o).expect("the host device opens")
-}
-
-/// `body` on a thread of its own, failed after [`LIMIT`].
-fn bounded(body: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        body();
-        let _ = tx.send(());
-    });
-    match rx.recv_timeout(LIMIT) {
-        Ok(()) => {}
-        // The body panicked (its assertion is on stderr) or hung.
-        Err(e) => panic!("the test body did not finish ({e:?}); see its panic above, if any"),
-    }
 }
 
 #[test]

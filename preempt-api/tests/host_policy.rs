@@ -1,19 +1,20 @@
 //! The helper's time-driven policy (`Options::policy`) through the API on the host device: the
 //! policy suspends and resumes real worker processes, readiness comes from submits and from the
 //! application, and nothing is left suspended by close, a drop or a hand resume. Each test runs
-//! on a thread of its own and fails after [`LIMIT`] instead of hanging the suite. Host figures
+//! on a thread of its own and fails after `common::LIMIT` instead of hanging the suite. Host figures
 //! only; the shares are asserted loosely (the machine running the suite is shared).
+mod common;
+
+use common::{bounded, wait_until};
 use host_device::proc_state;
 use preempt_api::{
     DeviceSpec, ErrorKind, LaxityParams, Level, LpStream, Options, PolicyChoice, PolicyParams, Session, policy_choice,
 };
 use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
 const MS: u64 = 1_000_000;
-const LIMIT: Duration = Duration::from_secs(60);
 
 fn opts(policy: Option<PolicyChoice>) -> Options {
     Options {
@@ -32,29 +33,9 @@ fn share(n: u32) -> PolicyParams {
     PolicyParams::Share(NonZeroU32::new(n).unwrap())
 }
 
-/// `body` on a thread of its own, failed after [`LIMIT`].
-fn bounded(body: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        body();
-        let _ = tx.send(());
-    });
-    match rx.recv_timeout(LIMIT) {
-        Ok(()) => {}
-        Err(e) => panic!("the test body did not finish ({e:?}); see its panic above, if any"),
-    }
-}
-
 /// Waits (at most 5 s) until `cond` holds; false if it never did.
-fn eventually(mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < end {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    cond()
+fn eventually(cond: impl FnMut() -> bool) -> bool {
+    wait_until(Duration::from_secs(5), cond)
 }
 
 /// Whether a worker of `s` is stopped (SIGSTOP: the host's Lv3), read from /proc.

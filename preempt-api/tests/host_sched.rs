@@ -3,6 +3,9 @@
 //! death resumes them (docs/scheduler-daemon.md). The daemon and the high-priority process are
 //! preempt-sched's binaries as cargo built them (`cargo build -p preempt-sched` first; `cargo
 //! test --workspace` builds them); every wait is bounded.
+mod common;
+
+use common::wait_until;
 use host_device::proc_state;
 use preempt_api::sched::{ClientOptions, SchedClient};
 use preempt_api::{DeviceSpec, ErrorKind, Level, Options, Session};
@@ -10,7 +13,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The longest one step may take on a loaded 2-core machine before the test fails (a hang is a
 /// failure, never a stall of the suite).
@@ -27,17 +30,6 @@ fn built(name: &str) -> PathBuf {
         p.display()
     );
     p
-}
-
-fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while !f() {
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    true
 }
 
 struct Dir(PathBuf);
