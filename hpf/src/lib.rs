@@ -28,7 +28,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// The policy's name in outputs (`preempt-lat priority`'s `policy` column).
@@ -76,10 +76,24 @@ struct Queue {
 
 /// The HPF state: registered queues (each with a priority and whether it is suspended) and the
 /// active blocks (a multiset of priorities). See the [crate documentation](crate).
+///
+/// **Cost.** Every call costs O(log n) plus the queues whose state it changes (and those left
+/// unsettled by [`Policy::failed`]), never a walk over every registered queue: the queues are
+/// also indexed by priority, and a change of the ceiling (the highest active block) touches only
+/// the priorities between the old and the new ceiling. A daemon that schedules tens of thousands
+/// of queues across processes relies on it (one registration must not cost the node's whole
+/// plan). [`Policy::reconcile`] alone is a full walk; [`Policy::visited`] counts what each call
+/// examined, so that tests can hold the bound.
 #[derive(Debug, Clone)]
 pub struct Policy<Q: Ord + Copy> {
     queues: BTreeMap<Q, Queue>,
+    /// The same queues by priority.
+    by_priority: BTreeMap<Priority, BTreeSet<Q>>,
     active: BTreeMap<Priority, usize>,
+    /// Queues whose recorded state differs from the rule (an action that failed); every
+    /// other queue follows the rule.
+    unsettled: BTreeSet<Q>,
+    visited: u64,
 }
 
 impl<Q: Ord + Copy> Default for Policy<Q> {
@@ -93,7 +107,10 @@ impl<Q: Ord + Copy> Policy<Q> {
     pub fn new() -> Self {
         Policy {
             queues: BTreeMap::new(),
+            by_priority: BTreeMap::new(),
             active: BTreeMap::new(),
+            unsettled: BTreeSet::new(),
+            visited: 0,
         }
     }
 
@@ -105,6 +122,21 @@ impl<Q: Ord + Copy> Policy<Q> {
     /// Active blocks (of every priority).
     pub fn active_blocks(&self) -> usize {
         self.active.values().sum()
+    }
+
+    /// Registered queues.
+    pub fn len(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// Whether no queue is registered.
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty()
+    }
+
+    /// Queues examined by every call so far (a measure of their cost, for tests).
+    pub fn visited(&self) -> u64 {
+        self.visited
     }
 
     /// Whether the rule wants `priority` suspended now.
@@ -122,47 +154,121 @@ impl<Q: Ord + Copy> Policy<Q> {
         self.queues.iter().map(|(&q, s)| (q, s.priority, s.suspended))
     }
 
-    /// The actions that bring every queue to the rule, recording the new states. Also what to
-    /// call after [`Policy::failed`] to try again.
-    pub fn reconcile(&mut self) -> Vec<Action<Q>> {
-        let ceiling = self.ceiling();
-        let mut out = Vec::new();
-        for (&q, s) in self.queues.iter_mut() {
-            let want = ceiling.is_some_and(|c| c > s.priority);
-            if want != s.suspended {
-                s.suspended = want;
-                out.push(if want { Action::Suspend(q) } else { Action::Resume(q) });
+    /// Brings `q` to the rule, recording the action in `out`.
+    fn settle(&mut self, q: Q, ceiling: Option<Priority>, out: &mut BTreeMap<Q, Action<Q>>) {
+        self.visited += 1;
+        let Some(s) = self.queues.get_mut(&q) else { return };
+        let want = ceiling.is_some_and(|c| c > s.priority);
+        if want != s.suspended {
+            s.suspended = want;
+            out.insert(q, if want { Action::Suspend(q) } else { Action::Resume(q) });
+        }
+        self.unsettled.remove(&q);
+    }
+
+    /// The actions after the ceiling moved from `old` to the current one: only the priorities
+    /// between the two change, plus the unsettled queues (tried again), in key order.
+    fn moved(&mut self, old: Option<Priority>) -> Vec<Action<Q>> {
+        let new = self.ceiling();
+        let mut out = BTreeMap::new();
+        let span = match (old, new) {
+            (None, None) => None,
+            (Some(a), Some(b)) if a == b => None,
+            (None, Some(c)) | (Some(c), None) => Some((None, c)),
+            (Some(a), Some(b)) => Some((Some(a.min(b)), a.max(b))),
+        };
+        if let Some((low, high)) = span {
+            // Queues of priority p with low <= p < high: below one ceiling, not the other.
+            let range = match low {
+                Some(l) => self.by_priority.range(l..high),
+                None => self.by_priority.range(..high),
+            };
+            let touched: Vec<Q> = range.flat_map(|(_, qs)| qs.iter().copied()).collect();
+            for q in touched {
+                self.settle(q, new, &mut out);
             }
         }
-        out
+        for q in self.unsettled.clone() {
+            self.settle(q, new, &mut out);
+        }
+        out.into_values().collect()
+    }
+
+    /// The actions that bring every queue to the rule, recording the new states. Also what to
+    /// call after [`Policy::failed`] to try again. A walk over every queue.
+    pub fn reconcile(&mut self) -> Vec<Action<Q>> {
+        let ceiling = self.ceiling();
+        let mut out = BTreeMap::new();
+        let all: Vec<Q> = self.queues.keys().copied().collect();
+        for q in all {
+            self.settle(q, ceiling, &mut out);
+        }
+        out.into_values().collect()
     }
 
     /// Registers `q` at `priority` (or changes its priority); suspends it at once if a block of
     /// higher priority is active.
     pub fn register(&mut self, q: Q, priority: Priority) -> Vec<Action<Q>> {
-        let suspended = self.queues.get(&q).is_some_and(|s| s.suspended);
-        self.queues.insert(q, Queue { priority, suspended });
-        self.reconcile()
+        let suspended = match self.queues.insert(
+            q,
+            Queue {
+                priority,
+                suspended: false,
+            },
+        ) {
+            Some(old) => {
+                self.forget_priority(q, old.priority);
+                old.suspended
+            }
+            None => false,
+        };
+        if let Some(s) = self.queues.get_mut(&q) {
+            s.suspended = suspended;
+        }
+        self.by_priority.entry(priority).or_default().insert(q);
+        // The new queue's place in the rule, and the unsettled ones tried again.
+        self.unsettled.insert(q);
+        let c = self.ceiling();
+        self.moved(c)
+    }
+
+    fn forget_priority(&mut self, q: Q, priority: Priority) {
+        if let Some(qs) = self.by_priority.get_mut(&priority) {
+            qs.remove(&q);
+            if qs.is_empty() {
+                self.by_priority.remove(&priority);
+            }
+        }
     }
 
     /// Forgets `q`; if it was suspended, the one action is its resume (a queue leaves the
     /// policy running).
     pub fn unregister(&mut self, q: Q) -> Vec<Action<Q>> {
+        self.unsettled.remove(&q);
         match self.queues.remove(&q) {
-            Some(s) if s.suspended => vec![Action::Resume(q)],
-            _ => Vec::new(),
+            Some(s) => {
+                self.forget_priority(q, s.priority);
+                if s.suspended {
+                    vec![Action::Resume(q)]
+                } else {
+                    Vec::new()
+                }
+            }
+            None => Vec::new(),
         }
     }
 
     /// A block of `priority` starts: every queue of lower priority that runs is suspended.
     pub fn enter(&mut self, priority: Priority) -> Vec<Action<Q>> {
+        let old = self.ceiling();
         *self.active.entry(priority).or_insert(0) += 1;
-        self.reconcile()
+        self.moved(old)
     }
 
     /// A block of `priority` is done (call it once the block's device work has completed):
     /// queues that no other active block outranks resume.
     pub fn leave(&mut self, priority: Priority) -> Result<Vec<Action<Q>>, NotActive> {
+        let old = self.ceiling();
         match self.active.get_mut(&priority) {
             None => return Err(NotActive(priority)),
             Some(1) => {
@@ -170,15 +276,19 @@ impl<Q: Ord + Copy> Policy<Q> {
             }
             Some(n) => *n -= 1,
         }
-        Ok(self.reconcile())
+        Ok(self.moved(old))
     }
 
     /// Reports that `action` could not be carried out: the queue's recorded state goes back to
     /// what it was (a failed suspend: running; a failed resume: still suspended, so that a later
-    /// [`Policy::reconcile`] tries again). Unknown queues are ignored.
+    /// call tries again). Unknown queues are ignored.
     pub fn failed(&mut self, action: Action<Q>) {
+        let ceiling = self.ceiling();
         if let Some(s) = self.queues.get_mut(&action.queue()) {
             s.suspended = matches!(action, Action::Resume(_));
+            if s.suspended != ceiling.is_some_and(|c| c > s.priority) {
+                self.unsettled.insert(action.queue());
+            }
         }
     }
 
@@ -193,8 +303,9 @@ impl<Q: Ord + Copy> Policy<Q> {
     /// Drops every active block and returns the resumes of every suspended queue (a session
     /// closing, or recovery after an error).
     pub fn clear_blocks(&mut self) -> Vec<Action<Q>> {
+        let old = self.ceiling();
         self.active.clear();
-        self.reconcile()
+        self.moved(old)
     }
 }
 
@@ -274,6 +385,109 @@ mod tests {
         assert_eq!(p.clear_blocks(), vec![Resume(1), Resume(2)]);
         assert_eq!(p.ceiling(), None);
         assert_eq!(p.queues().collect::<Vec<_>>(), vec![(1, 0, false), (2, 1, false)]);
+    }
+
+    /// The naive rule, walked over every queue: what each call must return (in key order).
+    fn reference(queues: &mut BTreeMap<u64, (Priority, bool)>, ceiling: Option<Priority>) -> Vec<Action<u64>> {
+        let mut out = Vec::new();
+        for (&q, (p, s)) in queues.iter_mut() {
+            let want = ceiling.is_some_and(|c| c > *p);
+            if want != *s {
+                *s = want;
+                out.push(if want { Suspend(q) } else { Resume(q) });
+            }
+        }
+        out
+    }
+
+    /// The indexed calls return exactly what a walk over every queue would, failures included.
+    #[test]
+    fn every_call_returns_what_the_full_walk_would() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut p: Policy<u64> = Policy::new();
+        let mut model: BTreeMap<u64, (Priority, bool)> = BTreeMap::new();
+        let mut blocks: Vec<Priority> = Vec::new();
+        for _ in 0..30_000 {
+            let r = next();
+            let prio = Priority::try_from(r % 6).unwrap() - 1;
+            let q = (r >> 16) % 12;
+            let ceiling = |b: &Vec<Priority>| b.iter().max().copied();
+            let got = match (r >> 8) % 7 {
+                0 => {
+                    let s = model.get(&q).is_some_and(|m| m.1);
+                    model.insert(q, (prio, s));
+                    let got = p.register(q, prio);
+                    assert_eq!(got, reference(&mut model, ceiling(&blocks)));
+                    got
+                }
+                1 => {
+                    let got = p.unregister(q);
+                    let want = match model.remove(&q) {
+                        Some((_, true)) => vec![Resume(q)],
+                        _ => vec![],
+                    };
+                    assert_eq!(got, want);
+                    got
+                }
+                2 | 3 => {
+                    blocks.push(prio);
+                    let got = p.enter(prio);
+                    assert_eq!(got, reference(&mut model, ceiling(&blocks)));
+                    got
+                }
+                4 | 5 => {
+                    let Some(b) = blocks.pop() else { continue };
+                    let got = p.leave(b).unwrap();
+                    assert_eq!(got, reference(&mut model, ceiling(&blocks)));
+                    got
+                }
+                _ => {
+                    let got = p.reconcile();
+                    assert_eq!(got, reference(&mut model, ceiling(&blocks)));
+                    got
+                }
+            };
+            // Some actions fail: the model records what the queue truly is.
+            if let Some(&a) = got.first().filter(|_| r % 5 == 0) {
+                p.failed(a);
+                if let Some(m) = model.get_mut(&a.queue()) {
+                    m.1 = matches!(a, Resume(_));
+                }
+            }
+            let mine: Vec<_> = p.queues().collect();
+            let theirs: Vec<_> = model.iter().map(|(&q, &(p, s))| (q, p, s)).collect();
+            assert_eq!(mine, theirs);
+        }
+    }
+
+    /// A registration, or a block that moves no queue, costs what it changes: not a walk over
+    /// the thousands of queues already registered.
+    #[test]
+    fn calls_cost_what_they_change_not_the_number_of_queues() {
+        let mut p: Policy<u64> = Policy::new();
+        for q in 0..50_000 {
+            p.register(q, Priority::try_from(q % 3).unwrap());
+        }
+        let v = p.visited();
+        assert!(p.register(50_000, 0).is_empty());
+        assert!(p.enter(0).is_empty(), "a block at the lowest priority suspends nothing");
+        assert_eq!(p.leave(0), Ok(vec![]));
+        assert!(p.visited() - v <= 4, "{} queues examined", p.visited() - v);
+        // A block of priority 1 suspends the priority-0 queues: it examines those alone.
+        let v = p.visited();
+        let n0 = p.enter(1).len();
+        assert_eq!(n0, 16_668);
+        assert_eq!(p.visited() - v, 16_668);
+        // Registering under it: one queue examined, one suspend.
+        let v = p.visited();
+        assert_eq!(p.register(60_000, 0), vec![Suspend(60_000)]);
+        assert_eq!(p.visited() - v, 1);
     }
 
     /// Any interleaving of enters, leaves, registrations and failures keeps the invariant:

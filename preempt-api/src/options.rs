@@ -360,22 +360,46 @@ pub struct ClientOptions {
     /// (the client pings it every quarter of this) before the client resumes them and
     /// reconnects. A daemon that dies is noticed at once (end of stream), whatever this is.
     pub lease: Duration,
-    /// The longest wait for a reply (and for a write to the daemon).
+    /// The longest any call waits on the daemon: a reply (`enter`, `leave`, `register`, the
+    /// first connection's welcome), a write to it, `close`. Past it, `enter` returns with
+    /// [`crate::sched::Entered::scheduled`] false and the block runs unscheduled; `leave`,
+    /// `register` and `unregister` go on (sent, and recorded for the next daemon); the first
+    /// connection fails. So a hung daemon delays an HP block by at most this much. Default
+    /// [`DEFAULT_REPLY_TIMEOUT`], or [`REPLY_TIMEOUT_ENV`] in milliseconds.
     pub reply_timeout: Duration,
     /// The longest wait between two connection attempts.
     pub reconnect_max: Duration,
+    /// Uids trusted as the daemon besides root, this process's own and the system user
+    /// `preempt-sched` (see `crate::sched::client::trust`; also `PREEMPT_SCHEDULER_UID`).
+    pub trusted_uids: Vec<u32>,
 }
 
-/// Default of [`ClientOptions::lease`] (issue 24: resumed within ~50 ms of the daemon going away).
+/// Default of [`ClientOptions::lease`]: a dead or hung daemon's suspensions are resumed within
+/// ~50 ms.
 pub const DEFAULT_LEASE: Duration = Duration::from_millis(50);
+
+/// Default of [`ClientOptions::reply_timeout`]: the order of the lease, so that a sick daemon
+/// costs an HP block about what its lease costs an LP stream.
+pub const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// The environment variable that sets [`ClientOptions::reply_timeout`] in milliseconds
+/// (1..=60000) for programs that cannot set options (C and Python front ends use the default
+/// options); anything else is ignored.
+pub const REPLY_TIMEOUT_ENV: &str = "PREEMPT_SCHEDULER_TIMEOUT_MS";
 
 impl Default for ClientOptions {
     fn default() -> Self {
+        let reply_timeout = std::env::var(REPLY_TIMEOUT_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|ms| (1..=60_000).contains(ms))
+            .map_or(DEFAULT_REPLY_TIMEOUT, Duration::from_millis);
         ClientOptions {
             name: format!("pid {}", std::process::id()),
             lease: DEFAULT_LEASE,
-            reply_timeout: Duration::from_secs(5),
+            reply_timeout,
             reconnect_max: Duration::from_millis(500),
+            trusted_uids: Vec::new(),
         }
     }
 }

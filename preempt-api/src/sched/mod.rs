@@ -12,7 +12,10 @@ use std::path::PathBuf;
 pub mod client;
 pub mod proto;
 
-pub use client::{ClientError, ClientOptions, DEFAULT_LEASE, Entered, LinkStats, SchedClient};
+pub use client::{
+    ClientError, ClientOptions, DEFAULT_LEASE, DEFAULT_REPLY_TIMEOUT, Entered, LinkStats, REPLY_TIMEOUT_ENV,
+    SchedClient,
+};
 
 /// The environment variable naming the daemon when the caller names none: `unix:PATH` or `none`.
 pub const SCHEDULER_ENV: &str = "PREEMPT_SCHEDULER";

@@ -39,9 +39,16 @@ struct Args {
     /// The client's lease (ms): see `ClientOptions::lease`.
     #[arg(long, default_value_t = 50)]
     lease_ms: u64,
+    /// The longest wait on the daemon (ms): see `ClientOptions::reply_timeout` [default: 50,
+    /// or $PREEMPT_SCHEDULER_TIMEOUT_MS].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    timeout_ms: Option<u64>,
     /// Start even when no daemon answers (connect in the background).
     #[arg(long)]
     no_wait: bool,
+    /// The client's name in the daemon's log.
+    #[arg(long, value_name = "TEXT")]
+    name: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -73,10 +80,15 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let defaults = ClientOptions::default();
     let copts = ClientOptions {
-        name: format!("pid {} test client", std::process::id()),
+        name: args
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("pid {} test client", std::process::id())),
         lease: Duration::from_millis(args.lease_ms.max(1)),
-        ..ClientOptions::default()
+        reply_timeout: args.timeout_ms.map_or(defaults.reply_timeout, Duration::from_millis),
+        ..defaults
     };
     let opts = Options {
         host_workers: args.workers.max(1),

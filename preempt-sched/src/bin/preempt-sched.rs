@@ -1,6 +1,7 @@
 //! `preempt-sched`: the per-node scheduler daemon (docs/scheduler-daemon.md).
 use clap::Parser;
 use preempt_sched::daemon::{self, Config, DaemonError, access::Access, listen::Listening, plan::Limits};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -27,10 +28,39 @@ struct Args {
     /// no longer waited for (1..=60000).
     #[arg(long, value_name = "MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     ack_timeout_ms: u64,
-    /// Connections at most (1..=65536).
+    /// Connections at most (1..=65536). The daemon needs a file descriptor per connection:
+    /// it raises its soft RLIMIT_NOFILE to N+16 if the hard limit allows, and refuses to start
+    /// otherwise (raise LimitNOFILE= or `ulimit -n`, or lower N).
     #[arg(long, value_name = "N", default_value_t = daemon::DEFAULT_MAX_CLIENTS as u64,
           value_parser = clap::value_parser!(u64).range(1..=65_536))]
     max_clients: u64,
+    /// Connections of one uid at most (1..=65536): one user cannot take every slot.
+    #[arg(long, value_name = "N", default_value_t = daemon::DEFAULT_MAX_PER_UID as u64,
+          value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    max_per_uid: u64,
+    /// How long a connection may stay without saying hello before it is closed (1..=60000).
+    #[arg(long, value_name = "MS", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    hello_timeout_ms: u64,
+    /// The longest one high-priority block may stay active: past it the daemon ends it, logs
+    /// it, and the streams it kept suspended resume (1..=3600000).
+    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    max_block_ms: u64,
+    /// The longest a client holding a block may stay silent (its client pings every quarter of
+    /// its lease; a stopped or hung process does not): past it its blocks end (1..=600000).
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    block_silence_ms: u64,
+}
+
+/// One log line on stderr; a failed write (stderr closed, a full pipe's reader gone) is
+/// ignored: the daemon's work never depends on its log.
+fn log_line(start: Instant, line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "preempt-sched [{:>10.3}s] {line}", start.elapsed().as_secs_f64());
+}
+
+/// A one-line message on stderr, errors ignored (see [`log_line`]).
+fn say(text: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "preempt-sched: {text}");
 }
 
 fn main() -> ExitCode {
@@ -40,7 +70,7 @@ fn main() -> ExitCode {
         Err(e) if e.use_stderr() => {
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("bad arguments");
-            eprintln!("preempt-sched: {}", first.trim_start_matches("error: "));
+            say(first.trim_start_matches("error: "));
             return ExitCode::from(2);
         }
         Err(e) => {
@@ -56,7 +86,7 @@ fn main() -> ExitCode {
         access = match access.with_group(g) {
             Ok(a) => a,
             Err(e) => {
-                eprintln!("preempt-sched: --group: {e}");
+                say(&format!("--group: {e}"));
                 return ExitCode::from(2);
             }
         };
@@ -66,14 +96,24 @@ fn main() -> ExitCode {
         access,
         ack_timeout: Duration::from_millis(args.ack_timeout_ms),
         max_clients: usize::try_from(args.max_clients).unwrap_or(usize::MAX),
-        limits: Limits::default(),
+        max_per_uid: usize::try_from(args.max_per_uid).unwrap_or(usize::MAX),
+        hello_timeout: Duration::from_millis(args.hello_timeout_ms),
+        limits: Limits {
+            max_block: Duration::from_millis(args.max_block_ms),
+            block_silence: Duration::from_millis(args.block_silence_ms),
+            ..Limits::default()
+        },
     };
+    if let Err(e) = daemon::ensure_fd_limit(cfg.max_clients) {
+        say(&e.to_string());
+        return ExitCode::from(2);
+    }
     let start = Instant::now();
-    let mut log = |line: &str| eprintln!("preempt-sched [{:>10.3}s] {line}", start.elapsed().as_secs_f64());
+    let mut log = |line: &str| log_line(start, line);
     let listening = match Listening::bind(&cfg.socket, cfg.access.group().map(|g| g.1)) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("preempt-sched: {e}");
+            say(&e.to_string());
             return ExitCode::from(match e {
                 DaemonError::Config(_) => 2,
                 _ => 1,
@@ -83,7 +123,7 @@ fn main() -> ExitCode {
     match daemon::serve(&listening, &cfg, &mut log) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("preempt-sched: {e}");
+            say(&e.to_string());
             ExitCode::from(1)
         }
     }

@@ -9,7 +9,8 @@ use std::os::unix::net::UnixStream;
 pub(super) const MAX_OUT: usize = 256 * 1024;
 
 /// Bytes read from one connection per turn of the loop, so that one busy client cannot starve
-/// the others.
+/// the others; a connection whose decoder still holds this much unread is not read at all (its
+/// socket buffer fills and its writes block: the flood waits, not the daemon).
 const READ_PER_TURN: usize = 64 * 1024;
 
 /// The kernel's record of the peer (`SO_PEERCRED`).
@@ -27,6 +28,12 @@ pub(super) struct Conn {
     /// Refusals sent so far; past a bound the connection ends (a client that only sends
     /// garbage must not fill the log for ever).
     pub refusals: u32,
+    /// Marked for closing: nothing more it sent is acted on.
+    pub closing: bool,
+    /// Until hello: when the connection is closed if it has not said it.
+    pub hello_deadline: Option<std::time::Instant>,
+    /// Whether the loop asked epoll for writability (bytes left after a write).
+    pub wants_out: bool,
 }
 
 /// What a read turn found.
@@ -38,13 +45,16 @@ pub(super) enum Turn {
 }
 
 impl Conn {
-    pub fn new(stream: UnixStream, peer: Peer) -> Self {
+    pub fn new(stream: UnixStream, peer: Peer, hello_deadline: std::time::Instant) -> Self {
         Conn {
             stream,
             peer,
             decoder: Decoder::new(),
             out: Vec::new(),
             refusals: 0,
+            closing: false,
+            hello_deadline: Some(hello_deadline),
+            wants_out: false,
         }
     }
 
@@ -78,10 +88,11 @@ impl Conn {
         Ok(())
     }
 
-    /// Reads what is there (at most [`READ_PER_TURN`]) into the decoder.
+    /// Reads what is there (at most [`READ_PER_TURN`], nothing while the decoder holds that
+    /// much) into the decoder.
     pub fn read_turn(&mut self) -> Turn {
         let mut buf = [0u8; 8192];
-        let mut total = 0;
+        let mut total = self.decoder.pending();
         while total < READ_PER_TURN {
             match self.stream.read(&mut buf) {
                 Ok(0) => {

@@ -47,6 +47,9 @@ impl Listening {
                 .create(dir)
                 .map_err(|e| DaemonError::io(format!("creating {}", dir.display()), e))?;
         }
+        if let Some(dir) = socket.parent().filter(|d| !d.as_os_str().is_empty()) {
+            check_dir(dir)?;
+        }
         let lock = take_lock(socket)?;
         match std::fs::symlink_metadata(socket) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -109,21 +112,70 @@ impl Drop for Listening {
     }
 }
 
-fn take_lock(socket: &Path) -> Result<Flock<File>, DaemonError> {
-    let path = lock_path(socket);
+/// Opens the lock file without following a symlink planted at its path, and accepts only a
+/// regular file of the daemon's own user with one link: another user who may write the socket's
+/// directory must not make the daemon truncate a file of its choosing (through a symlink or a
+/// hard link), nor hold the lock of a file it owns to keep the daemon from starting.
+fn open_lock(path: &Path) -> Result<File, DaemonError> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .open(&path)
-        .map_err(|e| DaemonError::io(format!("opening the lock file {}", path.display()), e))?;
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)
+        .map_err(|e| {
+            let why = if e.raw_os_error() == Some(Errno::ELOOP as i32) {
+                " (it is a symlink: not following it)".to_owned()
+            } else {
+                String::new()
+            };
+            DaemonError::io(format!("opening the lock file {}{why}", path.display()), e)
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| DaemonError::io(format!("inspecting the lock file {}", path.display()), e))?;
+    let me = nix::unistd::Uid::effective().as_raw();
+    if !meta.file_type().is_file() || meta.uid() != me || meta.nlink() != 1 {
+        return Err(DaemonError::Config(format!(
+            "the lock file {} is not a regular file of uid {me} with one link (uid {}, {} links): \
+             another user may have planted it; remove it or choose a directory only you can write",
+            path.display(),
+            meta.uid(),
+            meta.nlink()
+        )));
+    }
+    Ok(file)
+}
+
+/// Refuses a socket directory that another user owns or may write without the sticky bit:
+/// whoever may rename entries there could swap the socket or its lock under the daemon.
+fn check_dir(dir: &Path) -> Result<(), DaemonError> {
+    let meta = std::fs::metadata(dir).map_err(|e| DaemonError::io(format!("inspecting {}", dir.display()), e))?;
+    let me = nix::unistd::Uid::effective().as_raw();
+    let mode = meta.mode();
+    let others_write = mode & 0o022 != 0 && mode & 0o1000 == 0;
+    if (meta.uid() != me && meta.uid() != 0) || others_write {
+        return Err(DaemonError::Config(format!(
+            "the socket's directory {} is owned by uid {} with mode {:o}: it must belong to uid {me} or root \
+             and be writable by no one else (or have the sticky bit, as /tmp)",
+            dir.display(),
+            meta.uid(),
+            mode & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+fn take_lock(socket: &Path) -> Result<Flock<File>, DaemonError> {
+    let path = lock_path(socket);
+    let file = open_lock(&path)?;
     let mut lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
         Ok(l) => l,
         Err((mut file, Errno::EWOULDBLOCK)) => {
             let mut text = String::new();
-            let _ = file.read_to_string(&mut text);
+            let _ = (&mut file).take(64).read_to_string(&mut text);
             return Err(DaemonError::AlreadyRunning {
                 socket: socket.to_owned(),
                 pid: text.trim().parse().ok(),

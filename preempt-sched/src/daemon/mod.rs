@@ -21,6 +21,7 @@ mod conn;
 pub mod listen;
 pub mod plan;
 mod server;
+pub mod text;
 
 pub use server::serve;
 
@@ -50,6 +51,11 @@ pub struct Config {
     pub ack_timeout: Duration,
     /// Connections at most (more are refused with `limit`).
     pub max_clients: usize,
+    /// Connections of one uid at most (more are refused with `limit`): one user cannot take
+    /// every slot.
+    pub max_per_uid: usize,
+    /// How long a connection may stay without saying hello before it is closed.
+    pub hello_timeout: Duration,
     /// Per-client bounds.
     pub limits: plan::Limits,
 }
@@ -59,6 +65,39 @@ pub const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Default of [`Config::max_clients`].
 pub const DEFAULT_MAX_CLIENTS: usize = 1024;
+
+/// Default of [`Config::max_per_uid`].
+pub const DEFAULT_MAX_PER_UID: usize = 256;
+
+/// Default of [`Config::hello_timeout`].
+pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Descriptors the daemon needs besides one per client: stdio, the listener, its lock, epoll,
+/// the signalfd, one accepted and being refused, and a margin.
+pub const FDS_BESIDES_CLIENTS: u64 = 16;
+
+/// Makes sure the process may open a descriptor for each of `max_clients` clients (raising
+/// the soft `RLIMIT_NOFILE` up to the hard one if needed): a daemon that cannot would fail to
+/// accept (EMFILE) while still counting itself below `--max-clients`. `Err` says what to do.
+pub fn ensure_fd_limit(max_clients: usize) -> Result<u64, DaemonError> {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let need = u64::try_from(max_clients)
+        .unwrap_or(u64::MAX)
+        .saturating_add(FDS_BESIDES_CLIENTS);
+    let (soft, hard) =
+        getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| DaemonError::io("getrlimit(RLIMIT_NOFILE)", e))?;
+    if soft >= need {
+        return Ok(soft);
+    }
+    if hard >= need {
+        setrlimit(Resource::RLIMIT_NOFILE, need, hard).map_err(|e| DaemonError::io("setrlimit(RLIMIT_NOFILE)", e))?;
+        return Ok(need);
+    }
+    Err(DaemonError::Config(format!(
+        "--max-clients {max_clients} needs {need} open files, but the limit is {soft} (hard {hard}): raise it \
+         (LimitNOFILE= in the unit, ulimit -n) or lower --max-clients"
+    )))
+}
 
 /// Why the daemon could not start or stopped.
 #[derive(Debug)]

@@ -1,24 +1,55 @@
-//! The event loop (see the [module documentation](super) for why one thread and `poll(2)`).
+//! The event loop (see the [module documentation](super) for why one thread).
+//!
+//! **Bounded work per connection per turn.** A turn reads at most 64 KiB from a connection and
+//! acts on at most [`FRAMES_PER_TURN`] of its frames; what is left waits for the next turn (the
+//! loop does not sleep while any connection has whole frames left), so a client that floods
+//! costs each other client at most one such slice per turn. A refusal that ends the connection
+//! (another version, an oversized frame, too many refusals) stops its decoding at once: nothing
+//! it sent after is acted on. `epoll` reports only the connections that are ready, so idle
+//! connections cost a turn nothing.
 use super::conn::{Conn, MAX_OUT, Peer, Turn};
 use super::listen::Listening;
 use super::plan::{ClientId, Out, Plan};
 use super::{Config, DaemonError};
 use crate::proto::{Code, Notice, ProtoError, Request, decode_request, encode_notice};
 use nix::errno::Errno;
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
-use std::collections::BTreeMap;
-use std::os::fd::AsFd;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
+
+mod gate;
+use gate::Gate;
 
 /// Refusals one connection may collect before it is closed.
 const MAX_REFUSALS: u32 = 64;
 
+/// Refusals of one connection written to the log; the rest are counted in its closing line.
+const LOGGED_REFUSALS: u32 = 8;
+
+/// Frames of one connection acted on per turn.
+pub(super) const FRAMES_PER_TURN: usize = 32;
+
+/// Plan work (streams touched: `Plan::work`) one connection may cause per turn: a client whose
+/// blocks flip thousands of streams gets a slice of the turn like the others, its next frames
+/// waiting for the next turn.
+const WORK_PER_TURN: u64 = 8192;
+
+/// Events taken from epoll per turn (the rest stay ready for the next).
+const EVENTS: usize = 256;
+
 /// The longest sleep of the loop with nothing to wait for.
 const IDLE: Duration = Duration::from_secs(1);
+
+const LISTENER: u64 = 0;
+const SIGNALS: u64 = 1;
+
+fn token(id: ClientId) -> u64 {
+    id + 1
+}
 
 struct Server<'a> {
     cfg: &'a Config,
@@ -27,6 +58,19 @@ struct Server<'a> {
     next_id: ClientId,
     /// Connections to close at the end of this turn, with why.
     closing: Vec<(ClientId, String)>,
+    /// Connections with frames left in their decoder (their turn ran out).
+    backlog: BTreeSet<ClientId>,
+    /// Connections with bytes to write.
+    dirty: BTreeSet<ClientId>,
+    /// Connections per uid.
+    per_uid: BTreeMap<u32, usize>,
+    /// Connections that have not said hello, by deadline.
+    hello: BTreeSet<(Instant, ClientId)>,
+    epoll: Epoll,
+    gate: Gate,
+    /// Turns of the loop and connection events served (logged at exit: the work per turn).
+    turns: u64,
+    visits: u64,
     log: &'a mut dyn FnMut(&str),
 }
 
@@ -41,153 +85,240 @@ pub fn serve(listening: &Listening, cfg: &Config, log: &mut dyn FnMut(&str)) -> 
         .map_err(|e| DaemonError::io("blocking SIGTERM/SIGINT", e))?;
     let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
         .map_err(|e| DaemonError::io("creating a signalfd", e))?;
+    let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(|e| DaemonError::io("epoll_create1", e))?;
+    epoll
+        .add(&listening.listener, EpollEvent::new(EpollFlags::EPOLLIN, LISTENER))
+        .map_err(|e| DaemonError::io("epoll_ctl (listener)", e))?;
+    epoll
+        .add(&sfd, EpollEvent::new(EpollFlags::EPOLLIN, SIGNALS))
+        .map_err(|e| DaemonError::io("epoll_ctl (signalfd)", e))?;
     let mut s = Server {
         cfg,
         plan: Plan::new(cfg.ack_timeout, cfg.limits),
         conns: BTreeMap::new(),
         next_id: 1,
         closing: Vec::new(),
+        backlog: BTreeSet::new(),
+        dirty: BTreeSet::new(),
+        per_uid: BTreeMap::new(),
+        hello: BTreeSet::new(),
+        epoll,
+        gate: Gate::default(),
+        turns: 0,
+        visits: 0,
         log,
     };
     (s.log)(&format!(
-        "listening on {} (pid {}, ack timeout {} ms)",
+        "listening on {} (pid {}, ack timeout {} ms, at most {} clients, {} per uid)",
         listening.path().display(),
         std::process::id(),
-        cfg.ack_timeout.as_millis()
+        cfg.ack_timeout.as_millis(),
+        cfg.max_clients,
+        cfg.max_per_uid
     ));
+    let mut events = [EpollEvent::empty(); EVENTS];
     loop {
-        let timeout = s
-            .plan
-            .next_deadline()
-            .map_or(IDLE, |d| d.saturating_duration_since(Instant::now()).min(IDLE));
-        // Rounded up: a deadline 0.3 ms away is not a busy loop of zero timeouts.
-        let timeout = PollTimeout::try_from(timeout.as_millis() + 1).unwrap_or(PollTimeout::MAX);
-        let ids: Vec<ClientId> = s.conns.keys().copied().collect();
-        let revents = {
-            let mut fds = vec![
-                PollFd::new(listening.listener.as_fd(), PollFlags::POLLIN),
-                PollFd::new(sfd.as_fd(), PollFlags::POLLIN),
-            ];
-            for c in s.conns.values() {
-                let mut ev = PollFlags::POLLIN;
-                if c.has_output() {
-                    ev |= PollFlags::POLLOUT;
-                }
-                fds.push(PollFd::new(c.stream.as_fd(), ev));
-            }
-            match poll(&mut fds, timeout) {
-                Ok(_) => {}
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(DaemonError::io("poll", e)),
-            }
-            fds.iter()
-                .map(|f| f.revents().unwrap_or(PollFlags::empty()))
-                .collect::<Vec<_>>()
+        let n = match s.epoll.wait(&mut events, s.timeout()) {
+            Ok(n) => n,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(DaemonError::io("epoll_wait", e)),
         };
-        if !revents[1].is_empty() {
-            let sig = sfd.read_signal().ok().flatten().map_or(0, |i| i.ssi_signo);
-            (s.log)(&format!(
-                "signal {sig}: exiting; {} clients resume what they suspended",
-                s.conns.len()
-            ));
-            return Ok(());
-        }
-        if revents[0].contains(PollFlags::POLLIN) {
-            s.accept(listening);
-        }
-        for (id, ev) in ids.iter().zip(&revents[2..]) {
-            if ev.is_empty() {
-                continue;
+        s.turns += 1;
+        let mut served = BTreeSet::new();
+        for ev in &events[..n] {
+            match ev.data() {
+                SIGNALS => {
+                    let sig = sfd.read_signal().ok().flatten().map_or(0, |i| i.ssi_signo);
+                    (s.log)(&format!(
+                        "signal {sig}: exiting; {} clients resume what they suspended ({} turns, {} connection events served)",
+                        s.conns.len(),
+                        s.turns,
+                        s.visits
+                    ));
+                    return Ok(());
+                }
+                LISTENER => s.accept(listening),
+                t => {
+                    let id = t - 1;
+                    served.insert(id);
+                    s.serve_conn(id, ev.events());
+                }
             }
-            s.serve_conn(*id, *ev);
+        }
+        // Connections whose last turn ran out with frames left, and no new bytes this turn.
+        let rest: Vec<ClientId> = s.backlog.difference(&served).copied().collect();
+        for id in rest {
+            s.visits += 1;
+            s.decode(id);
+        }
+        let now = Instant::now();
+        if s.gate.reopen(now) {
+            let _ = s
+                .epoll
+                .add(&listening.listener, EpollEvent::new(EpollFlags::EPOLLIN, LISTENER));
+        }
+        while let Some(&(at, id)) = s.hello.first() {
+            if at > now {
+                break;
+            }
+            s.hello.pop_first();
+            s.closing
+                .push((id, format!("no hello within {} ms", s.cfg.hello_timeout.as_millis())));
         }
         let mut out = Vec::new();
-        s.plan.tick(Instant::now(), &mut out);
-        for c in s.plan.unresponsive() {
-            s.closing
-                .push((c, "unresponsive: too many orders not acknowledged".into()));
-        }
+        s.plan.tick(now, &mut out);
         s.dispatch(out);
         s.finish_turn();
     }
 }
 
 impl Server<'_> {
+    /// How long the next wait may sleep: not at all with frames left over, else until the
+    /// next deadline (rounded up: a deadline 0.3 ms away is not a busy loop of zero timeouts).
+    fn timeout(&self) -> EpollTimeout {
+        if !self.backlog.is_empty() {
+            return EpollTimeout::ZERO;
+        }
+        let now = Instant::now();
+        let next = [
+            self.plan.next_deadline(),
+            self.hello.first().map(|&(at, _)| at),
+            self.gate.until(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let d = next.map_or(IDLE, |d| d.saturating_duration_since(now).min(IDLE));
+        EpollTimeout::try_from(d.as_millis() + 1).unwrap_or(EpollTimeout::MAX)
+    }
+
     fn accept(&mut self, listening: &Listening) {
-        loop {
+        // At most as many as one turn's events: a connect flood waits its turn like the rest.
+        for _ in 0..EVENTS {
             let stream = match listening.listener.accept() {
                 Ok((s, _)) => s,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    // EMFILE and the like: log and try again at the next turn.
-                    (self.log)(&format!("accept: {e}"));
+                    // EMFILE and the like: stop listening for a moment instead of spinning on a
+                    // listener that stays readable.
+                    let _ = self.epoll.delete(&listening.listener);
+                    if let Some(line) = self.gate.close(Instant::now(), &e) {
+                        (self.log)(&line);
+                    }
                     return;
                 }
             };
-            let creds = match getsockopt(&stream, PeerCredentials) {
-                Ok(c) => c,
-                Err(e) => {
-                    (self.log)(&format!("refused a connection: SO_PEERCRED failed: {e}"));
-                    continue;
-                }
-            };
-            let peer = Peer {
-                pid: creds.pid(),
-                uid: creds.uid(),
-            };
-            let refusal = if let Err(why) = self.cfg.access.check(creds.uid(), creds.gid()) {
-                Some(ProtoError::new(Code::NotAllowed, why))
-            } else if self.conns.len() >= self.cfg.max_clients {
-                Some(ProtoError::new(
-                    Code::Limit,
-                    format!("{} clients connected already, the most allowed", self.cfg.max_clients),
-                ))
-            } else {
-                None
-            };
-            if let Some(e) = refusal {
-                (self.log)(&format!("refused pid {} uid {}: {}", peer.pid, peer.uid, e.message));
-                refuse_and_close(stream, &e);
-                continue;
-            }
-            if stream.set_nonblocking(true).is_err() {
-                continue;
-            }
-            let id = self.next_id;
-            self.next_id += 1;
-            self.conns.insert(id, Conn::new(stream, peer));
+            self.admit(stream);
         }
     }
 
-    fn serve_conn(&mut self, id: ClientId, ev: PollFlags) {
-        let Some(conn) = self.conns.get_mut(&id) else { return };
-        if ev.contains(PollFlags::POLLOUT)
-            && let Err(e) = conn.flush()
-        {
-            self.closing.push((id, e));
+    fn admit(&mut self, stream: UnixStream) {
+        let creds = match getsockopt(&stream, PeerCredentials) {
+            Ok(c) => c,
+            Err(e) => {
+                (self.log)(&format!("refused a connection: SO_PEERCRED failed: {e}"));
+                return;
+            }
+        };
+        let peer = Peer {
+            pid: creds.pid(),
+            uid: creds.uid(),
+        };
+        let of_uid = self.per_uid.get(&peer.uid).copied().unwrap_or(0);
+        let refusal = if let Err(why) = self.cfg.access.check(creds.uid(), creds.gid()) {
+            Some(ProtoError::new(Code::NotAllowed, why))
+        } else if self.conns.len() >= self.cfg.max_clients {
+            Some(ProtoError::new(
+                Code::Limit,
+                format!("{} clients connected already, the most allowed", self.cfg.max_clients),
+            ))
+        } else if of_uid >= self.cfg.max_per_uid {
+            Some(ProtoError::new(
+                Code::Limit,
+                format!(
+                    "uid {} has {of_uid} connections already, the most allowed per uid",
+                    peer.uid
+                ),
+            ))
+        } else {
+            None
+        };
+        if let Some(e) = refusal {
+            if let Some(line) = self.gate.refused(peer.uid, Instant::now()) {
+                (self.log)(&format!(
+                    "refused pid {} uid {}: {}{line}",
+                    peer.pid, peer.uid, e.message
+                ));
+            }
+            refuse_and_close(stream, &e);
             return;
         }
-        if !ev.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR) {
+        if stream.set_nonblocking(true).is_err() {
+            return;
+        }
+        let id = self.next_id;
+        if self
+            .epoll
+            .add(&stream, EpollEvent::new(EpollFlags::EPOLLIN, token(id)))
+            .is_err()
+        {
+            return;
+        }
+        self.next_id += 1;
+        let deadline = Instant::now() + self.cfg.hello_timeout;
+        self.hello.insert((deadline, id));
+        *self.per_uid.entry(peer.uid).or_insert(0) += 1;
+        self.conns.insert(id, Conn::new(stream, peer, deadline));
+    }
+
+    fn serve_conn(&mut self, id: ClientId, ev: EpollFlags) {
+        self.visits += 1;
+        let Some(conn) = self.conns.get_mut(&id) else { return };
+        if conn.closing {
+            return;
+        }
+        if ev.contains(EpollFlags::EPOLLOUT) {
+            self.dirty.insert(id);
+        }
+        if !ev.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
             return;
         }
         let turn = conn.read_turn();
         // Frames read before an end of stream are still served (a client may send and close).
-        loop {
+        self.decode(id);
+        if let Turn::Closed(why) = turn {
+            self.closing.push((id, why));
+        }
+    }
+
+    /// Acts on at most [`FRAMES_PER_TURN`] of the connection's frames.
+    fn decode(&mut self, id: ClientId) {
+        self.backlog.remove(&id);
+        let budget = self.plan.work() + WORK_PER_TURN;
+        for _ in 0..FRAMES_PER_TURN {
+            if self.plan.work() >= budget {
+                break;
+            }
             let Some(conn) = self.conns.get_mut(&id) else { return };
+            if conn.closing {
+                return;
+            }
             let payload = match conn.decoder.next_frame() {
                 Ok(Some(p)) => p,
-                Ok(None) => break,
+                Ok(None) => return,
                 Err(e) => {
                     let e = ProtoError::new(Code::TooLarge, e.to_string());
                     self.refuse(id, None, e);
                     return;
                 }
             };
+            let now = Instant::now();
+            self.plan.heard(id, now);
             let mut out = Vec::new();
             match decode_request(&payload) {
                 Ok(f) => {
-                    if let Err(e) = self.request(id, f.seq, f.msg, &mut out) {
+                    if let Err(e) = self.request(id, f.seq, f.msg, now, &mut out) {
                         self.refuse(id, Some(f.seq), e);
                     }
                 }
@@ -195,21 +326,36 @@ impl Server<'_> {
             }
             self.dispatch(out);
         }
-        if let Turn::Closed(why) = turn {
-            self.closing.push((id, why));
+        if self
+            .conns
+            .get(&id)
+            .is_some_and(|c| !c.closing && c.decoder.pending() > 0)
+        {
+            self.backlog.insert(id);
         }
     }
 
-    fn request(&mut self, id: ClientId, seq: u64, msg: Request, out: &mut Vec<Out>) -> Result<(), ProtoError> {
+    fn request(
+        &mut self,
+        id: ClientId,
+        seq: u64,
+        msg: Request,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> Result<(), ProtoError> {
         if let Request::Hello { name } = &msg
             && !self.plan.knows(id)
         {
             self.plan.join(id, name);
-            let peer = self.conns.get(&id).map(|c| c.peer);
-            if let Some(p) = peer {
+            if let Some(c) = self.conns.get_mut(&id) {
+                if let Some(d) = c.hello_deadline.take() {
+                    self.hello.remove(&(d, id));
+                }
                 out.push(Out::Log(format!(
-                    "client {id} ({name}) connected: pid {} uid {}",
-                    p.pid, p.uid
+                    "client {id} ({}) connected: pid {} uid {}",
+                    super::text::escape(name),
+                    c.peer.pid,
+                    c.peer.uid
                 )));
             }
             out.push(Out::Send(
@@ -221,30 +367,40 @@ impl Server<'_> {
             ));
             return Ok(());
         }
-        self.plan.request(id, seq, msg, Instant::now(), out)
+        self.plan.request(id, seq, msg, now, out)
     }
 
-    /// Sends a refusal and logs it; fatal ones (and one too many) close the connection.
+    /// Sends a refusal and logs it (the first few); fatal ones (and one too many) close the
+    /// connection and stop its decoding.
     fn refuse(&mut self, id: ClientId, re: Option<u64>, e: ProtoError) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
         conn.refusals += 1;
-        (self.log)(&format!(
-            "client {id} (pid {}): refused{}: {e}",
-            conn.peer.pid,
-            re.map_or(String::new(), |s| format!(" request {s}"))
-        ));
+        if conn.refusals <= LOGGED_REFUSALS {
+            (self.log)(&format!(
+                "client {id} (pid {}): refused{}: {e}",
+                conn.peer.pid,
+                re.map_or(String::new(), |s| format!(" request {s}"))
+            ));
+        }
         let fatal = e.fatal();
         let frame = encode_notice(Notice::Refused {
             re,
             code: e.code,
             message: e.message,
         });
-        if !conn.queue(&frame) {
-            self.closing.push((id, format!("more than {MAX_OUT} bytes unread")));
+        let why = if !conn.queue(&frame) {
+            Some(format!("more than {MAX_OUT} bytes unread"))
         } else if fatal {
-            self.closing.push((id, "refused (fatal)".into()));
+            Some("refused (fatal)".into())
         } else if conn.refusals > MAX_REFUSALS {
-            self.closing.push((id, format!("more than {MAX_REFUSALS} refusals")));
+            Some(format!("more than {MAX_REFUSALS} refusals"))
+        } else {
+            None
+        };
+        self.dirty.insert(id);
+        if let Some(why) = why {
+            conn.closing = true;
+            self.closing.push((id, why));
         }
     }
 
@@ -254,7 +410,10 @@ impl Server<'_> {
                 Out::Log(line) => (self.log)(&line),
                 Out::Send(c, n) => {
                     let Some(conn) = self.conns.get_mut(&c) else { continue };
-                    if !conn.queue(&encode_notice(n)) {
+                    if conn.queue(&encode_notice(n)) {
+                        self.dirty.insert(c);
+                    } else if !conn.closing {
+                        conn.closing = true;
                         self.closing.push((
                             c,
                             format!("more than {MAX_OUT} bytes unread: the client stopped reading"),
@@ -265,15 +424,26 @@ impl Server<'_> {
         }
     }
 
-    /// Writes what can be written now, then closes the connections marked for it (which may
-    /// send orders to others: repeated until nothing more is closed).
+    /// Writes what can be written now (asking epoll for writability where bytes are left),
+    /// then closes the connections marked for it (which may send orders to others: repeated
+    /// until nothing more is closed).
     fn finish_turn(&mut self) {
         loop {
-            for (&id, conn) in &mut self.conns {
-                if conn.has_output()
-                    && let Err(e) = conn.flush()
-                {
+            for id in std::mem::take(&mut self.dirty) {
+                let Some(conn) = self.conns.get_mut(&id) else { continue };
+                if let Err(e) = conn.flush() {
                     self.closing.push((id, e));
+                    continue;
+                }
+                let want = conn.has_output();
+                if want != conn.wants_out {
+                    conn.wants_out = want;
+                    let mut flags = EpollFlags::EPOLLIN;
+                    if want {
+                        flags |= EpollFlags::EPOLLOUT;
+                    }
+                    let mut ev = EpollEvent::new(flags, token(id));
+                    let _ = self.epoll.modify(&conn.stream, &mut ev);
                 }
             }
             if self.closing.is_empty() {
@@ -282,7 +452,24 @@ impl Server<'_> {
             let mut out = Vec::new();
             for (id, why) in std::mem::take(&mut self.closing) {
                 let Some(conn) = self.conns.remove(&id) else { continue };
-                (self.log)(&format!("client {id} (pid {}) closed: {why}", conn.peer.pid));
+                let _ = self.epoll.delete(&conn.stream);
+                self.backlog.remove(&id);
+                if let Some(d) = conn.hello_deadline {
+                    self.hello.remove(&(d, id));
+                }
+                if let Some(n) = self.per_uid.get_mut(&conn.peer.uid) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.per_uid.remove(&conn.peer.uid);
+                    }
+                }
+                let unlogged = conn.refusals.saturating_sub(LOGGED_REFUSALS);
+                let also = if unlogged > 0 {
+                    format!(" ({} refusals, {unlogged} of them not logged)", conn.refusals)
+                } else {
+                    String::new()
+                };
+                (self.log)(&format!("client {id} (pid {}) closed: {why}{also}", conn.peer.pid));
                 self.plan.drop_client(id, Instant::now(), &mut out);
             }
             self.dispatch(out);

@@ -20,6 +20,9 @@ pub const STEP: Duration = Duration::from_secs(20);
 /// returns" race the scheduler of the machine.
 const CALM_ACK: [&str; 2] = ["--ack-timeout-ms", "20000"];
 const CALM_LEASE: [&str; 2] = ["--lease-ms", "20000"];
+const CALM_TIMEOUT: [&str; 2] = ["--timeout-ms", "20000"];
+/// The daemon ends the blocks of a client it has not heard from: calm too.
+const CALM_SILENCE: [&str; 2] = ["--block-silence-ms", "60000"];
 
 pub const DAEMON: &str = env!("CARGO_BIN_EXE_preempt-sched");
 pub const CLIENT: &str = env!("CARGO_BIN_EXE_preempt-sched-client");
@@ -96,6 +99,11 @@ impl Daemon {
                 &[][..]
             } else {
                 &CALM_ACK[..]
+            })
+            .args(if extra.contains(&CALM_SILENCE[0]) {
+                &[][..]
+            } else {
+                &CALM_SILENCE[..]
             })
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -190,6 +198,11 @@ impl Client {
                 &[][..]
             } else {
                 &CALM_LEASE[..]
+            })
+            .args(if args.contains(&CALM_TIMEOUT[0]) {
+                &[][..]
+            } else {
+                &CALM_TIMEOUT[..]
             })
             .env(host_device::WORKER_ENV, &worker.program)
             .stdin(Stdio::piped())

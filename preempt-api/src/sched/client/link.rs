@@ -1,11 +1,17 @@
-//! The link thread: connects to the daemon (again and again, with a backoff), says hello,
-//! replays the registered streams and active blocks, carries out the daemon's orders on the
-//! client's own streams, and on losing the daemon (end of stream, an error, or silence past the
-//! lease while it holds streams suspended) resumes everything it suspended for it.
+//! The link thread: connects to the daemon (again and again, with a backoff), checks who the
+//! daemon is, says hello, replays the registered streams and active blocks, carries out the
+//! daemon's orders on the client's own streams, and on losing the daemon (end of stream, an
+//! error, or silence past the lease while it holds streams suspended) resumes everything it
+//! suspended for it. While the process holds blocks it pings, so that the daemon can tell a
+//! live HP process from a stopped one (whose blocks it ends).
 use super::shared::{Shared, State};
+use super::trust;
 use crate::sched::proto::{self, Decoder, Notice, OrderAction, Request, decode_notice, encode_request};
+use nix::errno::Errno;
+use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, connect as sys_connect, socket};
 use std::io::{ErrorKind, Read};
 use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -28,6 +34,7 @@ pub(super) fn run(shared: &Arc<Shared>) {
             }
             Err(why) => {
                 let mut st = shared.state();
+                st.socket = None;
                 st.last_error = Some(why);
                 st.attempted = true;
                 drop(st);
@@ -55,13 +62,48 @@ fn tick(shared: &Shared) -> Duration {
     (shared.opts.lease / 4).max(Duration::from_millis(1))
 }
 
-/// Connects, says hello, waits for the welcome, installs the writer and replays the state.
+/// Connects without blocking: a daemon whose listen backlog is full (hung, or flooded) is a
+/// failed attempt at once (EAGAIN), never a `connect()` that blocks the link thread, and with it
+/// `close`.
+fn connect_now(path: &Path) -> Result<UnixStream, String> {
+    let fd = socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .map_err(|e| format!("socket: {e}"))?;
+    let addr = UnixAddr::new(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    match sys_connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &addr) {
+        Ok(()) => {}
+        Err(Errno::EAGAIN) => {
+            return Err(format!(
+                "connecting to {}: the daemon accepts no connection (its backlog is full: hung or flooded)",
+                path.display()
+            ));
+        }
+        Err(e) => return Err(format!("connecting to {}: {}", path.display(), std::io::Error::from(e))),
+    }
+    let stream = UnixStream::from(fd);
+    stream
+        .set_nonblocking(false)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(stream)
+}
+
+/// Connects, checks the daemon's uid, says hello, waits for the welcome, installs the writer
+/// and replays the state.
 fn connect(shared: &Arc<Shared>) -> Result<(UnixStream, Decoder), String> {
     let path = &shared.path;
-    let mut stream = UnixStream::connect(path).map_err(|e| format!("connecting to {}: {e}", path.display()))?;
+    let mut stream = connect_now(path)?;
+    // Who listens there: a daemon of another user (a socket planted at a shared path) would
+    // otherwise receive this process's hello and suspend its streams at will.
+    trust::check_daemon(&stream, path, &shared.opts.trusted_uids)?;
     let io = |e: std::io::Error| format!("{}: {e}", path.display());
     stream.set_read_timeout(Some(tick(shared))).map_err(io)?;
     stream.set_write_timeout(Some(shared.opts.reply_timeout)).map_err(io)?;
+    // `close` shuts this socket down to wake the thread, also before the welcome.
+    shared.state().socket = stream.try_clone().ok();
     let hello = Request::Hello {
         name: shared.opts.name.clone(),
     };
@@ -79,6 +121,9 @@ fn connect(shared: &Arc<Shared>) -> Result<(UnixStream, Decoder), String> {
     }
     let deadline = Instant::now() + shared.opts.reply_timeout;
     let pid = loop {
+        if shared.stop.load(Ordering::Acquire) {
+            return Err("the client closed".into());
+        }
         if Instant::now() >= deadline {
             return Err(format!(
                 "{}: no welcome within {:?}",
@@ -167,10 +212,13 @@ fn serve(shared: &Arc<Shared>, stream: &UnixStream, mut dec: Decoder) -> String 
     loop {
         // Short reads only while holding (the lease is checked between them); otherwise an idle
         // client wakes rarely: an order or the daemon's end wakes the read at once anyway.
-        let want = if shared.state().held.is_empty() {
-            IDLE_READ
-        } else {
-            tick(shared)
+        let want = {
+            let st = shared.state();
+            if st.held.is_empty() && st.blocks.is_empty() {
+                IDLE_READ
+            } else {
+                tick(shared)
+            }
         };
         if want != timeout {
             timeout = want;
@@ -191,7 +239,18 @@ fn serve(shared: &Arc<Shared>, stream: &UnixStream, mut dec: Decoder) -> String 
             }
             Ok(None) => {}
         }
-        let holding = !shared.state().held.is_empty();
+        let (holding, blocks) = {
+            let st = shared.state();
+            (!st.held.is_empty(), !st.blocks.is_empty())
+        };
+        // Inside a block the daemon must hear from this process (it ends the blocks of a
+        // silent one), so it pings then too, without a lease of its own on the daemon.
+        if blocks && !holding && pinged.elapsed() >= tick(shared) {
+            pinged = Instant::now();
+            if shared.state().send(Request::Ping {}, None).is_none() {
+                return "writing to the daemon failed".into();
+            }
+        }
         if holding {
             if heard.elapsed() > lease {
                 shared.state().stats.lease_expiries += 1;
@@ -270,6 +329,7 @@ fn lost(shared: &Arc<Shared>, stream: &UnixStream, why: &str) {
     let mut st = shared.state();
     let failed = st.resume_held();
     st.writer = None;
+    st.socket = None;
     st.pending.clear();
     st.daemon_pid = None;
     st.stats.disconnects += 1;

@@ -21,6 +21,7 @@ use hpf::Priority;
 pub(crate) use shared::Owns;
 use shared::{Registered, Shared, State};
 use std::fmt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, channel};
@@ -30,8 +31,9 @@ use std::time::Instant;
 
 mod link;
 mod shared;
+pub mod trust;
 
-pub use crate::options::{ClientOptions, DEFAULT_LEASE};
+pub use crate::options::{ClientOptions, DEFAULT_LEASE, DEFAULT_REPLY_TIMEOUT, REPLY_TIMEOUT_ENV};
 pub use shared::LinkStats;
 
 /// What [`SchedClient::enter`] found.
@@ -68,7 +70,7 @@ pub enum ClientError {
         /// Its text.
         message: String,
     },
-    /// No reply within [`ClientOptions::reply_timeout`].
+    /// No reply within [`ClientOptions::reply_timeout`] (a call that cannot go on without one).
     Timeout(String),
     /// A misuse: a stream of another session, a leave without its enter.
     Invalid(String),
@@ -262,7 +264,7 @@ impl SchedClient {
             );
             self.call(&mut st, Request::Register { stream: id, priority })
         };
-        self.wait(rx, "register").map(drop)
+        self.sent(self.wait(rx, "register"))
     }
 
     /// Removes a stream; if the daemon had it suspended, it is resumed here first.
@@ -284,7 +286,7 @@ impl SchedClient {
             };
             (self.call(&mut st, Request::Unregister { stream: id }), resumed)
         };
-        let r = self.wait(rx, "unregister").map(drop);
+        let r = self.sent(self.wait(rx, "unregister"));
         resumed.map_err(ClientError::Api)?;
         r
     }
@@ -314,6 +316,13 @@ impl SchedClient {
                 late,
             }),
             Ok(_) => Ok(Entered::UNSCHEDULED),
+            // The HP work must not pay for a sick scheduler: past the bound the block goes on
+            // unscheduled (the daemon, if it wakes, still has it, and ends it if this process
+            // leaves it or falls silent).
+            Err(ClientError::Timeout(why)) => {
+                self.timed_out(&why);
+                Ok(Entered::UNSCHEDULED)
+            }
             Err(e) => {
                 if matches!(e, ClientError::Refused { .. }) {
                     // Refused: the daemon holds no such block, so neither does this client.
@@ -321,6 +330,24 @@ impl SchedClient {
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// A reply did not come within the bound: counted, and said once per client on stderr (an
+    /// application's HP requests now run unscheduled: its operator must learn why).
+    fn timed_out(&self, why: &str) {
+        let mut st = self.shared.state();
+        st.stats.timeouts += 1;
+        st.last_error = Some(format!("no reply: {why}"));
+        if !std::mem::replace(&mut st.warned, true) {
+            drop(st);
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "preempt-kfd: the scheduler daemon at {} did not answer within {:?} ({why}); blocks run \
+                 unscheduled while it does not (said once)",
+                self.shared.path.display(),
+                self.shared.opts.reply_timeout
+            );
         }
     }
 
@@ -349,7 +376,19 @@ impl SchedClient {
             let mut st = self.shared.state();
             self.call(&mut st, Request::Leave { priority })
         };
-        self.wait(rx, "leave").map(drop)
+        self.sent(self.wait(rx, "leave"))
+    }
+
+    /// The result of a request whose reply the process need not wait for: it was sent and the
+    /// state is recorded here (replayed to the next daemon), so past the bound it goes on.
+    fn sent(&self, r: Result<Option<Notice>, ClientError>) -> Result<(), ClientError> {
+        match r {
+            Err(ClientError::Timeout(why)) => {
+                self.timed_out(&why);
+                Ok(())
+            }
+            r => r.map(drop),
+        }
     }
 
     /// Stops the link, resumes what it holds for the daemon and disconnects (the daemon drops
@@ -357,8 +396,9 @@ impl SchedClient {
     /// failed. Idempotent.
     pub fn close(&self) -> Vec<String> {
         self.shared.stop.store(true, Ordering::Release);
-        if let Some(w) = self.shared.state().writer.as_ref() {
-            // Wakes the link thread's read at once (its socket is this one).
+        if let Some(w) = self.shared.state().socket.as_ref() {
+            // Wakes the link thread's read at once, before the welcome too (its socket is this
+            // one); its connect never blocks and its sleeps look at the stop flag.
             let _ = w.shutdown(std::net::Shutdown::Both);
         }
         let thread = self

@@ -42,6 +42,9 @@ pub struct LinkStats {
     pub orders_done: u64,
     /// Orders refused or failed (acknowledged not ok).
     pub orders_failed: u64,
+    /// Calls that gave up waiting for the daemon's reply after
+    /// [`super::ClientOptions::reply_timeout`] and went on (an `enter` then runs unscheduled).
+    pub timeouts: u64,
 }
 
 #[derive(Default)]
@@ -51,6 +54,9 @@ pub(super) struct State {
     /// Streams this client suspended because the daemon said so.
     pub held: BTreeSet<u64>,
     pub writer: Option<UnixStream>,
+    /// The socket of the connection being made or served, for `close` to shut down (which
+    /// wakes the link thread wherever it waits on it).
+    pub socket: Option<UnixStream>,
     pub seq: u64,
     pub pending: BTreeMap<u64, Sender<Notice>>,
     /// Whether a connection attempt finished (for `connect`'s wait) and its error if it failed.
@@ -58,6 +64,8 @@ pub(super) struct State {
     pub last_error: Option<String>,
     pub daemon_pid: Option<u32>,
     pub stats: LinkStats,
+    /// Whether the one warning about a daemon that does not answer in time was written.
+    pub warned: bool,
 }
 
 pub(super) struct Shared {

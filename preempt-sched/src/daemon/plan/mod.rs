@@ -3,33 +3,69 @@
 //! client entered, the orders sent and not yet acknowledged, and the `enter`s waiting for their
 //! suspends. Each call gets the time and pushes what to send ([`Out`]); the event loop
 //! (`super::server`) does the I/O. Pure so that the rules are unit-tested without sockets.
+//!
+//! **Cost of a request.** O(log n) in the streams on the node plus what the request changes
+//! (hpf's indexed calls, the indexes below): a registration, an `enter` that moves no stream, an
+//! ack or a ping never walk every stream, so a client registering thousands of streams does not
+//! slow another process's HP block. An `enter` also copies the set of suspends still in flight
+//! (normally empty: every earlier suspend acknowledged).
+//!
+//! **At most one order in flight per stream.** A stream whose order is not yet acknowledged gets
+//! no second one: when the ack comes, the stream's confirmed state is compared with what the
+//! policy wants now and one new order is sent if they differ. So the bytes queued for a client
+//! are bounded by its streams (at most [`Limits::streams_per_client`] orders), however fast
+//! other clients enter and leave blocks.
+//!
+//! **A stalled client is not waited for.** Once one of a client's orders is not acknowledged
+//! within the ack timeout (its process stopped, hung or slow), the client is *stalled*: no
+//! `enter` waits for its streams (they count as `late`) until it has acknowledged every late
+//! order. One stopped LP process costs the first HP block the ack timeout, not every block.
+//!
+//! **Blocks are leased.** A block ends by itself, logged, when it has been active longer than
+//! [`Limits::max_block`], or when its client has been silent longer than
+//! [`Limits::block_silence`] (a client holding a block pings; a stopped or hung HP process
+//! does not). Its client's later `leave` of it is answered `done`.
+use super::text::escape;
 use crate::proto::{Code, Notice, OrderAction, ProtoError, Request};
 use hpf::{Action, Policy, Priority};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
+
+mod state;
+use state::{Client, Order, StreamState, Timer, Waiting};
 
 /// A connection's number, from 1, never reused while the daemon runs.
 pub type ClientId = u64;
 
 type Key = (ClientId, u64);
 
-/// How much one client may hold.
+/// How much one client may hold, and for how long.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Registered streams per client.
     pub streams_per_client: usize,
     /// Active blocks per client.
     pub blocks_per_client: usize,
-    /// Late orders (not acknowledged in time) after which a client is dropped as unresponsive.
-    pub late_per_client: usize,
+    /// The longest one block stays active; past it the daemon ends it.
+    pub max_block: Duration,
+    /// The longest a client holding a block may stay silent (its client pings every quarter of
+    /// its lease while it holds one); past it the daemon ends its blocks.
+    pub block_silence: Duration,
 }
+
+/// Default of [`Limits::max_block`].
+pub const DEFAULT_MAX_BLOCK: Duration = Duration::from_secs(10);
+
+/// Default of [`Limits::block_silence`].
+pub const DEFAULT_BLOCK_SILENCE: Duration = Duration::from_millis(1000);
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             streams_per_client: 1024,
             blocks_per_client: 1024,
-            late_per_client: 64,
+            max_block: DEFAULT_MAX_BLOCK,
+            block_silence: DEFAULT_BLOCK_SILENCE,
         }
     }
 }
@@ -43,31 +79,12 @@ pub enum Out {
     Log(String),
 }
 
-#[derive(Debug, Default)]
-struct Client {
-    name: String,
-    streams: BTreeSet<u64>,
-    blocks: BTreeMap<Priority, usize>,
-}
-
+/// How a stream an `enter` waited for came out.
 #[derive(Debug, Clone, Copy)]
-struct Order {
-    client: ClientId,
-    stream: u64,
-    action: OrderAction,
-    sent: Instant,
-    /// `None` once reported late.
-    deadline: Option<Instant>,
-}
-
-#[derive(Debug)]
-struct Waiting {
-    client: ClientId,
-    re: u64,
-    orders: BTreeSet<u64>,
-    suspended: u32,
-    failed: u32,
-    late: u32,
+enum Outcome {
+    Done,
+    Failed,
+    Late,
 }
 
 /// See the [module documentation](self).
@@ -75,22 +92,38 @@ struct Waiting {
 pub struct Plan {
     policy: Policy<Key>,
     clients: BTreeMap<ClientId, Client>,
+    streams: BTreeMap<Key, StreamState>,
     orders: BTreeMap<u64, Order>,
-    waits: Vec<Waiting>,
+    /// Streams whose suspend the policy wants, not yet confirmed by a client that is not
+    /// stalled: what an `enter` waits for.
+    in_flight: BTreeSet<Key>,
+    waits: BTreeMap<u64, Waiting>,
+    /// The waits each in-flight stream is in.
+    waiters: BTreeMap<Key, BTreeSet<u64>>,
+    timers: BTreeSet<(Instant, Timer)>,
+    /// Active blocks: id -> (client, priority).
+    blocks: BTreeMap<u64, (ClientId, Priority)>,
+    /// Streams confirmed suspended by their clients.
+    suspended: usize,
+    /// Streams copied into waits so far (see [`Plan::work`]).
+    wait_work: u64,
+    /// Order numbers, from 1 (what clients and the log see); block and wait ids are apart.
     next_order: u64,
+    next_id: u64,
     ack_timeout: Duration,
     limits: Limits,
 }
 
-fn hpf_action(a: Action<Key>) -> (Key, OrderAction) {
-    match a {
-        Action::Suspend(k) => (k, OrderAction::Suspend),
-        Action::Resume(k) => (k, OrderAction::Resume),
-    }
-}
-
 fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn action_of(suspend: bool) -> OrderAction {
+    if suspend {
+        OrderAction::Suspend
+    } else {
+        OrderAction::Resume
+    }
 }
 
 impl Plan {
@@ -100,23 +133,31 @@ impl Plan {
         Plan {
             policy: Policy::new(),
             clients: BTreeMap::new(),
+            streams: BTreeMap::new(),
             orders: BTreeMap::new(),
-            waits: Vec::new(),
+            in_flight: BTreeSet::new(),
+            waits: BTreeMap::new(),
+            waiters: BTreeMap::new(),
+            timers: BTreeSet::new(),
+            blocks: BTreeMap::new(),
+            suspended: 0,
+            wait_work: 0,
             next_order: 1,
+            next_id: 1,
             ack_timeout,
             limits,
         }
     }
 
-    /// A client said hello.
+    fn id(&mut self) -> u64 {
+        let n = self.next_id;
+        self.next_id += 1;
+        n
+    }
+
+    /// A client said hello (its name is escaped here for every log line after).
     pub fn join(&mut self, c: ClientId, name: &str) {
-        self.clients.insert(
-            c,
-            Client {
-                name: name.to_owned(),
-                ..Client::default()
-            },
-        );
+        self.clients.insert(c, Client::new(escape(name)));
     }
 
     /// Whether `c` said hello.
@@ -129,30 +170,131 @@ impl Plan {
         self.clients.len()
     }
 
+    /// The work hpf's policy has done so far (queues examined: see [`hpf::Policy::visited`]).
+    pub fn policy_work(&self) -> u64 {
+        self.policy.visited()
+    }
+
+    /// All the work done so far, in streams touched: the policy's, plus the streams each
+    /// `enter` waits for. The loop bounds each client's share of a turn by it.
+    pub fn work(&self) -> u64 {
+        self.policy.visited() + self.wait_work
+    }
+
     fn who(&self, c: ClientId) -> String {
         self.clients
             .get(&c)
             .map_or_else(|| format!("client {c}"), |k| format!("client {c} ({})", k.name))
     }
 
-    /// Sends the orders that carry `actions` out.
-    fn issue(&mut self, actions: Vec<Action<Key>>, now: Instant, out: &mut Vec<Out>) {
-        for a in actions {
-            let ((client, stream), action) = hpf_action(a);
-            let order = self.next_order;
-            self.next_order += 1;
-            self.orders.insert(
-                order,
-                Order {
-                    client,
-                    stream,
-                    action,
-                    sent: now,
-                    deadline: Some(now + self.ack_timeout),
-                },
-            );
-            out.push(Out::Send(client, Notice::Order { order, stream, action }));
+    fn stalled(&self, c: ClientId) -> bool {
+        self.clients.get(&c).is_some_and(|k| k.late > 0)
+    }
+
+    /// Something was heard from `c`: a client holding blocks is not silent.
+    pub fn heard(&mut self, c: ClientId, now: Instant) {
+        let silence = self.limits.block_silence;
+        let Some(k) = self.clients.get_mut(&c) else { return };
+        if k.blocks.is_empty() {
+            return;
         }
+        if let Some(old) = k.silence.replace(now + silence) {
+            self.timers.remove(&(old, Timer::Silence(c)));
+        }
+        self.timers.insert((now + silence, Timer::Silence(c)));
+    }
+
+    /// Carries out what the policy decided: an order where the stream has none in flight.
+    fn apply(&mut self, actions: Vec<Action<Key>>, now: Instant, out: &mut Vec<Out>) {
+        for a in actions {
+            let key = a.queue();
+            let Some(st) = self.streams.get(&key).copied() else {
+                continue;
+            };
+            let want = self.policy.is_suspended(key);
+            if st.order.is_none() && st.suspended != want {
+                self.send(key, action_of(want), now, out);
+            }
+            self.refresh(key, None, out);
+        }
+    }
+
+    fn send(&mut self, key: Key, action: OrderAction, now: Instant, out: &mut Vec<Out>) {
+        let n = self.next_order;
+        self.next_order += 1;
+        let (client, stream) = key;
+        self.orders.insert(
+            n,
+            Order {
+                client,
+                stream,
+                action,
+                sent: now,
+                late: false,
+            },
+        );
+        if let Some(st) = self.streams.get_mut(&key) {
+            st.order = Some(n);
+        }
+        if let Some(k) = self.clients.get_mut(&client) {
+            k.orders.insert(n);
+        }
+        self.timers.insert((now + self.ack_timeout, Timer::Ack(n)));
+        out.push(Out::Send(
+            client,
+            Notice::Order {
+                order: n,
+                stream,
+                action,
+            },
+        ));
+    }
+
+    /// Puts `key` in or out of the in-flight set from its state; leaving it resolves the waits
+    /// it was in with `outcome` (`None`: moot, counted nowhere).
+    fn refresh(&mut self, key: Key, outcome: Option<Outcome>, out: &mut Vec<Out>) {
+        // Suspended for sure only when confirmed with no order in flight (a resume on its way
+        // may have been carried out already).
+        let pending = self
+            .streams
+            .get(&key)
+            .is_some_and(|st| !st.suspended || st.order.is_some())
+            && self.policy.is_suspended(key)
+            && !self.stalled(key.0);
+        if pending {
+            self.in_flight.insert(key);
+            return;
+        }
+        if !self.in_flight.remove(&key) {
+            return;
+        }
+        let Some(ws) = self.waiters.remove(&key) else { return };
+        for w in ws {
+            let Some(wait) = self.waits.get_mut(&w) else { continue };
+            wait.keys.remove(&key);
+            match outcome {
+                Some(Outcome::Done) => wait.suspended += 1,
+                Some(Outcome::Failed) => wait.failed += 1,
+                Some(Outcome::Late) => wait.late += 1,
+                None => {}
+            }
+            if wait.keys.is_empty() {
+                self.settle(w, out);
+            }
+        }
+    }
+
+    fn settle(&mut self, w: u64, out: &mut Vec<Out>) {
+        let Some(wait) = self.waits.remove(&w) else { return };
+        out.push(Out::Send(
+            wait.client,
+            Notice::Entered {
+                re: wait.re,
+                suspended: wait.suspended,
+                failed: wait.failed,
+                late: wait.late,
+            },
+        ));
     }
 
     /// A request of client `c` (after hello; the loop handles `hello` itself). `Err`: the
@@ -165,7 +307,7 @@ impl Plan {
         now: Instant,
         out: &mut Vec<Out>,
     ) -> Result<(), ProtoError> {
-        let Some(client) = self.clients.get_mut(&c) else {
+        let Some(client) = self.clients.get(&c) else {
             return Err(ProtoError::new(Code::OutOfOrder, "the first message must be hello"));
         };
         match req {
@@ -177,238 +319,372 @@ impl Plan {
                         format!("at most {} streams per client", self.limits.streams_per_client),
                     ));
                 }
-                client.streams.insert(stream);
+                if let Some(k) = self.clients.get_mut(&c) {
+                    k.streams.insert(stream);
+                }
+                self.streams.entry((c, stream)).or_default();
                 out.push(Out::Send(c, Notice::Done { re: seq }));
                 let actions = self.policy.register((c, stream), priority);
-                self.issue(actions, now, out);
+                self.apply(actions, now, out);
             }
             Request::Unregister { stream } => {
-                if !client.streams.remove(&stream) {
+                if !self.clients.get_mut(&c).is_some_and(|k| k.streams.remove(&stream)) {
                     return Err(ProtoError::new(
                         Code::UnknownStream,
                         format!("stream {stream} is not registered by this client"),
                     ));
                 }
                 // Its resume, if any, is the client's own (the protocol's rule): no order.
-                let _ = self.policy.unregister((c, stream));
+                self.forget_stream((c, stream), None, out);
                 out.push(Out::Send(c, Notice::Done { re: seq }));
             }
-            Request::Enter { priority } => {
-                let held: usize = client.blocks.values().sum();
-                if held >= self.limits.blocks_per_client {
-                    return Err(ProtoError::new(
-                        Code::Limit,
-                        format!("at most {} active blocks per client", self.limits.blocks_per_client),
-                    ));
-                }
-                *client.blocks.entry(priority).or_insert(0) += 1;
-                let actions = self.policy.enter(priority);
-                self.issue(actions, now, out);
-                // It waits for every suspend still on its way, its own and earlier ones (the
-                // block must not start beside a stream that is not stopped yet), but only a
-                // stream's latest order: a suspend that a resume already followed is moot.
-                let mut latest: BTreeMap<Key, (u64, OrderAction)> = BTreeMap::new();
-                for (&n, o) in self.orders.iter().filter(|(_, o)| o.deadline.is_some()) {
-                    latest.insert((o.client, o.stream), (n, o.action));
-                }
-                let orders: BTreeSet<u64> = latest
-                    .into_values()
-                    .filter(|&(_, a)| a == OrderAction::Suspend)
-                    .map(|(n, _)| n)
-                    .collect();
-                self.waits.push(Waiting {
-                    client: c,
-                    re: seq,
-                    orders,
-                    suspended: 0,
-                    failed: 0,
-                    late: 0,
-                });
-                self.settle_waits(out);
-            }
-            Request::Leave { priority } => {
-                match client.blocks.get_mut(&priority) {
-                    None => {
-                        return Err(ProtoError::new(
-                            Code::NotActive,
-                            format!("this client has no active block of priority {priority}"),
-                        ));
-                    }
-                    Some(1) => {
-                        client.blocks.remove(&priority);
-                    }
-                    Some(n) => *n -= 1,
-                }
-                out.push(Out::Send(c, Notice::Done { re: seq }));
-                // The client's count says a block of `priority` is active, so hpf's is too.
-                let actions = self.policy.leave(priority).unwrap_or_default();
-                self.issue(actions, now, out);
-            }
-            Request::Ack { order, ok, error } => {
-                let Some(o) = self.orders.get(&order).filter(|o| o.client == c).copied() else {
-                    return Err(ProtoError::new(
-                        Code::OutOfOrder,
-                        format!("order {order} is not outstanding for this client"),
-                    ));
-                };
-                self.orders.remove(&order);
-                if o.deadline.is_none() {
-                    let late = now.saturating_duration_since(o.sent);
-                    out.push(Out::Log(format!(
-                        "{}: order {order} ({:?} stream {}) acknowledged {} ms after it was sent",
-                        self.who(c),
-                        o.action,
-                        o.stream,
-                        late.as_millis()
-                    )));
-                }
-                if !ok {
-                    let action = match o.action {
-                        OrderAction::Suspend => Action::Suspend((c, o.stream)),
-                        OrderAction::Resume => Action::Resume((c, o.stream)),
-                    };
-                    self.policy.failed(action);
-                    out.push(Out::Log(format!(
-                        "{}: {:?} of stream {} failed: {}",
-                        self.who(c),
-                        o.action,
-                        o.stream,
-                        error.as_deref().unwrap_or("no reason given")
-                    )));
-                }
-                self.resolve(order, if ok { Outcome::Done } else { Outcome::Failed }, out);
-            }
+            Request::Enter { priority } => self.enter(c, seq, priority, now, out)?,
+            Request::Leave { priority } => self.leave(c, seq, priority, now, out)?,
+            Request::Ack { order, ok, error } => self.ack(c, order, ok, error.as_deref(), now, out)?,
             Request::Ping {} => out.push(Out::Send(c, Notice::Pong { re: seq })),
             Request::Status {} => out.push(Out::Send(c, self.status(seq))),
         }
         Ok(())
     }
 
+    /// Removes a stream from the plan (unregistered, or its client gone); an order in flight
+    /// to it is forgotten when acknowledged.
+    fn forget_stream(&mut self, key: Key, outcome: Option<Outcome>, out: &mut Vec<Out>) {
+        let _ = self.policy.unregister(key);
+        if let Some(st) = self.streams.remove(&key)
+            && st.suspended
+        {
+            self.suspended -= 1;
+        }
+        self.refresh(key, outcome, out);
+    }
+
+    fn enter(
+        &mut self,
+        c: ClientId,
+        seq: u64,
+        priority: Priority,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> Result<(), ProtoError> {
+        let held = self.clients.get(&c).map_or(0, |k| k.blocks.len());
+        if held >= self.limits.blocks_per_client {
+            return Err(ProtoError::new(
+                Code::Limit,
+                format!("at most {} active blocks per client", self.limits.blocks_per_client),
+            ));
+        }
+        let b = self.id();
+        self.blocks.insert(b, (c, priority));
+        self.timers.insert((now + self.limits.max_block, Timer::Block(b)));
+        if let Some(k) = self.clients.get_mut(&c) {
+            k.blocks.insert(b, (priority, now + self.limits.max_block));
+        }
+        self.heard(c, now);
+        let actions = self.policy.enter(priority);
+        self.apply(actions, now, out);
+        // It waits for every suspend still on its way, its own and earlier ones (the block must
+        // not start beside a stream that is not stopped yet), stalled clients' excepted.
+        let keys = self.in_flight.clone();
+        self.wait_work += u64::try_from(keys.len()).unwrap_or(u64::MAX);
+        let w = self.id();
+        for &k in &keys {
+            self.waiters.entry(k).or_default().insert(w);
+        }
+        self.waits.insert(
+            w,
+            Waiting {
+                client: c,
+                re: seq,
+                keys,
+                suspended: 0,
+                failed: 0,
+                late: 0,
+            },
+        );
+        if self.waits.get(&w).is_some_and(|x| x.keys.is_empty()) {
+            self.settle(w, out);
+        }
+        Ok(())
+    }
+
+    fn leave(
+        &mut self,
+        c: ClientId,
+        seq: u64,
+        priority: Priority,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> Result<(), ProtoError> {
+        let Some(k) = self.clients.get_mut(&c) else {
+            return Ok(());
+        };
+        let oldest = k.blocks.iter().find(|(_, (p, _))| *p == priority).map(|(&b, _)| b);
+        match oldest {
+            Some(b) => self.end_block(b, now, out),
+            // The daemon ended it already (held too long, or its client silent): done.
+            None if k.forget_expired(priority) => {}
+            None => {
+                return Err(ProtoError::new(
+                    Code::NotActive,
+                    format!("this client has no active block of priority {priority}"),
+                ));
+            }
+        }
+        out.push(Out::Send(c, Notice::Done { re: seq }));
+        Ok(())
+    }
+
+    /// Ends block `b`: the streams it alone kept suspended resume.
+    fn end_block(&mut self, b: u64, now: Instant, out: &mut Vec<Out>) {
+        let Some((c, priority)) = self.blocks.remove(&b) else {
+            return;
+        };
+        if let Some(k) = self.clients.get_mut(&c)
+            && let Some((_, deadline)) = k.blocks.remove(&b)
+        {
+            self.timers.remove(&(deadline, Timer::Block(b)));
+            if k.blocks.is_empty()
+                && let Some(s) = k.silence.take()
+            {
+                self.timers.remove(&(s, Timer::Silence(c)));
+            }
+        }
+        // The client's record says the block is active, so hpf's does too.
+        let actions = self.policy.leave(priority).unwrap_or_default();
+        self.apply(actions, now, out);
+    }
+
+    fn ack(
+        &mut self,
+        c: ClientId,
+        order: u64,
+        ok: bool,
+        error: Option<&str>,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> Result<(), ProtoError> {
+        let Some(o) = self.orders.get(&order).filter(|o| o.client == c).copied() else {
+            return Err(ProtoError::new(
+                Code::OutOfOrder,
+                format!("order {order} is not outstanding for this client"),
+            ));
+        };
+        self.orders.remove(&order);
+        let key = (c, o.stream);
+        let mut unstalled = false;
+        if let Some(k) = self.clients.get_mut(&c) {
+            k.orders.remove(&order);
+            if o.late {
+                k.late -= 1;
+                unstalled = k.late == 0;
+            }
+        }
+        if o.late {
+            out.push(Out::Log(format!(
+                "{}: order {order} ({:?} stream {}) acknowledged {} ms after it was sent",
+                self.who(c),
+                o.action,
+                o.stream,
+                now.saturating_duration_since(o.sent).as_millis()
+            )));
+        } else {
+            self.timers.remove(&(o.sent + self.ack_timeout, Timer::Ack(order)));
+        }
+        let suspend = o.action == OrderAction::Suspend;
+        if let Some(st) = self.streams.get_mut(&key) {
+            st.order = None;
+            if ok && st.suspended != suspend {
+                st.suspended = suspend;
+                if suspend {
+                    self.suspended += 1;
+                } else {
+                    self.suspended -= 1;
+                }
+            }
+            let confirmed = st.suspended;
+            if !ok {
+                out.push(Out::Log(format!(
+                    "{}: {:?} of stream {} failed: {}",
+                    self.who(c),
+                    o.action,
+                    o.stream,
+                    escape(error.unwrap_or("no reason given"))
+                )));
+                // Still wanted: hpf records what the stream truly is (and tries it again at its
+                // next change). Not wanted any more: the stream already is what the plan wants.
+                if self.policy.is_suspended(key) == suspend {
+                    self.policy.failed(if suspend {
+                        Action::Suspend(key)
+                    } else {
+                        Action::Resume(key)
+                    });
+                }
+            }
+            let want = self.policy.is_suspended(key);
+            if want != confirmed {
+                self.send(key, action_of(want), now, out);
+            }
+            self.refresh(key, Some(if ok { Outcome::Done } else { Outcome::Failed }), out);
+        }
+        if unstalled {
+            out.push(Out::Log(format!(
+                "{}: acknowledged every late order; its streams are waited for again",
+                self.who(c)
+            )));
+            self.refresh_client(c, None, out);
+        }
+        Ok(())
+    }
+
+    fn refresh_client(&mut self, c: ClientId, outcome: Option<Outcome>, out: &mut Vec<Out>) {
+        let streams: Vec<u64> = self
+            .clients
+            .get(&c)
+            .map(|k| k.streams.iter().copied().collect())
+            .unwrap_or_default();
+        for s in streams {
+            self.refresh((c, s), outcome, out);
+        }
+    }
+
     fn status(&self, re: u64) -> Notice {
         Notice::Status {
             re,
             clients: count(self.clients.len()),
-            streams: count(self.policy.queues().count()),
-            suspended: count(self.policy.queues().filter(|q| q.2).count()),
-            blocks: count(self.policy.active_blocks()),
+            streams: count(self.policy.len()),
+            suspended: count(self.suspended),
+            blocks: count(self.blocks.len()),
             unacked: count(self.orders.len()),
         }
-    }
-
-    /// Counts `order`'s outcome in every `enter` waiting for it.
-    fn resolve(&mut self, order: u64, outcome: Outcome, out: &mut Vec<Out>) {
-        for w in &mut self.waits {
-            if w.orders.remove(&order) {
-                match outcome {
-                    Outcome::Done => w.suspended += 1,
-                    Outcome::Failed => w.failed += 1,
-                    Outcome::Late => w.late += 1,
-                }
-            }
-        }
-        self.settle_waits(out);
-    }
-
-    /// Replies to every `enter` that waits for nothing any more.
-    fn settle_waits(&mut self, out: &mut Vec<Out>) {
-        self.waits.retain(|w| {
-            if !w.orders.is_empty() {
-                return true;
-            }
-            out.push(Out::Send(
-                w.client,
-                Notice::Entered {
-                    re: w.re,
-                    suspended: w.suspended,
-                    failed: w.failed,
-                    late: w.late,
-                },
-            ));
-            false
-        });
     }
 
     /// The connection of `c` ended (EOF, error, SIGKILL, a refusal): its streams leave the
     /// policy (nothing to resume: the client and its workers are gone or resume themselves),
     /// its blocks end, and the others' streams are ordered to follow the new plan.
     pub fn drop_client(&mut self, c: ClientId, now: Instant, out: &mut Vec<Out>) {
-        let Some(client) = self.clients.remove(&c) else {
-            return;
-        };
-        for &s in &client.streams {
-            let _ = self.policy.unregister((c, s));
-        }
+        let Some(client) = self.clients.get(&c) else { return };
+        let name = client.name.clone();
+        let streams: Vec<u64> = client.streams.iter().copied().collect();
+        let orders: Vec<u64> = client.orders.iter().copied().collect();
+        let blocks: Vec<u64> = client.blocks.keys().copied().collect();
+        // Its own waits go unanswered (nobody to answer).
         let mine: Vec<u64> = self
-            .orders
+            .waits
             .iter()
-            .filter(|(_, o)| o.client == c)
-            .map(|(&n, _)| n)
+            .filter(|(_, w)| w.client == c)
+            .map(|(&w, _)| w)
             .collect();
-        self.waits.retain(|w| w.client != c);
-        for n in mine {
-            self.orders.remove(&n);
-            self.resolve(n, Outcome::Failed, out);
-        }
-        let blocks: usize = client.blocks.values().sum();
-        for (&p, &n) in &client.blocks {
-            for _ in 0..n {
-                let actions = self.policy.leave(p).unwrap_or_default();
-                self.issue(actions, now, out);
+        for w in mine {
+            if let Some(wait) = self.waits.remove(&w) {
+                for k in wait.keys {
+                    if let Some(ws) = self.waiters.get_mut(&k) {
+                        ws.remove(&w);
+                    }
+                }
             }
         }
+        for n in orders {
+            if let Some(o) = self.orders.remove(&n)
+                && !o.late
+            {
+                self.timers.remove(&(o.sent + self.ack_timeout, Timer::Ack(n)));
+            }
+        }
+        if let Some(k) = self.clients.get_mut(&c) {
+            k.late = 0;
+        }
+        for &s in &streams {
+            self.forget_stream((c, s), Some(Outcome::Failed), out);
+        }
+        let n_blocks = blocks.len();
+        for b in blocks {
+            self.end_block(b, now, out);
+        }
+        self.clients.remove(&c);
         out.push(Out::Log(format!(
-            "client {c} ({}) gone: {} streams and {blocks} blocks dropped, plan recomputed",
-            client.name,
-            client.streams.len()
+            "client {c} ({name}) gone: {} streams and {n_blocks} blocks dropped, plan recomputed",
+            streams.len()
         )));
     }
 
-    /// Reports the orders whose ack is overdue; the `enter`s waiting for them reply.
+    /// Carries out what is due: late orders (their waits reply; their client is stalled), blocks
+    /// held too long, clients silent while holding blocks.
     pub fn tick(&mut self, now: Instant, out: &mut Vec<Out>) {
-        let overdue: Vec<u64> = self
-            .orders
-            .iter()
-            .filter(|(_, o)| o.deadline.is_some_and(|d| d <= now))
-            .map(|(&n, _)| n)
-            .collect();
-        for n in overdue {
-            let Some(o) = self.orders.get_mut(&n) else { continue };
-            o.deadline = None;
-            let o = *o;
-            out.push(Out::Log(format!(
-                "{}: order {n} ({:?} stream {}) not acknowledged within {} ms; not waiting for it",
-                self.who(o.client),
-                o.action,
-                o.stream,
-                self.ack_timeout.as_millis()
-            )));
-            self.resolve(n, Outcome::Late, out);
+        while let Some(&(at, timer)) = self.timers.first() {
+            if at > now {
+                return;
+            }
+            self.timers.pop_first();
+            match timer {
+                Timer::Ack(n) => self.late(n, out),
+                Timer::Block(b) => {
+                    if let Some(&(c, p)) = self.blocks.get(&b) {
+                        out.push(Out::Log(format!(
+                            "{}: a block of priority {p} was active for more than {} ms; ended (the streams it kept suspended resume)",
+                            self.who(c),
+                            self.limits.max_block.as_millis()
+                        )));
+                        self.expire(b, now, out);
+                    }
+                }
+                Timer::Silence(c) => {
+                    let Some(k) = self.clients.get_mut(&c) else { continue };
+                    k.silence = None;
+                    let blocks: Vec<u64> = k.blocks.keys().copied().collect();
+                    out.push(Out::Log(format!(
+                        "{}: silent for more than {} ms while holding {} blocks; they end (the streams they kept suspended resume)",
+                        self.who(c),
+                        self.limits.block_silence.as_millis(),
+                        blocks.len()
+                    )));
+                    for b in blocks {
+                        self.expire(b, now, out);
+                    }
+                }
+            }
         }
     }
 
-    /// Clients holding [`Limits::late_per_client`] late orders or more: the loop drops them.
-    pub fn unresponsive(&self) -> Vec<ClientId> {
-        let mut late: BTreeMap<ClientId, usize> = BTreeMap::new();
-        for o in self.orders.values().filter(|o| o.deadline.is_none()) {
-            *late.entry(o.client).or_insert(0) += 1;
+    fn expire(&mut self, b: u64, now: Instant, out: &mut Vec<Out>) {
+        if let Some(&(c, p)) = self.blocks.get(&b)
+            && let Some(k) = self.clients.get_mut(&c)
+        {
+            k.expire(p);
         }
-        late.into_iter()
-            .filter(|&(_, n)| n >= self.limits.late_per_client)
-            .map(|(c, _)| c)
-            .collect()
+        self.end_block(b, now, out);
+    }
+
+    fn late(&mut self, n: u64, out: &mut Vec<Out>) {
+        let Some(o) = self.orders.get_mut(&n) else { return };
+        o.late = true;
+        let o = *o;
+        let Some(k) = self.clients.get_mut(&o.client) else {
+            return;
+        };
+        k.late += 1;
+        let first = k.late == 1;
+        out.push(Out::Log(format!(
+            "{}: order {n} ({:?} stream {}) not acknowledged within {} ms; not waiting for it{}",
+            self.who(o.client),
+            o.action,
+            o.stream,
+            self.ack_timeout.as_millis(),
+            if first {
+                "; the client is stalled: no block waits for its streams until it acknowledges"
+            } else {
+                ""
+            }
+        )));
+        if first {
+            self.refresh_client(o.client, Some(Outcome::Late), out);
+        }
     }
 
     /// When [`Plan::tick`] has something to do next.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.orders.values().filter_map(|o| o.deadline).min()
+        self.timers.first().map(|&(at, _)| at)
     }
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Outcome {
-    Done,
-    Failed,
-    Late,
 }
 
 #[cfg(test)]

@@ -143,7 +143,11 @@ fn an_unacknowledged_order_is_reported_late_and_enter_does_not_wait_for_it() {
         out.iter()
             .any(|o| matches!(o, Out::Log(l) if l.contains("not acknowledged")))
     );
-    assert_eq!(p.next_deadline(), None, "a late order has no deadline any more");
+    assert_eq!(
+        p.next_deadline(),
+        Some(t + super::DEFAULT_BLOCK_SILENCE),
+        "a late order has no deadline any more: only the block's own lease is left"
+    );
     // A late ack is still accepted (and logged), not refused.
     let out = ack(&mut p, 1, order, true, t + ACK * 3);
     assert!(
@@ -164,6 +168,8 @@ fn a_dropped_client_ends_its_blocks_and_the_others_resume() {
         .unwrap();
     p.request(2, 2, Request::Enter { priority: 1 }, t, &mut out).unwrap();
     p.request(2, 3, Request::Enter { priority: 1 }, t, &mut out).unwrap();
+    let suspend = orders(&out)[0].3;
+    ack(&mut p, 1, suspend, true, t);
     out.clear();
     p.drop_client(2, t, &mut out);
     let o = orders(&out);
@@ -173,8 +179,9 @@ fn a_dropped_client_ends_its_blocks_and_the_others_resume() {
         "both of its blocks ended; nothing is sent to the dropped client"
     );
     assert_eq!(p.clients(), 1);
-    // The lp client dies while its suspend is unacknowledged and while an enter of another
-    // client waits for it: the enter replies, counting it failed.
+    // The lp client dies while its resume is unacknowledged and while an enter of another
+    // client waits for it (a stream with an order in flight is not known to be suspended): the
+    // enter replies, counting it failed.
     p.join(3, "hp2");
     out.clear();
     p.request(3, 1, Request::Enter { priority: 1 }, t, &mut out).unwrap();
@@ -189,7 +196,11 @@ fn a_dropped_client_ends_its_blocks_and_the_others_resume() {
             late: 0
         }]
     );
-    assert_eq!(p.next_deadline(), None);
+    assert_eq!(
+        p.next_deadline(),
+        Some(t + super::DEFAULT_BLOCK_SILENCE),
+        "no ack deadline left: only hp2's block lease"
+    );
 }
 
 #[test]
@@ -230,7 +241,7 @@ fn limits_are_refused_not_grown() {
         Limits {
             streams_per_client: 2,
             blocks_per_client: 1,
-            late_per_client: 2,
+            ..Limits::default()
         },
     );
     let t = Instant::now();
@@ -254,6 +265,258 @@ fn limits_are_refused_not_grown() {
             .code,
         Code::Limit
     );
+}
+
+/// Registers `n` streams of priority 0 for each of `clients` clients (ids from 1).
+fn crowd(p: &mut Plan, clients: u64, n: u64, t: Instant) {
+    let mut out = Vec::new();
+    for c in 1..=clients {
+        p.join(c, "lp");
+        for s in 0..n {
+            p.request(c, s, Request::Register { stream: s, priority: 0 }, t, &mut out)
+                .unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_request_costs_what_it_changes_not_every_stream_on_the_node() {
+    let (mut p, t) = plan();
+    crowd(&mut p, 16, 1024, t);
+    p.join(100, "hp");
+    p.join(101, "newcomer");
+    let mut out = Vec::new();
+    // One more registration with 16,384 streams on the node: a handful of queues examined.
+    let w = p.policy_work();
+    p.request(101, 1, Request::Register { stream: 1, priority: 5 }, t, &mut out)
+        .unwrap();
+    assert!(p.policy_work() - w <= 2, "{} examined", p.policy_work() - w);
+    // A block that outranks nothing (priority 0: nobody is below it) examines nothing more.
+    let w = p.policy_work();
+    p.request(100, 2, Request::Enter { priority: 0 }, t, &mut out).unwrap();
+    p.request(100, 3, Request::Leave { priority: 0 }, t, &mut out).unwrap();
+    assert_eq!(p.policy_work() - w, 0);
+    assert!(orders(&out).is_empty());
+    // Pings, status and an ack: nothing.
+    let w = p.policy_work();
+    p.request(101, 4, Request::Ping {}, t, &mut out).unwrap();
+    p.request(101, 5, Request::Status {}, t, &mut out).unwrap();
+    assert_eq!(p.policy_work() - w, 0);
+}
+
+#[test]
+fn a_flood_of_blocks_sends_each_stream_one_order_until_it_is_acknowledged() {
+    let (mut p, t) = plan();
+    crowd(&mut p, 1, 1024, t);
+    p.join(2, "flood");
+    let mut out = Vec::new();
+    for i in 0..50 {
+        p.request(2, 2 * i, Request::Enter { priority: 1 }, t, &mut out)
+            .unwrap();
+        p.request(2, 2 * i + 1, Request::Leave { priority: 1 }, t, &mut out)
+            .unwrap();
+    }
+    let o = orders(&out);
+    assert_eq!(
+        o.len(),
+        1024,
+        "one suspend per stream, nothing more while unacknowledged"
+    );
+    assert!(o.iter().all(|x| x.2 == Suspend));
+    // The acks come: each stream's state is compared with the plan (no block now): one resume.
+    let mut out = Vec::new();
+    for x in &o {
+        out.extend(ack(&mut p, 1, x.3, true, t));
+    }
+    let r = orders(&out);
+    assert_eq!(r.len(), 1024);
+    assert!(r.iter().all(|x| x.2 == Resume));
+    let mut out = Vec::new();
+    for x in &r {
+        out.extend(ack(&mut p, 1, x.3, true, t));
+    }
+    assert!(orders(&out).is_empty(), "settled");
+}
+
+#[test]
+fn a_stalled_client_is_waited_for_once_then_not_until_it_acknowledges() {
+    let (mut p, t) = plan();
+    let mut out = Vec::new();
+    p.join(1, "stopped-lp");
+    p.join(2, "lp");
+    p.join(3, "hp");
+    p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+        .unwrap();
+    p.request(2, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+        .unwrap();
+    out.clear();
+    p.request(3, 1, Request::Enter { priority: 1 }, t, &mut out).unwrap();
+    let o = orders(&out);
+    let late_order = o.iter().find(|x| x.0 == 1).unwrap().3;
+    out = ack(&mut p, 2, o.iter().find(|x| x.0 == 2).unwrap().3, true, t);
+    assert!(sent_to(&out, 3).is_empty(), "still waiting for client 1");
+    let mut out = Vec::new();
     p.tick(t + ACK, &mut out);
-    assert_eq!(p.unresponsive(), vec![1], "two late orders: greedy is unresponsive");
+    assert_eq!(
+        sent_to(&out, 3),
+        vec![Entered {
+            re: 1,
+            suspended: 1,
+            failed: 0,
+            late: 1
+        }]
+    );
+    assert!(out.iter().any(|o| matches!(o, Out::Log(l) if l.contains("stalled"))));
+    // The block leaves: client 2 is ordered to resume; client 1 gets no second order while its
+    // suspend is in flight.
+    let mut out = Vec::new();
+    p.request(3, 2, Request::Leave { priority: 1 }, t + ACK, &mut out)
+        .unwrap();
+    let r = orders(&out);
+    assert_eq!(r.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(), vec![(2, Resume)]);
+    ack(&mut p, 2, r[0].3, true, t + ACK);
+    // The next block does not wait for the stalled client: it replies once client 2 acks.
+    let mut out = Vec::new();
+    p.request(3, 3, Request::Enter { priority: 1 }, t + ACK, &mut out)
+        .unwrap();
+    let s2 = orders(&out);
+    assert_eq!(s2.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(), vec![(2, Suspend)]);
+    let out = ack(&mut p, 2, s2[0].3, true, t + ACK);
+    assert_eq!(
+        sent_to(&out, 3),
+        vec![Entered {
+            re: 3,
+            suspended: 1,
+            failed: 0,
+            late: 0
+        }]
+    );
+    // Client 1 wakes up and acknowledges its suspend, which the plan still wants: no new order,
+    // and its streams are waited for again.
+    let out = ack(&mut p, 1, late_order, true, t + ACK * 2);
+    assert!(orders(&out).is_empty());
+    assert!(
+        out.iter()
+            .any(|o| matches!(o, Out::Log(l) if l.contains("waited for again")))
+    );
+}
+
+#[test]
+fn a_block_held_too_long_or_by_a_silent_client_ends_and_its_leave_is_done() {
+    let limits = Limits {
+        max_block: Duration::from_secs(10),
+        block_silence: Duration::from_secs(1),
+        ..Limits::default()
+    };
+    let mut p = Plan::new(ACK, limits);
+    let t = Instant::now();
+    let mut out = Vec::new();
+    p.join(1, "lp");
+    p.join(2, "hp");
+    p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+        .unwrap();
+    p.request(2, 1, Request::Enter { priority: 1 }, t, &mut out).unwrap();
+    let o = orders(&out)[0].3;
+    ack(&mut p, 1, o, true, t);
+    // The HP client pings (heard) for 9 s, then its block reaches 10 s and ends.
+    for s in 1..10 {
+        p.heard(2, t + Duration::from_secs(s));
+        let mut out = Vec::new();
+        p.tick(t + Duration::from_secs(s), &mut out);
+        assert!(orders(&out).is_empty(), "at {s} s");
+    }
+    let mut out = Vec::new();
+    p.heard(2, t + Duration::from_secs(10));
+    p.tick(t + Duration::from_secs(10), &mut out);
+    assert_eq!(
+        orders(&out).iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(),
+        vec![(1, Resume)]
+    );
+    assert!(
+        out.iter()
+            .any(|o| matches!(o, Out::Log(l) if l.contains("active for more than 10000 ms")))
+    );
+    let r = orders(&out)[0].3;
+    ack(&mut p, 1, r, true, t + Duration::from_secs(10));
+    let mut out = Vec::new();
+    p.request(
+        2,
+        2,
+        Request::Leave { priority: 1 },
+        t + Duration::from_secs(11),
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(
+        sent_to(&out, 2),
+        vec![Done { re: 2 }],
+        "its leave of the ended block is done"
+    );
+    assert_eq!(
+        p.request(2, 3, Request::Leave { priority: 1 }, t, &mut out)
+            .unwrap_err()
+            .code,
+        Code::NotActive
+    );
+    // A client that goes silent inside a block: after 1 s its blocks end.
+    let t2 = t + Duration::from_secs(20);
+    let mut out = Vec::new();
+    p.request(2, 4, Request::Enter { priority: 1 }, t2, &mut out).unwrap();
+    p.request(2, 5, Request::Enter { priority: 1 }, t2, &mut out).unwrap();
+    ack(&mut p, 1, orders(&out)[0].3, true, t2);
+    let mut out = Vec::new();
+    p.tick(t2 + Duration::from_millis(999), &mut out);
+    assert!(orders(&out).is_empty());
+    p.tick(t2 + Duration::from_secs(1), &mut out);
+    assert_eq!(
+        orders(&out).iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(),
+        vec![(1, Resume)]
+    );
+    assert!(
+        out.iter()
+            .any(|o| matches!(o, Out::Log(l) if l.contains("silent for more than 1000 ms while holding 2 blocks")))
+    );
+    assert_eq!(
+        p.next_deadline(),
+        Some(t2 + Duration::from_secs(1) + ACK),
+        "the resume's ack"
+    );
+}
+
+#[test]
+fn client_text_is_escaped_in_the_log() {
+    let (mut p, t) = plan();
+    let mut out = Vec::new();
+    p.join(1, "lp\u{202e}\ninjected");
+    p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+        .unwrap();
+    p.request(1, 2, Request::Enter { priority: 1 }, t, &mut out).unwrap();
+    let o = orders(&out)[0].3;
+    let mut out = Vec::new();
+    p.request(
+        1,
+        3,
+        Request::Ack {
+            order: o,
+            ok: false,
+            error: Some("bad\nclient 7 connected".into()),
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    let logs: Vec<&String> = out
+        .iter()
+        .filter_map(|o| match o {
+            Out::Log(l) => Some(l),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logs.len(), 1);
+    assert!(!logs[0].contains('\n') && !logs[0].contains('\u{202e}'), "{}", logs[0]);
+    assert!(
+        logs[0].contains("lp\\u{202e}\\u{a}injected") && logs[0].contains("bad\\u{a}client 7"),
+        "{}",
+        logs[0]
+    );
 }

@@ -1,0 +1,96 @@
+//! The records the plan keeps per client, stream, order, `enter` and timer.
+use super::ClientId;
+use crate::proto::OrderAction;
+use hpf::Priority;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+#[derive(Debug)]
+pub(super) struct Client {
+    /// Escaped for the log.
+    pub name: String,
+    pub streams: BTreeSet<u64>,
+    /// Active blocks: id -> (priority, when the daemon ends it), in the order entered.
+    pub blocks: BTreeMap<u64, (Priority, Instant)>,
+    /// Blocks the daemon ended that the client has not left yet, per priority.
+    pub expired: BTreeMap<Priority, usize>,
+    /// Orders outstanding to it.
+    pub orders: BTreeSet<u64>,
+    /// Of those, how many went late: while any, the client is stalled.
+    pub late: usize,
+    /// While it holds blocks: when it must have been heard from.
+    pub silence: Option<Instant>,
+}
+
+impl Client {
+    pub fn new(name: String) -> Self {
+        Client {
+            name,
+            streams: BTreeSet::new(),
+            blocks: BTreeMap::new(),
+            expired: BTreeMap::new(),
+            orders: BTreeSet::new(),
+            late: 0,
+            silence: None,
+        }
+    }
+
+    /// Records that the daemon ended one of its blocks of `p`.
+    pub fn expire(&mut self, p: Priority) {
+        *self.expired.entry(p).or_insert(0) += 1;
+    }
+
+    /// Whether a block of `p` had been ended by the daemon (and forgets one of them).
+    pub fn forget_expired(&mut self, p: Priority) -> bool {
+        match self.expired.get_mut(&p) {
+            None => false,
+            Some(1) => {
+                self.expired.remove(&p);
+                true
+            }
+            Some(n) => {
+                *n -= 1;
+                true
+            }
+        }
+    }
+}
+
+/// One registered stream: what its client last confirmed, and its order in flight.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct StreamState {
+    pub suspended: bool,
+    pub order: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Order {
+    pub client: ClientId,
+    pub stream: u64,
+    pub action: OrderAction,
+    pub sent: Instant,
+    /// Not acknowledged within the ack timeout.
+    pub late: bool,
+}
+
+/// An `enter` waiting for suspends.
+#[derive(Debug)]
+pub(super) struct Waiting {
+    pub client: ClientId,
+    pub re: u64,
+    pub keys: BTreeSet<(ClientId, u64)>,
+    pub suspended: u32,
+    pub failed: u32,
+    pub late: u32,
+}
+
+/// What comes due at an instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Timer {
+    /// An order's ack timeout.
+    Ack(u64),
+    /// A block's longest hold.
+    Block(u64),
+    /// A client holding blocks has been silent too long.
+    Silence(ClientId),
+}

@@ -1,0 +1,121 @@
+//! The listener's gate: a pause after an accept error (EMFILE and the like: the listener stays
+//! readable, and accepting again at once would spin), and a bound on the log lines that refused
+//! connections write (a client that reconnects in a loop must not fill the log).
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// How long the listener rests after an accept error.
+pub(super) const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// One log line per uid (or for accept errors) per this long; the rest are counted.
+const LOG_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Default)]
+pub(super) struct Gate {
+    paused_until: Option<Instant>,
+    errors: u64,
+    last_error_log: Option<Instant>,
+    /// Per uid: when its last refusal was logged, and how many were not since.
+    refusals: BTreeMap<u32, (Instant, u64)>,
+}
+
+impl Gate {
+    /// When the listener opens again, if it is paused.
+    pub fn until(&self) -> Option<Instant> {
+        self.paused_until
+    }
+
+    /// An accept failed: the listener pauses; the log line to write, if one is due.
+    pub fn close(&mut self, now: Instant, e: &std::io::Error) -> Option<String> {
+        self.paused_until = Some(now + ACCEPT_PAUSE);
+        self.errors += 1;
+        if self.last_error_log.is_some_and(|t| now.duration_since(t) < LOG_EVERY) {
+            return None;
+        }
+        self.last_error_log = Some(now);
+        Some(format!(
+            "accept: {e}; not accepting for {} ms ({} such errors so far)",
+            ACCEPT_PAUSE.as_millis(),
+            self.errors
+        ))
+    }
+
+    /// Whether the pause is over now (the caller listens again).
+    pub fn reopen(&mut self, now: Instant) -> bool {
+        if self.paused_until.is_some_and(|t| t <= now) {
+            self.paused_until = None;
+            return true;
+        }
+        false
+    }
+
+    /// A connection of `uid` was refused: the suffix of its log line (naming the refusals not
+    /// logged since the last), or `None` if no line is due.
+    pub fn refused(&mut self, uid: u32, now: Instant) -> Option<String> {
+        if self.refusals.len() > 4096 {
+            // Bounded by the uids seen in the last seconds.
+            self.refusals.retain(|_, (t, _)| now.duration_since(*t) < LOG_EVERY);
+        }
+        match self.refusals.get_mut(&uid) {
+            Some((t, n)) if now.duration_since(*t) < LOG_EVERY => {
+                *n += 1;
+                None
+            }
+            Some((t, n)) => {
+                let line = if *n > 0 {
+                    format!(" (and {n} more of uid {uid} refused, not logged)")
+                } else {
+                    String::new()
+                };
+                *t = now;
+                *n = 0;
+                Some(line)
+            }
+            None => {
+                self.refusals.insert(uid, (now, 0));
+                Some(String::new())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accept_error_pauses_the_listener_and_logs_once_a_second() {
+        let mut g = Gate::default();
+        let t = Instant::now();
+        let e = std::io::Error::from_raw_os_error(24);
+        assert!(
+            g.close(t, &e)
+                .unwrap()
+                .contains("not accepting for 100 ms (1 such errors")
+        );
+        assert_eq!(g.until(), Some(t + ACCEPT_PAUSE));
+        assert!(!g.reopen(t + ACCEPT_PAUSE / 2));
+        assert!(g.reopen(t + ACCEPT_PAUSE));
+        assert_eq!(g.until(), None);
+        assert!(
+            g.close(t + ACCEPT_PAUSE, &e).is_none(),
+            "a second error within 1 s: no line"
+        );
+        assert!(g.close(t + LOG_EVERY, &e).unwrap().contains("(3 such errors"));
+    }
+
+    #[test]
+    fn refusals_log_one_line_per_uid_per_second() {
+        let mut g = Gate::default();
+        let t = Instant::now();
+        assert_eq!(g.refused(7, t).as_deref(), Some(""));
+        assert_eq!(g.refused(8, t).as_deref(), Some(""), "another uid has its own line");
+        for _ in 0..1000 {
+            assert!(g.refused(7, t + Duration::from_millis(10)).is_none());
+        }
+        assert_eq!(
+            g.refused(7, t + LOG_EVERY).as_deref(),
+            Some(" (and 1000 more of uid 7 refused, not logged)")
+        );
+    }
+}
