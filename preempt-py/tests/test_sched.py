@@ -57,13 +57,16 @@ def daemon_binary():
 
 
 @pytest.fixture
-def daemon(tmp_path):
-    """A daemon on tmp_path/s.sock (ack timeout LONG_S: a loaded machine must not make "suspended
-    once enter returns" race), killed at the end."""
+def daemon(tmp_path, monkeypatch):
+    """A daemon on tmp_path/s.sock (ack timeout and block silence LONG_S, and the clients' waits on
+    it too: a loaded machine must not make "suspended once enter returns" race), killed at the
+    end."""
+    monkeypatch.setenv("PREEMPT_SCHEDULER_TIMEOUT_MS", str(LONG_S * 1000))
     socket = tmp_path / "s.sock"
     log = tmp_path / "daemon.log"
     with open(log, "w") as err:
-        proc = subprocess.Popen([daemon_binary(), "--socket", socket, "--ack-timeout-ms", str(LONG_S * 1000)],
+        proc = subprocess.Popen([daemon_binary(), "--socket", socket, "--ack-timeout-ms", str(LONG_S * 1000),
+                                 "--block-silence-ms", str(LONG_S * 1000)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     try:
         eventually("the daemon listens", lambda: "listening on" in log.read_text())

@@ -72,6 +72,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut c = Command::new(dir.join("preempt-sched-client"))
             .arg("--socket")
             .arg(daemon.socket())
+            .args(["--timeout-ms", "10000"])
             .env(preempt_api::host::WORKER_ENV, &worker.program)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -85,6 +86,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         DeviceSpec::Host,
         Options {
             scheduler: Some(daemon.socket().to_path_buf()),
+            scheduler_client: preempt_sched::hop::measuring_client(),
             ..opts
         },
     )?;

@@ -4,6 +4,9 @@
 //! daemon -> `entered`). The parts that `examples/hop.rs` (host device) and `preempt-lat priority
 //! --processes` (host and GPU) share: a daemon of their own, and the timed blocks.
 use preempt_api::Session;
+use preempt_api::sched::ClientOptions;
+use std::hash::{BuildHasher, Hasher};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,8 +14,37 @@ use std::time::{Duration, Instant};
 /// The longest a daemon may take to answer once started.
 const START: Duration = Duration::from_secs(10);
 
-/// A daemon on a socket of its own (in a fresh directory under the temp dir), killed and its
-/// directory removed when dropped.
+/// The client options of a measurement's sessions: the hop is measured, however long it is (a
+/// reply later than the default bound would make `enter` run unscheduled, and the run fail).
+pub fn measuring_client() -> ClientOptions {
+    ClientOptions {
+        reply_timeout: Duration::from_secs(10),
+        ..ClientOptions::default()
+    }
+}
+
+/// A new directory under the temp dir, mode 0700, with an unpredictable name: made with
+/// `mkdir`, which fails on anything already at the path (a directory, file or symlink another
+/// user planted), so the directory is this process's own. `prefix` starts its name.
+pub fn private_dir(prefix: &str) -> std::io::Result<PathBuf> {
+    let mut last = None;
+    for _ in 0..16 {
+        // Each RandomState has fresh keys (from the OS's random source, then counted up): its
+        // hash of anything is a word no other user can predict.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        let dir = std::env::temp_dir().join(format!("{prefix}-{:016x}", h.finish()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
+}
+
+/// A daemon on a socket of its own (in a fresh private directory under the temp dir), killed
+/// and its directory removed when dropped.
 pub struct Daemon {
     child: Child,
     dir: PathBuf,
@@ -22,8 +54,8 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `program` (the `preempt-sched` binary) and waits, at most 10 s, until it answers.
     pub fn start(program: &Path) -> Result<Daemon, String> {
-        let dir = std::env::temp_dir().join(format!("preempt-sched-hop-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let dir =
+            private_dir("preempt-sched-hop").map_err(|e| format!("a private directory under the temp dir: {e}"))?;
         let socket = dir.join("s.sock");
         let child = Command::new(program)
             .arg("--socket")
@@ -91,4 +123,29 @@ pub fn time_enters(session: &Session, samples: usize, expect: u32) -> Result<Vec
 
 fn ns(t0: Instant) -> u64 {
     u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn private_dirs_are_new_0700_and_unpredictable() {
+        let a = private_dir("preempt-sched-test").unwrap();
+        let b = private_dir("preempt-sched-test").unwrap();
+        assert_ne!(a, b);
+        for d in [&a, &b] {
+            let m = std::fs::symlink_metadata(d).unwrap();
+            assert!(m.is_dir());
+            assert_eq!(m.mode() & 0o777, 0o700);
+            assert_eq!(m.uid(), nix::unistd::Uid::effective().as_raw());
+            let name = d.file_name().unwrap().to_str().unwrap();
+            assert!(
+                !name.contains(&std::process::id().to_string()),
+                "{name}: not from the pid"
+            );
+            std::fs::remove_dir(d).unwrap();
+        }
+    }
 }

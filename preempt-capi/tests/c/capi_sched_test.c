@@ -173,7 +173,8 @@ static pid_t start_daemon(const char *daemon, const char *socket, const char *lo
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (fd >= 0)
 			dup2(fd, 2);
-		execl(daemon, daemon, "--socket", socket, "--ack-timeout-ms", "20000", (char *)NULL);
+		execl(daemon, daemon, "--socket", socket, "--ack-timeout-ms", "20000", "--block-silence-ms",
+		      "60000", (char *)NULL);
 		_exit(127);
 	}
 	/* Ready once its log says it listens. */
@@ -198,6 +199,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: capi_sched_test DAEMON\n");
 		return 2;
 	}
+	/* Calm bounds on the waits for the daemon (default 50 ms): on a loaded machine a reply can be
+	 * late, and the block would then run unscheduled; the bound itself is tested in preempt-sched. */
+	setenv("PREEMPT_SCHEDULER_TIMEOUT_MS", "20000", 1);
 	char dir[] = "/tmp/capi-sched-XXXXXX";
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");

@@ -220,6 +220,7 @@ pub fn run(o: &PriorityOptions, dev: Device, n: u32) -> Outcome {
     let hp = src
         .open(Options {
             scheduler: Some(daemon.socket().to_path_buf()),
+            scheduler_client: preempt_sched::hop::measuring_client(),
             ..opts
         })
         .map_err(|e| format!("HP session: {e}"))?;
@@ -267,6 +268,7 @@ pub fn lp_process(
         .open(Options {
             host_workers: o.workers as usize,
             scheduler: Some(o.socket.clone()),
+            scheduler_client: preempt_sched::hop::measuring_client(),
             ..Options::default()
         })
         .map_err(|e| e.to_string())?;

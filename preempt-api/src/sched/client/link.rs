@@ -23,6 +23,10 @@ const BACKOFF_START: Duration = Duration::from_millis(10);
 /// The read timeout of a connection while nothing is held (only the stop flag is checked).
 const IDLE_READ: Duration = Duration::from_millis(200);
 
+/// The longest between two pings while the process holds blocks: the daemon ends the blocks of
+/// a client silent for its `--block-silence-ms` (default 1 s), whatever this client's lease.
+const BLOCK_PING: Duration = Duration::from_millis(100);
+
 pub(super) fn run(shared: &Arc<Shared>) {
     let mut backoff = BACKOFF_START;
     while !shared.stop.load(Ordering::Acquire) {
@@ -214,10 +218,12 @@ fn serve(shared: &Arc<Shared>, stream: &UnixStream, mut dec: Decoder) -> String 
         // client wakes rarely: an order or the daemon's end wakes the read at once anyway.
         let want = {
             let st = shared.state();
-            if st.held.is_empty() && st.blocks.is_empty() {
-                IDLE_READ
-            } else {
+            if !st.held.is_empty() {
                 tick(shared)
+            } else if !st.blocks.is_empty() {
+                tick(shared).min(BLOCK_PING)
+            } else {
+                IDLE_READ
             }
         };
         if want != timeout {
@@ -245,7 +251,7 @@ fn serve(shared: &Arc<Shared>, stream: &UnixStream, mut dec: Decoder) -> String 
         };
         // Inside a block the daemon must hear from this process (it ends the blocks of a
         // silent one), so it pings then too, without a lease of its own on the daemon.
-        if blocks && !holding && pinged.elapsed() >= tick(shared) {
+        if blocks && !holding && pinged.elapsed() >= tick(shared).min(BLOCK_PING) {
             pinged = Instant::now();
             if shared.state().send(Request::Ping {}, None).is_none() {
                 return "writing to the daemon failed".into();
