@@ -39,8 +39,26 @@ fn lv2_lets_the_running_command_finish_and_holds_back_the_next_until_resume() {
         for _ in 0..3 {
             lp.submit_delay(t).unwrap();
         }
-        // The first command is running (every worker reports each record only when it ends).
-        std::thread::sleep(Duration::from_millis(15));
+        // The first command is running (every worker reports each record only when it ends):
+        // seen from the workers' own CPU time (a command spins on it), not from a sleep, which
+        // a loaded machine may outlast before the worker even starts.
+        let pids = lp.host_pids();
+        let cpu_ticks = || -> u64 {
+            pids.iter()
+                .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+                .map(|st| {
+                    let rest = &st[st.rfind(')').map_or(0, |i| i + 2)..];
+                    let f: Vec<&str> = rest.split_whitespace().collect();
+                    f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+                        + f.get(12).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+                })
+                .sum()
+        };
+        let idle = cpu_ticks();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while cpu_ticks() < idle + 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let asked = lv1::clock::now_ns();
         let info = lp.suspend().unwrap();
         assert_eq!((info.level, info.mechanism.as_str()), (Level::Lv2, "lv2-hold"));

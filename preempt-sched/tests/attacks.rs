@@ -251,7 +251,10 @@ fn a_block_is_ended_when_its_process_stops_or_holds_it_too_long() {
     assert!(lp.workers.iter().all(|&w| stopped(w)));
     // A live HP process inside its block pings: 1 s later its block still holds.
     std::thread::sleep(Duration::from_secs(1));
-    assert!(lp.workers.iter().all(|&w| stopped(w)), "a live HP process's block ended");
+    assert!(
+        lp.workers.iter().all(|&w| stopped(w)),
+        "a live HP process's block ended"
+    );
     // The HP process is stopped inside its block (Ctrl-Z, a debugger): the LP stream resumes.
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(hp.pid), nix::sys::signal::Signal::SIGSTOP).unwrap();
     assert!(
@@ -438,7 +441,13 @@ fn client_names_cannot_forge_or_reverse_log_lines() {
     // A control character (a newline: a forged second line) is refused at hello.
     let mut s = d.raw();
     let mut dec = Decoder::new();
-    send(&mut s, 1, Request::Hello { name: "x\nclient 9 connected: pid 1 uid 0".into() });
+    send(
+        &mut s,
+        1,
+        Request::Hello {
+            name: "x\nclient 9 connected: pid 1 uid 0".into(),
+        },
+    );
     assert!(matches!(recv(&mut s, &mut dec), Some(Notice::Refused { .. })));
     // A right-to-left override reverses what a terminal shows after it: escaped in the log.
     let (_s, _dec) = hello(&d, "lp-\u{202e}exe.gnp\u{2066}");
