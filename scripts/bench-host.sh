@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host-device benchmark: the figures in README.md's "Benchmarks" section, regenerated.
+# Host-device benchmark: the host figures of docs/benchmarks.md, regenerated.
 #
 #   scripts/bench-host.sh [--samples N] [--runs R]
 #       (defaults 3000 and 3: ~30 tail samples behind each P99, each point run 3 times; ~5 minutes)
@@ -8,9 +8,9 @@
 # workers finish their command and take no new one), each point R times: Lv3 at T = 0.1, 0.5, 1,
 # 2 ms; Lv2 at T = 0.1, 0.5, 2 ms; Lv1 at T = 0.5 ms (threshold 8, batch 4); the launcher's
 # CPU cost per command at T -> 0; `priority` with its defaults (every mode, 3 s each). Prints and
-# writes into README.md (between the bench-host markers) the median over the R runs with the
-# spread across them (min-max). Raw JSON goes to target/bench-host/. These are HOST figures,
-# never GPU figures.
+# writes into docs/benchmarks.md (between the bench-host markers) the median over the R runs
+# with the spread across them (min-max). Raw JSON goes to target/bench-host/. These are HOST
+# figures, never GPU figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 samples=3000
@@ -40,9 +40,9 @@ for r in $(seq 1 "$runs"); do
   "$PL" priority --device host --seed "$r" --format json --quiet --out-dir "$out/priority-run$r" > /dev/null
 done
 cut -d' ' -f1 /proc/loadavg > "$out/loadavg-end"
-python3 - "$out" README.md "$runs" "$samples" <<'PY'
+python3 - "$out" docs/benchmarks.md "$runs" "$samples" <<'PY'
 import json, sys, os, statistics
-out, readme, runs, samples = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+out, page, runs, samples = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 load = [open(os.path.join(out, f)).read().strip() for f in ("loadavg-start", "loadavg-end")]
 ld = lambda n: json.load(open(os.path.join(out, n)))
 us = lambda ns: f"{ns/1000:.1f}"
@@ -113,9 +113,9 @@ table = "\n".join([
     "| --- | --- | --- | --- | --- | --- |",
     *prow,
 ])
-text = open(readme).read()
+text = open(page).read()
 b, e = "<!-- bench-host:begin -->", "<!-- bench-host:end -->"
 i, j = text.index(b) + len(b), text.index(e)
-open(readme, "w").write(text[:i] + "\n" + table + "\n" + text[j:])
+open(page, "w").write(text[:i] + "\n" + table + "\n" + text[j:])
 print(table)
 PY

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the toolkit where its users are: an MI308X node or a ROCm container, as an ordinary
-# user (no root, no apt). README.md, "Building without root (ROCm nodes and containers)".
+# user (no root, no apt). docs/building.md, "Building without root (ROCm nodes and containers)".
 #
 #   scripts/build-user.sh [--check] [--install-rust] [--install-maturin] [--no-python]
 #

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 const CONTINUE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to busy-poll for a stop before blocking until it comes. A worker running on
 /// another core takes the signal and stops within this in the common case (a median of 12-25 us
-/// on the 2-core VM of README's benchmarks), and a waiter blocked meanwhile would pay for the
+/// on the 2-core VM of docs/benchmarks.md), and a waiter blocked meanwhile would pay for the
 /// wake-up of an idle core (tens of microseconds in a VM); a worker waiting for *this* core
 /// cannot stop until we let go of it, so polling longer only delays it (the 200 us this spun
 /// before made a second mode at ~206 us in the tail).
