@@ -4,16 +4,16 @@
 #   scripts/test-all.sh            everything (cold: ~15-20 min, the kernel build; cached: ~2-3 min)
 #   PREEMPT_SKIP_QEMU=1 scripts/test-all.sh   everything but the real-kernel guest (for quick iterations)
 #
-# Steps: system packages -> rustfmt check -> clippy (-D warnings) -> cargo test (workspace) ->
-# cargo doc -> kfd-sys: committed bindings equal a fresh generation, the old-header refusal, a
-# workspace build with libclang and the header hidden -> the unsafe-code fence -> the offline
-# delay-kernel compile check -> the C ABI (header regeneration, install, the C test on the host
-# device) -> the Python package (maturin into target/py-venv, pytest) -> the build script as an
-# unprivileged user (scripts/check-build-user.sh) -> the DKMS flavour of the
-# series (patches/dkms/check.sh) -> the QEMU guest tests on the stock kernel -> the patch series
-# (apply, checkpatch, sign-off, build after each patch, QEMU guest tests on the patched kernel;
-# the hostile-input suite runs on both kernels). Both guests also run the C ABI's test statically
-# linked.
+# Steps: system packages -> rustfmt check -> clippy (-D warnings) -> cargo test (workspace) -> cargo
+# doc -> kfd-sys: committed bindings equal a fresh generation, the old-header refusal, a workspace
+# build with libclang and the header hidden -> no module cycle -> every path a doc or comment names
+# exists -> the unsafe-code fence -> the offline delay-kernel compile check -> the C ABI (header
+# regeneration, install, the C test on the host device) -> the Python package (maturin into
+# target/py-venv, pytest) -> the build script as an unprivileged user (scripts/check-build-user.sh)
+# -> the DKMS flavour of the series (patches/dkms/check.sh) -> the QEMU guest tests on the stock
+# kernel -> the patch series (apply, checkpatch, sign-off, build after each patch, QEMU guest tests
+# on the patched kernel; the hostile-input suite runs on both kernels). Both guests also run the C
+# ABI's test statically linked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -52,6 +52,9 @@ bash scripts/check-build-without-headers.sh
 
 step "no module cycle inside any crate"
 python3 scripts/check-module-cycles.py
+
+step "every path a doc or comment names exists"
+python3 scripts/check-doc-paths.py
 
 step "unsafe only in the ioctl wrappers, the HIP FFI and the C ABI's entry points"
 bash scripts/check-unsafe.sh

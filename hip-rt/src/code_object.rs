@@ -279,9 +279,8 @@ mod tests {
         assert!(k[1].params.is_empty());
     }
 
-    /// Issue 11 item 8: whether a kernel needs scratch comes from its own metadata (the
-    /// fixture's `scratchy` indexes a private array at run time: 272 bytes per work-item, as
-    /// llvm-readelf-19 --notes reports).
+    /// Whether a kernel needs scratch comes from its own metadata (the fixture's `scratchy` indexes
+    /// a private array at run time: 272 bytes per work-item, as llvm-readelf-19 --notes reports).
     #[test]
     fn reads_whether_a_kernel_needs_scratch() {
         let k = kernels(FIXTURE).unwrap();

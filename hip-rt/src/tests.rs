@@ -15,8 +15,8 @@ fn hip_is_found_when_required() {
     eprintln!("HIP loaded from {}", hip.library_path());
 }
 
-/// Issue 11 item 10: hipExtHostAlloc where HIP has it (ROCm 6.3+), else hipHostMalloc. The
-/// runtime's own version decides which one this test expects.
+/// hipExtHostAlloc where HIP has it (ROCm 6.3+), else hipHostMalloc. The runtime's own version
+/// decides which one this test expects.
 #[test]
 fn the_host_allocator_follows_the_runtime() {
     let Some(hip) = real_hip() else { return };
@@ -172,9 +172,9 @@ fn hiprtc_missing_is_reported_not_fatal() {
     }
 }
 
-/// Issue 22 item 2: with a HIP runtime already loaded (here the real one, as PyTorch's is after
-/// `import torch`), `Hip::load` uses it, even where `ROCM_PATH` holds another `libamdhip64` that
-/// would come first among the candidates (a decoy without HIP's symbols: opening it would fail).
+/// With a HIP runtime already loaded (here the real one, as PyTorch's is after `import torch`),
+/// `Hip::load` uses it, even where `ROCM_PATH` holds another `libamdhip64` that would come first
+/// among the candidates (a decoy without HIP's symbols: opening it would fail).
 #[test]
 fn the_runtime_already_in_the_process_wins_over_rocm_path() {
     let Some(first) = real_hip() else { return };

@@ -206,7 +206,7 @@ pub type Result<T> = std::result::Result<T, KfdError>;
 mod tests {
     use super::*;
 
-    /// Issue 14's series: PREEMPT/RESUME_QUEUES fail with EIO only for a device that owns a
+    /// The patch series' PREEMPT/RESUME_QUEUES fail with EIO only for a device that owns a
     /// requested queue, and still report num_done and per-queue ERROR bits; the error says so.
     #[test]
     fn a_preempt_failure_carries_what_the_kernel_reported() {

@@ -1,8 +1,8 @@
 //! Every way out of a process that holds debug mode on must end it in bounded time, against the
-//! real amdkfd (the QEMU guest; issue 11 item 1). With debug mode on, the kernel's runtime
-//! disable waits for a debugger acknowledgement and destroying a suspended queue waits for a
-//! resume; a process that leaves through a path that skips the undo must still be ended by the
-//! kernel's release of /dev/kfd, not hang.
+//! real amdkfd (the QEMU guest). With debug mode on, the kernel's runtime disable waits for a
+//! debugger acknowledgement and destroying a suspended queue waits for a resume; a process that
+//! leaves through a path that skips the undo must still be ended by the kernel's release of
+//! /dev/kfd, not hang.
 //!
 //! The parent re-runs this binary as a child in one of the modes below; the child opens a
 //! dbg-trap mechanism (runtime enable + DBG_TRAP ENABLE on itself) and leaves that way. The

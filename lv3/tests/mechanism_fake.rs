@@ -333,8 +333,8 @@ fn update_queue_restores_the_original_ring_size_percentage_and_priority() {
     assert_eq!(restore(&q).pause().percentage, 0);
 }
 
-/// Issue 11 item 7: a disable that fails after the kernel changed the queue is followed by one
-/// restore, so the queue is not left inactive behind an error.
+/// A disable that fails after the kernel changed the queue is followed by one restore, so the queue
+/// is not left inactive behind an error.
 #[test]
 fn update_queue_restores_once_after_a_failed_disable() {
     let f = Fake::default();
@@ -574,10 +574,10 @@ fn a_failed_resume_is_retried_then_reported_never_swallowed() {
     assert!(f.running(7));
 }
 
-/// Issue 11 item 1: a failed resume leaves its registry entry for the signal handler, but that
-/// entry must not keep dbg-trap's mechanism alive: once the Preemptor is dropped (the end of a
-/// run, or any error path), debug mode goes off (DISABLE resumes every queue). Before the fix the
-/// entry held the mechanism and debug mode stayed on until exit, where HIP's teardown blocks.
+/// A failed resume leaves its registry entry for the signal handler, but that entry must not keep
+/// dbg-trap's mechanism alive: once the Preemptor is dropped (the end of a run, or any error path),
+/// debug mode goes off (DISABLE resumes every queue). An entry that held the mechanism would keep
+/// debug mode on until exit, where HIP's teardown blocks.
 #[test]
 fn a_failed_dbg_trap_resume_does_not_keep_debug_mode_on() {
     let f = Fake::default();

@@ -1,8 +1,8 @@
 //! The seam between a session and its device: what a device gives a [`crate::Session`]
-//! ([`DeviceBackend`]), its streams ([`LpBody`], [`HpBody`]) and its Lv3 suspension
-//! ([`Lv3Held`]). `session.rs` and `stream.rs` are written once against these traits; a device
-//! is one module that implements them (`host.rs`, `gpu/`, `bound.rs` for `kfd`) plus its name in
-//! [`crate::DeviceSpec`] and its arm in [`crate::Session::open`] (docs/conventions.md).
+//! ([`DeviceBackend`]), its streams ([`LpBody`], [`HpBody`]) and its Lv3 suspension ([`Lv3Held`]).
+//! `session/` and `stream/` are written once against these traits; a device is one module that
+//! implements them (`host.rs`, `gpu/`, `bound.rs` for `kfd`) plus its name in [`crate::DeviceSpec`]
+//! and its arm in [`crate::Session::open`] (docs/conventions.md).
 use crate::check::{Check, DeviceRecord, LpCompletion, Verified};
 use crate::error::{Error, Result};
 use crate::options::{Level, Options};

@@ -118,8 +118,8 @@ impl HostLp {
     }
 
     /// Folds the workers' records so far into the bounded check (`Seen`), so that a stream whose
-    /// owner never calls `check` keeps memory that does not grow with its length (issue 20 item
-    /// 13); `verify` then returns only the records since.
+    /// owner never calls `check` keeps memory that does not grow with its length; `verify` then
+    /// returns only the records since.
     fn absorb(&self) {
         let submitted = self.xq.stats().submitted;
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);

@@ -1,10 +1,10 @@
-//! The worker records a host LP stream's exactly-once check has seen, kept in memory that does
-//! not grow with the stream's length (issue 20 item 13).
+//! The worker records a host LP stream's exactly-once check has seen, kept in memory that does not
+//! grow with the stream's length (a stream may run for hours).
 use crate::check::{Check, DeviceRecord};
 use std::collections::BTreeMap;
 
 /// The worker records a stream's check has seen, in memory that does not grow with the stream's
-/// length (issue 20 item 13: an id per command ever run, 40 bytes each, kept to the end): the
+/// length (an id per command ever run, 40 bytes each, would be gigabytes over a long run): the
 /// commands below `below` ran on every worker with their own result and are only counted.
 #[derive(Default)]
 pub(crate) struct Seen {
@@ -63,8 +63,8 @@ mod tests {
         DeviceRecord::plain(id, correct)
     }
 
-    /// Issue 20 item 13: the check remembers the commands in flight, not every command a long
-    /// stream ever ran, and still finds a record that comes after its command was counted.
+    /// The check remembers the commands in flight, not every command a long stream ever ran, and
+    /// still finds a record that comes after its command was counted.
     #[test]
     fn the_check_forgets_commands_done_right_and_still_counts_them() {
         let (workers, n) = (2, 10_000u64);

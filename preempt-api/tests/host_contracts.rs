@@ -1,7 +1,7 @@
-//! The API's contracts where a careless or hostile caller meets them (issue 20), on the host
-//! device: who holds a suspension (the user by hand, the helper, or both), delay commands past
-//! the documented maximum, and a close that is bounded whatever is in flight. Every wait here is
-//! bounded by the test itself: a regression fails, it never hangs the suite.
+//! The API's contracts where a careless or hostile caller meets them (docs/c-api.md#contracts), on
+//! the host device: who holds a suspension (the user by hand, the helper, or both), delay commands
+//! past the documented maximum, and a close that is bounded whatever is in flight. Every wait here
+//! is bounded by the test itself: a regression fails, it never hangs the suite.
 use host_device::proc_state;
 use preempt_api::{CLOSE_WAIT, DeviceSpec, ErrorKind, Level, LpStream, MAX_DELAY_NS, Options, Session};
 use std::sync::mpsc;
@@ -37,8 +37,8 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
     rx.recv_timeout(limit).ok()
 }
 
-/// The issue's reproduction: enter, hand resume, hand suspend, leave. The helper's suspension is
-/// the helper's: a hand resume of it is refused (BUSY) and the stream stays stopped for the
+/// A careless caller's sequence: enter, hand resume, hand suspend, leave. The helper's suspension
+/// is the helper's: a hand resume of it is refused (BUSY) and the stream stays stopped for the
 /// block; a hand suspend inside the block is the user's, and survives the block.
 #[test]
 fn a_hand_resume_inside_a_block_is_busy_and_a_hand_suspend_outlives_the_block() {

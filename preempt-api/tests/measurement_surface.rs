@@ -78,8 +78,8 @@ fn without_keep_records_nothing_accumulates() {
 
 /// An application's stream (no keep_records) that never calls check: the workers' records are
 /// folded into the check as it goes (every 1024 submissions and at each synchronize), so what a
-/// late verify takes is only the last ones, not one per command ever run (issue 20 item 13),
-/// and the check still counts every command once.
+/// late verify takes is only the last ones, not one per command ever run, and the check still
+/// counts every command once.
 #[test]
 fn without_keep_records_a_long_stream_keeps_no_record_per_command() {
     let s = Session::open(
@@ -175,7 +175,7 @@ fn the_gpu_layer_without_a_gpu_says_no_device() {
 
 /// Stream ids start at 1 in every session, so a session must check the stream object itself:
 /// another session's streams are refused from its sets and its helper, and touched by neither
-/// (issue 20: B's helper suspended A's stream; sets of two sessions were accepted).
+/// (otherwise B's helper could suspend A's stream, and a set could mix two sessions).
 #[test]
 fn a_session_takes_only_its_own_streams() {
     let a = Session::open(DeviceSpec::Host, opts()).unwrap();

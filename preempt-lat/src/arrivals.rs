@@ -11,11 +11,11 @@ fn unit(rng: &mut SplitMix64) -> f64 {
     ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
 }
 
-/// Arrival times in ns from the start, `rate` per second, all before `duration_ns`; `sigma` is
-/// the log-normal shape (ignored by the other kinds). The first request comes one gap after the
-/// start, so the LP queue is running when it arrives. Generated as they are needed (an hour at
-/// 100000 requests/s is 360 M of them: `priority` keeps none, issue 20 item 13); a clone is a
-/// second cursor over the same times.
+/// Arrival times in ns from the start, `rate` per second, all before `duration_ns`; `sigma` is the
+/// log-normal shape (ignored by the other kinds). The first request comes one gap after the start,
+/// so the LP queue is running when it arrives. Generated as they are needed (an hour at 100000
+/// requests/s is 360 M of them: `priority` keeps none); a clone is a second cursor over the same
+/// times.
 #[derive(Debug, Clone)]
 pub struct Arrivals {
     kind: Arrival,

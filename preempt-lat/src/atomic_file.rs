@@ -1,9 +1,9 @@
-//! Files replaced only when complete: every result `preempt-lat` writes (`--out`, `--trace`,
-//! the files in `--out-dir`) goes through here, so a run that is refused, fails or is killed
-//! leaves the previous result in place and no half-written one. A destination that exists and is
-//! not a regular file (`/dev/null`, `/dev/stdout`, a FIFO) is written in place and never replaced:
-//! renaming a file onto it would replace the device node itself (issue 20's hostile cases: as
-//! root, `--out /dev/full` turned /dev/full into a regular file).
+//! Files replaced only when complete: every result `preempt-lat` writes (`--out`, `--trace`, the
+//! files in `--out-dir`) goes through here, so a run that is refused, fails or is killed leaves the
+//! previous result in place and no half-written one. A destination that exists and is not a regular
+//! file (`/dev/null`, `/dev/stdout`, a FIFO) is written in place and never replaced: renaming a
+//! file onto it would replace the device node itself (as root, `--out /dev/full` would turn
+//! /dev/full into a regular file).
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};

@@ -74,9 +74,9 @@ fn args_text(args: &Value) -> Option<Box<str>> {
 }
 
 /// The most events a trace keeps of one process (a run, a `priority` mode), metadata aside: the
-/// first ones recorded; later ones are counted, and the written trace and stderr say how many
-/// were dropped. An event takes ~150 bytes in memory and about as much in the file: a run's length must
-/// not decide how much of either it takes (issue 20 item 13).
+/// first ones recorded; later ones are counted, and the written trace and stderr say how many were
+/// dropped. An event takes ~150 bytes in memory and about as much in the file: a run's length must
+/// not decide how much of either it takes.
 pub const MAX_EVENTS: usize = 200_000;
 
 /// A timeline being built, keeping at most `limit` events per process.
@@ -343,8 +343,8 @@ mod tests {
         assert_eq!(v["otherData"]["dropped_events"], 0);
     }
 
-    /// Issue 20 item 13: a trace keeps at most its limit of events per process, whatever a run's
-    /// length, counts the rest, and says so in the file; off, it keeps nothing.
+    /// A trace keeps at most its limit of events per process, whatever a run's length, counts the
+    /// rest, and says so in the file; off, it keeps nothing.
     #[test]
     fn a_trace_keeps_a_bounded_number_of_events_per_process() {
         let limit = 10;

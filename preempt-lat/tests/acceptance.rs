@@ -121,8 +121,8 @@ fn exit_matches(o: &Output, summary: &Value) {
     assert_eq!(o.status.code(), Some(want), "{}", text(&o.stderr));
 }
 
-/// Done-when of issue 22: `--device host --quick` runs the stages that apply in under two
-/// minutes and writes one archive holding every stage's text, JSON, CSV and SVG and the summary.
+/// `--device host --quick` runs the stages that apply in under two minutes and writes one archive
+/// holding every stage's text, JSON, CSV and SVG and the summary.
 #[test]
 fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
     let dir = scratch("host");
@@ -180,8 +180,9 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
     ] {
         assert_eq!(stage(&s, id)["status"], "PASS", "{id}: {}", stage(&s, id));
     }
-    // Issue 23's two stages, right after priority: the application helper's 75:25 partition and
-    // the overhead comparison at every level of the host device, each result listed for report.
+    // The partition and overhead stages, right after priority: the application helper's 75:25
+    // partition and the overhead comparison at every level of the host device, each result listed
+    // for report.
     let order: Vec<&str> = dev["stages"]
         .as_array()
         .unwrap()
@@ -351,9 +352,8 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Done-when of issue 22: `--device hip:0` on a machine without a usable GPU fails at the first
-/// stage with the reason every command gives (doctor's), skips the rest naming it, and still
-/// writes the archive.
+/// `--device hip:0` on a machine without a usable GPU fails at the first stage with the reason
+/// every command gives (doctor's), skips the rest naming it, and still writes the archive.
 #[test]
 fn an_unusable_gpu_fails_at_the_first_stage_and_is_still_archived() {
     let plain = bounded(
@@ -568,8 +568,8 @@ fn ctrl_c_stops_the_running_stage_and_still_archives() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Issue 22 item 5: `report` over a directory of archives from several runs (nodes) prints one
-/// table of stages and targets per node and device, and merges their results into its rows.
+/// `report` over a directory of archives from several runs (nodes) prints one table of stages and
+/// targets per node and device, and merges their results into its rows.
 #[test]
 fn report_reads_the_archives_of_several_runs_into_one_table() {
     let dir = scratch("fleet");

@@ -33,8 +33,8 @@ fn refused_with_exit_2(cases: &[(&[&str], &str)]) {
     }
 }
 
-/// clap's own refusals are one line too (issue 20: they were 2-5 lines), and a command
-/// without its subcommand is an error that names them, not a help page with no error.
+/// clap's own refusals are one line too (clap's default is 2-5 lines), and a command without its
+/// subcommand is an error that names them, not a help page with no error.
 #[test]
 fn clap_refusals_are_one_line() {
     refused_with_exit_2(&[
@@ -48,8 +48,8 @@ fn clap_refusals_are_one_line() {
     assert!(String::from_utf8_lossy(&help.stdout).contains("Usage:"));
 }
 
-/// An output path is checked before anything runs, and a previous result there survives a
-/// refused or failed run (issue 20: `--samples 2000000000 --out r.json` emptied r.json).
+/// An output path is checked before anything runs, and a previous result there survives a refused
+/// or failed run (`--samples 2000000000 --out r.json` must not empty r.json).
 #[test]
 fn outputs_are_checked_first_and_replaced_only_when_complete() {
     let dir = std::env::temp_dir().join(format!("preempt-lat-out-{}", std::process::id()));
@@ -574,7 +574,7 @@ fn sweep_threshold_writes_overhead_points() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// A bad --out-dir is bad input (exit 2, issue 20; it was 1), refused before the sweep runs.
+/// A bad --out-dir is bad input (exit 2, not a failure's 1), refused before the sweep runs.
 #[test]
 fn sweep_out_dir_that_cannot_be_made_is_an_error() {
     let o = pl(&[

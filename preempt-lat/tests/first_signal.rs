@@ -1,10 +1,9 @@
-//! A first Ctrl-C ends every command within a bound whatever T is (the leftover of issue 20
-//! item 11: the first signal waited for the LP stream to drain, (2 x threshold + 2) x T, minutes
-//! at large T). Each test runs a command on the host device with LP commands of seconds, sends
-//! one SIGINT once it is measuring, and wants: the process ended within [`BOUND`] of the signal,
-//! exit status 0, what it measured written (marked interrupted), the exactly-once check said to
-//! be not checked where LP commands were abandoned (never a pass or a failure), and no host
-//! worker left alive or stopped.
+//! A first Ctrl-C ends every command within a bound whatever T is (waiting for the LP stream to
+//! drain would take (2 x threshold + 2) x T, minutes at large T). Each test runs a command on the
+//! host device with LP commands of seconds, sends one SIGINT once it is measuring, and wants: the
+//! process ended within [`BOUND`] of the signal, exit status 0, what it measured written (marked
+//! interrupted), the exactly-once check said to be not checked where LP commands were abandoned
+//! (never a pass or a failure), and no host worker left alive or stopped.
 mod common;
 
 use common::{Interrupted, alive_after, interrupt_once, scratch};

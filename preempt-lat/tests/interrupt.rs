@@ -1,6 +1,6 @@
-//! Ctrl-C and SIGTERM on the host device, every wait bounded (issue 20 item 11): the first signal
-//! stops at the next boundary and writes what was measured; a second one ends the process at
-//! once whatever it holds (stdout blocked on a full pipe included), and no host worker outlives it.
+//! Ctrl-C and SIGTERM on the host device, every wait bounded: the first signal stops at the next
+//! boundary and writes what was measured; a second one ends the process at once whatever it holds
+//! (stdout blocked on a full pipe included), and no host worker outlives it.
 mod common;
 
 use common::{alive_after, children, drain, preempt_lat, signal, wait_or_kill, wait_until};
@@ -14,9 +14,9 @@ fn ended_by(st: ExitStatus, sig: Signal) -> bool {
     st.code() == Some(128 + sig as i32) || st.signal() == Some(sig as i32)
 }
 
-/// Issue 20 item 11: with the result going to stdout and stdout blocked (a full pipe nobody
-/// reads), the main thread holds the stdout lock inside `write`; the second SIGINT's exit path
-/// flushed stdout and waited for that lock forever. It must end the process promptly.
+/// With the result going to stdout and stdout blocked (a full pipe nobody reads), the main thread
+/// holds the stdout lock inside `write`; an exit path that flushes stdout would wait for that lock
+/// forever. The second SIGINT must end the process promptly.
 #[test]
 fn a_second_signal_ends_the_process_while_stdout_is_blocked() {
     let mut child = preempt_lat()
@@ -61,9 +61,9 @@ fn a_second_signal_ends_the_process_while_stdout_is_blocked() {
     assert!(err.contains("SIGINT again: exiting now"), "{err}");
 }
 
-/// The issue's reproduction (Lv1, T = 10 s, results to stdout), with SIGTERM: the first signal
-/// says it stops after the current sample, the second ends the process promptly, and its host
-/// workers (mid-command) die with it rather than being left running or stopped.
+/// A long sample (Lv1, T = 10 s, results to stdout), with SIGTERM: the first signal says it stops
+/// after the current sample, the second ends the process promptly, and its host workers
+/// (mid-command) die with it rather than being left running or stopped.
 #[test]
 fn a_second_sigterm_ends_a_long_sample_and_its_workers() {
     let mut child = preempt_lat()

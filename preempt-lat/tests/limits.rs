@@ -1,5 +1,5 @@
-//! Absurd sizes and settings that used to hang or fail late (issue 20 item 11): refused up front
-//! with one line and exit status 2, or handled; every run bounded by a time limit.
+//! Absurd sizes and settings that would hang or fail late: refused up front with one line and exit
+//! status 2, or handled; every run bounded by a time limit.
 mod common;
 
 use common::{assert_refused, run_bounded, scratch};
@@ -7,9 +7,9 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// Issue 20 item 11: `--threshold 4294967295 --batch 4294967295` kept the first sample from ever
-/// ending (2 x threshold + 2 commands submitted before it; an Lv1 suspend waits for threshold x T
-/// of work). Refused before anything starts, in every command that takes them.
+/// `--threshold 4294967295 --batch 4294967295` would keep the first sample from ever ending (2 x
+/// threshold + 2 commands submitted before it; an Lv1 suspend waits for threshold x T of work).
+/// Refused before anything starts, in every command that takes them.
 #[test]
 fn absurd_lv1_settings_are_refused_up_front() {
     let huge = u32::MAX.to_string();

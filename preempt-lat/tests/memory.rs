@@ -1,7 +1,7 @@
-//! Memory that does not grow with a run's length (issue 20 item 13): `priority` kept every LP
-//! completion, every worker record, every HP latency and a trace span for each of them until it
-//! exited (~2.7 KB per LP command: 5 MB -> 333 MB over 120 s), so `--duration-s 3600` needed
-//! gigabytes per mode. Measured from outside: the peak RSS of the same mode run for two durations.
+//! Memory that does not grow with a run's length: a `priority` that kept every LP completion, every
+//! worker record, every HP latency and a trace span for each of them until it exited would take
+//! ~2.7 KB per LP command (5 MB -> 333 MB over 120 s), so `--duration-s 3600` would need gigabytes
+//! per mode. Measured from outside: the peak RSS of the same mode run for two durations.
 mod common;
 
 use common::{drain, preempt_lat, scratch, wait_or_kill};

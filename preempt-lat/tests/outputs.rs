@@ -1,5 +1,5 @@
 //! Outputs that cannot be written (a closed stdout, as `| head -c1` leaves it): one line and exit
-//! status 1, never a panic, and what could be written is (issue 20's hostile cases).
+//! status 1, never a panic, and what could be written is.
 mod common;
 
 use common::{drain, preempt_lat, scratch, wait_or_kill};

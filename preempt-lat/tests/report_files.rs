@@ -1,5 +1,5 @@
-//! `report` on what is not a result file (issue 20 item 12): a device, a FIFO, a huge file, a
-//! directory holding such entries; every run bounded by a time limit.
+//! `report` on what is not a result file: a device, a FIFO, a huge file, a directory holding such
+//! entries; every run bounded by a time limit.
 mod common;
 
 use common::{assert_refused, run_bounded, scratch};
@@ -7,8 +7,8 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// Issue 20 item 12: `report /dev/zero` read forever (~350 MB/s), a FIFO blocked, and any size
-/// was read whole. Each is refused before it is read: one line, exit status 2.
+/// Read naively, `report /dev/zero` reads forever (~350 MB/s), a FIFO blocks, and any size is read
+/// whole. Each is refused before it is read: one line, exit status 2.
 #[test]
 fn report_refuses_what_it_cannot_read_whole() {
     let dir = scratch("report-hostile");

@@ -3,11 +3,11 @@
 //! `LowPriorityStream.preempted()` (suspend and resume), written here rather than as Python
 //! generators so that no signal can land between the enter and the protection.
 //!
-//! Why native (issue 20 item 4): a `contextlib.contextmanager` generator runs Python bytecode
-//! between its enter call and its `try:`, where CPython runs pending signal handlers; a
-//! KeyboardInterrupt there skipped the leave, and the helper's streams stayed stopped until the
-//! session closed. How CPython delivers a pending signal (its handler runs, and may raise, only
-//! at points of the eval loop, never inside a C or Rust call that does not ask for it):
+//! Why native: a `contextlib.contextmanager` generator runs Python bytecode between its enter call
+//! and its `try:`, where CPython runs pending signal handlers; a KeyboardInterrupt there skipped
+//! the leave, and the helper's streams stayed stopped until the session closed. How CPython
+//! delivers a pending signal (its handler runs, and may raise, only at points of the eval loop,
+//! never inside a C or Rust call that does not ask for it):
 //!
 //! - `with` calls `__enter__` and sets up the handler that calls `__exit__` in one instruction
 //!   (`SETUP_WITH` up to 3.10, `BEFORE_WITH` from 3.11). With a native `__enter__`, no bytecode

@@ -1,14 +1,13 @@
-//! Waits that Ctrl-C interrupts (issue 20 item 10). Python runs signal handlers in the main
-//! thread only, between instructions of its eval loop: a main thread blocked in a Rust wait (a
-//! `synchronize` of a stream suspended until another thread resumes it) never ran them, so
-//! SIGINT and, after `install_signal_handlers`, SIGTERM were held until the wait ended, and
-//! nothing was resumed. Here the wait runs on a thread of its own, and the caller waits for its
-//! answer with the GIL released, waking every `SLICE` to run pending signal handlers
-//! (`Python::check_signals`; a no-op outside the main thread). A handler that raises
-//! (KeyboardInterrupt) ends the call with that exception; the thread is left to finish the wait
-//! on its own (a wait changes nothing: it ends when the work completes, or when the session's
-//! cleanup resumes and closes the stream). A thread per wait costs tens of microseconds, so
-//! callers first wait one `SLICE` in their own thread where they can.
+//! Waits that Ctrl-C interrupts. Python runs signal handlers in the main thread only, between
+//! instructions of its eval loop: a main thread blocked in a Rust wait (a `synchronize` of a stream
+//! suspended until another thread resumes it) never ran them, so SIGINT and, after
+//! `install_signal_handlers`, SIGTERM were held until the wait ended, and nothing was resumed. Here
+//! the wait runs on a thread of its own, and the caller waits for its answer with the GIL released,
+//! waking every `SLICE` to run pending signal handlers (`Python::check_signals`; a no-op outside
+//! the main thread). A handler that raises (KeyboardInterrupt) ends the call with that exception;
+//! the thread is left to finish the wait on its own (a wait changes nothing: it ends when the work
+//! completes, or when the session's cleanup resumes and closes the stream). A thread per wait costs
+//! tens of microseconds, so callers first wait one `SLICE` in their own thread where they can.
 use crate::py_err;
 use preempt_api::{Error, ErrorKind};
 use pyo3::prelude::*;

@@ -1,7 +1,7 @@
-"""Every bad argument of every public call raises InvalidArgument (issue 20 item 14): the C ABI's
-INVALID_ARGUMENT, with a message naming the argument and what it accepts. A value of the wrong
-type is also a TypeError, a bad value of the right type also a ValueError (Python's idiom for
-the two). Nothing is changed by a refused call."""
+"""Every bad argument of every public call raises InvalidArgument: the C ABI's INVALID_ARGUMENT,
+with a message naming the argument and what it accepts. A value of the wrong type is also a
+TypeError, a bad value of the right type also a ValueError (Python's idiom for the two). Nothing is
+changed by a refused call."""
 
 import inspect
 import signal
@@ -97,8 +97,8 @@ def enter(block):
 
 
 def policy_cases():
-    """The helper's policy (issue 23 item 1): schedule, ready, idle and busy on the sessions with
-    a policy, and each of schedule's parameters under its own policy and under another."""
+    """The helper's policy: schedule, ready, idle and busy on the sessions with a policy, and each
+    of schedule's parameters under its own policy and under another."""
     streams = [("'x'", lambda fx: "x", True), ("None", lambda fx: None, True), ("a session", lambda fx: fx.up, True),
                ("the HP stream", lambda fx: fx.hp, True),
                ("a hand-made stream", lambda fx: pk.LowPriorityStream(5, fx.up), True),

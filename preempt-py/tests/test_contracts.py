@@ -1,8 +1,8 @@
-"""The contracts of issue 20 as Python meets them (items 3, 7, 9, 16; the Rust and C tests have the
-rest): a fork child's calls raise Forked and touch nothing of the parent's, the helper's
-suspension is refused to a hand resume (Busy), absurd delays are refused up front and leaving a
-session with work in flight is bounded, and messages carry no internal stream id. Every wait is
-bounded by the test itself."""
+"""The contracts (docs/c-api.md#contracts) as Python meets them (the Rust and C tests have the
+rest): a fork child's calls raise Forked and touch nothing of the parent's, the helper's suspension
+is refused to a hand resume (Busy), absurd delays are refused up front and leaving a session with
+work in flight is bounded, and messages carry no internal stream id. Every wait is bounded by the
+test itself."""
 
 import os
 import re
@@ -109,9 +109,9 @@ def test_messages_carry_no_internal_stream_id(session):
 
 
 def test_absurd_delays_are_refused_and_leaving_a_session_is_bounded():
-    """The issue's reproduction, in an interpreter of its own (so that a regression fails here
-    instead of hanging pytest): submit_delay(10**15) then leaving the session hung the
-    interpreter at exit. Now it is refused, and leaving with the longest delay in flight raises
+    """A careless caller's program, in an interpreter of its own (so that a regression fails here
+    instead of hanging pytest): submit_delay(10**15) then leaving the session would hang the
+    interpreter at exit. It is refused, and leaving with the longest delay in flight raises
     Abandoned after the library's wait, long before the command would end."""
     script = textwrap.dedent(
         """

@@ -1,7 +1,7 @@
-"""The helper's time-driven policy from Python (issue 23 item 1; docs/c-api.md#the-helpers-policy):
-Session(policy=...), Helper.schedule/ready/idle/busy and the status, on the host device, where
-the policy's suspends are SIGSTOPs of real worker processes (read back from /proc). Every wait is
-a poll with a deadline; figures are host figures, asserted loosely (the machine is shared)."""
+"""The helper's time-driven policy from Python (docs/c-api.md#the-helpers-policy):
+Session(policy=...), Helper.schedule/ready/idle/busy and the status, on the host device, where the
+policy's suspends are SIGSTOPs of real worker processes (read back from /proc). Every wait is a poll
+with a deadline; figures are host figures, asserted loosely (the machine is shared)."""
 
 import signal
 import time

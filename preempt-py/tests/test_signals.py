@@ -1,6 +1,6 @@
-"""Signals against preempt_kfd (issue 20 items 4 and 10), each in a child interpreter with a time
-limit: a KeyboardInterrupt at any point of a ``with`` block never leaves the block open or a
-worker stopped, and Ctrl-C (or SIGTERM) reaches a main thread blocked in a wait."""
+"""Signals against preempt_kfd, each in a child interpreter with a time limit: a KeyboardInterrupt
+at any point of a ``with`` block never leaves the block open or a worker stopped, and Ctrl-C (or
+SIGTERM) reaches a main thread blocked in a wait."""
 
 import json
 import os
@@ -64,7 +64,7 @@ class Child:
         self.p.communicate()
 
 
-# --- item 4: a KeyboardInterrupt at any point of a block -----------------------------------------
+# --- a KeyboardInterrupt at any point of a block -------------------------------------------------
 
 HAMMER = """
     import json, signal, sys, threading, time
@@ -137,8 +137,8 @@ HAMMER = """
 
 
 def test_a_keyboardinterrupt_at_any_point_of_a_block_leaves_nothing_open():
-    # SIGINT every 0.2-3 ms (issue 20 item 4) for 3 s over high_priority, preempted and busy
-    # blocks in turn (busy: issue 23 item 1); the seed is printed by pytest on failure.
+    # SIGINT every 0.2-3 ms for 3 s over high_priority, preempted and busy blocks in turn (busy:
+    # the policy's block); the seed is printed by pytest on failure.
     seed = random.randrange(2**32)
     rng = random.Random(seed)
     child = Child(HAMMER)
@@ -288,7 +288,7 @@ def test_closing_the_session_inside_a_block_ends_it_quietly():
         lp.suspend()
 
 
-# --- item 10: signals reach a main thread blocked in a wait --------------------------------------
+# --- signals reach a main thread blocked in a wait -----------------------------------------------
 
 BLOCKED_IN_SYNCHRONIZE = """
     import signal, sys, time

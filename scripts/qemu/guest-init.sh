@@ -64,7 +64,7 @@ rc=$?
 echo "=== guest: validate json end"
 cat /tmp/validate.err
 echo "=== guest: validate exit $rc"
-# ---- BEGIN C ABI (issue 9): the static C program over libpreempt_kfd.a ----
+# ---- BEGIN C ABI: the static C program over libpreempt_kfd.a ----
 if [ -x /tests/capi_test ]; then
   echo "=== guest: running capi_test"
   if [ "${PREEMPT_EXPECT_PATCHED:-}" = 1 ]; then /tests/capi_test kfd --patched; else /tests/capi_test kfd --stock; fi

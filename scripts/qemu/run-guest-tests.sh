@@ -46,7 +46,7 @@ test_bins=("${GUEST_TEST_BINS[@]}")
 PL=$GUEST_BIN_DIR/preempt-lat
 log "static binaries built in $(( $(date +%s) - t1 ))s: $(basename -a "${test_bins[@]}" | tr '\n' ' ')"
 
-# ---- BEGIN C ABI (issue 9): capi_test, a static C program linked with libpreempt_kfd.a ---------
+# ---- BEGIN C ABI: capi_test, a static C program linked with libpreempt_kfd.a -------------------
 # The C ABI's test (preempt-capi/tests/c/capi_test.c) against the real kernel: open, probe, bind
 # made-up queue ids (INVALID), suspend/resume of bogus ids, close; run by guest-init.sh.
 cargo build --release -q -p kfd-sys -p preempt-capi --lib "${feats[@]}" --target "$TARGET" --target-dir "$OUT/cargo"
@@ -62,7 +62,7 @@ cp /bin/busybox "$R/bin/busybox"
 install -m755 "$HERE/guest-init.sh" "$R/init"
 for b in "${test_bins[@]}"; do cp "$b" "$R/tests/bin/$(basename "$b" | sed 's/-[0-9a-f]\{16\}$//')"; done
 cp "$PL" "$GUEST_BIN_DIR/preempt-host-worker" "$R/bin/"
-cp "$CAPI" "$R/tests/capi_test" # C ABI (issue 9)
+cp "$CAPI" "$R/tests/capi_test" # C ABI
 printf 'PREEMPT_REQUIRE_KFD=1\nPREEMPT_EXPECT_KFD_VERSION=%s\nRUST_BACKTRACE=1\n' "$kver" > "$R/tests/env"
 if [ "$flavor" = patched ]; then printf 'PREEMPT_EXPECT_PATCHED=1\n' >> "$R/tests/env"; fi
 (cd "$R" && find . | cpio -o -H newc --quiet | gzip -1) > "$OUT/initramfs-$flavor.cpio.gz"
@@ -142,7 +142,7 @@ if errs: print("FAIL guest validate:", " | ".join(errs)); sys.exit(1)
 print(f"PASS guest validate: {d['passed']} passed, {d['failed']} failed, {d['skipped']} skipped (hardware part: skipped: no GPU)")
 PY
 grep -q '^=== guest: validate exit 0' "$SER" || { echo "FAIL guest validate exit status"; fail=1; }
-# ---- BEGIN C ABI (issue 9) ----------------------------------------------------------------------
+# ---- BEGIN C ABI --------------------------------------------------------------------------------
 cline=$(grep "^=== guest: capi_test exit " "$SER" || true)
 csum=$(grep '^capi_test: ' "$SER" | tail -1 || true)
 if [ "$cline" = "=== guest: capi_test exit 0" ]; then

@@ -225,10 +225,10 @@ pub struct ClockPair {
 impl ClockPair {
     /// When the host saw the stamp: the anchor of the pair. The stamp's true host time lies in
     /// [before, after], but not in the middle: `before` precedes the launch call, and the launch
-    /// plus the dispatch (microseconds) dwarf the stamp's way back (a GPU write to host memory
-    /// plus the host's poll, around a microsecond). Anchoring at `after` makes mapped times late
-    /// by that short way back; the midpoint would make them early by half the launch, so HP
-    /// start latencies would come out low every time (issue 11 item 6).
+    /// plus the dispatch (microseconds) dwarf the stamp's way back (a GPU write to host memory plus
+    /// the host's poll, around a microsecond). Anchoring at `after` makes mapped times late by that
+    /// short way back; the midpoint would make them early by half the launch, so HP start latencies
+    /// would come out low every time.
     fn seen(&self) -> f64 {
         self.host_after_ns as f64
     }

@@ -143,9 +143,9 @@ fn clock_map_offset_from_narrowest_window_and_nominal_rate() {
     }
 }
 
-/// Issue 11 item 6: with a realistic bracket (launch + dispatch of 10 us before the stamp, 0.5 us
-/// for it to reach the host after), mapped times are late by about the short way back, never
-/// early; the midpoint anchor would have made them ~4.75 us early.
+/// With a realistic bracket (launch + dispatch of 10 us before the stamp, 0.5 us for it to reach
+/// the host after), mapped times are late by about the short way back, never early; the midpoint
+/// anchor would have made them ~4.75 us early.
 #[test]
 fn clock_map_anchors_where_the_stamp_was_seen_so_mapped_times_are_never_early() {
     let (launch, back) = (10_000u64, 500u64);

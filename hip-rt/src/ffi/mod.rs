@@ -1,6 +1,6 @@
-//! The only place in hip-rt with `unsafe` (this file and its three children, calls/mem/rtc.rs):
-//! libamdhip64 and hiprtc opened with libloading, a typed table of the C functions used, and one
-//! small safe method per call.
+//! The only place in hip-rt with `unsafe` (this file and its children `calls.rs`, `mem.rs` and
+//! `rtc.rs`): libamdhip64 and hiprtc opened with libloading, a typed table of the C functions used,
+//! and one small safe method per call.
 //!
 //! Invariants the safe methods rely on (upheld by the rest of the crate, the only user):
 //! * the libraries are never unloaded ([`ManuallyDrop`]), so the table's pointers stay valid;

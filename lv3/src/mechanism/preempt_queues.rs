@@ -195,7 +195,7 @@ mod tests {
         );
         let a = availability_of(Ok(PreemptProbe::AbsentEnotty));
         assert!(!a.available && a.detail.starts_with("ENOTTY"), "{a:?}");
-        // ROCm's DKMS driver: the zero-count probe lands in a hole of its table (issue 11 item 2).
+        // ROCm's DKMS driver: the zero-count probe lands in a hole of its table.
         let a = availability_of(Ok(PreemptProbe::AbsentEinval));
         assert!(!a.available && a.abi_version.is_none(), "{a:?}");
         assert!(a.detail.starts_with("EINVAL") && a.detail.contains("DKMS"), "{a:?}");

@@ -379,9 +379,9 @@ static int fork_child(preempt_session_t s, preempt_stream_t lp, preempt_stream_t
 	return 0;
 }
 
-/* fork() after opening a session (issue 20 item 3): the child's calls fail with FORKED and touch
- * nothing of the parent's; the parent's suspended stream stays suspended, its LP and HP workers
- * live, and it goes on working. */
+/* fork() after opening a session: the child's calls fail with FORKED and touch nothing of the
+ * parent's; the parent's suspended stream stays suspended, its LP and HP workers live, and it goes
+ * on working. */
 static void fork_test(void)
 {
 	preempt_options o = host_options();
@@ -420,9 +420,9 @@ static void fork_test(void)
 	EXPECT(PREEMPT_OK, preempt_session_close(s), "fork: the parent closes");
 }
 
-/* Who holds a suspension (issue 20 item 7): the helper resumes only what it suspended; a hand
- * resume of its suspension is BUSY; a hand suspension survives a block. And the messages name
- * the handle (item 16). */
+/* Who holds a suspension: the helper resumes only what it suspended; a hand resume of its
+ * suspension is BUSY; a hand suspension survives a block. And the messages name the handle, the
+ * one id a C caller knows. */
 static void hold_test(void)
 {
 	preempt_options o = host_options();
@@ -481,10 +481,10 @@ static int close_child(void)
 	return 0;
 }
 
-/* Delays past PREEMPT_MAX_DELAY_NS are INVALID, and close is bounded (issue 20 item 9): with
- * commands of the maximum delay running, close waits PREEMPT_CLOSE_WAIT_MS, abandons them and
- * returns PREEMPT_ERR_ABANDONED, long before they would have ended. Run in a child process so
- * that a close that does not return fails the test instead of hanging it. */
+/* Delays past PREEMPT_MAX_DELAY_NS are INVALID, and close is bounded: with commands of the maximum
+ * delay running, close waits PREEMPT_CLOSE_WAIT_MS, abandons them and returns
+ * PREEMPT_ERR_ABANDONED, long before they would have ended. Run in a child process so that a close
+ * that does not return fails the test instead of hanging it. */
 static void close_test(void)
 {
 	int fds[2];

@@ -1,10 +1,10 @@
-//! The bystander cost of preemption (issue 12), a hardware part of `validate`. Under HWS every
-//! suspend and every resume unmaps and maps back *all* queues of *all* processes on the GPU
-//! (docs/kfd-facts.md#whole-node-cost-under-hws), so our preemptions cost other processes too.
-//! This measures what they cost one: a second process (this binary's hidden
-//! `__bystander-worker`, [`worker`]) runs short delay kernels back to back on the same GPU while
-//! we preempt and resume our own LP queue at a fixed period; its kernel timeline against our
-//! preemption windows gives its extra latency and throughput loss per preemption ([`analysis`]).
+//! The bystander cost of preemption, a hardware part of `validate`. Under HWS every suspend and
+//! every resume unmaps and maps back *all* queues of *all* processes on the GPU
+//! (docs/kfd-facts.md#whole-node-cost-under-hws), so our preemptions cost other processes too. This
+//! measures what they cost one: a second process (this binary's hidden `__bystander-worker`,
+//! [`worker`]) runs short delay kernels back to back on the same GPU while we preempt and resume
+//! our own LP queue at a fixed period; its kernel timeline against our preemption windows gives its
+//! extra latency and throughput loss per preemption ([`analysis`]).
 //!
 //! The parent side on a GPU is `crate::gpu::bystander`; here: the plan, the worker and its
 //! protocol ([`protocol`], [`child`]: the parent's handle, which never lets the process outlive

@@ -144,8 +144,8 @@ fn a_usable_gpu_makes_the_stock_mechanisms_available_and_says_unverified() {
     );
 }
 
-/// Issue 11 item 2: on ROCm's DKMS driver the probe of nr 0x40 answers EINVAL (a hole in its
-/// command table); doctor must call that "absent" and say which answer it saw.
+/// On ROCm's DKMS driver the probe of nr 0x40 answers EINVAL (a hole in its command table); doctor
+/// must call that "absent" and say which answer it saw.
 #[test]
 fn doctor_says_which_absent_answer_the_kernel_gave() {
     use kfd::PreemptProbe;
@@ -166,8 +166,8 @@ fn doctor_says_which_absent_answer_the_kernel_gave() {
     }
 }
 
-/// Issue 22 item 2: doctor says which libamdhip64 hip-rt uses and why (joined the runtime in the
-/// process, or opened a candidate).
+/// Doctor says which libamdhip64 hip-rt uses and why (joined the runtime in the process, or opened
+/// a candidate).
 #[test]
 fn doctor_says_which_hip_library_and_why() {
     let mut r = report(&fixture("empty"), hip(no_device()));
@@ -186,7 +186,7 @@ fn doctor_says_which_hip_library_and_why() {
     assert!(line.ends_with(&joined.to_string()), "{line}");
 }
 
-/// Issue 11 item 9: with several GPUs every debug enable/disable refreshes all their runlists.
+/// With several GPUs every debug enable/disable refreshes all their runlists.
 #[test]
 fn multi_gpu_note_only_when_the_process_is_not_restricted() {
     use super::verdict::multi_gpu_note;

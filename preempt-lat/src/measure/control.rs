@@ -9,14 +9,13 @@
 //! atexit handlers, so HIP's teardown cannot block on a debug mode the main thread still holds;
 //! the kernel's release path ends it).
 //!
-//! "Now" holds whatever the other threads hold (issue 20 item 11): `exit_now` flushes stdout
-//! first, which waits for the stdout lock, and a thread writing a result into a full pipe holds
-//! that lock for as long as nobody reads. So the signal thread never prints or flushes itself:
-//! its lines and the `exit_now` go to a thread of their own ([`Notices`]), and if the process
-//! still lives [`EXIT_GRACE`] later, the signal thread ends it with the signal's default action
-//! (the shell reports the same 130/143/129; like `_exit`, no atexit handler runs). The host
-//! device's workers die with the process (`PR_SET_PDEATHSIG`, stopped or not).
-//! No signal handler, hence no `unsafe`.
+//! "Now" holds whatever the other threads hold: `exit_now` flushes stdout first, which waits for
+//! the stdout lock, and a thread writing a result into a full pipe holds that lock for as long as
+//! nobody reads. So the signal thread never prints or flushes itself: its lines and the `exit_now`
+//! go to a thread of their own ([`Notices`]), and if the process still lives [`EXIT_GRACE`] later,
+//! the signal thread ends it with the signal's default action (the shell reports the same
+//! 130/143/129; like `_exit`, no atexit handler runs). The host device's workers die with the
+//! process (`PR_SET_PDEATHSIG`, stopped or not). No signal handler, hence no `unsafe`.
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nix::sys::signal::{SigSet, Signal};
 use std::io::IsTerminal;

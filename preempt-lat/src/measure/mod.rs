@@ -360,8 +360,8 @@ pub(crate) fn fake_gpu_run(level: Level, state: LpState, kib: u64, suspend_us: u
 mod tests {
     use super::{Correctness, RunResult, Sample};
 
-    /// Issue 11 item 4: the preempting call is summarized beside the whole suspend where a
-    /// device reports it, and absent (not zero) where none does.
+    /// The preempting call is summarized beside the whole suspend where a device reports it, and
+    /// absent (not zero) where none does.
     #[test]
     fn preempt_call_is_summarized_only_where_reported() {
         let s = |suspend_ns, preempt_call_ns| Sample {

@@ -1,11 +1,11 @@
-//! The exactly-once check of a long stream of numbered commands, in memory that does not grow
-//! with the stream (issue 20 item 13: `priority` kept every completion and every worker record
-//! of a mode to check them at its end). Events (a completion, a device record) are counted per
+//! The exactly-once check of a long stream of numbered commands, in memory that does not grow with
+//! the stream (keeping every completion and every worker record of a `priority` mode to check them
+//! at its end would grow without bound). Events (a completion, a device record) are counted per
 //! command id as they come; commands come and complete nearly in id order, so every id below a
-//! watermark is settled (counted as run once, or listed as a problem) and forgotten, and only
-//! the ids around the ones in flight are held. An id more than `window` behind the newest event
-//! is settled as it stands: it is lost, not late. Each problem list names its first
-//! [`MAX_LISTED`] ids; the counts are exact.
+//! watermark is settled (counted as run once, or listed as a problem) and forgotten, and only the
+//! ids around the ones in flight are held. An id more than `window` behind the newest event is
+//! settled as it stands: it is lost, not late. Each problem list names its first [`MAX_LISTED`]
+//! ids; the counts are exact.
 use super::Correctness;
 use std::collections::BTreeMap;
 

@@ -150,9 +150,9 @@ mod tests {
     use super::*;
     use crate::measure::backend::HpStart;
 
-    /// Issue 20 item 13: a run's trace keeps the earliest [`MAX_EVENTS`] events, whatever the
-    /// run's length, and counts the rest: here the samples at the start are kept and the last LP
-    /// commands are dropped.
+    /// A run's trace keeps the earliest [`MAX_EVENTS`] events, whatever the run's length, and
+    /// counts the rest: here the samples at the start are kept and the last LP commands are
+    /// dropped.
     #[test]
     fn a_long_runs_trace_keeps_its_earliest_events() {
         let lp: Vec<LpSpan> = (0..MAX_EVENTS as u64)

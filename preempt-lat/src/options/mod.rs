@@ -916,8 +916,8 @@ impl OverheadOptions {
                 Self::MAX_COMMANDS
             ));
         }
-        // A run is --commands x T per setup: on a GPU a Ctrl-C waits for its direct launches
-        // (issue 20 item 11; the host device's are killed after the bounded close).
+        // A run is --commands x T per setup: on a GPU a Ctrl-C waits for its direct launches (the
+        // host device's are killed after the bounded close).
         values::check_measurement(self.commands, self.t_ms)?;
         for &l in &self.levels {
             check_level("--levels", self.common.device, l)?;

@@ -373,7 +373,7 @@ pub fn parse_warmup(s: &str) -> Result<u32, String> {
 pub const MAX_THRESHOLD: u32 = 65_536;
 
 /// The most LP work, in seconds, an Lv1 suspend may wait for (threshold x T; a run's final drain
-/// waits about twice that): a sample must end (issue 20 item 11).
+/// waits about twice that): a sample must end in a time a user waits for.
 pub const MAX_IN_FLIGHT_S: f64 = 600.0;
 
 /// The most commands one throughput or cost measurement submits (all at once: they are held

@@ -1,14 +1,13 @@
-//! The LP side of a `priority` mode: a thread keeps the LP stream fed with delay commands and,
-//! as it goes, takes what the stream reports (the launcher's completions; on the host device the
+//! The LP side of a `priority` mode: a thread keeps the LP stream fed with delay commands and, as
+//! it goes, takes what the stream reports (the launcher's completions; on the host device the
 //! workers' records) into the exactly-once check ([`OnceTally`]) and the trace, so that nothing
-//! piles up over the mode's length (issue 20 item 13: both were kept to the end, ~2.7 KB per LP
-//! command with their trace spans). After the window the stream is drained and checked.
-//! On a GPU the device records are its command slots (a bounded number, see
-//! [`super::modes::lp_budget`]), read once at the end. After a stop the stream is not drained
-//! (its backlog is (2 x threshold + 2) x T; a stop during the drain ends it) but closed within
-//! the API's bounded close
-//! ([`crate::measure::settle`]); the check is then of the commands launched, and not made when
-//! the close abandoned some.
+//! piles up over the mode's length (kept to the end, both would take ~2.7 KB per LP command with
+//! their trace spans). After the window the stream is drained and checked. On a GPU the device
+//! records are its command slots (a bounded number, see [`super::modes::lp_budget`]), read once at
+//! the end. After a stop the stream is not drained (its backlog is (2 x threshold + 2) x T; a stop
+//! during the drain ends it) but closed within the API's bounded close
+//! ([`crate::measure::settle`]); the check is then of the commands launched, and not made when the
+//! close abandoned some.
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 

@@ -1,12 +1,12 @@
 //! `priority --processes N`: the HP and LP sides in separate processes, coordinated by the
-//! scheduler daemon (docs/scheduler-daemon.md). N LP processes (`preempt-lat __sched-lp`), each
-//! a session scheduled by the daemon with one registered LP stream, and this process as the HP
-//! side: what the daemon's hop costs on HP start, i.e. the time from an HP block's start until
-//! every LP stream is suspended, through the daemon against the in-process helper with the same
-//! N streams in this process. The measurement is preempt-sched's (`preempt_sched::hop`, also
-//! its `examples/hop.rs`); the daemon is the `preempt-sched` binary beside preempt-lat. The LP
-//! streams are idle: what is compared is the hop, not the suspend of running work (the figures
-//! of `preempt-lat --level 3`).
+//! scheduler daemon (docs/scheduler-daemon.md). N LP processes (`preempt-lat __sched-lp`), each a
+//! session scheduled by the daemon with one registered LP stream, and this process as the HP side:
+//! what the daemon's hop costs on HP start, i.e. the time from an HP block's start until every LP
+//! stream is suspended, through the daemon against the in-process helper with the same N streams in
+//! this process. The measurement is preempt-sched's (`preempt_sched::hop`, also
+//! `preempt-sched/examples/hop.rs`); the daemon is the `preempt-sched` binary beside preempt-lat.
+//! The LP streams are idle: what is compared is the hop, not the suspend of running work (the
+//! figures of `preempt-lat --level 3`).
 use crate::device::Device;
 use crate::env::Environment;
 use crate::exit::{Outcome, Verdict};

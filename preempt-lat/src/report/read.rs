@@ -1,11 +1,11 @@
-//! What `report` reads, and how much of it (issue 20 item 12: `report /dev/zero` read forever,
-//! a FIFO blocked the read, any size was read whole). A result file is read only if it is a
-//! regular file of at most [`MAX_FILE_BYTES`], checked before it is opened (opening a device can
-//! do things) and again on the open file (it may have been swapped since); it is opened
-//! non-blocking, so a FIFO swapped in cannot block the open. It is parsed as it is read, without
-//! the runs' per-sample lists (nothing reads them, and a run keeps up to a million) and with at
-//! most [`MAX_VALUES`] JSON values: memory follows what is kept, not the file. A directory
-//! stands for its acceptance archives and its `*.json` files.
+//! What `report` reads, and how much of it (otherwise `report /dev/zero` reads forever, a FIFO
+//! blocks the read, and any size is read whole). A result file is read only if it is a regular file
+//! of at most [`MAX_FILE_BYTES`], checked before it is opened (opening a device can do things) and
+//! again on the open file (it may have been swapped since); it is opened non-blocking, so a FIFO
+//! swapped in cannot block the open. It is parsed as it is read, without the runs' per-sample lists
+//! (nothing reads them, and a run keeps up to a million) and with at most [`MAX_VALUES`] JSON
+//! values: memory follows what is kept, not the file. A directory stands for its acceptance
+//! archives and its `*.json` files.
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::cell::Cell;

@@ -31,8 +31,8 @@ struct Request {
 pub struct ClassRun {
     pub spec: ClassSpec,
     pub stream: Arc<LpStream>,
-    /// The arrival times still to come, generated as they come (memory does not grow with the
-    /// run's length, issue 20 item 13); none for a saturating class (a standing backlog).
+    /// The arrival times still to come, generated as they come (memory does not grow with the run's
+    /// length); none for a saturating class (a standing backlog).
     arrivals: Option<std::iter::Peekable<crate::arrivals::Arrivals>>,
     /// Command id -> its request (`None`: a saturating class's command).
     pending: HashMap<u64, Option<u64>>,
@@ -120,9 +120,9 @@ pub fn run(
     }
     let t0 = now_ns();
     let poll_ns = u64::try_from(POLL.as_nanos()).unwrap_or(200_000);
-    // On the host device the workers' records stay in a stream until its check takes them: taken
-    // as the run goes (the check keeps only its counts), memory does not grow with the run's
-    // length (issue 20 item 13). A GPU's records are its slots, read once at the end.
+    // On the host device the workers' records stay in a stream until its check takes them: taken as
+    // the run goes (the check keeps only its counts), memory does not grow with the run's length. A
+    // GPU's records are its slots, read once at the end.
     let host = session.device().is_host();
     let mut records_taken = std::time::Instant::now();
     let result = (|| -> Result<(), String> {

@@ -366,7 +366,7 @@ class Helper:
         return self._session._n.busy(n, stream)
 
 
-#: The helper's name before it took a policy (issue 23); the same class.
+#: The helper's name before it took a policy, kept for the programs that use it; the same class.
 HighestPriorityFirst = Helper
 
 

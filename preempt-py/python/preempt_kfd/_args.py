@@ -1,8 +1,8 @@
-"""The checks of the public calls' arguments (issue 20 item 14). A bad argument raises
-InvalidArgument, the C ABI's INVALID_ARGUMENT, with a message naming the call, the argument and
-what it accepts (``submit_delay: ns must be ..., got -1``); one of the wrong type raises its
-subclass InvalidArgumentType, also a TypeError. Checked here, before the native layer, whose
-conversions would raise OverflowError, TypeError or AttributeError instead.
+"""The checks of the public calls' arguments. A bad argument raises InvalidArgument, the C ABI's
+INVALID_ARGUMENT, with a message naming the call, the argument and what it accepts (``submit_delay:
+ns must be ..., got -1``); one of the wrong type raises its subclass InvalidArgumentType, also a
+TypeError. Checked here, before the native layer, whose conversions would raise OverflowError,
+TypeError or AttributeError instead.
 
 Counts, ids and priorities take integers (anything with ``__index__``: bool, numpy's integers);
 a duration takes any real number of nanoseconds, rounded; names take str.

@@ -38,10 +38,10 @@ fn in_fork_child(limit: Duration, child: impl FnOnce() -> i32) -> std::result::R
 
 const FORKED: c_int = preempt_status::PREEMPT_ERR_FORKED as c_int;
 
-/// Issue 20 item 3: in a fork child every call on the parent's session and streams is FORKED (the
-/// message says the child must open its own), close only releases the child's handle (OK), and
-/// nothing of the parent's is touched: its suspended stream stays stopped, its LP and HP workers
-/// live, and it goes on working. The child's own session works.
+/// In a fork child every call on the parent's session and streams is FORKED (the message says the
+/// child must open its own), close only releases the child's handle (OK), and nothing of the
+/// parent's is touched: its suspended stream stays stopped, its LP and HP workers live, and it goes
+/// on working. The child's own session works.
 #[test]
 fn a_fork_child_gets_forked_and_touches_nothing_of_the_parent() {
     let _one = serial();

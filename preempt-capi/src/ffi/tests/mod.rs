@@ -254,8 +254,8 @@ fn pids(h: preempt_stream_t) -> Vec<i32> {
     crate::handles::stream(h).expect("an open stream").1.host_pids()
 }
 
-/// Issue 20 item 16: messages name what the C caller knows, the handle, not the library's
-/// internal stream ids (which start at 1 in every session).
+/// Messages name what the C caller knows, the handle, not the library's internal stream ids (which
+/// start at 1 in every session).
 #[test]
 fn messages_name_the_handle() {
     let _one = serial();

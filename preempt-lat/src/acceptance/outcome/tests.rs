@@ -44,9 +44,9 @@ fn a_stage_that_did_not_pass_leaves_its_targets_not_measured_with_its_reason() {
     std::fs::remove_dir_all(&top).unwrap();
 }
 
-/// Issue 23 (Lv2): on the host device latency-lv2 is judged against ~1 x T and priority's lv2
-/// mode against Fig. 9's HP P99 target; a GPU, whose plan skips latency-lv2 saying why, has
-/// no Lv2 target rows at all (no N/A that nothing could ever measure).
+/// Lv2: on the host device latency-lv2 is judged against ~1 x T and priority's lv2 mode against
+/// Fig. 9's HP P99 target; a GPU, whose plan skips latency-lv2 saying why, has no Lv2 target rows
+/// at all (no N/A that nothing could ever measure).
 #[test]
 fn lv2_targets_are_judged_where_the_plan_runs_lv2() {
     let top = std::env::temp_dir().join(format!("preempt-lat-outcome-lv2-{}", std::process::id()));
@@ -164,13 +164,13 @@ fn overhead(device: &str, setups: &[(&str, f64, f64)]) -> Value {
     serde_json::json!({"env": {"device": device}, "setups": v, "runs_done": 3})
 }
 
-/// Issue 23 in acceptance: the partition stage's schedule.json is judged against the partition
-/// target (one row: with two queues a class off by more stands for both) and overhead's JSON
-/// against overhead and scheduler-cpu per scheduled setup (lv2 where the plan runs Lv2), host
-/// figures labelled; a stage that did not pass leaves its targets N/A with its reason.
+/// The partition stage's schedule.json is judged against the partition target (one row: with two
+/// queues a class off by more stands for both) and overhead's JSON against overhead and
+/// scheduler-cpu per scheduled setup (lv2 where the plan runs Lv2), host figures labelled; a stage
+/// that did not pass leaves its targets N/A with its reason.
 #[test]
 fn partition_and_overhead_are_judged_per_device() {
-    let top = std::env::temp_dir().join(format!("preempt-lat-outcome-i23-{}", std::process::id()));
+    let top = std::env::temp_dir().join(format!("preempt-lat-outcome-partition-{}", std::process::id()));
     write(
         &top.join("host/18-partition"),
         "schedule.json",

@@ -87,8 +87,8 @@ fn every_child_command_line_parses() {
     }
 }
 
-/// Issue 22 item 3: the dynamic-queues stage runs on a GPU after discovery, bounded, and is
-/// skipped on the host device with its reason.
+/// The dynamic-queues stage runs on a GPU after discovery, bounded, and is skipped on the host
+/// device with its reason.
 #[test]
 fn dynamic_queues_is_a_gpu_stage_after_discovery() {
     let find = |v: &[Stage]| v.iter().find(|s| s.id == "dynamic-queues").cloned().unwrap();
@@ -109,9 +109,9 @@ fn dynamic_queues_is_a_gpu_stage_after_discovery() {
     );
 }
 
-/// Issue 23 (Lv2): the host device runs Lv2 (its latency at T = 0.5 ms, in sweep t, in
-/// priority's default modes, each needing latency-lv2); a GPU's plan lists latency-lv2 as
-/// skipped with the API's one-line reason and sweeps 1,3.
+/// Lv2: the host device runs it (its latency at T = 0.5 ms, in sweep t, in priority's default
+/// modes, each needing latency-lv2); a GPU's plan lists latency-lv2 as skipped with the API's
+/// one-line reason and sweeps 1,3.
 #[test]
 fn lv2_runs_on_the_host_device_and_a_gpu_plan_says_why_not() {
     let dir = Path::new("/tmp/x");
@@ -155,11 +155,11 @@ fn lv2_runs_on_the_host_device_and_a_gpu_plan_says_why_not() {
     }
 }
 
-/// Issue 23 in acceptance: every device's plan runs the bandwidth partition (`priority --policy
-/// up --shares 75:25`: the class experiment, through the application helper's policy) and the
-/// overhead comparison (`overhead` at every level of the device) right after `priority`, with
-/// the Lv3 mechanism priority uses and needing what it needs (the partition suspends at Lv3
-/// only: one Lv3 latency that passed), sized by `--quick`; overhead's stdout is its result.
+/// Every device's plan runs the bandwidth partition (`priority --policy up --shares 75:25`: the
+/// class experiment, through the application helper's policy) and the overhead comparison
+/// (`overhead` at every level of the device) right after `priority`, with the Lv3 mechanism
+/// priority uses and needing what it needs (the partition suspends at Lv3 only: one Lv3 latency
+/// that passed), sized by `--quick`; overhead's stdout is its result.
 #[test]
 fn partition_and_overhead_follow_priority_with_its_mechanism() {
     use crate::options::{Format, PolicyKind, values::parse_shares};

@@ -1,6 +1,5 @@
-//! The dynamic-queues stage (issue 22 item 3): does the LP stream's queue binding hold while the
-//! HIP runtime is given every reason to move queues around, and is a binding that went stale
-//! refused?
+//! The dynamic-queues stage: does the LP stream's queue binding hold while the HIP runtime is given
+//! every reason to move queues around, and is a binding that went stale refused?
 //!
 //! clr releases an idle stream's pooled hardware queue once a priority has more streams than
 //! `GPU_MAX_HW_QUEUES` (with `DEBUG_HIP_DYNAMIC_QUEUES` on, the default in the newest clr); a
