@@ -2,7 +2,8 @@
 //! (the caller gets an error naming it, never SIGPIPE), the thread that spawned a queue exiting,
 //! and terminal job control (Ctrl-Z then `fg`, Ctrl-C) sent to the application's process group.
 //! Job control runs in a child process in a process group of its own, as a shell runs a job, so
-//! the test runner itself is never stopped. Every wait is bounded.
+//! the test runner itself is never stopped; the child gets SIGINT's and SIGTSTP's default actions
+//! even when the runner was started with them ignored. Every wait is bounded.
 
 use host_device::{HostCommand, HostQueue, PROTOCOL_VERSION, WorkerExe, proc_state};
 use lv1::HwQueue;
@@ -156,7 +157,16 @@ struct Job {
 
 impl Job {
     fn start() -> (Job, Vec<i32>) {
-        let mut child = Command::new(std::env::current_exe().unwrap())
+        // With SIGINT and SIGTSTP at their default actions, whatever this runner inherited: an
+        // ignored signal stays ignored across fork and exec (`Command` resets only the signal
+        // mask and SIGPIPE), and a runner started as a non-interactive shell's `cmd &` ignores
+        // SIGINT, so the job would never die of the Ctrl-C below (nor stop on a Ctrl-Z if
+        // SIGTSTP were ignored). Setting a disposition takes `unsafe`, which the workspace
+        // denies: coreutils' `env` (8.31 or later) sets them and execs the test binary, which
+        // keeps env's pid and process group.
+        let mut child = Command::new("env")
+            .arg("--default-signal=INT,TSTP")
+            .arg(std::env::current_exe().unwrap())
             .args(["--exact", "job_control_child_mode", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, "job-control")
             .process_group(0)
