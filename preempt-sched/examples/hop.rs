@@ -7,14 +7,61 @@
 //! ```sh
 //! cargo build --release -p preempt-sched -p host-device --examples --bins
 //! target/release/examples/hop --samples 2000 --lp-clients 1
+//! target/release/examples/hop --samples 2000 --idle 1000 --flood   # under attack
 //! ```
+//! `--idle N` opens N connections that say hello and stay silent before the daemon's hop is
+//! measured; `--flood` has one allowed client send 16,000 empty frames per connection,
+//! reconnecting, all the while (the attacks the daemon must shrug off).
 //! Needs `preempt-sched`, `preempt-sched-client` and `preempt-host-worker` beside the example's
 //! directory (cargo's `target/<profile>/`).
 use preempt_api::{DeviceSpec, Level, Options, Session, WorkerExe};
 use preempt_sched::hop::{Daemon, time_enters};
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use preempt_sched::proto::{Request, encode_request};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+fn flag(name: &str) -> bool {
+    std::env::args().any(|a| a == name)
+}
+
+/// `n` connections that say hello, read the welcome and stay silent.
+fn idle(socket: &Path, n: usize) -> Result<Vec<UnixStream>, Box<dyn std::error::Error>> {
+    (0..n)
+        .map(|i| {
+            let mut s = UnixStream::connect(socket)?;
+            s.write_all(&encode_request(
+                1,
+                Request::Hello {
+                    name: format!("idle {i}"),
+                },
+            ))?;
+            let mut b = [0u8; 256];
+            let _ = s.read(&mut b)?;
+            Ok(s)
+        })
+        .collect()
+}
+
+/// One allowed client flooding until `stop`: 16,000 empty frames a connection, reconnecting.
+fn flood(socket: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let frames = vec![0u8; 16_000 * 4];
+        let mut conns = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let Ok(mut s) = UnixStream::connect(&socket) else {
+                continue;
+            };
+            let _ = s.set_write_timeout(Some(std::time::Duration::from_millis(100)));
+            let _ = s.write_all(&frames);
+            conns += 1;
+        }
+        conns
+    })
+}
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -66,7 +113,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     s.close()?;
 
     // Across processes: a daemon, `lp_clients` LP processes, this process as the HP side.
-    let daemon = Daemon::start(&dir.join("preempt-sched"))?;
+    let idle_n = arg("--idle", 0);
+    let daemon = Daemon::start_with(
+        &dir.join("preempt-sched"),
+        &["--max-clients", "4096", "--max-per-uid", "4096"],
+    )?;
+    let _idle = idle(daemon.socket(), idle_n)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flooder = flag("--flood").then(|| flood(daemon.socket().to_path_buf(), Arc::clone(&stop)));
     let mut clients = Vec::new();
     for _ in 0..lp_clients {
         let mut c = Command::new(dir.join("preempt-sched-client"))
@@ -92,6 +146,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let remote = time_enters(&hp, samples, u32::try_from(lp_clients)?)?;
     hp.close()?;
+    stop.store(true, Ordering::Relaxed);
+    let flooded = flooder.map(|f| f.join().unwrap_or(0));
     for mut c in clients {
         if let Some(mut i) = c.stdin.take() {
             let _ = writeln!(i, "quit");
@@ -104,6 +160,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (rp50, rp99, rmax) = percentiles(remote);
     println!("host figures (CPU worker processes stand in for the GPU; not GPU numbers)");
     println!("HP start until {lp_clients} LP stream(s) suspended, {samples} samples, us: p50 / p99 / max");
+    println!(
+        "  the daemon had {idle_n} idle connections{}",
+        flooded.map_or(String::new(), |n| format!(
+            " and a flooding client ({n} connections of 16,000 empty frames)"
+        ))
+    );
     let us = |ns: u64| ns as f64 / 1000.0;
     println!(
         "  in-process helper : {:8.1} / {:8.1} / {:8.1}",

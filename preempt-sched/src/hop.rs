@@ -54,12 +54,18 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `program` (the `preempt-sched` binary) and waits, at most 10 s, until it answers.
     pub fn start(program: &Path) -> Result<Daemon, String> {
+        Self::start_with(program, &[])
+    }
+
+    /// [`Daemon::start`] with more arguments for the daemon.
+    pub fn start_with(program: &Path, extra: &[&str]) -> Result<Daemon, String> {
         let dir =
             private_dir("preempt-sched-hop").map_err(|e| format!("a private directory under the temp dir: {e}"))?;
         let socket = dir.join("s.sock");
         let child = Command::new(program)
             .arg("--socket")
             .arg(&socket)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -9,9 +9,10 @@ use std::os::unix::net::UnixStream;
 pub(super) const MAX_OUT: usize = 256 * 1024;
 
 /// Bytes read from one connection per turn of the loop, so that one busy client cannot starve
-/// the others; a connection whose decoder still holds this much unread is not read at all (its
+/// the others (a turn acts on at most 32 frames of it: a well-behaved client's are tens of
+/// bytes); a connection whose decoder still holds this much unread is not read at all (its
 /// socket buffer fills and its writes block: the flood waits, not the daemon).
-const READ_PER_TURN: usize = 64 * 1024;
+const READ_PER_TURN: usize = 16 * 1024;
 
 /// The kernel's record of the peer (`SO_PEERCRED`).
 #[derive(Debug, Clone, Copy)]

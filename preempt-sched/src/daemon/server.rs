@@ -375,9 +375,11 @@ impl Server<'_> {
     fn refuse(&mut self, id: ClientId, re: Option<u64>, e: ProtoError) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
         conn.refusals += 1;
-        if conn.refusals <= LOGGED_REFUSALS {
+        if conn.refusals <= LOGGED_REFUSALS
+            && let Some(suffix) = self.gate.line(conn.peer.uid, Instant::now())
+        {
             (self.log)(&format!(
-                "client {id} (pid {}): refused{}: {e}",
+                "client {id} (pid {}): refused{}: {e}{suffix}",
                 conn.peer.pid,
                 re.map_or(String::new(), |s| format!(" request {s}"))
             ));
@@ -469,7 +471,19 @@ impl Server<'_> {
                 } else {
                     String::new()
                 };
-                (self.log)(&format!("client {id} (pid {}) closed: {why}{also}", conn.peer.pid));
+                // A client that said hello and was not refused closes with a line always; the
+                // closing of a misbehaving or silent connection counts against its uid's lines.
+                let line = if conn.refusals == 0 && conn.hello_deadline.is_none() {
+                    Some(String::new())
+                } else {
+                    self.gate.line(conn.peer.uid, Instant::now())
+                };
+                if let Some(suffix) = line {
+                    (self.log)(&format!(
+                        "client {id} (pid {}) closed: {why}{also}{suffix}",
+                        conn.peer.pid
+                    ));
+                }
                 self.plan.drop_client(id, Instant::now(), &mut out);
             }
             self.dispatch(out);

@@ -10,6 +10,9 @@ pub(super) const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// One log line per uid (or for accept errors) per this long; the rest are counted.
 const LOG_EVERY: Duration = Duration::from_secs(1);
 
+/// Lines about one uid's misbehaving connections (refusals, their closing) per second.
+const LINES_PER_UID: u32 = 32;
+
 #[derive(Debug, Default)]
 pub(super) struct Gate {
     paused_until: Option<Instant>,
@@ -17,6 +20,8 @@ pub(super) struct Gate {
     last_error_log: Option<Instant>,
     /// Per uid: when its last refusal was logged, and how many were not since.
     refusals: BTreeMap<u32, (Instant, u64)>,
+    /// Per uid: the second its lines are counted in, lines written in it, lines suppressed.
+    lines: BTreeMap<u32, (Instant, u32, u64)>,
 }
 
 impl Gate {
@@ -79,6 +84,33 @@ impl Gate {
     }
 }
 
+impl Gate {
+    /// Whether a line about a misbehaving connection of `uid` may be written now (at most
+    /// [`LINES_PER_UID`] a second): `Some(suffix)` naming the lines suppressed before it, or
+    /// `None` (counted).
+    pub fn line(&mut self, uid: u32, now: Instant) -> Option<String> {
+        if self.lines.len() > 4096 {
+            self.lines.retain(|_, (t, _, _)| now.duration_since(*t) < LOG_EVERY);
+        }
+        let e = self.lines.entry(uid).or_insert((now, 0, 0));
+        if now.duration_since(e.0) >= LOG_EVERY {
+            e.0 = now;
+            e.1 = 0;
+        }
+        if e.1 >= LINES_PER_UID {
+            e.2 += 1;
+            return None;
+        }
+        e.1 += 1;
+        let suppressed = std::mem::take(&mut e.2);
+        Some(if suppressed > 0 {
+            format!(" ({suppressed} lines about uid {uid}'s connections suppressed before this one)")
+        } else {
+            String::new()
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +134,23 @@ mod tests {
             "a second error within 1 s: no line"
         );
         assert!(g.close(t + LOG_EVERY, &e).unwrap().contains("(3 such errors"));
+    }
+
+    #[test]
+    fn lines_about_one_uid_are_bounded_per_second() {
+        let mut g = Gate::default();
+        let t = Instant::now();
+        for _ in 0..LINES_PER_UID {
+            assert_eq!(g.line(5, t).as_deref(), Some(""));
+        }
+        for _ in 0..100 {
+            assert!(g.line(5, t).is_none());
+        }
+        assert_eq!(g.line(6, t).as_deref(), Some(""), "another uid is not held back");
+        assert_eq!(
+            g.line(5, t + LOG_EVERY).as_deref(),
+            Some(" (100 lines about uid 5's connections suppressed before this one)")
+        );
     }
 
     #[test]

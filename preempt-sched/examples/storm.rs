@@ -1,0 +1,235 @@
+//! The daemon under load, with protocol-level clients (host figures; nothing runs on a device):
+//!
+//! - `register`: `--clients` clients each register `--streams` streams at once (priority 5),
+//!   while an HP client enters and leaves blocks of priority 1 over one LP client's stream (which
+//!   acknowledges every order at once): how long the registrations take in all, and the HP
+//!   `enter` latency meanwhile.
+//! - `flood`: one allowed client sends 16,000 empty frames per connection, reconnecting, for
+//!   `--seconds`: the daemon's CPU share and its log lines per flooding connection.
+//!
+//! ```sh
+//! cargo build --release -p preempt-sched --examples --bins
+//! target/release/examples/storm register --clients 64 --streams 1024
+//! target/release/examples/storm flood --seconds 10
+//! ```
+use preempt_sched::proto::{Decoder, Notice, Request, decode_notice, encode_request};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map_or(default, |v| v.parse().expect("a whole number"))
+}
+
+struct Conn {
+    s: UnixStream,
+    dec: Decoder,
+    seq: u64,
+}
+
+impl Conn {
+    fn hello(socket: &Path, name: &str) -> Conn {
+        let s = UnixStream::connect(socket).expect("the daemon answers");
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut c = Conn {
+            s,
+            dec: Decoder::new(),
+            seq: 0,
+        };
+        c.send(Request::Hello { name: name.into() });
+        assert!(matches!(c.recv(), Notice::Welcome { .. }));
+        c
+    }
+
+    fn send(&mut self, msg: Request) -> u64 {
+        self.seq += 1;
+        self.s.write_all(&encode_request(self.seq, msg)).expect("write");
+        self.seq
+    }
+
+    fn recv(&mut self) -> Notice {
+        self.try_recv().expect("the daemon closed the connection")
+    }
+
+    /// The next notice, `None` once the connection ends.
+    fn try_recv(&mut self) -> Option<Notice> {
+        loop {
+            if let Some(p) = self.dec.next_frame().expect("a frame") {
+                return Some(decode_notice(&p).expect("a notice"));
+            }
+            let mut b = [0u8; 65536];
+            match self.s.read(&mut b) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.dec.push(&b[..n]),
+            }
+        }
+    }
+}
+
+fn daemon(dir: &Path, log: &Path) -> (Child, PathBuf) {
+    let exe = std::env::current_exe().unwrap();
+    let program = exe.parent().and_then(Path::parent).unwrap().join("preempt-sched");
+    let socket = dir.join("s.sock");
+    let child = Command::new(program)
+        .arg("--socket")
+        .arg(&socket)
+        .args(["--max-clients", "4096", "--max-per-uid", "4096"])
+        .stdin(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("the daemon starts");
+    let end = Instant::now() + Duration::from_secs(10);
+    while UnixStream::connect(&socket).is_err() {
+        assert!(Instant::now() < end, "the daemon did not start");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (child, socket)
+}
+
+fn cpu_s(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split_whitespace().collect();
+    (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / 100.0
+}
+
+fn pct(mut v: Vec<Duration>) -> String {
+    v.sort_unstable();
+    let at = |q: f64| {
+        let i = ((v.len() - 1) as f64 * q).round();
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        v[i as usize]
+    };
+    format!(
+        "p50 {:.1} us, p99 {:.1} us, max {:.1} us ({} samples)",
+        at(0.5).as_secs_f64() * 1e6,
+        at(0.99).as_secs_f64() * 1e6,
+        v.last().unwrap().as_secs_f64() * 1e6,
+        v.len()
+    )
+}
+
+fn register(socket: &Path, clients: u64, streams: u64) {
+    // The LP client: one stream below the HP blocks, every order acknowledged at once.
+    let mut lp = Conn::hello(socket, "lp");
+    lp.send(Request::Register { stream: 1, priority: 0 });
+    assert!(matches!(lp.recv(), Notice::Done { .. }));
+    std::thread::spawn(move || {
+        while let Some(n) = lp.try_recv() {
+            if let Notice::Order { order, .. } = n {
+                lp.send(Request::Ack {
+                    order,
+                    ok: true,
+                    error: None,
+                });
+            }
+        }
+    });
+    let done = Arc::new(AtomicBool::new(false));
+    let go = Arc::new(Barrier::new(usize::try_from(clients).unwrap() + 1));
+    let regs: Vec<_> = (0..clients)
+        .map(|i| {
+            let (socket, go) = (socket.to_path_buf(), Arc::clone(&go));
+            std::thread::spawn(move || {
+                let mut c = Conn::hello(&socket, &format!("registrar {i}"));
+                let mut all = Vec::new();
+                for s in 0..streams {
+                    c.seq += 1;
+                    all.extend(encode_request(c.seq, Request::Register { stream: s, priority: 5 }));
+                }
+                go.wait();
+                c.s.write_all(&all).unwrap();
+                let mut n = 0;
+                while n < streams {
+                    if matches!(c.recv(), Notice::Done { .. }) {
+                        n += 1;
+                    }
+                }
+                c
+            })
+        })
+        .collect();
+    let mut hp = Conn::hello(socket, "hp");
+    let hp_done = Arc::clone(&done);
+    let hp_thread = std::thread::spawn(move || {
+        let mut lat = Vec::new();
+        while !hp_done.load(Ordering::Relaxed) {
+            let t0 = Instant::now();
+            hp.send(Request::Enter { priority: 1 });
+            while !matches!(hp.recv(), Notice::Entered { .. }) {}
+            lat.push(t0.elapsed());
+            hp.send(Request::Leave { priority: 1 });
+            while !matches!(hp.recv(), Notice::Done { .. }) {}
+        }
+        lat
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let t0 = Instant::now();
+    go.wait();
+    let conns: Vec<Conn> = regs.into_iter().map(|r| r.join().unwrap()).collect();
+    let took = t0.elapsed();
+    done.store(true, Ordering::Relaxed);
+    let lat = hp_thread.join().unwrap();
+    println!("host figures (protocol-level clients, no device work)");
+    println!(
+        "{clients} clients x {streams} streams registered in {:.3} s in all",
+        took.as_secs_f64()
+    );
+    println!(
+        "HP enter (suspending one LP stream) meanwhile and for 200 ms before: {}",
+        pct(lat)
+    );
+    drop(conns);
+}
+
+fn flood(pid: u32, socket: &Path, seconds: u64, log: &Path) {
+    let cpu0 = cpu_s(pid);
+    let t0 = Instant::now();
+    let frames = vec![0u8; 16_000 * 4];
+    let mut conns = 0u64;
+    while t0.elapsed() < Duration::from_secs(seconds) {
+        let Ok(mut s) = UnixStream::connect(socket) else {
+            continue;
+        };
+        let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+        let _ = s.write_all(&frames);
+        conns += 1;
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = cpu_s(pid) - cpu0;
+    std::thread::sleep(Duration::from_secs(1));
+    let after = cpu_s(pid) - cpu0 - cpu;
+    let lines = std::fs::read_to_string(log).unwrap_or_default().lines().count();
+    println!("host figures (one allowed client flooding; the daemon on the same 2 cores)");
+    println!(
+        "{conns} flooding connections in {wall:.1} s: daemon CPU {:.0} % of one core during the flood, {:.2} s in the second after",
+        100.0 * cpu / wall,
+        after
+    );
+    println!(
+        "{lines} log lines, {:.1} per flooding connection",
+        lines as f64 / conns.max(1) as f64
+    );
+}
+
+fn main() {
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    let dir = preempt_sched::hop::private_dir("preempt-sched-storm").expect("a private directory");
+    let log = dir.join("daemon.log");
+    let (mut child, socket) = daemon(&dir, &log);
+    match mode.as_str() {
+        "register" => register(&socket, arg("--clients", 64), arg("--streams", 1024)),
+        "flood" => flood(child.id(), &socket, arg("--seconds", 10), &log),
+        _ => eprintln!("usage: storm register [--clients N] [--streams N] | flood [--seconds N]"),
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
