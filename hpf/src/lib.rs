@@ -387,6 +387,16 @@ mod tests {
         assert_eq!(p.queues().collect::<Vec<_>>(), vec![(1, 0, false), (2, 1, false)]);
     }
 
+    /// A reproducible stream of pseudo-random words (xorshift64).
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
     /// The naive rule, walked over every queue: what each call must return (in key order).
     fn reference(queues: &mut BTreeMap<u64, (Priority, bool)>, ceiling: Option<Priority>) -> Vec<Action<u64>> {
         let mut out = Vec::new();
@@ -403,13 +413,7 @@ mod tests {
     /// The indexed calls return exactly what a walk over every queue would, failures included.
     #[test]
     fn every_call_returns_what_the_full_walk_would() {
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let mut p: Policy<u64> = Policy::new();
         let mut model: BTreeMap<u64, (Priority, bool)> = BTreeMap::new();
         let mut blocks: Vec<Priority> = Vec::new();
@@ -454,7 +458,7 @@ mod tests {
                 }
             };
             // Some actions fail: the model records what the queue truly is.
-            if let Some(&a) = got.first().filter(|_| r % 5 == 0) {
+            if let Some(&a) = got.first().filter(|_| r.is_multiple_of(5)) {
                 p.failed(a);
                 if let Some(m) = model.get_mut(&a.queue()) {
                     m.1 = matches!(a, Resume(_));
@@ -494,13 +498,7 @@ mod tests {
     /// after a reconcile, a queue is suspended iff an active block outranks it.
     #[test]
     fn random_interleavings_keep_the_rule() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut p: Policy<u64> = Policy::new();
         let mut blocks: Vec<Priority> = Vec::new();
         for _ in 0..20_000 {
@@ -520,7 +518,7 @@ mod tests {
                 4 => {
                     if let Some(b) = blocks.pop() {
                         let acts = p.leave(b).unwrap();
-                        if let Some(&a) = acts.first().filter(|_| r % 3 == 0) {
+                        if let Some(&a) = acts.first().filter(|_| r.is_multiple_of(3)) {
                             p.failed(a);
                         }
                     }

@@ -4,37 +4,12 @@
 //! traps (a symlink at the lock file). The attacks that need a second uid are in
 //! `attacks_uid.rs`.
 mod common;
-use common::{Client, Daemon, STEP, stopped, temp_dir, wait_until};
+use common::{Client, Daemon, STEP, hello, recv, send, status, stopped, temp_dir, wait_until};
 use preempt_sched::proto::{self, Decoder, Notice, Request, encode_request};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn send(s: &mut UnixStream, seq: u64, msg: Request) {
-    s.write_all(&encode_request(seq, msg)).unwrap();
-}
-
-fn recv(s: &mut UnixStream, dec: &mut Decoder) -> Option<Notice> {
-    loop {
-        if let Some(p) = dec.next_frame().unwrap() {
-            return Some(proto::decode_notice(&p).unwrap());
-        }
-        let mut buf = [0u8; 4096];
-        match s.read(&mut buf) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => dec.push(&buf[..n]),
-        }
-    }
-}
-
-fn hello(d: &Daemon, name: &str) -> (UnixStream, Decoder) {
-    let mut s = d.raw();
-    let mut dec = Decoder::new();
-    send(&mut s, 1, Request::Hello { name: name.into() });
-    assert!(matches!(recv(&mut s, &mut dec), Some(Notice::Welcome { .. })));
-    (s, dec)
-}
 
 /// One ping round trip on a hello'd connection.
 fn ping(s: &mut UnixStream, dec: &mut Decoder, seq: u64) -> Duration {
@@ -47,12 +22,6 @@ fn ping(s: &mut UnixStream, dec: &mut Decoder, seq: u64) -> Duration {
             None => panic!("the connection ended while waiting for pong {seq}"),
         }
     }
-}
-
-fn status(d: &Daemon) -> Notice {
-    let (mut s, mut dec) = hello(d, "status");
-    send(&mut s, 2, Request::Status {});
-    recv(&mut s, &mut dec).unwrap()
 }
 
 /// CPU seconds the process has used (utime + stime from /proc, in clock ticks of 10 ms).

@@ -2,45 +2,12 @@
 //! a second daemon, another uid, fuzzed, truncated and oversized frames, a client that never
 //! acknowledges.
 mod common;
-use common::{Client, Daemon, STEP, stopped, temp_dir, wait_until};
+use common::{Client, Daemon, STEP, hello, recv, send, status, stopped, temp_dir, wait_until};
 use preempt_sched::proto::{self, Decoder, Notice, Request, encode_request};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn send(s: &mut UnixStream, seq: u64, msg: Request) {
-    s.write_all(&encode_request(seq, msg)).unwrap();
-}
-
-/// The next notice on a raw connection (every read bounded by the socket's timeout).
-fn recv(s: &mut UnixStream, dec: &mut Decoder) -> Option<Notice> {
-    loop {
-        if let Some(p) = dec.next_frame().unwrap() {
-            return Some(proto::decode_notice(&p).unwrap());
-        }
-        let mut buf = [0u8; 4096];
-        match s.read(&mut buf) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => dec.push(&buf[..n]),
-        }
-    }
-}
-
-fn hello(d: &Daemon, name: &str) -> (UnixStream, Decoder) {
-    let mut s = d.raw();
-    let mut dec = Decoder::new();
-    send(&mut s, 1, Request::Hello { name: name.into() });
-    assert!(matches!(recv(&mut s, &mut dec), Some(Notice::Welcome { .. })));
-    (s, dec)
-}
-
-fn status(d: &Daemon) -> Notice {
-    let (mut s, mut dec) = hello(d, "status");
-    send(&mut s, 2, Request::Status {});
-    recv(&mut s, &mut dec).unwrap()
-}
 
 #[test]
 fn the_daemon_killed_and_restarted_under_suspended_streams_leaves_nothing_stopped() {

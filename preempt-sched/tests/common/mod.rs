@@ -1,7 +1,8 @@
 //! The daemon and test clients as processes, every wait bounded (a test never hangs the suite).
 #![allow(dead_code)] // each test file uses a part
 
-use std::io::{BufRead, BufReader, Write};
+use preempt_sched::proto::{self, Decoder, Notice, Request, encode_request};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -338,4 +339,40 @@ impl Drop for Client {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Writes one request on a raw connection.
+pub fn send(s: &mut UnixStream, seq: u64, msg: Request) {
+    s.write_all(&encode_request(seq, msg)).unwrap();
+}
+
+/// The next notice on a raw connection (every read bounded by the socket's timeout); `None` once
+/// it ends.
+pub fn recv(s: &mut UnixStream, dec: &mut Decoder) -> Option<Notice> {
+    loop {
+        if let Some(p) = dec.next_frame().unwrap() {
+            return Some(proto::decode_notice(&p).unwrap());
+        }
+        let mut buf = [0u8; 4096];
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => dec.push(&buf[..n]),
+        }
+    }
+}
+
+/// A raw connection that said hello and got its welcome.
+pub fn hello(d: &Daemon, name: &str) -> (UnixStream, Decoder) {
+    let mut s = d.raw();
+    let mut dec = Decoder::new();
+    send(&mut s, 1, Request::Hello { name: name.into() });
+    assert!(matches!(recv(&mut s, &mut dec), Some(Notice::Welcome { .. })));
+    (s, dec)
+}
+
+/// The daemon's status, through a connection of its own.
+pub fn status(d: &Daemon) -> Notice {
+    let (mut s, mut dec) = hello(d, "status");
+    send(&mut s, 2, Request::Status {});
+    recv(&mut s, &mut dec).unwrap()
 }
