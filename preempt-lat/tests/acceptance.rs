@@ -8,8 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// preempt-lat with SIGINT and SIGTERM at their defaults, as from a terminal (see
+/// `common::preempt_lat`: a runner started in the background has SIGINT ignored).
 fn pl() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
+    let mut c = Command::new("env");
+    c.arg("--default-signal=INT,TERM")
+        .arg(env!("CARGO_BIN_EXE_preempt-lat"));
+    c
 }
 
 /// Waits for `child` at most `limit` (then kills it and fails the test); its output.

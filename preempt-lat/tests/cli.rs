@@ -375,7 +375,10 @@ fn help_teaches_the_words() {
 fn sigint_stops_cleanly_and_writes_partial_results() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
-    let child = Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
+    // SIGINT at its default, as from a terminal, whatever the test runner inherited.
+    let child = Command::new("env")
+        .arg("--default-signal=INT")
+        .arg(env!("CARGO_BIN_EXE_preempt-lat"))
         .args([
             "--device",
             "host",

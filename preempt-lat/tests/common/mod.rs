@@ -8,8 +8,16 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// preempt-lat as a user starts it from a terminal: SIGINT and SIGTERM at their default
+/// actions, whatever the test runner inherited (a runner started as a background job of a
+/// non-interactive shell has SIGINT ignored, and an ignored signal stays ignored across exec:
+/// the Ctrl-C tests would then see preempt-lat's last resort, not the signal). `env` execs in
+/// place: the child's pid is preempt-lat's (coreutils >= 8.31).
 pub fn preempt_lat() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_preempt-lat"))
+    let mut c = Command::new("env");
+    c.arg("--default-signal=INT,TERM")
+        .arg(env!("CARGO_BIN_EXE_preempt-lat"));
+    c
 }
 
 /// Waits for `child` at most `limit`; after that kills and reaps it and returns `None`.
