@@ -26,7 +26,7 @@ fn built(name: &str) -> PathBuf {
     let p = worker.parent().expect("the profile directory").join(name);
     assert!(
         p.is_file(),
-        "{} is not built: run `cargo build -p preempt-sched` (`cargo test --workspace` builds it)",
+        "{} is not built: run `cargo build -p preempt-sched --bins --examples` (`cargo test --workspace` builds it)",
         p.display()
     );
     p
@@ -94,7 +94,7 @@ struct HpProcess {
 
 impl HpProcess {
     fn spawn(socket: &Path) -> HpProcess {
-        let mut child = Command::new(built("preempt-sched-client"))
+        let mut child = Command::new(built("examples/preempt-sched-client"))
             .arg("--socket")
             .arg(socket)
             .args(["--lp", "0", "--lease-ms", "20000", "--timeout-ms", "20000"])

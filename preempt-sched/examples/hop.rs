@@ -1,7 +1,7 @@
 //! What the daemon's hop costs on HP start, on the host device (host figures): the time from
 //! "an HP block starts" to "every LP stream is suspended", with the LP stream in the same
 //! process (preempt-api's in-process helper) and in other processes (this daemon). The
-//! measurement is `preempt_sched::hop`'s, which `preempt-lat priority --processes` runs too
+//! measurement is `preempt_api::sched::hop`'s, which `preempt-lat priority --processes` runs too
 //! (host and GPU).
 //!
 //! ```sh
@@ -12,11 +12,11 @@
 //! `--idle N` opens N connections that say hello and stay silent before the daemon's hop is
 //! measured; `--flood` has one allowed client send 16,000 empty frames per connection,
 //! reconnecting, all the while (the attacks the daemon must shrug off).
-//! Needs `preempt-sched`, `preempt-sched-client` and `preempt-host-worker` beside the example's
+//! Needs `preempt-sched`, `examples/preempt-sched-client` and `preempt-host-worker` in the example's
 //! directory (cargo's `target/<profile>/`).
+use preempt_api::sched::hop::{Daemon, time_enters};
+use preempt_api::sched::proto::{Request, encode_request};
 use preempt_api::{DeviceSpec, Level, Options, Session, WorkerExe};
-use preempt_sched::hop::{Daemon, time_enters};
-use preempt_sched::proto::{Request, encode_request};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -123,7 +123,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let flooder = flag("--flood").then(|| flood(daemon.socket().to_path_buf(), Arc::clone(&stop)));
     let mut clients = Vec::new();
     for _ in 0..lp_clients {
-        let mut c = Command::new(dir.join("preempt-sched-client"))
+        let mut c = Command::new(dir.join("examples").join("preempt-sched-client"))
             .arg("--socket")
             .arg(daemon.socket())
             .args(["--timeout-ms", "10000"])
@@ -140,7 +140,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         DeviceSpec::Host,
         Options {
             scheduler: Some(daemon.socket().to_path_buf()),
-            scheduler_client: preempt_sched::hop::measuring_client(),
+            scheduler_client: preempt_api::sched::hop::measuring_client(),
             ..opts
         },
     )?;

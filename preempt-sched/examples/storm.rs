@@ -12,7 +12,7 @@
 //! target/release/examples/storm register --clients 64 --streams 1024
 //! target/release/examples/storm flood --seconds 10
 //! ```
-use preempt_sched::proto::{Decoder, Notice, Request, decode_notice, encode_request};
+use preempt_api::sched::proto::{Decoder, Notice, Request, decode_notice, encode_request};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -221,7 +221,7 @@ fn flood(pid: u32, socket: &Path, seconds: u64, log: &Path) {
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
-    let dir = preempt_sched::hop::private_dir("preempt-sched-storm").expect("a private directory");
+    let dir = preempt_api::sched::hop::private_dir("preempt-sched-storm").expect("a private directory");
     let log = dir.join("daemon.log");
     let (mut child, socket) = daemon(&dir, &log);
     match mode.as_str() {

@@ -295,7 +295,7 @@ fn a_hung_daemon_costs_an_hp_block_the_bound_and_never_blocks_open_or_close() {
     }
     let t0 = Instant::now();
     let mut late = Client::spawn_with(
-        Command::new(common::CLIENT),
+        Command::new(&*common::CLIENT),
         &d.socket,
         &["--lp", "0", "--timeout-ms", "200"],
     );

@@ -72,7 +72,7 @@ fn a_daemon_of_another_user_is_not_obeyed_unless_named() {
         Command::new("chmod").arg("666").arg(&socket).status().unwrap();
     });
     // Root's client refuses it before saying hello: nothing of root's is ever suspended by it.
-    let mut c = Client::spawn_with(Command::new(common::CLIENT), &socket, &["--lp", "1"]);
+    let mut c = Client::spawn_with(Command::new(&*common::CLIENT), &socket, &["--lp", "1"]);
     assert_eq!(c.exit_status().code(), Some(1), "{}", c.stderr_text());
     let err = c.stderr_text();
     assert!(
@@ -85,7 +85,7 @@ fn a_daemon_of_another_user_is_not_obeyed_unless_named() {
     );
     // Named in the configuration, it is trusted (it also admits root: --allow-uid is not
     // needed, the fake's SO_PEERCRED check is its own business).
-    let mut cmd = Command::new(common::CLIENT);
+    let mut cmd = Command::new(&*common::CLIENT);
     cmd.env("PREEMPT_SCHEDULER_UID", uid.to_string());
     let c = Client::spawn_with(cmd, &socket, &["--lp", "0"]);
     let mut c = c;
@@ -151,8 +151,7 @@ fn one_user_at_its_connection_limit_does_not_lock_out_another() {
     let d = Daemon::start(&dir, &["--max-per-uid", "4", "--allow-uid", &uid.to_string()]);
     std::fs::set_permissions(&d.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     let mine: Vec<_> = (0..4).map(|_| d.raw()).collect();
-    let client = std::fs::canonicalize(common::CLIENT).unwrap();
-    let client = reachable(&dir, client.to_str().unwrap());
+    let client = reachable(&dir, common::CLIENT.to_str().unwrap());
     let mut theirs = Client::spawn_with(as_user(uid, gid, &client), &d.socket, &["--lp", "0"]);
     theirs = theirs.expect_ready();
     assert_eq!(theirs.cmd("connected"), "connected true");

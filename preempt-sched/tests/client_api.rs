@@ -3,8 +3,8 @@
 //! are preempt-api's tests, `preempt-api/tests/host_sched.rs`).
 mod common;
 use common::{Daemon, STEP, temp_dir};
+use preempt_api::sched::{ClientError, ClientOptions, SchedClient};
 use preempt_api::{DeviceSpec, ErrorKind, Level, Options, Session};
-use preempt_sched::client::{ClientError, ClientOptions, SchedClient};
 
 fn session() -> Session {
     let opts = Options {

@@ -111,7 +111,7 @@ fn another_uid_is_refused() {
     // The client runs from the 0755 temp dir: the build's own directory may not be reachable by
     // uid 65534 (a clone under /root); with --lp 0 it starts no worker.
     let client = dir.join("preempt-sched-client");
-    std::fs::copy(common::CLIENT, &client).unwrap();
+    std::fs::copy(&*common::CLIENT, &client).unwrap();
     std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o755)).unwrap();
     let as_nobody = || {
         let mut c = Command::new("setpriv");

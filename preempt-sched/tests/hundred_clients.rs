@@ -10,7 +10,7 @@ fn one_hp_block_suspends_99_other_processes_and_resumes_them() {
     let dir = temp_dir("hundred");
     let d = Daemon::start(&dir, &[]);
     let mut lps: Vec<Client> = (0..LP_CLIENTS)
-        .map(|_| Client::spawn_with(std::process::Command::new(common::CLIENT), &d.socket, &["--lp", "1"]))
+        .map(|_| Client::spawn_with(std::process::Command::new(&*common::CLIENT), &d.socket, &["--lp", "1"]))
         .collect();
     lps = lps.into_iter().map(Client::expect_ready).collect();
     let mut hp = Client::spawn(&d.socket, &["--lp", "0"]);

@@ -10,7 +10,9 @@ use crate::error::{Error, ErrorKind, Result};
 use std::path::PathBuf;
 
 pub mod client;
-pub mod proto;
+pub mod hop;
+/// The wire protocol (the `sched-proto` crate, which the daemon links alone).
+pub use sched_proto as proto;
 
 pub use client::{
     ClientError, ClientOptions, DEFAULT_LEASE, DEFAULT_REPLY_TIMEOUT, Entered, LinkStats, REPLY_TIMEOUT_ENV,

@@ -3,7 +3,7 @@
 //! session scheduled by the daemon with one registered LP stream, and this process as the HP side:
 //! what the daemon's hop costs on HP start, i.e. the time from an HP block's start until every LP
 //! stream is suspended, through the daemon against the in-process helper with the same N streams in
-//! this process. The measurement is preempt-sched's (`preempt_sched::hop`, also
+//! this process. The measurement is preempt-api's (`preempt_api::sched::hop`, also
 //! `preempt-sched/examples/hop.rs`); the daemon is the `preempt-sched` binary beside preempt-lat.
 //! The LP streams are idle: what is compared is the hop, not the suspend of running work (the
 //! figures of `preempt-lat --level 3`).
@@ -12,8 +12,8 @@ use crate::env::Environment;
 use crate::exit::{Outcome, Verdict};
 use crate::options::{PriorityOptions, SchedLpOptions};
 use crate::stats::{Recorder, Summary};
+use preempt_api::sched::hop::{Daemon, time_enters};
 use preempt_api::{Level, Options};
-use preempt_sched::hop::{Daemon, time_enters};
 use serde::Serialize;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -220,7 +220,7 @@ pub fn run(o: &PriorityOptions, dev: Device, n: u32) -> Outcome {
     let hp = src
         .open(Options {
             scheduler: Some(daemon.socket().to_path_buf()),
-            scheduler_client: preempt_sched::hop::measuring_client(),
+            scheduler_client: preempt_api::sched::hop::measuring_client(),
             ..opts
         })
         .map_err(|e| format!("HP session: {e}"))?;
@@ -268,7 +268,7 @@ pub fn lp_process(
         .open(Options {
             host_workers: o.workers as usize,
             scheduler: Some(o.socket.clone()),
-            scheduler_client: preempt_sched::hop::measuring_client(),
+            scheduler_client: preempt_api::sched::hop::measuring_client(),
             ..Options::default()
         })
         .map_err(|e| e.to_string())?;

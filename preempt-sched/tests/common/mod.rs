@@ -26,7 +26,24 @@ const CALM_TIMEOUT: [&str; 2] = ["--timeout-ms", "20000"];
 const CALM_SILENCE: [&str; 2] = ["--block-silence-ms", "60000"];
 
 pub const DAEMON: &str = env!("CARGO_BIN_EXE_preempt-sched");
-pub const CLIENT: &str = env!("CARGO_BIN_EXE_preempt-sched-client");
+/// The test client, an example of this package (`cargo test` builds examples): it is a
+/// preempt-api session, which the daemon's own binary does not link.
+pub static CLIENT: std::sync::LazyLock<PathBuf> = std::sync::LazyLock::new(|| {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/<test> -> target/<profile>/examples/preempt-sched-client
+    let p = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("examples")
+        .join("preempt-sched-client");
+    assert!(
+        p.is_file(),
+        "{} is not built: cargo test builds it (or cargo build --examples -p preempt-sched)",
+        p.display()
+    );
+    p
+});
 
 /// A fresh directory under the temp dir, 0755 (another uid must reach a socket in it), removed
 /// when dropped.
@@ -184,7 +201,7 @@ pub struct Client {
 impl Client {
     /// Spawns `preempt-sched-client --socket S args...` and waits for its `ready` line.
     pub fn spawn(socket: &Path, args: &[&str]) -> Client {
-        Self::spawn_with(Command::new(CLIENT), socket, args).expect_ready()
+        Self::spawn_with(Command::new(&*CLIENT), socket, args).expect_ready()
     }
 
     /// Spawns through `cmd` (e.g. `setpriv ... CLIENT`), without waiting.

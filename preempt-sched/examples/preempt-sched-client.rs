@@ -13,8 +13,8 @@
 //! workers' own records over all streams), `quit` (or end of
 //! input) closes the session and exits 0. A failure prints `error ...` (and the process goes on).
 use clap::Parser;
+use preempt_api::sched::{ClientOptions, SchedClient};
 use preempt_api::{DeviceSpec, Level, Options, Session};
-use preempt_sched::client::{ClientOptions, SchedClient};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,10 +1,12 @@
 //! What the daemon's hop costs on HP start: the time from "an HP block starts" to "every LP
 //! stream is suspended", with the LP streams in the same process (the in-process helper) and in
 //! other processes (the HP process's `enter` -> daemon -> each LP process's suspend and ack ->
-//! daemon -> `entered`). The parts that `examples/hop.rs` (host device) and `preempt-lat priority
-//! --processes` (host and GPU) share: a daemon of their own, and the timed blocks.
-use preempt_api::Session;
-use preempt_api::sched::ClientOptions;
+//! daemon -> `entered`). The parts that `preempt-sched/examples/hop.rs` (host device) and
+//! `preempt-lat priority --processes` (host and GPU) share: a daemon of their own (the
+//! `preempt-sched` binary, started as a program: nothing here links the daemon), and the timed
+//! blocks.
+use super::ClientOptions;
+use crate::Session;
 use std::hash::{BuildHasher, Hasher};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};

@@ -8,6 +8,10 @@
 //!
 //! Stream ids are the client's own (its `LpStream` ids): the daemon keys them by connection, so a
 //! client cannot even name another client's stream.
+//!
+//! A crate of its own so that the daemon (`preempt-sched`) links the protocol and nothing of the
+//! device stack; preempt-api's client re-exports it as `preempt_api::sched::proto`.
+#![forbid(unsafe_code)]
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
