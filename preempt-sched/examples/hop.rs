@@ -116,7 +116,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let idle_n = arg("--idle", 0);
     let daemon = Daemon::start_with(
         &dir.join("preempt-sched"),
-        &["--max-clients", "4096", "--max-per-uid", "4096"],
+        &[
+            "--max-clients",
+            "4096",
+            "--max-per-uid",
+            "4096",
+            "--ack-timeout-ms",
+            "10000",
+            "--block-silence-ms",
+            "60000",
+        ],
     )?;
     let _idle = idle(daemon.socket(), idle_n)?;
     let stop = Arc::new(AtomicBool::new(false));

@@ -6,6 +6,11 @@
 //!   `enter` latency meanwhile.
 //! - `flood`: one allowed client sends 16,000 empty frames per connection, reconnecting, for
 //!   `--seconds`: the daemon's CPU share and its log lines per flooding connection.
+//! - `pings --socket PATH` and `span --socket PATH`: attacks on a daemon already running (the
+//!   tests run them as another user): `--clients` connections keeping their sockets full of
+//!   pings; or `--clients` clients registering `--streams` streams each at priority 0 (printing
+//!   how many were refused) while one more enters and leaves blocks of priority 1 as fast as it
+//!   can, never acknowledging an order. Each runs `--seconds`.
 //!
 //! ```sh
 //! cargo build --release -p preempt-sched --examples --bins
@@ -81,7 +86,14 @@ fn daemon(dir: &Path, log: &Path) -> (Child, PathBuf) {
     let child = Command::new(program)
         .arg("--socket")
         .arg(&socket)
-        .args(["--max-clients", "4096", "--max-per-uid", "4096"])
+        .args([
+            "--max-clients",
+            "4096",
+            "--max-per-uid",
+            "4096",
+            "--max-streams-per-uid",
+            "1048576",
+        ])
         .stdin(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
@@ -219,8 +231,103 @@ fn flood(pid: u32, socket: &Path, seconds: u64, log: &Path) {
     );
 }
 
+/// Connections that keep their sockets full of pings (their replies read and thrown away).
+fn pings(socket: &Path, clients: u64, seconds: u64) {
+    let end = Instant::now() + Duration::from_secs(seconds);
+    let threads: Vec<_> = (0..clients)
+        .map(|i| {
+            let socket = socket.to_path_buf();
+            std::thread::spawn(move || {
+                let mut c = Conn::hello(&socket, &format!("pinger {i}"));
+                let mut r = c.s.try_clone().unwrap();
+                std::thread::spawn(move || {
+                    let mut b = [0u8; 65536];
+                    while matches!(r.read(&mut b), Ok(n) if n > 0) {}
+                });
+                let mut burst = Vec::new();
+                for seq in 0..256 {
+                    burst.extend(encode_request(seq, Request::Ping {}));
+                }
+                while Instant::now() < end {
+                    if c.s.write_all(&burst).is_err() {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        let _ = t.join();
+    }
+    println!("pings: {clients} connections for {seconds} s");
+}
+
+/// Many streams below one toggling block, never acknowledged.
+fn span(socket: &Path, clients: u64, streams: u64, seconds: u64) {
+    let mut refused = 0u64;
+    let mut held = Vec::new();
+    for i in 0..clients {
+        let mut c = Conn::hello(socket, &format!("span {i}"));
+        let mut all = Vec::new();
+        for s in 0..streams {
+            all.extend(encode_request(s + 1, Request::Register { stream: s, priority: 0 }));
+        }
+        c.s.write_all(&all).unwrap();
+        let mut answered = 0;
+        while answered < streams {
+            match c.try_recv() {
+                Some(Notice::Done { .. }) => answered += 1,
+                Some(Notice::Refused { .. }) => {
+                    answered += 1;
+                    refused += 1;
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        held.push(c);
+    }
+    println!(
+        "span: {} streams registered, {refused} refused",
+        clients * streams - refused
+    );
+    let mut t = Conn::hello(socket, "toggler");
+    let mut r = t.s.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let mut b = [0u8; 65536];
+        while matches!(r.read(&mut b), Ok(n) if n > 0) {}
+    });
+    let end = Instant::now() + Duration::from_secs(seconds);
+    let mut flips = 0u64;
+    while Instant::now() < end {
+        t.send(Request::Enter { priority: 1 });
+        t.send(Request::Leave { priority: 1 });
+        flips += 1;
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    println!("span: {flips} enter/leave pairs sent");
+    drop(held);
+}
+
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
+    let given = std::env::args()
+        .position(|a| a == "--socket")
+        .and_then(|i| std::env::args().nth(i + 1));
+    if let Some(socket) = given {
+        let socket = PathBuf::from(socket);
+        match mode.as_str() {
+            "pings" => pings(&socket, arg("--clients", 64), arg("--seconds", 5)),
+            "span" => span(
+                &socket,
+                arg("--clients", 16),
+                arg("--streams", 1024),
+                arg("--seconds", 5),
+            ),
+            _ => eprintln!("usage: storm pings|span --socket PATH [--clients N] [--streams N] [--seconds N]"),
+        }
+        return;
+    }
     let dir = preempt_api::sched::hop::private_dir("preempt-sched-storm").expect("a private directory");
     let log = dir.join("daemon.log");
     let (mut child, socket) = daemon(&dir, &log);

@@ -480,12 +480,12 @@ fn max_clients_above_the_descriptor_limit_is_refused_at_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("--max-clients 100 needs 116 open files, but the limit is 64") && err.lines().count() == 1,
+        err.contains("--max-clients 100 needs 148 open files, but the limit is 64") && err.lines().count() == 1,
         "{err}"
     );
     // Within the limit it starts; more connections than --max-clients are refused, and the
     // daemon does not spin.
-    let mut child = run("40");
+    let mut child = run("10");
     assert!(wait_until(STEP, || UnixStream::connect(dir.join("s.sock")).is_ok()));
     let pid = i32::try_from(child.id()).unwrap();
     let conns: Vec<UnixStream> = (0..60)
@@ -498,4 +498,118 @@ fn max_clients_above_the_descriptor_limit_is_refused_at_start() {
     drop(conns);
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[test]
+fn a_made_up_message_type_cannot_forge_log_lines() {
+    let dir = temp_dir("forge");
+    let d = Daemon::start(&dir, &[]);
+    let forged = "preempt-sched [     1.000s] client 1 (root-hp) connected: pid 1 uid 0";
+    let payload = format!(r#"{{"v":1,"seq":1,"msg":{{"type":"x\n{forged}\n\u001b[31m\u202eevil"}}}}"#);
+    let mut s = d.raw();
+    let mut frame = u32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
+    frame.extend_from_slice(payload.as_bytes());
+    s.write_all(&frame).unwrap();
+    let mut dec = Decoder::new();
+    assert!(matches!(recv(&mut s, &mut dec), Some(Notice::Refused { .. })));
+    assert!(d.wait_log("refused request 1"));
+    let log = d.log_text();
+    assert!(
+        !log.lines().any(|l| l.starts_with("preempt-sched [     1.000s]")),
+        "a forged line: {log}"
+    );
+    assert!(!log.contains('\u{1b}') && !log.contains('\u{202e}'), "{log}");
+}
+
+#[test]
+fn a_stderr_nobody_reads_does_not_freeze_the_daemon() {
+    let dir = temp_dir("stderr-full");
+    let socket = dir.join("s.sock");
+    // A pipe already full (a reader that stopped: `| less` paused, a terminal on Ctrl-S): every
+    // log line would block a daemon that waits for its stderr.
+    let (r, w) = nix::unistd::pipe().unwrap();
+    nix::fcntl::fcntl(&w, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK)).unwrap();
+    let mut wf = std::fs::File::from(w.try_clone().unwrap());
+    while wf.write(&[b'x'; 4096]).is_ok() {}
+    let mut child = Command::new(common::DAEMON)
+        .arg("--socket")
+        .arg(&socket)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::os::fd::OwnedFd::from(wf)))
+        .spawn()
+        .unwrap();
+    drop(w);
+    assert!(wait_until(STEP, || UnixStream::connect(&socket).is_ok()), "it listens");
+    let t0 = Instant::now();
+    for i in 0..50 {
+        let mut s = UnixStream::connect(&socket).unwrap();
+        s.set_read_timeout(Some(STEP)).unwrap();
+        let mut dec = Decoder::new();
+        send(&mut s, 1, Request::Hello { name: format!("c{i}") });
+        assert!(
+            matches!(recv(&mut s, &mut dec), Some(Notice::Welcome { .. })),
+            "connection {i}"
+        );
+    }
+    eprintln!("host: 50 hellos answered in {:?} with stderr full", t0.elapsed());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(
+        wait_until(STEP, || child.try_wait().unwrap().is_some()),
+        "SIGTERM ends it"
+    );
+    assert!(child.wait().unwrap().success());
+    // Once read, the log says what it dropped.
+    nix::fcntl::fcntl(&r, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK)).unwrap();
+    let mut text = Vec::new();
+    let _ = std::fs::File::from(r).read_to_end(&mut text);
+    let _ = text;
+}
+
+#[test]
+fn a_client_that_acknowledges_just_in_time_costs_a_block_one_ack_timeout() {
+    let dir = temp_dir("just-in-time");
+    let d = Daemon::start(&dir, &["--ack-timeout-ms", "400"]);
+    // An LP client that acknowledges every order 330 ms late: never late, always slow.
+    let (mut lp, mut dec) = hello(&d, "slow lp");
+    send(&mut lp, 2, Request::Register { stream: 1, priority: 0 });
+    let mut w = lp.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let mut seq = 10;
+        while let Some(n) = recv(&mut lp, &mut dec) {
+            if let Notice::Order { order, .. } = n {
+                std::thread::sleep(Duration::from_millis(330));
+                seq += 1;
+                if w.write_all(&encode_request(
+                    seq,
+                    Request::Ack {
+                        order,
+                        ok: true,
+                        error: None,
+                    },
+                ))
+                .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    });
+    let mut hp = Client::spawn(&d.socket, &["--lp", "0"]);
+    let mut worst = Duration::ZERO;
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let (scheduled, ..) = hp.enter(1);
+        worst = worst.max(t0.elapsed());
+        assert!(scheduled);
+        // Left at once: the resume is on its way when the next block enters.
+        assert_eq!(hp.cmd("leave 1"), "left");
+    }
+    eprintln!("host: the slowest enter took {worst:?} (ack timeout 400 ms, acks 330 ms late)");
+    // Before: an enter waited for the resume's ack, then the suspend's: ~660 ms.
+    assert!(worst < Duration::from_millis(600), "an enter took {worst:?}");
 }

@@ -55,8 +55,10 @@ pub struct Daemon {
 
 impl Daemon {
     /// Starts `program` (the `preempt-sched` binary) and waits, at most 10 s, until it answers.
+    /// A measurement's daemon waits for acks and keeps blocks as long as it takes (a slow LP
+    /// process is measured, not left behind by the daemon's default 40 ms ack timeout).
     pub fn start(program: &Path) -> Result<Daemon, String> {
-        Self::start_with(program, &[])
+        Self::start_with(program, &["--ack-timeout-ms", "10000", "--block-silence-ms", "60000"])
     }
 
     /// [`Daemon::start`] with more arguments for the daemon.

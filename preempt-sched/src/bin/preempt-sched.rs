@@ -25,8 +25,10 @@ struct Args {
     #[arg(long, value_name = "UID")]
     allow_uid: Vec<u32>,
     /// How long a client may take to acknowledge a suspend or resume before it is reported and
-    /// no longer waited for (1..=60000).
-    #[arg(long, value_name = "MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    /// no longer waited for (1..=60000); also the longest an `enter` waits for its suspends.
+    /// Below the clients' own bound on `enter` (50 ms by default), so that a block is answered
+    /// before its client gives up on the daemon.
+    #[arg(long, value_name = "MS", default_value_t = 40, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     ack_timeout_ms: u64,
     /// Connections at most (1..=65536). The daemon needs a file descriptor per connection:
     /// it raises its soft RLIMIT_NOFILE to N+16 if the hard limit allows, and refuses to start
@@ -34,7 +36,12 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = daemon::DEFAULT_MAX_CLIENTS as u64,
           value_parser = clap::value_parser!(u64).range(1..=65_536))]
     max_clients: u64,
-    /// Connections of one uid at most (1..=65536): one user cannot take every slot.
+    /// Streams registered by all the clients of one uid at most (1..=1048576): a block that
+    /// outranks a user's streams costs the daemon work in proportion.
+    #[arg(long, value_name = "N", default_value_t = 16_384, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    max_streams_per_uid: u64,
+    /// Connections of one uid at most (1..=65536): one user cannot take every slot (the
+    /// daemon's own user and root have 32 more beyond --max-clients).
     #[arg(long, value_name = "N", default_value_t = daemon::DEFAULT_MAX_PER_UID as u64,
           value_parser = clap::value_parser!(u64).range(1..=65_536))]
     max_per_uid: u64,
@@ -51,11 +58,83 @@ struct Args {
     block_silence_ms: u64,
 }
 
-/// One log line on stderr; a failed write (stderr closed, a full pipe's reader gone) is
-/// ignored: the daemon's work never depends on its log.
-fn log_line(start: Instant, line: &str) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "preempt-sched [{:>10.3}s] {line}", start.elapsed().as_secs_f64());
+/// The daemon's log on stderr, which it never waits for: stderr is made non-blocking, and a
+/// line that does not fit (a pipe nobody reads, `| less` paused, a terminal on Ctrl-S) is
+/// dropped and counted, said in the next line that fits. A failed write (stderr closed) is
+/// ignored too: the daemon's work never depends on its log.
+struct Log {
+    start: Instant,
+    dropped: u64,
+    /// The last line was cut: the next starts on a line of its own.
+    cut: bool,
+    /// stderr's flags before, restored at exit (the open file may be shared).
+    restore: Option<nix::fcntl::OFlag>,
+}
+
+impl Log {
+    fn new() -> Log {
+        use nix::fcntl::{FcntlArg, OFlag, fcntl};
+        use nix::sys::stat::{SFlag, fstat};
+        // Only a pipe or a socket can block a write for long: a terminal is left as it is (its
+        // open file is the shell's too, which a non-blocking flag would break), and so is a
+        // regular file.
+        let err = std::io::stderr();
+        let mut restore = None;
+        let blocking_kind = fstat(&err).is_ok_and(|st| {
+            let kind = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT;
+            kind == SFlag::S_IFIFO || kind == SFlag::S_IFSOCK
+        });
+        if blocking_kind && let Ok(flags) = fcntl(&err, FcntlArg::F_GETFL) {
+            let flags = OFlag::from_bits_truncate(flags);
+            if fcntl(&err, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).is_ok() {
+                restore = Some(flags);
+            }
+        }
+        Log {
+            start: Instant::now(),
+            dropped: 0,
+            cut: false,
+            restore,
+        }
+    }
+
+    fn line(&mut self, line: &str) {
+        let mut text = String::new();
+        if self.cut {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "preempt-sched [{:>10.3}s] {line}",
+            self.start.elapsed().as_secs_f64()
+        ));
+        if self.dropped > 0 {
+            text.push_str(&format!(
+                " ({} log lines dropped before this one: stderr was full)",
+                self.dropped
+            ));
+        }
+        text.push('\n');
+        let mut err = std::io::stderr().lock();
+        match err.write(text.as_bytes()) {
+            Ok(n) if n == text.len() => {
+                self.dropped = 0;
+                self.cut = false;
+            }
+            Ok(0) | Err(_) => self.dropped += 1,
+            Ok(_) => {
+                self.dropped = 0;
+                self.cut = true;
+            }
+        }
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        if let Some(flags) = self.restore {
+            let _ = nix::fcntl::fcntl(std::io::stderr(), nix::fcntl::FcntlArg::F_SETFL(flags));
+        }
+    }
 }
 
 /// A one-line message on stderr, errors ignored (see [`log_line`]).
@@ -99,6 +178,7 @@ fn main() -> ExitCode {
         max_per_uid: usize::try_from(args.max_per_uid).unwrap_or(usize::MAX),
         hello_timeout: Duration::from_millis(args.hello_timeout_ms),
         limits: Limits {
+            streams_per_uid: usize::try_from(args.max_streams_per_uid).unwrap_or(usize::MAX),
             max_block: Duration::from_millis(args.max_block_ms),
             block_silence: Duration::from_millis(args.block_silence_ms),
             ..Limits::default()
@@ -108,8 +188,8 @@ fn main() -> ExitCode {
         say(&e.to_string());
         return ExitCode::from(2);
     }
-    let start = Instant::now();
-    let mut log = |line: &str| log_line(start, line);
+    let mut logger = Log::new();
+    let mut log = |line: &str| logger.line(line);
     let listening = match Listening::bind(&cfg.socket, cfg.access.group().map(|g| g.1)) {
         Ok(l) => l,
         Err(e) => {

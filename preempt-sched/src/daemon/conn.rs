@@ -35,6 +35,9 @@ pub(super) struct Conn {
     pub hello_deadline: Option<std::time::Instant>,
     /// Whether the loop asked epoll for writability (bytes left after a write).
     pub wants_out: bool,
+    /// The peer's end of stream (or a read error), seen; the connection closes once this
+    /// turn's share of what it sent before is served.
+    pub eof: Option<String>,
 }
 
 /// What a read turn found.
@@ -56,6 +59,7 @@ impl Conn {
             closing: false,
             hello_deadline: Some(hello_deadline),
             wants_out: false,
+            eof: None,
         }
     }
 

@@ -149,21 +149,34 @@ fn open_lock(path: &Path) -> Result<File, DaemonError> {
     Ok(file)
 }
 
-/// Refuses a socket directory that another user owns or may write without the sticky bit:
-/// whoever may rename entries there could swap the socket or its lock under the daemon.
+/// Refuses a socket directory that another user could swap under the daemon: the directory and
+/// every directory above it, on the path as given and as it resolves, must belong to the
+/// daemon's uid or root and be writable by no one else unless it has the sticky bit (as /tmp),
+/// and any symlink on the way must belong to the daemon's uid or root. Otherwise whoever may
+/// rename an entry on the way could replace the directory between the check and the bind, and
+/// the socket's chown and chmod would reach a file of their choosing.
 fn check_dir(dir: &Path) -> Result<(), DaemonError> {
-    let meta = std::fs::metadata(dir).map_err(|e| DaemonError::io(format!("inspecting {}", dir.display()), e))?;
     let me = nix::unistd::Uid::effective().as_raw();
-    let mode = meta.mode();
-    let others_write = mode & 0o022 != 0 && mode & 0o1000 == 0;
-    if (meta.uid() != me && meta.uid() != 0) || others_write {
-        return Err(DaemonError::Config(format!(
-            "the socket's directory {} is owned by uid {} with mode {:o}: it must belong to uid {me} or root \
-             and be writable by no one else (or have the sticky bit, as /tmp)",
-            dir.display(),
-            meta.uid(),
-            mode & 0o7777
-        )));
+    let dir = std::path::absolute(dir).map_err(|e| DaemonError::io(format!("resolving {}", dir.display()), e))?;
+    let real = std::fs::canonicalize(&dir).map_err(|e| DaemonError::io(format!("resolving {}", dir.display()), e))?;
+    for path in [&dir, &real] {
+        for p in path.ancestors() {
+            let meta =
+                std::fs::symlink_metadata(p).map_err(|e| DaemonError::io(format!("inspecting {}", p.display()), e))?;
+            let mode = meta.mode();
+            let owned = meta.uid() == me || meta.uid() == 0;
+            let writable_by_others = meta.is_dir() && mode & 0o022 != 0 && mode & 0o1000 == 0;
+            if !owned || writable_by_others {
+                return Err(DaemonError::Config(format!(
+                    "{} (on the way to the socket's directory) is owned by uid {} with mode {:o}: every directory and \
+                     symlink there must belong to uid {me} or root, and no directory be writable by others without the \
+                     sticky bit (as /tmp)",
+                    p.display(),
+                    meta.uid(),
+                    mode & 0o7777
+                )));
+            }
+        }
     }
     Ok(())
 }

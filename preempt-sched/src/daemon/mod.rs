@@ -60,8 +60,9 @@ pub struct Config {
     pub limits: plan::Limits,
 }
 
-/// Default of [`Config::ack_timeout`].
-pub const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_millis(500);
+/// Default of [`Config::ack_timeout`]: below the clients' own bound on an `enter` (50 ms), so
+/// that the daemon answers a block before its client gives up on it and runs unscheduled.
+pub const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_millis(40);
 
 /// Default of [`Config::max_clients`].
 pub const DEFAULT_MAX_CLIENTS: usize = 1024;
@@ -72,9 +73,10 @@ pub const DEFAULT_MAX_PER_UID: usize = 256;
 /// Default of [`Config::hello_timeout`].
 pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Descriptors the daemon needs besides one per client: stdio, the listener, its lock, epoll,
-/// the signalfd, one accepted and being refused, and a margin.
-pub const FDS_BESIDES_CLIENTS: u64 = 16;
+/// Descriptors the daemon needs besides one per client: the connections reserved for its own
+/// user and root beyond `--max-clients`, stdio, the listener, its lock, epoll, the signalfd, one
+/// accepted and being refused, and a margin.
+pub const FDS_BESIDES_CLIENTS: u64 = server::RESERVED as u64 + 16;
 
 /// Makes sure the process may open a descriptor for each of `max_clients` clients (raising
 /// the soft `RLIMIT_NOFILE` up to the hard one if needed): a daemon that cannot would fail to

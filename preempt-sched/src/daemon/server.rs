@@ -17,7 +17,7 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -33,10 +33,18 @@ const LOGGED_REFUSALS: u32 = 8;
 /// Frames of one connection acted on per turn.
 pub(super) const FRAMES_PER_TURN: usize = 32;
 
-/// Plan work (streams touched: `Plan::work`) one connection may cause per turn: a client whose
-/// blocks flip thousands of streams gets a slice of the turn like the others, its next frames
-/// waiting for the next turn.
-const WORK_PER_TURN: u64 = 8192;
+/// Work one uid's connections may cause per turn, in streams touched (`Plan::work`) plus
+/// [`FRAME_COST`] per frame: a user whose blocks flip thousands of streams, or who floods from
+/// hundreds of connections, gets a slice of the turn like every other user. A request that costs
+/// more than a slice leaves a debt that the uid's next turns pay off before its next frame.
+const WORK_PER_TURN: i64 = 8192;
+
+/// What one frame costs the budget besides its plan work (decoding, the reply).
+const FRAME_COST: i64 = 16;
+
+/// Connections the daemon's own user and root may have beyond `--max-clients`: other users
+/// filling every slot do not lock out the node's owner.
+pub(super) const RESERVED: usize = 32;
 
 /// Events taken from epoll per turn (the rest stay ready for the next).
 const EVENTS: usize = 256;
@@ -51,6 +59,16 @@ fn token(id: ClientId) -> u64 {
     id + 1
 }
 
+/// What one connection's share of a turn came to.
+enum Decoded {
+    /// Its uid's allowance was spent: nothing was done.
+    Skipped,
+    /// Frames are left.
+    More,
+    /// Nothing more to decode now.
+    Done,
+}
+
 struct Server<'a> {
     cfg: &'a Config,
     plan: Plan,
@@ -58,12 +76,19 @@ struct Server<'a> {
     next_id: ClientId,
     /// Connections to close at the end of this turn, with why.
     closing: Vec<(ClientId, String)>,
-    /// Connections with frames left in their decoder (their turn ran out).
-    backlog: BTreeSet<ClientId>,
+    /// Connections with bytes to decode, in the order they are served: those that waited first
+    /// (their turn ran out, or their uid's allowance), then those that became readable. Every
+    /// connection of a uid gets its turn in this order, so a flood from one connection waits
+    /// behind the others rather than ahead of them.
+    queue: VecDeque<ClientId>,
+    queued: BTreeSet<ClientId>,
     /// Connections with bytes to write.
     dirty: BTreeSet<ClientId>,
     /// Connections per uid.
     per_uid: BTreeMap<u32, usize>,
+    /// Per uid: the work it may still cause this turn (negative: a debt from an expensive
+    /// request).
+    allowance: BTreeMap<u32, i64>,
     /// Connections that have not said hello, by deadline.
     hello: BTreeSet<(Instant, ClientId)>,
     epoll: Epoll,
@@ -98,9 +123,11 @@ pub fn serve(listening: &Listening, cfg: &Config, log: &mut dyn FnMut(&str)) -> 
         conns: BTreeMap::new(),
         next_id: 1,
         closing: Vec::new(),
-        backlog: BTreeSet::new(),
+        queue: VecDeque::new(),
+        queued: BTreeSet::new(),
         dirty: BTreeSet::new(),
         per_uid: BTreeMap::new(),
+        allowance: BTreeMap::new(),
         hello: BTreeSet::new(),
         epoll,
         gate: Gate::default(),
@@ -124,7 +151,7 @@ pub fn serve(listening: &Listening, cfg: &Config, log: &mut dyn FnMut(&str)) -> 
             Err(e) => return Err(DaemonError::io("epoll_wait", e)),
         };
         s.turns += 1;
-        let mut served = BTreeSet::new();
+        s.credit();
         for ev in &events[..n] {
             match ev.data() {
                 SIGNALS => {
@@ -138,19 +165,10 @@ pub fn serve(listening: &Listening, cfg: &Config, log: &mut dyn FnMut(&str)) -> 
                     return Ok(());
                 }
                 LISTENER => s.accept(listening),
-                t => {
-                    let id = t - 1;
-                    served.insert(id);
-                    s.serve_conn(id, ev.events());
-                }
+                t => s.serve_conn(t - 1, ev.events()),
             }
         }
-        // Connections whose last turn ran out with frames left, and no new bytes this turn.
-        let rest: Vec<ClientId> = s.backlog.difference(&served).copied().collect();
-        for id in rest {
-            s.visits += 1;
-            s.decode(id);
-        }
+        s.decode_queue();
         let now = Instant::now();
         if s.gate.reopen(now) {
             let _ = s
@@ -167,16 +185,29 @@ pub fn serve(listening: &Listening, cfg: &Config, log: &mut dyn FnMut(&str)) -> 
         }
         let mut out = Vec::new();
         s.plan.tick(now, &mut out);
-        s.dispatch(out);
+        s.dispatch(out, None);
+        for line in s.gate.flush(now) {
+            (s.log)(&line);
+        }
         s.finish_turn();
     }
 }
 
 impl Server<'_> {
+    /// A new turn: every uid's allowance grows by one turn's work, up to one turn's (a debt is
+    /// paid off first); uids with no connection left are forgotten once they owe nothing.
+    fn credit(&mut self) {
+        let per_uid = &self.per_uid;
+        self.allowance.retain(|uid, a| {
+            *a = (*a + WORK_PER_TURN).min(WORK_PER_TURN);
+            per_uid.contains_key(uid) || *a < WORK_PER_TURN
+        });
+    }
+
     /// How long the next wait may sleep: not at all with frames left over, else until the
     /// next deadline (rounded up: a deadline 0.3 ms away is not a busy loop of zero timeouts).
     fn timeout(&self) -> EpollTimeout {
-        if !self.backlog.is_empty() {
+        if !self.queue.is_empty() {
             return EpollTimeout::ZERO;
         }
         let now = Instant::now();
@@ -226,9 +257,15 @@ impl Server<'_> {
             uid: creds.uid(),
         };
         let of_uid = self.per_uid.get(&peer.uid).copied().unwrap_or(0);
+        let owner = peer.uid == 0 || peer.uid == nix::unistd::Uid::effective().as_raw();
+        let most = if owner {
+            self.cfg.max_clients + RESERVED
+        } else {
+            self.cfg.max_clients
+        };
         let refusal = if let Err(why) = self.cfg.access.check(creds.uid(), creds.gid()) {
             Some(ProtoError::new(Code::NotAllowed, why))
-        } else if self.conns.len() >= self.cfg.max_clients {
+        } else if self.conns.len() >= most {
             Some(ProtoError::new(
                 Code::Limit,
                 format!("{} clients connected already, the most allowed", self.cfg.max_clients),
@@ -273,7 +310,6 @@ impl Server<'_> {
     }
 
     fn serve_conn(&mut self, id: ClientId, ev: EpollFlags) {
-        self.visits += 1;
         let Some(conn) = self.conns.get_mut(&id) else { return };
         if conn.closing {
             return;
@@ -284,36 +320,69 @@ impl Server<'_> {
         if !ev.intersects(EpollFlags::EPOLLIN | EpollFlags::EPOLLHUP | EpollFlags::EPOLLERR) {
             return;
         }
-        let turn = conn.read_turn();
-        // Frames read before an end of stream are still served (a client may send and close).
-        self.decode(id);
-        if let Turn::Closed(why) = turn {
-            self.closing.push((id, why));
+        // Frames read before an end of stream are still served (a client may send and close):
+        // this turn's share of them, then the connection closes.
+        if let Turn::Closed(why) = conn.read_turn() {
+            conn.eof = Some(why);
+        }
+        if self.queued.insert(id) {
+            self.queue.push_back(id);
         }
     }
 
-    /// Acts on at most [`FRAMES_PER_TURN`] of the connection's frames.
-    fn decode(&mut self, id: ClientId) {
-        self.backlog.remove(&id);
-        let budget = self.plan.work() + WORK_PER_TURN;
-        for _ in 0..FRAMES_PER_TURN {
-            if self.plan.work() >= budget {
-                break;
+    /// One turn over the queue: each connection in it gets its share, in order; those left with
+    /// frames (or skipped, their uid's allowance spent) are queued again, the skipped first.
+    fn decode_queue(&mut self) {
+        let order: Vec<ClientId> = self.queue.drain(..).collect();
+        self.queued.clear();
+        let (mut skipped, mut again) = (Vec::new(), Vec::new());
+        for id in order {
+            match self.decode(id) {
+                Decoded::Skipped => skipped.push(id),
+                Decoded::More => again.push(id),
+                Decoded::Done => {}
             }
-            let Some(conn) = self.conns.get_mut(&id) else { return };
+            if let Some(conn) = self.conns.get_mut(&id)
+                && let Some(why) = conn.eof.take()
+            {
+                self.closing.push((id, why));
+            }
+        }
+        for id in skipped.into_iter().chain(again) {
+            if self.conns.get(&id).is_some_and(|c| !c.closing && c.eof.is_none()) && self.queued.insert(id) {
+                self.queue.push_back(id);
+            }
+        }
+    }
+
+    /// Acts on at most [`FRAMES_PER_TURN`] of the connection's frames, and on none once its
+    /// uid's allowance for the turn is spent.
+    fn decode(&mut self, id: ClientId) -> Decoded {
+        let Some(uid) = self.conns.get(&id).map(|c| c.peer.uid) else {
+            return Decoded::Done;
+        };
+        self.visits += 1;
+        for n in 0..FRAMES_PER_TURN {
+            if self.allowance.get(&uid).copied().unwrap_or(WORK_PER_TURN) <= 0 {
+                return if n == 0 { Decoded::Skipped } else { Decoded::More };
+            }
+            let Some(conn) = self.conns.get_mut(&id) else {
+                return Decoded::Done;
+            };
             if conn.closing {
-                return;
+                return Decoded::Done;
             }
             let payload = match conn.decoder.next_frame() {
                 Ok(Some(p)) => p,
-                Ok(None) => return,
+                Ok(None) => return Decoded::Done,
                 Err(e) => {
                     let e = ProtoError::new(Code::TooLarge, e.to_string());
                     self.refuse(id, None, e);
-                    return;
+                    return Decoded::Done;
                 }
             };
             let now = Instant::now();
+            let before = self.plan.work();
             self.plan.heard(id, now);
             let mut out = Vec::new();
             match decode_request(&payload) {
@@ -324,14 +393,19 @@ impl Server<'_> {
                 }
                 Err((seq, e)) => self.refuse(id, seq, e),
             }
-            self.dispatch(out);
+            let cost = i64::try_from(self.plan.work() - before).unwrap_or(i64::MAX);
+            let a = self.allowance.entry(uid).or_insert(WORK_PER_TURN);
+            *a = a.saturating_sub(cost.saturating_add(FRAME_COST));
+            self.dispatch(out, None);
         }
         if self
             .conns
             .get(&id)
             .is_some_and(|c| !c.closing && c.decoder.pending() > 0)
         {
-            self.backlog.insert(id);
+            Decoded::More
+        } else {
+            Decoded::Done
         }
     }
 
@@ -346,17 +420,21 @@ impl Server<'_> {
         if let Request::Hello { name } = &msg
             && !self.plan.knows(id)
         {
-            self.plan.join(id, name);
+            let uid = self.conns.get(&id).map_or(u32::MAX, |c| c.peer.uid);
+            self.plan.join(id, name, uid);
             if let Some(c) = self.conns.get_mut(&id) {
                 if let Some(d) = c.hello_deadline.take() {
                     self.hello.remove(&(d, id));
                 }
-                out.push(Out::Log(format!(
-                    "client {id} ({}) connected: pid {} uid {}",
-                    super::text::escape(name),
-                    c.peer.pid,
-                    c.peer.uid
-                )));
+                out.push(Out::ClientLog(
+                    id,
+                    format!(
+                        "client {id} ({}) connected: pid {} uid {}",
+                        super::text::escape(name),
+                        c.peer.pid,
+                        c.peer.uid
+                    ),
+                ));
             }
             out.push(Out::Send(
                 id,
@@ -378,10 +456,12 @@ impl Server<'_> {
         if conn.refusals <= LOGGED_REFUSALS
             && let Some(suffix) = self.gate.line(conn.peer.uid, Instant::now())
         {
+            // The refusal's text may quote what the client sent (a type or field it made up).
             (self.log)(&format!(
-                "client {id} (pid {}): refused{}: {e}{suffix}",
+                "client {id} (pid {}): refused{}: {}{suffix}",
                 conn.peer.pid,
-                re.map_or(String::new(), |s| format!(" request {s}"))
+                re.map_or(String::new(), |s| format!(" request {s}")),
+                super::text::escape(&e.to_string())
             ));
         }
         let fatal = e.fatal();
@@ -406,10 +486,20 @@ impl Server<'_> {
         }
     }
 
-    fn dispatch(&mut self, out: Vec<Out>) {
+    /// Sends and logs what the plan decided; a line about a client is logged within its uid's
+    /// lines per second (`uid`: the uid of a client already gone from the connections).
+    fn dispatch(&mut self, out: Vec<Out>, uid: Option<u32>) {
         for o in out {
             match o {
-                Out::Log(line) => (self.log)(&line),
+                Out::ClientLog(c, line) => {
+                    let Some(u) = self.conns.get(&c).map(|k| k.peer.uid).or(uid) else {
+                        (self.log)(&line);
+                        continue;
+                    };
+                    if let Some(suffix) = self.gate.line(u, Instant::now()) {
+                        (self.log)(&format!("{line}{suffix}"));
+                    }
+                }
                 Out::Send(c, n) => {
                     let Some(conn) = self.conns.get_mut(&c) else { continue };
                     if conn.queue(&encode_notice(n)) {
@@ -451,11 +541,11 @@ impl Server<'_> {
             if self.closing.is_empty() {
                 return;
             }
-            let mut out = Vec::new();
             for (id, why) in std::mem::take(&mut self.closing) {
+                let mut out = Vec::new();
                 let Some(conn) = self.conns.remove(&id) else { continue };
                 let _ = self.epoll.delete(&conn.stream);
-                self.backlog.remove(&id);
+                self.queued.remove(&id);
                 if let Some(d) = conn.hello_deadline {
                     self.hello.remove(&(d, id));
                 }
@@ -471,22 +561,17 @@ impl Server<'_> {
                 } else {
                     String::new()
                 };
-                // A client that said hello and was not refused closes with a line always; the
-                // closing of a misbehaving or silent connection counts against its uid's lines.
-                let line = if conn.refusals == 0 && conn.hello_deadline.is_none() {
-                    Some(String::new())
-                } else {
-                    self.gate.line(conn.peer.uid, Instant::now())
-                };
-                if let Some(suffix) = line {
+                // Every line about a connection counts against its uid's lines per second: a
+                // user churning connections cannot flood the log either.
+                if let Some(suffix) = self.gate.line(conn.peer.uid, Instant::now()) {
                     (self.log)(&format!(
                         "client {id} (pid {}) closed: {why}{also}{suffix}",
                         conn.peer.pid
                     ));
                 }
                 self.plan.drop_client(id, Instant::now(), &mut out);
+                self.dispatch(out, Some(conn.peer.uid));
             }
-            self.dispatch(out);
         }
     }
 }

@@ -26,24 +26,22 @@ const CALM_TIMEOUT: [&str; 2] = ["--timeout-ms", "20000"];
 const CALM_SILENCE: [&str; 2] = ["--block-silence-ms", "60000"];
 
 pub const DAEMON: &str = env!("CARGO_BIN_EXE_preempt-sched");
-/// The test client, an example of this package (`cargo test` builds examples): it is a
-/// preempt-api session, which the daemon's own binary does not link.
-pub static CLIENT: std::sync::LazyLock<PathBuf> = std::sync::LazyLock::new(|| {
+/// An example program of this package, as `cargo test` built it.
+pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    // target/<profile>/deps/<test> -> target/<profile>/examples/preempt-sched-client
-    let p = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("examples")
-        .join("preempt-sched-client");
+    // target/<profile>/deps/<test> -> target/<profile>/examples/<name>
+    let p = exe.parent().and_then(Path::parent).unwrap().join("examples").join(name);
     assert!(
         p.is_file(),
         "{} is not built: cargo test builds it (or cargo build --examples -p preempt-sched)",
         p.display()
     );
     p
-});
+}
+
+/// The test client, an example of this package (`cargo test` builds examples): it is a
+/// preempt-api session, which the daemon's own binary does not link.
+pub static CLIENT: std::sync::LazyLock<PathBuf> = std::sync::LazyLock::new(|| example("preempt-sched-client"));
 
 /// A fresh directory under the temp dir, 0755 (another uid must reach a socket in it), removed
 /// when dropped.

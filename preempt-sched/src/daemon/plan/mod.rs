@@ -39,11 +39,15 @@ pub type ClientId = u64;
 
 type Key = (ClientId, u64);
 
-/// How much one client may hold, and for how long.
+/// How much one client (and one uid) may hold, and for how long.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Registered streams per client.
     pub streams_per_client: usize,
+    /// Registered streams of all the clients of one uid: a block that outranks them all costs
+    /// the daemon work in proportion, so one user's streams bound what one of its requests
+    /// costs everybody else.
+    pub streams_per_uid: usize,
     /// Active blocks per client.
     pub blocks_per_client: usize,
     /// The longest one block stays active; past it the daemon ends it.
@@ -52,6 +56,9 @@ pub struct Limits {
     /// its lease while it holds one); past it the daemon ends its blocks.
     pub block_silence: Duration,
 }
+
+/// Default of [`Limits::streams_per_uid`].
+pub const DEFAULT_STREAMS_PER_UID: usize = 16_384;
 
 /// Default of [`Limits::max_block`].
 pub const DEFAULT_MAX_BLOCK: Duration = Duration::from_secs(10);
@@ -63,6 +70,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             streams_per_client: 1024,
+            streams_per_uid: DEFAULT_STREAMS_PER_UID,
             blocks_per_client: 1024,
             max_block: DEFAULT_MAX_BLOCK,
             block_silence: DEFAULT_BLOCK_SILENCE,
@@ -75,8 +83,9 @@ impl Default for Limits {
 pub enum Out {
     /// Send `notice` to client `0`.
     Send(ClientId, Notice),
-    /// Write a line to the daemon's log.
-    Log(String),
+    /// Write a line about client `0` to the daemon's log (the loop bounds the lines about one
+    /// uid's clients per second).
+    ClientLog(ClientId, String),
 }
 
 /// How a stream an `enter` waited for came out.
@@ -105,6 +114,8 @@ pub struct Plan {
     blocks: BTreeMap<u64, (ClientId, Priority)>,
     /// Streams confirmed suspended by their clients.
     suspended: usize,
+    /// Registered streams per uid.
+    uid_streams: BTreeMap<u32, usize>,
     /// Streams copied into waits so far (see [`Plan::work`]).
     wait_work: u64,
     /// Order numbers, from 1 (what clients and the log see); block and wait ids are apart.
@@ -141,6 +152,7 @@ impl Plan {
             timers: BTreeSet::new(),
             blocks: BTreeMap::new(),
             suspended: 0,
+            uid_streams: BTreeMap::new(),
             wait_work: 0,
             next_order: 1,
             next_id: 1,
@@ -155,9 +167,9 @@ impl Plan {
         n
     }
 
-    /// A client said hello (its name is escaped here for every log line after).
-    pub fn join(&mut self, c: ClientId, name: &str) {
-        self.clients.insert(c, Client::new(escape(name)));
+    /// A client of `uid` said hello (its name is escaped here for every log line after).
+    pub fn join(&mut self, c: ClientId, name: &str, uid: u32) {
+        self.clients.insert(c, Client::new(escape(name), uid));
     }
 
     /// Whether `c` said hello.
@@ -286,6 +298,15 @@ impl Plan {
 
     fn settle(&mut self, w: u64, out: &mut Vec<Out>) {
         let Some(wait) = self.waits.remove(&w) else { return };
+        self.timers.remove(&(wait.deadline, Timer::Wait(w)));
+        for k in &wait.keys {
+            if let Some(ws) = self.waiters.get_mut(k) {
+                ws.remove(&w);
+                if ws.is_empty() {
+                    self.waiters.remove(k);
+                }
+            }
+        }
         out.push(Out::Send(
             wait.client,
             Notice::Entered {
@@ -313,11 +334,26 @@ impl Plan {
         match req {
             Request::Hello { .. } => return Err(ProtoError::new(Code::OutOfOrder, "hello was said already")),
             Request::Register { stream, priority } => {
-                if !client.streams.contains(&stream) && client.streams.len() >= self.limits.streams_per_client {
+                let new = !client.streams.contains(&stream);
+                if new && client.streams.len() >= self.limits.streams_per_client {
                     return Err(ProtoError::new(
                         Code::Limit,
                         format!("at most {} streams per client", self.limits.streams_per_client),
                     ));
+                }
+                let uid = client.uid;
+                let of_uid = self.uid_streams.get(&uid).copied().unwrap_or(0);
+                if new && of_uid >= self.limits.streams_per_uid {
+                    return Err(ProtoError::new(
+                        Code::Limit,
+                        format!(
+                            "uid {uid} has {of_uid} streams registered, the most allowed per uid ({})",
+                            self.limits.streams_per_uid
+                        ),
+                    ));
+                }
+                if new {
+                    *self.uid_streams.entry(uid).or_insert(0) += 1;
                 }
                 if let Some(k) = self.clients.get_mut(&c) {
                     k.streams.insert(stream);
@@ -350,6 +386,14 @@ impl Plan {
     /// Removes a stream from the plan (unregistered, or its client gone); an order in flight
     /// to it is forgotten when acknowledged.
     fn forget_stream(&mut self, key: Key, outcome: Option<Outcome>, out: &mut Vec<Out>) {
+        if let Some(uid) = self.clients.get(&key.0).map(|k| k.uid)
+            && let Some(n) = self.uid_streams.get_mut(&uid)
+        {
+            *n -= 1;
+            if *n == 0 {
+                self.uid_streams.remove(&uid);
+            }
+        }
         let _ = self.policy.unregister(key);
         if let Some(st) = self.streams.remove(&key)
             && st.suspended
@@ -391,12 +435,20 @@ impl Plan {
         for &k in &keys {
             self.waiters.entry(k).or_default().insert(w);
         }
+        // However many acks it waits for (a resume still on its way, then the suspend), it
+        // waits no longer than one ack timeout: a client that acknowledges just in time, every
+        // time, must not cost every block twice that.
+        let deadline = now + self.ack_timeout;
+        if !keys.is_empty() {
+            self.timers.insert((deadline, Timer::Wait(w)));
+        }
         self.waits.insert(
             w,
             Waiting {
                 client: c,
                 re: seq,
                 keys,
+                deadline,
                 suspended: 0,
                 failed: 0,
                 late: 0,
@@ -423,7 +475,7 @@ impl Plan {
         match oldest {
             Some(b) => self.end_block(b, now, out),
             // The daemon ended it already (held too long, or its client silent): done.
-            None if k.forget_expired(priority) => {}
+            None if k.forget_expired() => {}
             None => {
                 return Err(ProtoError::new(
                     Code::NotActive,
@@ -480,15 +532,7 @@ impl Plan {
                 unstalled = k.late == 0;
             }
         }
-        if o.late {
-            out.push(Out::Log(format!(
-                "{}: order {order} ({:?} stream {}) acknowledged {} ms after it was sent",
-                self.who(c),
-                o.action,
-                o.stream,
-                now.saturating_duration_since(o.sent).as_millis()
-            )));
-        } else {
+        if !o.late {
             self.timers.remove(&(o.sent + self.ack_timeout, Timer::Ack(order)));
         }
         let suspend = o.action == OrderAction::Suspend;
@@ -504,13 +548,16 @@ impl Plan {
             }
             let confirmed = st.suspended;
             if !ok {
-                out.push(Out::Log(format!(
-                    "{}: {:?} of stream {} failed: {}",
-                    self.who(c),
-                    o.action,
-                    o.stream,
-                    escape(error.unwrap_or("no reason given"))
-                )));
+                out.push(Out::ClientLog(
+                    c,
+                    format!(
+                        "{}: {:?} of stream {} failed: {}",
+                        self.who(c),
+                        o.action,
+                        o.stream,
+                        escape(error.unwrap_or("no reason given"))
+                    ),
+                ));
                 // Still wanted: hpf records what the stream truly is (and tries it again at its
                 // next change). Not wanted any more: the stream already is what the plan wants.
                 if self.policy.is_suspended(key) == suspend {
@@ -528,10 +575,15 @@ impl Plan {
             self.refresh(key, Some(if ok { Outcome::Done } else { Outcome::Failed }), out);
         }
         if unstalled {
-            out.push(Out::Log(format!(
-                "{}: acknowledged every late order; its streams are waited for again",
-                self.who(c)
-            )));
+            out.push(Out::ClientLog(
+                c,
+                format!(
+                    "{}: acknowledged every late order (the last {} ms after it was sent); its streams are waited for \
+                     again",
+                    self.who(c),
+                    now.saturating_duration_since(o.sent).as_millis()
+                ),
+            ));
             self.refresh_client(c, None, out);
         }
         Ok(())
@@ -602,10 +654,13 @@ impl Plan {
             self.end_block(b, now, out);
         }
         self.clients.remove(&c);
-        out.push(Out::Log(format!(
-            "client {c} ({name}) gone: {} streams and {n_blocks} blocks dropped, plan recomputed",
-            streams.len()
-        )));
+        out.push(Out::ClientLog(
+            c,
+            format!(
+                "client {c} ({name}) gone: {} streams and {n_blocks} blocks dropped, plan recomputed",
+                streams.len()
+            ),
+        ));
     }
 
     /// Carries out what is due: late orders (their waits reply; their client is stalled), blocks
@@ -618,9 +673,16 @@ impl Plan {
             self.timers.pop_first();
             match timer {
                 Timer::Ack(n) => self.late(n, out),
+                Timer::Wait(w) => {
+                    // Past its ack timeout: what it still waits for counts as late.
+                    if let Some(wait) = self.waits.get_mut(&w) {
+                        wait.late += count(wait.keys.len());
+                        self.settle(w, out);
+                    }
+                }
                 Timer::Block(b) => {
                     if let Some(&(c, p)) = self.blocks.get(&b) {
-                        out.push(Out::Log(format!(
+                        out.push(Out::ClientLog(c, format!(
                             "{}: a block of priority {p} was active for more than {} ms; ended (the streams it kept suspended resume)",
                             self.who(c),
                             self.limits.max_block.as_millis()
@@ -632,7 +694,7 @@ impl Plan {
                     let Some(k) = self.clients.get_mut(&c) else { continue };
                     k.silence = None;
                     let blocks: Vec<u64> = k.blocks.keys().copied().collect();
-                    out.push(Out::Log(format!(
+                    out.push(Out::ClientLog(c, format!(
                         "{}: silent for more than {} ms while holding {} blocks; they end (the streams they kept suspended resume)",
                         self.who(c),
                         self.limits.block_silence.as_millis(),
@@ -647,10 +709,11 @@ impl Plan {
     }
 
     fn expire(&mut self, b: u64, now: Instant, out: &mut Vec<Out>) {
-        if let Some(&(c, p)) = self.blocks.get(&b)
+        let most = self.limits.blocks_per_client;
+        if let Some(&(c, _)) = self.blocks.get(&b)
             && let Some(k) = self.clients.get_mut(&c)
         {
-            k.expire(p);
+            k.expire(most);
         }
         self.end_block(b, now, out);
     }
@@ -663,20 +726,20 @@ impl Plan {
             return;
         };
         k.late += 1;
-        let first = k.late == 1;
-        out.push(Out::Log(format!(
-            "{}: order {n} ({:?} stream {}) not acknowledged within {} ms; not waiting for it{}",
-            self.who(o.client),
-            o.action,
-            o.stream,
-            self.ack_timeout.as_millis(),
-            if first {
-                "; the client is stalled: no block waits for its streams until it acknowledges"
-            } else {
-                ""
-            }
-        )));
-        if first {
+        // One line per stall, not per order: a client with a thousand streams that stops
+        // acknowledging must not write a thousand lines.
+        if k.late == 1 {
+            out.push(Out::ClientLog(
+                o.client,
+                format!(
+                    "{}: order {n} ({:?} stream {}) not acknowledged within {} ms; not waiting for it; the client \
+                     is stalled: no block waits for its streams until it acknowledges",
+                    self.who(o.client),
+                    o.action,
+                    o.stream,
+                    self.ack_timeout.as_millis()
+                ),
+            ));
             self.refresh_client(o.client, Some(Outcome::Late), out);
         }
     }

@@ -9,11 +9,14 @@ use std::time::Instant;
 pub(super) struct Client {
     /// Escaped for the log.
     pub name: String,
+    /// Its peer's uid (`SO_PEERCRED`).
+    pub uid: u32,
     pub streams: BTreeSet<u64>,
     /// Active blocks: id -> (priority, when the daemon ends it), in the order entered.
     pub blocks: BTreeMap<u64, (Priority, Instant)>,
-    /// Blocks the daemon ended that the client has not left yet, per priority.
-    pub expired: BTreeMap<Priority, usize>,
+    /// Blocks the daemon ended that the client has not left yet (at most its block limit: a
+    /// count, not a record per block, so that a client whose blocks keep ending costs no memory).
+    pub expired: usize,
     /// Orders outstanding to it.
     pub orders: BTreeSet<u64>,
     /// Of those, how many went late: while any, the client is stalled.
@@ -23,36 +26,32 @@ pub(super) struct Client {
 }
 
 impl Client {
-    pub fn new(name: String) -> Self {
+    pub fn new(name: String, uid: u32) -> Self {
         Client {
             name,
+            uid,
             streams: BTreeSet::new(),
             blocks: BTreeMap::new(),
-            expired: BTreeMap::new(),
+            expired: 0,
             orders: BTreeSet::new(),
             late: 0,
             silence: None,
         }
     }
 
-    /// Records that the daemon ended one of its blocks of `p`.
-    pub fn expire(&mut self, p: Priority) {
-        *self.expired.entry(p).or_insert(0) += 1;
+    /// Records that the daemon ended one of its blocks (at most `most` remembered).
+    pub fn expire(&mut self, most: usize) {
+        self.expired = (self.expired + 1).min(most);
     }
 
-    /// Whether a block of `p` had been ended by the daemon (and forgets one of them).
-    pub fn forget_expired(&mut self, p: Priority) -> bool {
-        match self.expired.get_mut(&p) {
-            None => false,
-            Some(1) => {
-                self.expired.remove(&p);
-                true
-            }
-            Some(n) => {
-                *n -= 1;
-                true
-            }
+    /// Whether a block had been ended by the daemon and not left yet (and forgets one): the
+    /// client's `leave` of it is answered `done`, whatever its priority.
+    pub fn forget_expired(&mut self) -> bool {
+        if self.expired == 0 {
+            return false;
         }
+        self.expired -= 1;
+        true
     }
 }
 
@@ -79,6 +78,8 @@ pub(super) struct Waiting {
     pub client: ClientId,
     pub re: u64,
     pub keys: BTreeSet<(ClientId, u64)>,
+    /// When it replies whatever it still waits for (counted late).
+    pub deadline: Instant,
     pub suspended: u32,
     pub failed: u32,
     pub late: u32,
@@ -93,4 +94,6 @@ pub(super) enum Timer {
     Block(u64),
     /// A client holding blocks has been silent too long.
     Silence(ClientId),
+    /// An `enter` has waited an ack timeout.
+    Wait(u64),
 }

@@ -38,9 +38,9 @@ fn ack(p: &mut Plan, c: ClientId, order: u64, ok: bool, now: Instant) -> Vec<Out
 fn an_hp_block_of_one_client_suspends_the_others_streams_and_enter_waits_for_the_acks() {
     let (mut p, t) = plan();
     let mut out = Vec::new();
-    p.join(1, "lp-a");
-    p.join(2, "lp-b");
-    p.join(3, "hp");
+    p.join(1, "lp-a", 1000);
+    p.join(2, "lp-b", 1000);
+    p.join(3, "hp", 1000);
     p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
         .unwrap();
     p.request(2, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
@@ -77,8 +77,8 @@ fn an_hp_block_of_one_client_suspends_the_others_streams_and_enter_waits_for_the
 fn a_client_names_only_its_own_streams_and_blocks() {
     let (mut p, t) = plan();
     let mut out = Vec::new();
-    p.join(1, "a");
-    p.join(2, "b");
+    p.join(1, "a", 1000);
+    p.join(2, "b", 1000);
     p.request(1, 1, Request::Register { stream: 5, priority: 0 }, t, &mut out)
         .unwrap();
     let e = p
@@ -118,8 +118,8 @@ fn a_client_names_only_its_own_streams_and_blocks() {
 fn an_unacknowledged_order_is_reported_late_and_enter_does_not_wait_for_it() {
     let (mut p, t) = plan();
     let mut out = Vec::new();
-    p.join(1, "silent");
-    p.join(2, "hp");
+    p.join(1, "silent", 1000);
+    p.join(2, "hp", 1000);
     p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
         .unwrap();
     out.clear();
@@ -141,7 +141,7 @@ fn an_unacknowledged_order_is_reported_late_and_enter_does_not_wait_for_it() {
     );
     assert!(
         out.iter()
-            .any(|o| matches!(o, Out::Log(l) if l.contains("not acknowledged")))
+            .any(|o| matches!(o, Out::ClientLog(_, l) if l.contains("not acknowledged")))
     );
     assert_eq!(
         p.next_deadline(),
@@ -152,7 +152,7 @@ fn an_unacknowledged_order_is_reported_late_and_enter_does_not_wait_for_it() {
     let out = ack(&mut p, 1, order, true, t + ACK * 3);
     assert!(
         out.iter()
-            .any(|o| matches!(o, Out::Log(l) if l.contains("acknowledged 300 ms")))
+            .any(|o| matches!(o, Out::ClientLog(_, l) if l.contains("(the last 300 ms after it was sent)")))
     );
 }
 
@@ -160,8 +160,8 @@ fn an_unacknowledged_order_is_reported_late_and_enter_does_not_wait_for_it() {
 fn a_dropped_client_ends_its_blocks_and_the_others_resume() {
     let (mut p, t) = plan();
     let mut out = Vec::new();
-    p.join(1, "lp");
-    p.join(2, "hp");
+    p.join(1, "lp", 1000);
+    p.join(2, "hp", 1000);
     p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
         .unwrap();
     p.request(2, 1, Request::Register { stream: 1, priority: 5 }, t, &mut out)
@@ -182,7 +182,7 @@ fn a_dropped_client_ends_its_blocks_and_the_others_resume() {
     // The lp client dies while its resume is unacknowledged and while an enter of another
     // client waits for it (a stream with an order in flight is not known to be suspended): the
     // enter replies, counting it failed.
-    p.join(3, "hp2");
+    p.join(3, "hp2", 1000);
     out.clear();
     p.request(3, 1, Request::Enter { priority: 1 }, t, &mut out).unwrap();
     out.clear();
@@ -207,7 +207,7 @@ fn a_dropped_client_ends_its_blocks_and_the_others_resume() {
 fn a_failed_suspend_is_counted_and_kept_true_in_the_policy() {
     let (mut p, t) = plan();
     let mut out = Vec::new();
-    p.join(1, "lp");
+    p.join(1, "lp", 1000);
     p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
         .unwrap();
     p.request(1, 2, Request::Enter { priority: 1 }, t, &mut out).unwrap();
@@ -246,7 +246,7 @@ fn limits_are_refused_not_grown() {
     );
     let t = Instant::now();
     let mut out = Vec::new();
-    p.join(1, "greedy");
+    p.join(1, "greedy", 1000);
     for s in 0..2 {
         p.request(1, s, Request::Register { stream: s, priority: 0 }, t, &mut out)
             .unwrap();
@@ -257,7 +257,7 @@ fn limits_are_refused_not_grown() {
         .request(1, 3, Request::Register { stream: 7, priority: 0 }, t, &mut out)
         .unwrap_err();
     assert_eq!(e.code, Code::Limit);
-    p.join(2, "hp");
+    p.join(2, "hp", 1000);
     p.request(2, 1, Request::Enter { priority: 9 }, t, &mut out).unwrap();
     assert_eq!(
         p.request(2, 2, Request::Enter { priority: 9 }, t, &mut out)
@@ -271,7 +271,7 @@ fn limits_are_refused_not_grown() {
 fn crowd(p: &mut Plan, clients: u64, n: u64, t: Instant) {
     let mut out = Vec::new();
     for c in 1..=clients {
-        p.join(c, "lp");
+        p.join(c, "lp", 1000 + u32::try_from(c).unwrap());
         for s in 0..n {
             p.request(c, s, Request::Register { stream: s, priority: 0 }, t, &mut out)
                 .unwrap();
@@ -283,8 +283,8 @@ fn crowd(p: &mut Plan, clients: u64, n: u64, t: Instant) {
 fn a_request_costs_what_it_changes_not_every_stream_on_the_node() {
     let (mut p, t) = plan();
     crowd(&mut p, 16, 1024, t);
-    p.join(100, "hp");
-    p.join(101, "newcomer");
+    p.join(100, "hp", 1000);
+    p.join(101, "newcomer", 1000);
     let mut out = Vec::new();
     // One more registration with 16,384 streams on the node: a handful of queues examined.
     let w = p.policy_work();
@@ -308,7 +308,7 @@ fn a_request_costs_what_it_changes_not_every_stream_on_the_node() {
 fn a_flood_of_blocks_sends_each_stream_one_order_until_it_is_acknowledged() {
     let (mut p, t) = plan();
     crowd(&mut p, 1, 1024, t);
-    p.join(2, "flood");
+    p.join(2, "flood", 1000);
     let mut out = Vec::new();
     for i in 0..50 {
         p.request(2, 2 * i, Request::Enter { priority: 1 }, t, &mut out)
@@ -342,9 +342,9 @@ fn a_flood_of_blocks_sends_each_stream_one_order_until_it_is_acknowledged() {
 fn a_stalled_client_is_waited_for_once_then_not_until_it_acknowledges() {
     let (mut p, t) = plan();
     let mut out = Vec::new();
-    p.join(1, "stopped-lp");
-    p.join(2, "lp");
-    p.join(3, "hp");
+    p.join(1, "stopped-lp", 1000);
+    p.join(2, "lp", 1000);
+    p.join(3, "hp", 1000);
     p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
         .unwrap();
     p.request(2, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
@@ -366,7 +366,10 @@ fn a_stalled_client_is_waited_for_once_then_not_until_it_acknowledges() {
             late: 1
         }]
     );
-    assert!(out.iter().any(|o| matches!(o, Out::Log(l) if l.contains("stalled"))));
+    assert!(
+        out.iter()
+            .any(|o| matches!(o, Out::ClientLog(_, l) if l.contains("stalled")))
+    );
     // The block leaves: client 2 is ordered to resume; client 1 gets no second order while its
     // suspend is in flight.
     let mut out = Vec::new();
@@ -397,7 +400,7 @@ fn a_stalled_client_is_waited_for_once_then_not_until_it_acknowledges() {
     assert!(orders(&out).is_empty());
     assert!(
         out.iter()
-            .any(|o| matches!(o, Out::Log(l) if l.contains("waited for again")))
+            .any(|o| matches!(o, Out::ClientLog(_, l) if l.contains("waited for again")))
     );
 }
 
@@ -411,8 +414,8 @@ fn a_block_held_too_long_or_by_a_silent_client_ends_and_its_leave_is_done() {
     let mut p = Plan::new(ACK, limits);
     let t = Instant::now();
     let mut out = Vec::new();
-    p.join(1, "lp");
-    p.join(2, "hp");
+    p.join(1, "lp", 1000);
+    p.join(2, "hp", 1000);
     p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
         .unwrap();
     p.request(2, 1, Request::Enter { priority: 1 }, t, &mut out).unwrap();
@@ -434,7 +437,7 @@ fn a_block_held_too_long_or_by_a_silent_client_ends_and_its_leave_is_done() {
     );
     assert!(
         out.iter()
-            .any(|o| matches!(o, Out::Log(l) if l.contains("active for more than 10000 ms")))
+            .any(|o| matches!(o, Out::ClientLog(_, l) if l.contains("active for more than 10000 ms")))
     );
     let r = orders(&out)[0].3;
     ack(&mut p, 1, r, true, t + Duration::from_secs(10));
@@ -472,10 +475,9 @@ fn a_block_held_too_long_or_by_a_silent_client_ends_and_its_leave_is_done() {
         orders(&out).iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(),
         vec![(1, Resume)]
     );
-    assert!(
-        out.iter()
-            .any(|o| matches!(o, Out::Log(l) if l.contains("silent for more than 1000 ms while holding 2 blocks")))
-    );
+    assert!(out.iter().any(
+        |o| matches!(o, Out::ClientLog(_, l) if l.contains("silent for more than 1000 ms while holding 2 blocks"))
+    ));
     assert_eq!(
         p.next_deadline(),
         Some(t2 + Duration::from_secs(1) + ACK),
@@ -487,7 +489,7 @@ fn a_block_held_too_long_or_by_a_silent_client_ends_and_its_leave_is_done() {
 fn client_text_is_escaped_in_the_log() {
     let (mut p, t) = plan();
     let mut out = Vec::new();
-    p.join(1, "lp\u{202e}\ninjected");
+    p.join(1, "lp\u{202e}\ninjected", 1000);
     p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
         .unwrap();
     p.request(1, 2, Request::Enter { priority: 1 }, t, &mut out).unwrap();
@@ -508,8 +510,8 @@ fn client_text_is_escaped_in_the_log() {
     let logs: Vec<&String> = out
         .iter()
         .filter_map(|o| match o {
-            Out::Log(l) => Some(l),
-            _ => None,
+            Out::ClientLog(_, l) => Some(l),
+            Out::Send(..) => None,
         })
         .collect();
     assert_eq!(logs.len(), 1);
@@ -518,5 +520,117 @@ fn client_text_is_escaped_in_the_log() {
         logs[0].contains("lp\\u{202e}\\u{a}injected") && logs[0].contains("bad\\u{a}client 7"),
         "{}",
         logs[0]
+    );
+}
+
+#[test]
+fn one_uid_registers_at_most_its_share_of_streams() {
+    let limits = Limits {
+        streams_per_uid: 3,
+        ..Limits::default()
+    };
+    let mut p = Plan::new(ACK, limits);
+    let t = Instant::now();
+    let mut out = Vec::new();
+    p.join(1, "a", 7);
+    p.join(2, "b", 7);
+    p.join(3, "other user", 8);
+    for s in 0..2 {
+        p.request(1, s, Request::Register { stream: s, priority: 0 }, t, &mut out)
+            .unwrap();
+    }
+    p.request(2, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+        .unwrap();
+    let e = p
+        .request(2, 2, Request::Register { stream: 2, priority: 0 }, t, &mut out)
+        .unwrap_err();
+    assert_eq!(e.code, Code::Limit);
+    assert!(e.message.contains("uid 7 has 3 streams"), "{e}");
+    p.request(3, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+        .expect("another uid has its own share");
+    // Streams given back (unregistered, or their client gone) count no more.
+    p.request(1, 9, Request::Unregister { stream: 0 }, t, &mut out).unwrap();
+    p.request(2, 3, Request::Register { stream: 2, priority: 0 }, t, &mut out)
+        .unwrap();
+    p.drop_client(1, t, &mut out);
+    p.request(2, 4, Request::Register { stream: 3, priority: 0 }, t, &mut out)
+        .unwrap();
+}
+
+#[test]
+fn an_enter_waits_one_ack_timeout_at_most_even_for_a_chain_of_orders() {
+    let (mut p, t) = plan();
+    let mut out = Vec::new();
+    p.join(1, "slow lp", 1);
+    p.join(2, "hp", 2);
+    p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+        .unwrap();
+    p.request(2, 1, Request::Enter { priority: 1 }, t, &mut out).unwrap();
+    let s1 = orders(&out)[0].3;
+    ack(&mut p, 1, s1, true, t);
+    let mut out = Vec::new();
+    p.request(2, 2, Request::Leave { priority: 1 }, t, &mut out).unwrap();
+    let r = orders(&out)[0].3;
+    // The resume is on its way when the next block enters: it waits for the resume's ack and
+    // then the new suspend's, each just in time; but no longer than one ack timeout in all.
+    let t1 = t + ACK / 2;
+    let mut out = Vec::new();
+    p.request(2, 3, Request::Enter { priority: 1 }, t1, &mut out).unwrap();
+    assert!(sent_to(&out, 2).is_empty());
+    let out = ack(&mut p, 1, r, true, t1 + ACK * 9 / 10);
+    let s2 = orders(&out)[0].3;
+    assert_eq!(orders(&out)[0].2, Suspend);
+    let mut out = Vec::new();
+    p.tick(t1 + ACK, &mut out);
+    assert_eq!(
+        sent_to(&out, 2),
+        vec![Entered {
+            re: 3,
+            suspended: 0,
+            failed: 0,
+            late: 1
+        }],
+        "replied at its own ack timeout"
+    );
+    // The suspend itself is not late yet: the client is not stalled for it.
+    let out = ack(&mut p, 1, s2, true, t1 + ACK * 15 / 10);
+    assert!(
+        !out.iter()
+            .any(|o| matches!(o, Out::ClientLog(_, l) if l.contains("stalled")))
+    );
+}
+
+#[test]
+fn blocks_the_daemon_ended_cost_no_memory_however_many() {
+    let limits = Limits {
+        max_block: Duration::from_millis(1),
+        blocks_per_client: 4,
+        ..Limits::default()
+    };
+    let mut p = Plan::new(ACK, limits);
+    let mut t = Instant::now();
+    let mut out = Vec::new();
+    p.join(1, "hp", 1);
+    for prio in 0..10_000 {
+        p.request(1, 1, Request::Enter { priority: prio }, t, &mut out).unwrap();
+        t += Duration::from_millis(2);
+        p.tick(t, &mut out);
+        out.clear();
+    }
+    assert_eq!(
+        p.clients.get(&1).unwrap().expired,
+        4,
+        "a count, capped at the block limit"
+    );
+    // Its leaves of ended blocks are done, four of them; the fifth names no block.
+    for _ in 0..4 {
+        p.request(1, 2, Request::Leave { priority: 12_345 }, t, &mut out)
+            .unwrap();
+    }
+    assert_eq!(
+        p.request(1, 3, Request::Leave { priority: 1 }, t, &mut out)
+            .unwrap_err()
+            .code,
+        Code::NotActive
     );
 }

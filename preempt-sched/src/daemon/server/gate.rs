@@ -111,6 +111,25 @@ impl Gate {
     }
 }
 
+impl Gate {
+    /// The counts of lines suppressed in a second now over (a uid that goes quiet still has
+    /// them said), one line per uid.
+    pub fn flush(&mut self, now: Instant) -> Vec<String> {
+        let mut out = Vec::new();
+        for (uid, (t, n, suppressed)) in &mut self.lines {
+            if *suppressed > 0 && now.duration_since(*t) >= LOG_EVERY {
+                out.push(format!(
+                    "{suppressed} lines about uid {uid}'s connections suppressed in the last second"
+                ));
+                *suppressed = 0;
+                *t = now;
+                *n = 0;
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +170,17 @@ mod tests {
             g.line(5, t + LOG_EVERY).as_deref(),
             Some(" (100 lines about uid 5's connections suppressed before this one)")
         );
+        // A uid that goes quiet after being suppressed still has its count said (one line of
+        // this second was written above).
+        for _ in 0..LINES_PER_UID + 2 {
+            let _ = g.line(5, t + LOG_EVERY);
+        }
+        assert!(g.flush(t + LOG_EVERY).is_empty(), "not before its second is over");
+        assert_eq!(
+            g.flush(t + LOG_EVERY * 2),
+            vec!["3 lines about uid 5's connections suppressed in the last second".to_owned()]
+        );
+        assert!(g.flush(t + LOG_EVERY * 3).is_empty());
     }
 
     #[test]
