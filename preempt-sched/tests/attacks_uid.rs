@@ -158,3 +158,160 @@ fn one_user_at_its_connection_limit_does_not_lock_out_another() {
     theirs.quit();
     drop(mine);
 }
+
+/// Pings of a root connection on `d` for `dur`, one at a time: their round trips, sorted.
+fn bystander_pings(d: &Daemon, dur: std::time::Duration) -> Vec<std::time::Duration> {
+    let (mut s, mut dec) = common::hello(d, "bystander");
+    let end = std::time::Instant::now() + dur;
+    let mut rtts = Vec::new();
+    let mut seq = 10;
+    while std::time::Instant::now() < end {
+        let t0 = std::time::Instant::now();
+        seq += 1;
+        common::send(&mut s, seq, preempt_sched::proto::Request::Ping {});
+        loop {
+            match common::recv(&mut s, &mut dec) {
+                Some(preempt_sched::proto::Notice::Pong { re }) if re == seq => break,
+                Some(_) => {}
+                None => panic!("the bystander's connection ended"),
+            }
+        }
+        rtts.push(t0.elapsed());
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    rtts.sort_unstable();
+    rtts
+}
+
+#[test]
+fn another_user_flooding_from_many_connections_does_not_slow_root() {
+    let Some((uid, gid)) = other_user() else { return };
+    let dir = temp_dir("uidflood");
+    let d = Daemon::start(&dir, &["--allow-uid", &uid.to_string()]);
+    std::fs::set_permissions(&d.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let storm = reachable(&dir, common::example("storm").to_str().unwrap());
+    let mut attack = as_user(uid, gid, &storm)
+        .args(["pings", "--clients", "200", "--seconds", "4", "--socket"])
+        .arg(&d.socket)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let rtts = bystander_pings(&d, std::time::Duration::from_secs(3));
+    let _ = attack.wait();
+    let p50 = rtts[rtts.len() / 2];
+    eprintln!(
+        "host: root's ping p50 {p50:?}, max {:?} ({} pings) while uid {uid} flooded from 200 connections",
+        rtts.last().unwrap(),
+        rtts.len()
+    );
+    // Before: fairness was per connection, and 200 connections of one user took 200 shares.
+    assert!(p50 < std::time::Duration::from_millis(20), "root's ping p50 {p50:?}");
+}
+
+#[test]
+fn another_user_cannot_register_more_streams_than_its_share_nor_stall_root_with_them() {
+    let Some((uid, gid)) = other_user() else { return };
+    let dir = temp_dir("uidspan");
+    let d = Daemon::start(
+        &dir,
+        &[
+            "--allow-uid",
+            &uid.to_string(),
+            "--max-streams-per-uid",
+            "4096",
+            "--ack-timeout-ms",
+            "40",
+        ],
+    );
+    std::fs::set_permissions(&d.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let storm = reachable(&dir, common::example("storm").to_str().unwrap());
+    let attack = as_user(uid, gid, &storm)
+        .args([
+            "span",
+            "--clients",
+            "5",
+            "--streams",
+            "1024",
+            "--seconds",
+            "4",
+            "--socket",
+        ])
+        .arg(&d.socket)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let rtts = bystander_pings(&d, std::time::Duration::from_secs(2));
+    let out = attack.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The fifth client's registrations are refused (and after 64 refusals it is closed).
+    assert!(text.contains("span: 4096 streams registered, 65 refused"), "{text}");
+    let max = *rtts.last().unwrap();
+    eprintln!(
+        "host: root's ping p50 {:?}, max {max:?} while uid {uid} flipped a block over its 4096 streams",
+        rtts[rtts.len() / 2]
+    );
+    assert!(max < std::time::Duration::from_secs(1), "root's ping took {max:?}");
+}
+
+#[test]
+fn a_socket_path_through_another_users_directory_is_refused() {
+    let Some((uid, gid)) = other_user() else { return };
+    let dir = temp_dir("ancestors");
+    // evil/ is the other user's; run/ inside it is root's, 0755: the immediate directory looks
+    // right, but the other user may rename run/ away and put a symlink in its place.
+    let evil = dir.join("evil");
+    std::fs::create_dir(&evil).unwrap();
+    std::fs::create_dir(evil.join("run")).unwrap();
+    nix::unistd::chown(&evil, Some(uid.into()), Some(gid.into())).unwrap();
+    let out = Command::new(common::DAEMON)
+        .arg("--socket")
+        .arg(evil.join("run/s.sock"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} (on the way to the socket's directory) is owned by uid {uid}",
+            evil.display()
+        )),
+        "{err}"
+    );
+    assert!(!evil.join("run/s.sock").exists());
+}
+
+#[test]
+fn other_users_filling_every_slot_do_not_lock_out_the_owner() {
+    let Some((uid, gid)) = other_user() else { return };
+    let dir = temp_dir("reserve");
+    let d = Daemon::start(
+        &dir,
+        &[
+            "--allow-uid",
+            &uid.to_string(),
+            "--max-clients",
+            "3",
+            "--max-per-uid",
+            "8",
+        ],
+    );
+    std::fs::set_permissions(&d.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let client = reachable(&dir, common::CLIENT.to_str().unwrap());
+    let theirs: Vec<Client> = (0..3)
+        .map(|_| Client::spawn_with(as_user(uid, gid, &client), &d.socket, &["--lp", "0"]).expect_ready())
+        .collect();
+    // A fourth of theirs is refused; root still gets in.
+    let mut fourth = Client::spawn_with(as_user(uid, gid, &client), &d.socket, &["--lp", "0"]);
+    assert_eq!(fourth.exit_status().code(), Some(1));
+    assert!(
+        fourth.stderr_text().contains("clients connected already"),
+        "{}",
+        fourth.stderr_text()
+    );
+    let mut root = Client::spawn(&d.socket, &["--lp", "0"]);
+    assert_eq!(root.cmd("connected"), "connected true");
+    root.quit();
+    drop(theirs);
+}

@@ -39,8 +39,9 @@ pub(super) const FRAMES_PER_TURN: usize = 32;
 /// more than a slice leaves a debt that the uid's next turns pay off before its next frame.
 const WORK_PER_TURN: i64 = 8192;
 
-/// What one frame costs the budget besides its plan work (decoding, the reply).
-const FRAME_COST: i64 = 16;
+/// What one frame costs the budget besides its plan work (decoding, the reply): a uid gets at
+/// most 128 frames a turn, far more than a well-behaved process sends (a block is two).
+const FRAME_COST: i64 = 64;
 
 /// Connections the daemon's own user and root may have beyond `--max-clients`: other users
 /// filling every slot do not lock out the node's owner.
@@ -79,8 +80,11 @@ struct Server<'a> {
     /// Connections with bytes to decode, in the order they are served: those that waited first
     /// (their turn ran out, or their uid's allowance), then those that became readable. Every
     /// connection of a uid gets its turn in this order, so a flood from one connection waits
-    /// behind the others rather than ahead of them.
+    /// behind the others rather than ahead of them; and clients that said hello and were never
+    /// refused go before the rest (new connections, refused ones): a user's connection churn
+    /// and garbage do not delay that user's own well-behaved clients.
     queue: VecDeque<ClientId>,
+    refused_queue: VecDeque<ClientId>,
     queued: BTreeSet<ClientId>,
     /// Connections with bytes to write.
     dirty: BTreeSet<ClientId>,
@@ -124,6 +128,7 @@ pub fn serve(listening: &Listening, cfg: &Config, log: &mut dyn FnMut(&str)) -> 
         next_id: 1,
         closing: Vec::new(),
         queue: VecDeque::new(),
+        refused_queue: VecDeque::new(),
         queued: BTreeSet::new(),
         dirty: BTreeSet::new(),
         per_uid: BTreeMap::new(),
@@ -207,7 +212,7 @@ impl Server<'_> {
     /// How long the next wait may sleep: not at all with frames left over, else until the
     /// next deadline (rounded up: a deadline 0.3 ms away is not a busy loop of zero timeouts).
     fn timeout(&self) -> EpollTimeout {
-        if !self.queue.is_empty() {
+        if !self.queue.is_empty() || !self.refused_queue.is_empty() {
             return EpollTimeout::ZERO;
         }
         let now = Instant::now();
@@ -325,15 +330,25 @@ impl Server<'_> {
         if let Turn::Closed(why) = conn.read_turn() {
             conn.eof = Some(why);
         }
+        self.enqueue(id);
+    }
+
+    fn enqueue(&mut self, id: ClientId) {
+        let Some(conn) = self.conns.get(&id) else { return };
         if self.queued.insert(id) {
-            self.queue.push_back(id);
+            if conn.refusals == 0 && self.plan.knows(id) {
+                self.queue.push_back(id);
+            } else {
+                self.refused_queue.push_back(id);
+            }
         }
     }
 
     /// One turn over the queue: each connection in it gets its share, in order; those left with
     /// frames (or skipped, their uid's allowance spent) are queued again, the skipped first.
     fn decode_queue(&mut self) {
-        let order: Vec<ClientId> = self.queue.drain(..).collect();
+        let mut order: Vec<ClientId> = self.queue.drain(..).collect();
+        order.extend(self.refused_queue.drain(..));
         self.queued.clear();
         let (mut skipped, mut again) = (Vec::new(), Vec::new());
         for id in order {
@@ -349,8 +364,8 @@ impl Server<'_> {
             }
         }
         for id in skipped.into_iter().chain(again) {
-            if self.conns.get(&id).is_some_and(|c| !c.closing && c.eof.is_none()) && self.queued.insert(id) {
-                self.queue.push_back(id);
+            if self.conns.get(&id).is_some_and(|c| !c.closing && c.eof.is_none()) {
+                self.enqueue(id);
             }
         }
     }
