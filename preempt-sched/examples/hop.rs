@@ -7,11 +7,15 @@
 //! ```sh
 //! cargo build --release -p preempt-sched -p host-device --examples --bins
 //! target/release/examples/hop --samples 2000 --lp-clients 1
-//! target/release/examples/hop --samples 2000 --idle 1000 --flood   # under attack
+//! target/release/examples/hop --samples 2000 --idle 1000 --flood          # under attack
+//! target/release/examples/hop --samples 2000 --attack-as 65534 --idle 1000  # by another user (root)
 //! ```
 //! `--idle N` opens N connections that say hello and stay silent before the daemon's hop is
 //! measured; `--flood` has one allowed client send 16,000 empty frames per connection,
-//! reconnecting, all the while (the attacks the daemon must shrug off).
+//! reconnecting, all the while (the attacks the daemon must shrug off). Both come from this
+//! process's uid, whose own new connections a flood delays (the daemon serves each uid in turn);
+//! `--attack-as UID` runs both as that user instead (`storm attack`, through `setpriv`; the
+//! daemon then admits it and its socket is made reachable), the case the daemon is built for.
 //! Needs `preempt-sched`, `examples/preempt-sched-client` and `preempt-host-worker` in the example's
 //! directory (cargo's `target/<profile>/`).
 use preempt_api::sched::hop::{Daemon, time_enters};
@@ -44,6 +48,49 @@ fn idle(socket: &Path, n: usize) -> Result<Vec<UnixStream>, Box<dyn std::error::
             Ok(s)
         })
         .collect()
+}
+
+/// The attacking process, killed when dropped (also when the measurement fails).
+struct Attacker(Option<std::process::Child>);
+
+impl Drop for Attacker {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// With `--attack-as UID`: the daemon's directory and socket made reachable, and `storm attack`
+/// started as that user (idle connections, then the flood), given a moment to connect.
+fn attack_as(
+    dir: &Path,
+    socket: &Path,
+    idle: usize,
+) -> Result<Option<std::process::Child>, Box<dyn std::error::Error>> {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(uid) = std::env::args()
+        .position(|a| a == "--attack-as")
+        .map(|_| arg("--attack-as", 0))
+    else {
+        return Ok(None);
+    };
+    let parent = socket.parent().ok_or("the socket has no directory")?;
+    std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o711))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o666))?;
+    let child = Command::new("setpriv")
+        .arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .args(["--clear-groups", "--"])
+        .arg(dir.join("examples").join("storm"))
+        .args(["attack", "--seconds", "600", "--idle", &idle.to_string(), "--socket"])
+        .arg(socket)
+        .stdout(Stdio::null())
+        .spawn()?;
+    // Its idle connections first, then the flood: give them a moment.
+    std::thread::sleep(std::time::Duration::from_millis(500 + 2 * idle as u64));
+    Ok(Some(child))
 }
 
 /// One allowed client flooding until `stop`: 16,000 empty frames a connection, reconnecting.
@@ -114,22 +161,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Across processes: a daemon, `lp_clients` LP processes, this process as the HP side.
     let idle_n = arg("--idle", 0);
-    let daemon = Daemon::start_with(
-        &dir.join("preempt-sched"),
-        &[
-            "--max-clients",
-            "4096",
-            "--max-per-uid",
-            "4096",
-            "--ack-timeout-ms",
-            "10000",
-            "--block-silence-ms",
-            "60000",
-        ],
-    )?;
-    let _idle = idle(daemon.socket(), idle_n)?;
+    let attacker_uid = std::env::args()
+        .position(|a| a == "--attack-as")
+        .map(|_| arg("--attack-as", 0).to_string());
+    let mut daemon_args = vec!["--ack-timeout-ms", "10000", "--block-silence-ms", "60000"];
+    match &attacker_uid {
+        // Another user: the daemon's defaults hold it (256 connections per uid).
+        Some(uid) => daemon_args.extend(["--allow-uid", uid.as_str()]),
+        // The flood and the idle connections are this process's uid: room for them.
+        None => daemon_args.extend(["--max-clients", "16000", "--max-per-uid", "16000"]),
+    }
+    let daemon = Daemon::start_with(&dir.join("preempt-sched"), &daemon_args)?;
+    let attacker = Attacker(attack_as(&dir, daemon.socket(), idle_n)?);
+    let _idle = if attacker.0.is_some() {
+        Vec::new()
+    } else {
+        idle(daemon.socket(), idle_n)?
+    };
     let stop = Arc::new(AtomicBool::new(false));
-    let flooder = flag("--flood").then(|| flood(daemon.socket().to_path_buf(), Arc::clone(&stop)));
+    let flooder =
+        (flag("--flood") && attacker.0.is_none()).then(|| flood(daemon.socket().to_path_buf(), Arc::clone(&stop)));
     let mut clients = Vec::new();
     for _ in 0..lp_clients {
         let mut c = Command::new(dir.join("examples").join("preempt-sched-client"))
@@ -157,6 +208,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     hp.close()?;
     stop.store(true, Ordering::Relaxed);
     let flooded = flooder.map(|f| f.join().unwrap_or(0));
+    if attacker.0.is_some() {
+        drop(attacker);
+        println!(
+            "  (the idle connections and the flood came from uid {} through storm attack)",
+            arg("--attack-as", 0)
+        );
+    }
     for mut c in clients {
         if let Some(mut i) = c.stdin.take() {
             let _ = writeln!(i, "quit");

@@ -6,8 +6,9 @@
 //!   `enter` latency meanwhile.
 //! - `flood`: one allowed client sends 16,000 empty frames per connection, reconnecting, for
 //!   `--seconds`: the daemon's CPU share and its log lines per flooding connection.
-//! - `pings --socket PATH` and `span --socket PATH`: attacks on a daemon already running (the
-//!   tests run them as another user): `--clients` connections keeping their sockets full of
+//! - `pings --socket PATH`, `span --socket PATH` and `attack --socket PATH`: attacks on a
+//!   daemon already running (the tests and `examples/hop.rs --attack-as` run them as another
+//!   user); `attack`: `--idle` connections that say hello and stay silent, and a garbage flood: `--clients` connections keeping their sockets full of
 //!   pings; or `--clients` clients registering `--streams` streams each at priority 0 (printing
 //!   how many were refused) while one more enters and leaves blocks of priority 1 as fast as it
 //!   can, never acknowledging an order. Each runs `--seconds`.
@@ -181,7 +182,7 @@ fn register(socket: &Path, clients: u64, streams: u64) {
             let t0 = Instant::now();
             hp.send(Request::Enter { priority: 1 });
             while !matches!(hp.recv(), Notice::Entered { .. }) {}
-            lat.push(t0.elapsed());
+            lat.push((t0, t0.elapsed()));
             hp.send(Request::Leave { priority: 1 });
             while !matches!(hp.recv(), Notice::Done { .. }) {}
         }
@@ -194,14 +195,20 @@ fn register(socket: &Path, clients: u64, streams: u64) {
     let took = t0.elapsed();
     done.store(true, Ordering::Relaxed);
     let lat = hp_thread.join().unwrap();
+    // Only the blocks that started while the registrations ran.
+    let during: Vec<Duration> = lat
+        .into_iter()
+        .filter(|&(at, _)| at >= t0 && at <= t0 + took)
+        .map(|(_, d)| d)
+        .collect();
     println!("host figures (protocol-level clients, no device work)");
     println!(
         "{clients} clients x {streams} streams registered in {:.3} s in all",
         took.as_secs_f64()
     );
     println!(
-        "HP enter (suspending one LP stream) meanwhile and for 200 ms before: {}",
-        pct(lat)
+        "HP enter (suspending one LP stream) while they registered: {}",
+        pct(during)
     );
     drop(conns);
 }
@@ -271,6 +278,39 @@ fn pings(socket: &Path, clients: u64, seconds: u64) {
     println!("pings: {clients} connections for {seconds} s");
 }
 
+/// `idle` connections that say hello and stay silent, and one client flooding 16,000 empty
+/// frames per connection, reconnecting, for `seconds` (what `examples/hop.rs --attack-as`
+/// runs as another user).
+fn attack(socket: &Path, idle: u64, seconds: u64) {
+    let held: Vec<Conn> = (0..idle)
+        .filter_map(|i| Conn::try_hello(socket, &format!("idle {i}")))
+        .collect();
+    println!("attack: {} idle connections", held.len());
+    let frames = vec![0u8; 16_000 * 4];
+    let end = Instant::now() + Duration::from_secs(seconds);
+    let mut conns = 0u64;
+    while Instant::now() < end {
+        let mut s = match UnixStream::connect(socket) {
+            Ok(s) => s,
+            // The daemon is gone (its socket removed or closed): so is the attack.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+                ) =>
+            {
+                break;
+            }
+            Err(_) => continue,
+        };
+        let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+        let _ = s.write_all(&frames);
+        conns += 1;
+    }
+    println!("attack: {conns} flooding connections");
+    drop(held);
+}
+
 /// Many streams below one toggling block, never acknowledged.
 fn span(socket: &Path, clients: u64, streams: u64, seconds: u64) {
     let (mut registered, mut refused) = (0u64, 0u64);
@@ -327,6 +367,7 @@ fn main() {
         let socket = PathBuf::from(socket);
         match mode.as_str() {
             "pings" => pings(&socket, arg("--clients", 64), arg("--seconds", 5)),
+            "attack" => attack(&socket, arg("--idle", 1000), arg("--seconds", 5)),
             "span" => span(
                 &socket,
                 arg("--clients", 16),

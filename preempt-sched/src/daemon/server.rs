@@ -50,6 +50,9 @@ pub(super) const RESERVED: usize = 32;
 /// Events taken from epoll per turn (the rest stay ready for the next).
 const EVENTS: usize = 256;
 
+/// Connections accepted per turn.
+const ACCEPTS_PER_TURN: usize = 16;
+
 /// The longest sleep of the loop with nothing to wait for.
 const IDLE: Duration = Duration::from_secs(1);
 
@@ -229,8 +232,10 @@ impl Server<'_> {
     }
 
     fn accept(&mut self, listening: &Listening) {
-        // At most as many as one turn's events: a connect flood waits its turn like the rest.
-        for _ in 0..EVENTS {
+        // A few per turn: a connect flood waits in the kernel's listen backlog (where a full
+        // backlog costs the daemon nothing) instead of making every turn long for the clients
+        // already connected.
+        for _ in 0..ACCEPTS_PER_TURN {
             let stream = match listening.listener.accept() {
                 Ok((s, _)) => s,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
@@ -315,6 +320,7 @@ impl Server<'_> {
     }
 
     fn serve_conn(&mut self, id: ClientId, ev: EpollFlags) {
+        self.visits += 1;
         let Some(conn) = self.conns.get_mut(&id) else { return };
         if conn.closing {
             return;
@@ -344,75 +350,90 @@ impl Server<'_> {
         }
     }
 
-    /// One turn over the queue: each connection in it gets its share, in order; those left with
-    /// frames (or skipped, their uid's allowance spent) are queued again, the skipped first.
+    /// One turn over the queue, in passes of one frame per connection (at most
+    /// [`FRAMES_PER_TURN`] passes): a frame that waits behind others waits for one frame of each
+    /// busy connection, not for their whole share (an HP process's `enter` is not queued behind
+    /// thousands of another process's registrations). Those left with frames, or skipped (their
+    /// uid's allowance spent), are queued again, the skipped first.
     fn decode_queue(&mut self) {
-        let mut order: Vec<ClientId> = self.queue.drain(..).collect();
-        order.extend(self.refused_queue.drain(..));
+        let mut active: Vec<ClientId> = self.queue.drain(..).collect();
+        active.extend(self.refused_queue.drain(..));
         self.queued.clear();
         let (mut skipped, mut again) = (Vec::new(), Vec::new());
-        for id in order {
-            match self.decode(id) {
-                Decoded::Skipped => skipped.push(id),
-                Decoded::More => again.push(id),
-                Decoded::Done => {}
+        for pass in 0..FRAMES_PER_TURN {
+            let mut next = Vec::new();
+            for id in std::mem::take(&mut active) {
+                match self.decode(id) {
+                    Decoded::Skipped if pass == 0 => skipped.push(id),
+                    Decoded::Skipped => again.push(id),
+                    Decoded::More => next.push(id),
+                    Decoded::Done => {
+                        // Its end of stream, and nothing whole left to serve (a truncated frame
+                        // at most: the closing line says so).
+                        if let Some(conn) = self.conns.get_mut(&id)
+                            && let Some(why) = conn.eof.take()
+                        {
+                            self.closing.push((id, why));
+                        }
+                    }
+                }
             }
-            if let Some(conn) = self.conns.get_mut(&id)
-                && let Some(why) = conn.eof.take()
-            {
-                self.closing.push((id, why));
+            if next.is_empty() {
+                break;
             }
+            active = next;
         }
+        again.extend(active);
         for id in skipped.into_iter().chain(again) {
-            if self.conns.get(&id).is_some_and(|c| !c.closing && c.eof.is_none()) {
+            let Some(conn) = self.conns.get_mut(&id) else { continue };
+            if let Some(why) = conn.eof.take() {
+                // Its end of stream: this turn's share of what it sent was served.
+                self.closing.push((id, why));
+            } else if !conn.closing {
                 self.enqueue(id);
             }
         }
     }
 
-    /// Acts on at most [`FRAMES_PER_TURN`] of the connection's frames, and on none once its
-    /// uid's allowance for the turn is spent.
+    /// Acts on the connection's next frame, unless its uid's allowance for the turn is spent.
     fn decode(&mut self, id: ClientId) -> Decoded {
         let Some(uid) = self.conns.get(&id).map(|c| c.peer.uid) else {
             return Decoded::Done;
         };
-        self.visits += 1;
-        for n in 0..FRAMES_PER_TURN {
-            if self.allowance.get(&uid).copied().unwrap_or(WORK_PER_TURN) <= 0 {
-                return if n == 0 { Decoded::Skipped } else { Decoded::More };
-            }
-            let Some(conn) = self.conns.get_mut(&id) else {
-                return Decoded::Done;
-            };
-            if conn.closing {
-                return Decoded::Done;
-            }
-            let payload = match conn.decoder.next_frame() {
-                Ok(Some(p)) => p,
-                Ok(None) => return Decoded::Done,
-                Err(e) => {
-                    let e = ProtoError::new(Code::TooLarge, e.to_string());
-                    self.refuse(id, None, e);
-                    return Decoded::Done;
-                }
-            };
-            let now = Instant::now();
-            let before = self.plan.work();
-            self.plan.heard(id, now);
-            let mut out = Vec::new();
-            match decode_request(&payload) {
-                Ok(f) => {
-                    if let Err(e) = self.request(id, f.seq, f.msg, now, &mut out) {
-                        self.refuse(id, Some(f.seq), e);
-                    }
-                }
-                Err((seq, e)) => self.refuse(id, seq, e),
-            }
-            let cost = i64::try_from(self.plan.work() - before).unwrap_or(i64::MAX);
-            let a = self.allowance.entry(uid).or_insert(WORK_PER_TURN);
-            *a = a.saturating_sub(cost.saturating_add(FRAME_COST));
-            self.dispatch(out, None);
+        if self.allowance.get(&uid).copied().unwrap_or(WORK_PER_TURN) <= 0 {
+            return Decoded::Skipped;
         }
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return Decoded::Done;
+        };
+        if conn.closing {
+            return Decoded::Done;
+        }
+        let payload = match conn.decoder.next_frame() {
+            Ok(Some(p)) => p,
+            Ok(None) => return Decoded::Done,
+            Err(e) => {
+                let e = ProtoError::new(Code::TooLarge, e.to_string());
+                self.refuse(id, None, e);
+                return Decoded::Done;
+            }
+        };
+        let now = Instant::now();
+        let before = self.plan.work();
+        self.plan.heard(id, now);
+        let mut out = Vec::new();
+        match decode_request(&payload) {
+            Ok(f) => {
+                if let Err(e) = self.request(id, f.seq, f.msg, now, &mut out) {
+                    self.refuse(id, Some(f.seq), e);
+                }
+            }
+            Err((seq, e)) => self.refuse(id, seq, e),
+        }
+        let cost = i64::try_from(self.plan.work() - before).unwrap_or(i64::MAX);
+        let a = self.allowance.entry(uid).or_insert(WORK_PER_TURN);
+        *a = a.saturating_sub(cost.saturating_add(FRAME_COST));
+        self.dispatch(out, None);
         if self
             .conns
             .get(&id)

@@ -66,40 +66,47 @@ fn tick(shared: &Shared) -> Duration {
     (shared.opts.lease / 4).max(Duration::from_millis(1))
 }
 
-/// Connects without blocking: a daemon whose listen backlog is full (hung, or flooded) is a
-/// failed attempt at once (EAGAIN), never a `connect()` that blocks the link thread, and with it
-/// `close`.
-fn connect_now(path: &Path) -> Result<UnixStream, String> {
-    let fd = socket(
-        AddressFamily::Unix,
-        SockType::Stream,
-        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
-        None,
-    )
-    .map_err(|e| format!("socket: {e}"))?;
+/// Connects without blocking: a daemon whose listen backlog is full (hung, or flooded) is
+/// tried again every millisecond until `deadline` (or the client closes), never a `connect()`
+/// that blocks the link thread, and with it `close`, for longer.
+fn connect_now(path: &Path, shared: &Shared, deadline: Instant) -> Result<UnixStream, String> {
     let addr = UnixAddr::new(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    match sys_connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &addr) {
-        Ok(()) => {}
-        Err(Errno::EAGAIN) => {
-            return Err(format!(
-                "connecting to {}: the daemon accepts no connection (its backlog is full: hung or flooded)",
-                path.display()
-            ));
+    loop {
+        let fd = socket(
+            AddressFamily::Unix,
+            SockType::Stream,
+            SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .map_err(|e| format!("socket: {e}"))?;
+        match sys_connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &addr) {
+            Ok(()) => {
+                let stream = UnixStream::from(fd);
+                stream
+                    .set_nonblocking(false)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                return Ok(stream);
+            }
+            Err(Errno::EAGAIN) if Instant::now() < deadline && !shared.stop.load(Ordering::Acquire) => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(Errno::EAGAIN) => {
+                return Err(format!(
+                    "connecting to {}: the daemon accepts no connection (its backlog is full: hung or flooded)",
+                    path.display()
+                ));
+            }
+            Err(e) => return Err(format!("connecting to {}: {}", path.display(), std::io::Error::from(e))),
         }
-        Err(e) => return Err(format!("connecting to {}: {}", path.display(), std::io::Error::from(e))),
     }
-    let stream = UnixStream::from(fd);
-    stream
-        .set_nonblocking(false)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(stream)
 }
 
 /// Connects, checks the daemon's uid, says hello, waits for the welcome, installs the writer
 /// and replays the state.
 fn connect(shared: &Arc<Shared>) -> Result<(UnixStream, Decoder), String> {
     let path = &shared.path;
-    let mut stream = connect_now(path)?;
+    let deadline = Instant::now() + shared.opts.reply_timeout;
+    let mut stream = connect_now(path, shared, deadline)?;
     // Who listens there: a daemon of another user (a socket planted at a shared path) would
     // otherwise receive this process's hello and suspend its streams at will.
     trust::check_daemon(&stream, path, &shared.opts.trusted_uids)?;
@@ -123,7 +130,6 @@ fn connect(shared: &Arc<Shared>) -> Result<(UnixStream, Decoder), String> {
         }
         return Err(io(e));
     }
-    let deadline = Instant::now() + shared.opts.reply_timeout;
     let pid = loop {
         if shared.stop.load(Ordering::Acquire) {
             return Err("the client closed".into());
