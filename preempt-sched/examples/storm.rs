@@ -3,7 +3,8 @@
 //! - `register`: `--clients` clients each register `--streams` streams at once (priority 5),
 //!   while an HP client enters and leaves blocks of priority 1 over one LP client's stream (which
 //!   acknowledges every order at once): how long the registrations take in all, and the HP
-//!   `enter` latency meanwhile.
+//!   `enter` latency meanwhile. The registering clients are threads of this process, or with
+//!   `--registrars-as UID` (as root) another process of that user (`storm registrars`).
 //! - `flood`: one allowed client sends 16,000 empty frames per connection, reconnecting, for
 //!   `--seconds`: the daemon's CPU share and its log lines per flooding connection.
 //! - `pings --socket PATH`, `span --socket PATH` and `attack --socket PATH`: attacks on a
@@ -100,6 +101,12 @@ fn daemon(dir: &Path, log: &Path) -> (Child, PathBuf) {
             "--max-streams-per-uid",
             "1048576",
         ])
+        .args(
+            std::env::args()
+                .position(|a| a == "--registrars-as")
+                .map(|_| vec!["--allow-uid".to_owned(), arg("--registrars-as", 0).to_string()])
+                .unwrap_or_default(),
+        )
         .stdin(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
@@ -108,6 +115,12 @@ fn daemon(dir: &Path, log: &Path) -> (Child, PathBuf) {
     while UnixStream::connect(&socket).is_err() {
         assert!(Instant::now() < end, "the daemon did not start");
         std::thread::sleep(Duration::from_millis(5));
+    }
+    if std::env::args().any(|a| a == "--registrars-as") {
+        // Reachable by the other user (who is admitted by --allow-uid).
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).unwrap();
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     }
     (child, socket)
 }
@@ -134,27 +147,12 @@ fn pct(mut v: Vec<Duration>) -> String {
     )
 }
 
-fn register(socket: &Path, clients: u64, streams: u64) {
-    // The LP client: one stream below the HP blocks, every order acknowledged at once.
-    let mut lp = Conn::hello(socket, "lp");
-    lp.send(Request::Register { stream: 1, priority: 0 });
-    assert!(matches!(lp.recv(), Notice::Done { .. }));
-    std::thread::spawn(move || {
-        while let Some(n) = lp.try_recv() {
-            if let Notice::Order { order, .. } = n {
-                lp.send(Request::Ack {
-                    order,
-                    ok: true,
-                    error: None,
-                });
-            }
-        }
-    });
-    let done = Arc::new(AtomicBool::new(false));
-    let go = Arc::new(Barrier::new(usize::try_from(clients).unwrap() + 1));
+/// `clients` connections registering `streams` streams each at priority 5, all sent at once
+/// after `go`; returns them once every registration is answered, and how long that took.
+fn registrars(socket: &Path, clients: u64, streams: u64, go: &Arc<Barrier>) -> (Vec<Conn>, Duration) {
     let regs: Vec<_> = (0..clients)
         .map(|i| {
-            let (socket, go) = (socket.to_path_buf(), Arc::clone(&go));
+            let (socket, go) = (socket.to_path_buf(), Arc::clone(go));
             std::thread::spawn(move || {
                 let mut c = Conn::hello(&socket, &format!("registrar {i}"));
                 let mut all = Vec::new();
@@ -174,6 +172,29 @@ fn register(socket: &Path, clients: u64, streams: u64) {
             })
         })
         .collect();
+    go.wait();
+    let t0 = Instant::now();
+    let conns = regs.into_iter().map(|r| r.join().unwrap()).collect();
+    (conns, t0.elapsed())
+}
+
+fn register(socket: &Path, clients: u64, streams: u64, storm: &Path) {
+    // The LP client: one stream below the HP blocks, every order acknowledged at once.
+    let mut lp = Conn::hello(socket, "lp");
+    lp.send(Request::Register { stream: 1, priority: 0 });
+    assert!(matches!(lp.recv(), Notice::Done { .. }));
+    std::thread::spawn(move || {
+        while let Some(n) = lp.try_recv() {
+            if let Notice::Order { order, .. } = n {
+                lp.send(Request::Ack {
+                    order,
+                    ok: true,
+                    error: None,
+                });
+            }
+        }
+    });
+    let done = Arc::new(AtomicBool::new(false));
     let mut hp = Conn::hello(socket, "hp");
     let hp_done = Arc::clone(&done);
     let hp_thread = std::thread::spawn(move || {
@@ -189,10 +210,36 @@ fn register(socket: &Path, clients: u64, streams: u64) {
         lat
     });
     std::thread::sleep(Duration::from_millis(200));
-    let t0 = Instant::now();
-    go.wait();
-    let conns: Vec<Conn> = regs.into_iter().map(|r| r.join().unwrap()).collect();
-    let took = t0.elapsed();
+    let as_user = std::env::args().any(|a| a == "--registrars-as");
+    let (t0, took, who) = if as_user {
+        // Another user's processes register: the HP client's uid has its own allowance.
+        let uid = arg("--registrars-as", 0);
+        let t0 = Instant::now();
+        let out = Command::new("setpriv")
+            .arg(format!("--reuid={uid}"))
+            .arg(format!("--regid={uid}"))
+            .args(["--clear-groups", "--"])
+            .arg(storm)
+            .args([
+                "registrars",
+                "--clients",
+                &clients.to_string(),
+                "--streams",
+                &streams.to_string(),
+                "--socket",
+            ])
+            .arg(socket)
+            .output()
+            .expect("setpriv runs storm");
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        (t0, t0.elapsed(), format!("uid {uid}, another process"))
+    } else {
+        let go = Arc::new(Barrier::new(usize::try_from(clients).unwrap() + 1));
+        let t0 = Instant::now();
+        let (conns, took) = registrars(socket, clients, streams, &go);
+        drop(conns);
+        (t0, took, "the HP client's uid, threads of its process".to_owned())
+    };
     done.store(true, Ordering::Relaxed);
     let lat = hp_thread.join().unwrap();
     // Only the blocks that started while the registrations ran.
@@ -203,14 +250,13 @@ fn register(socket: &Path, clients: u64, streams: u64) {
         .collect();
     println!("host figures (protocol-level clients, no device work)");
     println!(
-        "{clients} clients x {streams} streams registered in {:.3} s in all",
+        "{clients} clients x {streams} streams registered in {:.3} s in all ({who})",
         took.as_secs_f64()
     );
     println!(
         "HP enter (suspending one LP stream) while they registered: {}",
         pct(during)
     );
-    drop(conns);
 }
 
 fn flood(pid: u32, socket: &Path, seconds: u64, log: &Path) {
@@ -368,6 +414,11 @@ fn main() {
         match mode.as_str() {
             "pings" => pings(&socket, arg("--clients", 64), arg("--seconds", 5)),
             "attack" => attack(&socket, arg("--idle", 1000), arg("--seconds", 5)),
+            "registrars" => {
+                let go = Arc::new(Barrier::new(usize::try_from(arg("--clients", 64)).unwrap() + 1));
+                let (_conns, took) = registrars(&socket, arg("--clients", 64), arg("--streams", 1024), &go);
+                println!("registrars: done in {:.3} s", took.as_secs_f64());
+            }
             "span" => span(
                 &socket,
                 arg("--clients", 16),
@@ -382,7 +433,12 @@ fn main() {
     let log = dir.join("daemon.log");
     let (mut child, socket) = daemon(&dir, &log);
     match mode.as_str() {
-        "register" => register(&socket, arg("--clients", 64), arg("--streams", 1024)),
+        "register" => register(
+            &socket,
+            arg("--clients", 64),
+            arg("--streams", 1024),
+            &std::env::current_exe().unwrap(),
+        ),
         "flood" => flood(child.id(), &socket, arg("--seconds", 10), &log),
         _ => eprintln!("usage: storm register [--clients N] [--streams N] | flood [--seconds N]"),
     }
