@@ -77,10 +77,11 @@ struct Queue {
 /// The HPF state: registered queues (each with a priority and whether it is suspended) and the
 /// active blocks (a multiset of priorities). See the [crate documentation](crate).
 ///
-/// **Cost.** Every call costs O(log n) plus the queues whose state it changes (and those left
-/// unsettled by [`Policy::failed`]), never a walk over every registered queue: the queues are
-/// also indexed by priority, and a change of the ceiling (the highest active block) touches only
-/// the priorities between the old and the new ceiling. A daemon that schedules tens of thousands
+/// **Cost.** Every call costs O(log n) plus the queues whose state it changes, plus at most
+/// [`RETRIES_PER_CALL`] queues left unsettled by [`Policy::failed`] (tried again in turn), never
+/// a walk over every registered queue: the queues are also indexed by priority, and a change of
+/// the ceiling (the highest active block) touches only the priorities between the old and the
+/// new ceiling. A daemon that schedules tens of thousands
 /// of queues across processes relies on it (one registration must not cost the node's whole
 /// plan). [`Policy::reconcile`] alone is a full walk; [`Policy::visited`] counts what each call
 /// examined, so that tests can hold the bound.
@@ -93,8 +94,16 @@ pub struct Policy<Q: Ord + Copy> {
     /// Queues whose recorded state differs from the rule (an action that failed); every
     /// other queue follows the rule.
     unsettled: BTreeSet<Q>,
+    /// Where the next call's retries of unsettled queues start (they are tried in turn).
+    retry_after: Option<Q>,
     visited: u64,
 }
+
+/// Unsettled queues one call tries again at most: whoever makes a call pays for a bounded part of
+/// the failures others caused (a daemon's client that fails every suspend of thousands of
+/// streams must not make every other client's request a walk over them); the rest wait for the
+/// next calls, in turn.
+pub const RETRIES_PER_CALL: usize = 64;
 
 impl<Q: Ord + Copy> Default for Policy<Q> {
     fn default() -> Self {
@@ -110,6 +119,7 @@ impl<Q: Ord + Copy> Policy<Q> {
             by_priority: BTreeMap::new(),
             active: BTreeMap::new(),
             unsettled: BTreeSet::new(),
+            retry_after: None,
             visited: 0,
         }
     }
@@ -167,7 +177,7 @@ impl<Q: Ord + Copy> Policy<Q> {
     }
 
     /// The actions after the ceiling moved from `old` to the current one: only the priorities
-    /// between the two change, plus the unsettled queues (tried again), in key order.
+    /// between the two change, plus some unsettled queues (tried again), in key order.
     fn moved(&mut self, old: Option<Priority>) -> Vec<Action<Q>> {
         let new = self.ceiling();
         let mut out = BTreeMap::new();
@@ -188,7 +198,27 @@ impl<Q: Ord + Copy> Policy<Q> {
                 self.settle(q, new, &mut out);
             }
         }
-        for q in self.unsettled.clone() {
+        let start = self.retry_after;
+        let after = match start {
+            Some(a) => self
+                .unsettled
+                .range((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)),
+            None => self.unsettled.range(..),
+        };
+        let mut retry: Vec<Q> = after.take(RETRIES_PER_CALL).copied().collect();
+        if retry.len() < RETRIES_PER_CALL {
+            // Wrapped around: from the first, up to where this turn started.
+            let more = RETRIES_PER_CALL - retry.len();
+            retry.extend(
+                self.unsettled
+                    .iter()
+                    .take_while(|&&q| start.is_some_and(|a| q <= a))
+                    .take(more)
+                    .copied(),
+            );
+        }
+        self.retry_after = retry.last().copied();
+        for q in retry {
             self.settle(q, new, &mut out);
         }
         out.into_values().collect()
@@ -226,10 +256,15 @@ impl<Q: Ord + Copy> Policy<Q> {
             s.suspended = suspended;
         }
         self.by_priority.entry(priority).or_default().insert(q);
-        // The new queue's place in the rule, and the unsettled ones tried again.
-        self.unsettled.insert(q);
+        // The new queue's place in the rule, and some unsettled ones tried again.
         let c = self.ceiling();
-        self.moved(c)
+        let mut out = BTreeMap::new();
+        self.settle(q, c, &mut out);
+        let mut actions = self.moved(c);
+        actions.extend(out.into_values());
+        actions.sort_by_key(|a| a.queue());
+        actions.dedup_by_key(|a| a.queue());
+        actions
     }
 
     fn forget_priority(&mut self, q: Q, priority: Priority) {
@@ -492,6 +527,35 @@ mod tests {
         let v = p.visited();
         assert_eq!(p.register(60_000, 0), vec![Suspend(60_000)]);
         assert_eq!(p.visited() - v, 1);
+    }
+
+    /// Thousands of failed actions are tried again a bounded batch per call, all in turn: a
+    /// call costs what it changes plus [`RETRIES_PER_CALL`], and no failed resume is forgotten.
+    #[test]
+    fn failures_are_retried_in_bounded_batches_and_all_in_turn() {
+        let mut p: Policy<u64> = Policy::new();
+        for q in 0..1000 {
+            p.register(q, 0);
+        }
+        let suspends = p.enter(1);
+        assert_eq!(suspends.len(), 1000);
+        let resumes = p.leave(1).unwrap();
+        for a in resumes {
+            p.failed(a); // every resume failed: all recorded suspended, none wanted so
+        }
+        assert!(!p.settled());
+        let mut calls = 0;
+        let mut retried = 0;
+        while !p.settled() {
+            let v = p.visited();
+            // A call that moves nothing (a block below every queue) pays for one batch.
+            retried += p.enter(-5).len();
+            retried += p.leave(-5).unwrap().len();
+            assert!(p.visited() - v <= 2 * RETRIES_PER_CALL as u64, "{}", p.visited() - v);
+            calls += 1;
+            assert!(calls < 100, "the failures are tried in turn");
+        }
+        assert_eq!(retried, 1000, "every failed resume tried again once");
     }
 
     /// Any interleaving of enters, leaves, registrations and failures keeps the invariant:

@@ -37,8 +37,9 @@ struct Args {
           value_parser = clap::value_parser!(u64).range(1..=65_536))]
     max_clients: u64,
     /// Streams registered by all the clients of one uid at most (1..=1048576): a block that
-    /// outranks a user's streams costs the daemon work in proportion.
-    #[arg(long, value_name = "N", default_value_t = 16_384, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    /// outranks a user's streams costs the daemon work in proportion, in one turn that every
+    /// other client waits for (4096 streams: a few milliseconds here).
+    #[arg(long, value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     max_streams_per_uid: u64,
     /// Connections of one uid at most (1..=65536): one user cannot take every slot (the
     /// daemon's own user and root have 32 more beyond --max-clients).
@@ -58,9 +59,11 @@ struct Args {
     block_silence_ms: u64,
 }
 
-/// The daemon's log on stderr, which it never waits for: stderr is made non-blocking, and a
-/// line that does not fit (a pipe nobody reads, `| less` paused, a terminal on Ctrl-S) is
-/// dropped and counted, said in the next line that fits. A failed write (stderr closed) is
+/// The daemon's log on stderr, which it does not wait for when stderr is a pipe or a socket:
+/// that is made non-blocking, and a line that does not fit (a pipe nobody reads, `| less`
+/// paused, a stalled journal) is dropped and counted, said in the next line that fits. A
+/// terminal is left blocking (its open file is the shell's too): a daemon run by hand in a
+/// terminal stopped with Ctrl-S waits until Ctrl-Q. A failed write (stderr closed) is
 /// ignored too: the daemon's work never depends on its log.
 struct Log {
     start: Instant,

@@ -58,7 +58,7 @@ pub struct Limits {
 }
 
 /// Default of [`Limits::streams_per_uid`].
-pub const DEFAULT_STREAMS_PER_UID: usize = 16_384;
+pub const DEFAULT_STREAMS_PER_UID: usize = 4096;
 
 /// Default of [`Limits::max_block`].
 pub const DEFAULT_MAX_BLOCK: Duration = Duration::from_secs(10);
@@ -298,6 +298,9 @@ impl Plan {
 
     fn settle(&mut self, w: u64, out: &mut Vec<Out>) {
         let Some(wait) = self.waits.remove(&w) else { return };
+        if let Some(k) = self.clients.get_mut(&wait.client) {
+            k.waits.remove(&w);
+        }
         self.timers.remove(&(wait.deadline, Timer::Wait(w)));
         for k in &wait.keys {
             if let Some(ws) = self.waiters.get_mut(k) {
@@ -441,6 +444,9 @@ impl Plan {
         let deadline = now + self.ack_timeout;
         if !keys.is_empty() {
             self.timers.insert((deadline, Timer::Wait(w)));
+        }
+        if let Some(k) = self.clients.get_mut(&c) {
+            k.waits.insert(w);
         }
         self.waits.insert(
             w,
@@ -621,12 +627,7 @@ impl Plan {
         let orders: Vec<u64> = client.orders.iter().copied().collect();
         let blocks: Vec<u64> = client.blocks.keys().copied().collect();
         // Its own waits go unanswered (nobody to answer).
-        let mine: Vec<u64> = self
-            .waits
-            .iter()
-            .filter(|(_, w)| w.client == c)
-            .map(|(&w, _)| w)
-            .collect();
+        let mine: Vec<u64> = client.waits.iter().copied().collect();
         for w in mine {
             if let Some(wait) = self.waits.remove(&w) {
                 for k in wait.keys {

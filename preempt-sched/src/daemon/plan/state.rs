@@ -23,6 +23,8 @@ pub(super) struct Client {
     pub late: usize,
     /// While it holds blocks: when it must have been heard from.
     pub silence: Option<Instant>,
+    /// Its `enter`s still waiting.
+    pub waits: BTreeSet<u64>,
 }
 
 impl Client {
@@ -36,6 +38,7 @@ impl Client {
             orders: BTreeSet::new(),
             late: 0,
             silence: None,
+            waits: BTreeSet::new(),
         }
     }
 
