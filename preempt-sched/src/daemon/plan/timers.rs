@@ -1,0 +1,217 @@
+//! Blocks and timers: entering and leaving blocks, the blocks a lease ends (held too long, or
+//! their client silent), the orders not acknowledged in time (their client stalled), and when
+//! the loop must call [`Plan::tick`] next.
+use super::state::{Timer, Waiting};
+use super::{ClientId, Out, Outcome, Plan, count};
+use crate::proto::Notice;
+use crate::proto::{Code, ProtoError};
+use hpf::Priority;
+use std::time::Instant;
+
+impl Plan {
+    /// Something was heard from `c`: a client holding blocks is not silent.
+    pub fn heard(&mut self, c: ClientId, now: Instant) {
+        let silence = self.limits.block_silence;
+        let Some(k) = self.clients.get_mut(&c) else { return };
+        if k.blocks.is_empty() {
+            return;
+        }
+        if let Some(old) = k.silence.replace(now + silence) {
+            self.timers.remove(&(old, Timer::Silence(c)));
+        }
+        self.timers.insert((now + silence, Timer::Silence(c)));
+    }
+
+    pub(super) fn enter(
+        &mut self,
+        c: ClientId,
+        seq: u64,
+        priority: Priority,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> Result<(), ProtoError> {
+        let held = self.clients.get(&c).map_or(0, |k| k.blocks.len());
+        if held >= self.limits.blocks_per_client {
+            return Err(ProtoError::new(
+                Code::Limit,
+                format!("at most {} active blocks per client", self.limits.blocks_per_client),
+            ));
+        }
+        let b = self.id();
+        self.blocks.insert(b, (c, priority));
+        self.timers.insert((now + self.limits.max_block, Timer::Block(b)));
+        if let Some(k) = self.clients.get_mut(&c) {
+            k.blocks.insert(b, (priority, now + self.limits.max_block));
+        }
+        self.heard(c, now);
+        let actions = self.policy.enter(priority);
+        self.apply(actions, now, out);
+        // It waits for every suspend still on its way, its own and earlier ones (the block must
+        // not start beside a stream that is not stopped yet), stalled clients' excepted.
+        let keys = self.in_flight.clone();
+        self.wait_work += u64::try_from(keys.len()).unwrap_or(u64::MAX);
+        let w = self.id();
+        for &k in &keys {
+            self.waiters.entry(k).or_default().insert(w);
+        }
+        // However many acks it waits for (a resume still on its way, then the suspend), it
+        // waits no longer than one ack timeout: a client that acknowledges just in time, every
+        // time, must not cost every block twice that.
+        let deadline = now + self.ack_timeout;
+        if !keys.is_empty() {
+            self.timers.insert((deadline, Timer::Wait(w)));
+        }
+        if let Some(k) = self.clients.get_mut(&c) {
+            k.waits.insert(w);
+        }
+        self.waits.insert(
+            w,
+            Waiting {
+                client: c,
+                re: seq,
+                keys,
+                deadline,
+                suspended: 0,
+                failed: 0,
+                late: 0,
+            },
+        );
+        if self.waits.get(&w).is_some_and(|x| x.keys.is_empty()) {
+            self.settle(w, out);
+        }
+        Ok(())
+    }
+
+    pub(super) fn leave(
+        &mut self,
+        c: ClientId,
+        seq: u64,
+        priority: Priority,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> Result<(), ProtoError> {
+        let Some(k) = self.clients.get_mut(&c) else {
+            return Ok(());
+        };
+        let oldest = k.blocks.iter().find(|(_, (p, _))| *p == priority).map(|(&b, _)| b);
+        match oldest {
+            Some(b) => self.end_block(b, now, out),
+            // The daemon ended it already (held too long, or its client silent): done.
+            None if k.forget_expired() => {}
+            None => {
+                return Err(ProtoError::new(
+                    Code::NotActive,
+                    format!("this client has no active block of priority {priority}"),
+                ));
+            }
+        }
+        out.push(Out::Send(c, Notice::Done { re: seq }));
+        Ok(())
+    }
+
+    /// Ends block `b`: the streams it alone kept suspended resume.
+    pub(super) fn end_block(&mut self, b: u64, now: Instant, out: &mut Vec<Out>) {
+        let Some((c, priority)) = self.blocks.remove(&b) else {
+            return;
+        };
+        if let Some(k) = self.clients.get_mut(&c)
+            && let Some((_, deadline)) = k.blocks.remove(&b)
+        {
+            self.timers.remove(&(deadline, Timer::Block(b)));
+            if k.blocks.is_empty()
+                && let Some(s) = k.silence.take()
+            {
+                self.timers.remove(&(s, Timer::Silence(c)));
+            }
+        }
+        // The client's record says the block is active, so hpf's does too.
+        let actions = self.policy.leave(priority).unwrap_or_default();
+        self.apply(actions, now, out);
+    }
+
+    /// Carries out what is due: late orders (their waits reply; their client is stalled), blocks
+    /// held too long, clients silent while holding blocks.
+    pub fn tick(&mut self, now: Instant, out: &mut Vec<Out>) {
+        while let Some(&(at, timer)) = self.timers.first() {
+            if at > now {
+                return;
+            }
+            self.timers.pop_first();
+            match timer {
+                Timer::Ack(n) => self.late(n, out),
+                Timer::Wait(w) => {
+                    // Past its ack timeout: what it still waits for counts as late.
+                    if let Some(wait) = self.waits.get_mut(&w) {
+                        wait.late += count(wait.keys.len());
+                        self.settle(w, out);
+                    }
+                }
+                Timer::Block(b) => {
+                    if let Some(&(c, p)) = self.blocks.get(&b) {
+                        out.push(Out::ClientLog(c, format!(
+                            "{}: a block of priority {p} was active for more than {} ms; ended (the streams it kept suspended resume)",
+                            self.who(c),
+                            self.limits.max_block.as_millis()
+                        )));
+                        self.expire(b, now, out);
+                    }
+                }
+                Timer::Silence(c) => {
+                    let Some(k) = self.clients.get_mut(&c) else { continue };
+                    k.silence = None;
+                    let blocks: Vec<u64> = k.blocks.keys().copied().collect();
+                    out.push(Out::ClientLog(c, format!(
+                        "{}: silent for more than {} ms while holding {} blocks; they end (the streams they kept suspended resume)",
+                        self.who(c),
+                        self.limits.block_silence.as_millis(),
+                        blocks.len()
+                    )));
+                    for b in blocks {
+                        self.expire(b, now, out);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn expire(&mut self, b: u64, now: Instant, out: &mut Vec<Out>) {
+        let most = self.limits.blocks_per_client;
+        if let Some(&(c, _)) = self.blocks.get(&b)
+            && let Some(k) = self.clients.get_mut(&c)
+        {
+            k.expire(most);
+        }
+        self.end_block(b, now, out);
+    }
+
+    pub(super) fn late(&mut self, n: u64, out: &mut Vec<Out>) {
+        let Some(o) = self.orders.get_mut(&n) else { return };
+        o.late = true;
+        let o = *o;
+        let Some(k) = self.clients.get_mut(&o.client) else {
+            return;
+        };
+        k.late += 1;
+        // One line per stall, not per order: a client with a thousand streams that stops
+        // acknowledging must not write a thousand lines.
+        if k.late == 1 {
+            out.push(Out::ClientLog(
+                o.client,
+                format!(
+                    "{}: order {n} ({:?} stream {}) not acknowledged within {} ms; not waiting for it; the client \
+                     is stalled: no block waits for its streams until it acknowledges",
+                    self.who(o.client),
+                    o.action,
+                    o.stream,
+                    self.ack_timeout.as_millis()
+                ),
+            ));
+            self.refresh_client(o.client, Some(Outcome::Late), out);
+        }
+    }
+
+    /// When [`Plan::tick`] has something to do next.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.timers.first().map(|&(at, _)| at)
+    }
+}
