@@ -124,32 +124,7 @@ fn a_flood_of_blocks_does_not_disconnect_a_reading_lp_client() {
     let dir = temp_dir("blockflood");
     let mut d = Daemon::start(&dir, &[]);
     // A well-behaved LP client: reads and acknowledges every order at once.
-    let (mut lp, mut dec) = hello(&d, "lp");
-    send(&mut lp, 2, Request::Register { stream: 1, priority: 0 });
-    let mut w = lp.try_clone().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut orders = 0;
-        let mut seq = 100;
-        while let Some(n) = recv(&mut lp, &mut dec) {
-            if let Notice::Order { order, .. } = n {
-                orders += 1;
-                seq += 1;
-                if w.write_all(&encode_request(
-                    seq,
-                    Request::Ack {
-                        order,
-                        ok: true,
-                        error: None,
-                    },
-                ))
-                .is_err()
-                {
-                    break;
-                }
-            }
-        }
-        orders
-    });
+    let reader = common::acker(&d, "lp", Duration::ZERO);
     // One client flips a block 20,000 times as fast as it can write.
     let mut flood = d.raw();
     let mut bytes = Vec::new();
@@ -190,7 +165,7 @@ fn a_flood_of_blocks_does_not_disconnect_a_reading_lp_client() {
     d.kill9();
     let orders = reader.join().unwrap();
     eprintln!("host: 40,000 enter/leave from one client cost the LP client {orders} orders");
-    assert!(orders >= 2 && orders % 2 == 0, "{orders}");
+    assert!(orders >= 2 && orders.is_multiple_of(2), "{orders}");
 }
 
 #[test]
@@ -448,30 +423,7 @@ fn a_client_that_acknowledges_just_in_time_costs_a_block_one_ack_timeout() {
     let dir = temp_dir("just-in-time");
     let d = Daemon::start(&dir, &["--ack-timeout-ms", "400"]);
     // An LP client that acknowledges every order 330 ms late: never late, always slow.
-    let (mut lp, mut dec) = hello(&d, "slow lp");
-    send(&mut lp, 2, Request::Register { stream: 1, priority: 0 });
-    let mut w = lp.try_clone().unwrap();
-    std::thread::spawn(move || {
-        let mut seq = 10;
-        while let Some(n) = recv(&mut lp, &mut dec) {
-            if let Notice::Order { order, .. } = n {
-                std::thread::sleep(Duration::from_millis(330));
-                seq += 1;
-                if w.write_all(&encode_request(
-                    seq,
-                    Request::Ack {
-                        order,
-                        ok: true,
-                        error: None,
-                    },
-                ))
-                .is_err()
-                {
-                    return;
-                }
-            }
-        }
-    });
+    let _slow = common::acker(&d, "slow lp", Duration::from_millis(330));
     let mut hp = Client::spawn(&d.socket, &["--lp", "0"]);
     let mut worst = Duration::ZERO;
     for _ in 0..3 {

@@ -391,3 +391,31 @@ pub fn status(d: &Daemon) -> Notice {
     send(&mut s, 2, Request::Status {});
     recv(&mut s, &mut dec).unwrap()
 }
+
+/// A raw LP client with one stream (id 1, priority 0) that acknowledges every order `delay`
+/// after it came; the thread returns how many orders it got once the connection ends.
+pub fn acker(d: &Daemon, name: &str, delay: Duration) -> std::thread::JoinHandle<usize> {
+    let (mut lp, mut dec) = hello(d, name);
+    send(&mut lp, 2, Request::Register { stream: 1, priority: 0 });
+    let mut w = lp.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let mut orders = 0;
+        let mut seq = 100;
+        while let Some(n) = recv(&mut lp, &mut dec) {
+            if let Notice::Order { order, .. } = n {
+                orders += 1;
+                std::thread::sleep(delay);
+                seq += 1;
+                let ack = Request::Ack {
+                    order,
+                    ok: true,
+                    error: None,
+                };
+                if w.write_all(&encode_request(seq, ack)).is_err() {
+                    break;
+                }
+            }
+        }
+        orders
+    })
+}
