@@ -53,8 +53,8 @@ struct Args {
     /// it, and the streams it kept suspended resume (1..=3600000).
     #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     max_block_ms: u64,
-    /// The longest a client holding a block may stay silent (its client pings every quarter of
-    /// its lease; a stopped or hung process does not): past it its blocks end (1..=600000).
+    /// The longest a client holding a block may stay silent (its client pings at least every
+    /// 100 ms; a stopped or hung process does not): past it its blocks end (1..=600000).
     #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
     block_silence_ms: u64,
 }

@@ -220,18 +220,9 @@ fn serve(shared: &Arc<Shared>, stream: &UnixStream, mut dec: Decoder) -> String 
     let mut pinged = Instant::now();
     let mut timeout = tick(shared);
     loop {
-        // Short reads only while holding (the lease is checked between them); otherwise an idle
+        // Short reads only while pinging (the lease is checked between them); otherwise an idle
         // client wakes rarely: an order or the daemon's end wakes the read at once anyway.
-        let want = {
-            let st = shared.state();
-            if !st.held.is_empty() {
-                tick(shared)
-            } else if !st.blocks.is_empty() {
-                tick(shared).min(BLOCK_PING)
-            } else {
-                IDLE_READ
-            }
-        };
+        let want = ping_interval(shared).1.unwrap_or(IDLE_READ);
         if want != timeout {
             timeout = want;
             if let Err(e) = stream.set_read_timeout(Some(timeout)) {
@@ -251,33 +242,36 @@ fn serve(shared: &Arc<Shared>, stream: &UnixStream, mut dec: Decoder) -> String 
             }
             Ok(None) => {}
         }
-        let (holding, blocks) = {
-            let st = shared.state();
-            (!st.held.is_empty(), !st.blocks.is_empty())
-        };
-        // Inside a block the daemon must hear from this process (it ends the blocks of a
-        // silent one), so it pings then too, without a lease of its own on the daemon.
-        if blocks && !holding && pinged.elapsed() >= tick(shared).min(BLOCK_PING) {
+        // What is held now (an order or an API call may have changed it during the read).
+        let (holding, ping) = ping_interval(shared);
+        if holding && heard.elapsed() > lease {
+            shared.state().stats.lease_expiries += 1;
+            return format!("the daemon was silent for more than the lease ({lease:?}) while streams were held");
+        }
+        if !holding {
+            // Not holding: the lease starts afresh with the next order.
+            heard = Instant::now();
+        }
+        if ping.is_some_and(|every| pinged.elapsed() >= every) {
             pinged = Instant::now();
             if shared.state().send(Request::Ping {}, None).is_none() {
                 return "writing to the daemon failed".into();
             }
         }
-        if holding {
-            if heard.elapsed() > lease {
-                shared.state().stats.lease_expiries += 1;
-                return format!("the daemon was silent for more than the lease ({lease:?}) while streams were held");
-            }
-            if pinged.elapsed() >= tick(shared) {
-                pinged = Instant::now();
-                if shared.state().send(Request::Ping {}, None).is_none() {
-                    return "writing to the daemon failed".into();
-                }
-            }
-        } else {
-            // Not holding: the lease starts afresh with the next order.
-            heard = Instant::now();
-        }
+    }
+}
+
+/// Whether streams are held for the daemon, and how often to ping it: every tick while holding
+/// (the lease's check), at most every [`BLOCK_PING`] inside a block (the daemon ends the blocks of
+/// a silent process; no lease on the daemon then), not at all otherwise.
+fn ping_interval(shared: &Shared) -> (bool, Option<Duration>) {
+    let st = shared.state();
+    if !st.held.is_empty() {
+        (true, Some(tick(shared)))
+    } else if !st.blocks.is_empty() {
+        (false, Some(tick(shared).min(BLOCK_PING)))
+    } else {
+        (false, None)
     }
 }
 

@@ -27,7 +27,7 @@
 //! does not). Its client's later `leave` of it is answered `done`.
 use super::text::escape;
 use crate::proto::{Code, Notice, OrderAction, ProtoError, Request};
-use hpf::{Action, Policy, Priority};
+use hpf::{Action, Policy};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -54,8 +54,8 @@ pub struct Limits {
     pub blocks_per_client: usize,
     /// The longest one block stays active; past it the daemon ends it.
     pub max_block: Duration,
-    /// The longest a client holding a block may stay silent (its client pings every quarter of
-    /// its lease while it holds one); past it the daemon ends its blocks.
+    /// The longest a client holding a block may stay silent (its client pings at least every
+    /// 100 ms while it holds one); past it the daemon ends its blocks.
     pub block_silence: Duration,
 }
 
@@ -112,8 +112,6 @@ pub struct Plan {
     /// The waits each in-flight stream is in.
     waiters: BTreeMap<Key, BTreeSet<u64>>,
     timers: BTreeSet<(Instant, Timer)>,
-    /// Active blocks: id -> (client, priority).
-    blocks: BTreeMap<u64, (ClientId, Priority)>,
     /// Streams confirmed suspended by their clients.
     suspended: usize,
     /// Registered streams per uid.
@@ -152,7 +150,6 @@ impl Plan {
             waits: BTreeMap::new(),
             waiters: BTreeMap::new(),
             timers: BTreeSet::new(),
-            blocks: BTreeMap::new(),
             suspended: 0,
             uid_streams: BTreeMap::new(),
             wait_work: 0,
@@ -184,13 +181,8 @@ impl Plan {
         self.clients.len()
     }
 
-    /// The work hpf's policy has done so far (queues examined: see [`hpf::Policy::visited`]).
-    pub fn policy_work(&self) -> u64 {
-        self.policy.visited()
-    }
-
-    /// All the work done so far, in streams touched: the policy's, plus the streams each
-    /// `enter` waits for. The loop bounds each client's share of a turn by it.
+    /// All the work done so far, in streams touched: the policy's (queues examined: see
+    /// [`hpf::Policy::visited`]), plus the streams each `enter` waits for. The loop bounds each client's share of a turn by it.
     pub fn work(&self) -> u64 {
         self.policy.visited() + self.wait_work
     }
@@ -401,7 +393,7 @@ impl Plan {
             clients: count(self.clients.len()),
             streams: count(self.policy.len()),
             suspended: count(self.suspended),
-            blocks: count(self.blocks.len()),
+            blocks: count(self.policy.active_blocks()),
             unacked: count(self.orders.len()),
         }
     }
@@ -441,7 +433,7 @@ impl Plan {
         }
         let n_blocks = blocks.len();
         for b in blocks {
-            self.end_block(b, now, out);
+            self.end_block(c, b, now, out);
         }
         self.clients.remove(&c);
         out.push(Out::ClientLog(

@@ -93,8 +93,8 @@ pub(super) struct Waiting {
 pub(super) enum Timer {
     /// An order's ack timeout.
     Ack(u64),
-    /// A block's longest hold.
-    Block(u64),
+    /// A block's longest hold (its client, its id).
+    Block(ClientId, u64),
     /// A client holding blocks has been silent too long.
     Silence(ClientId),
     /// An `enter` has waited an ack timeout.

@@ -38,8 +38,7 @@ impl Plan {
             ));
         }
         let b = self.id();
-        self.blocks.insert(b, (c, priority));
-        self.timers.insert((now + self.limits.max_block, Timer::Block(b)));
+        self.timers.insert((now + self.limits.max_block, Timer::Block(c, b)));
         if let Some(k) = self.clients.get_mut(&c) {
             k.blocks.insert(b, (priority, now + self.limits.max_block));
         }
@@ -95,7 +94,7 @@ impl Plan {
         };
         let oldest = k.blocks.iter().find(|(_, (p, _))| *p == priority).map(|(&b, _)| b);
         match oldest {
-            Some(b) => self.end_block(b, now, out),
+            Some(b) => self.end_block(c, b, now, out),
             // The daemon ended it already (held too long, or its client silent): done.
             None if k.forget_expired() => {}
             None => {
@@ -109,20 +108,17 @@ impl Plan {
         Ok(())
     }
 
-    /// Ends block `b`: the streams it alone kept suspended resume.
-    pub(super) fn end_block(&mut self, b: u64, now: Instant, out: &mut Vec<Out>) {
-        let Some((c, priority)) = self.blocks.remove(&b) else {
+    /// Ends block `b` of client `c`: the streams it alone kept suspended resume.
+    pub(super) fn end_block(&mut self, c: ClientId, b: u64, now: Instant, out: &mut Vec<Out>) {
+        let Some(k) = self.clients.get_mut(&c) else { return };
+        let Some((priority, deadline)) = k.blocks.remove(&b) else {
             return;
         };
-        if let Some(k) = self.clients.get_mut(&c)
-            && let Some((_, deadline)) = k.blocks.remove(&b)
+        self.timers.remove(&(deadline, Timer::Block(c, b)));
+        if k.blocks.is_empty()
+            && let Some(s) = k.silence.take()
         {
-            self.timers.remove(&(deadline, Timer::Block(b)));
-            if k.blocks.is_empty()
-                && let Some(s) = k.silence.take()
-            {
-                self.timers.remove(&(s, Timer::Silence(c)));
-            }
+            self.timers.remove(&(s, Timer::Silence(c)));
         }
         // The client's record says the block is active, so hpf's does too.
         let actions = self.policy.leave(priority).unwrap_or_default();
@@ -146,14 +142,14 @@ impl Plan {
                         self.settle(w, out);
                     }
                 }
-                Timer::Block(b) => {
-                    if let Some(&(c, p)) = self.blocks.get(&b) {
+                Timer::Block(c, b) => {
+                    if let Some(&(p, _)) = self.clients.get(&c).and_then(|k| k.blocks.get(&b)) {
                         out.push(Out::ClientLog(c, format!(
                             "{}: a block of priority {p} was active for more than {} ms; ended (the streams it kept suspended resume)",
                             self.who(c),
                             self.limits.max_block.as_millis()
                         )));
-                        self.expire(b, now, out);
+                        self.expire(c, b, now, out);
                     }
                 }
                 Timer::Silence(c) => {
@@ -167,21 +163,20 @@ impl Plan {
                         blocks.len()
                     )));
                     for b in blocks {
-                        self.expire(b, now, out);
+                        self.expire(c, b, now, out);
                     }
                 }
             }
         }
     }
 
-    pub(super) fn expire(&mut self, b: u64, now: Instant, out: &mut Vec<Out>) {
+    /// Ends block `b` of client `c` for it (its later `leave` of it is answered `done`).
+    pub(super) fn expire(&mut self, c: ClientId, b: u64, now: Instant, out: &mut Vec<Out>) {
         let most = self.limits.blocks_per_client;
-        if let Some(&(c, _)) = self.blocks.get(&b)
-            && let Some(k) = self.clients.get_mut(&c)
-        {
+        if let Some(k) = self.clients.get_mut(&c) {
             k.expire(most);
         }
-        self.end_block(b, now, out);
+        self.end_block(c, b, now, out);
     }
 
     pub(super) fn late(&mut self, n: u64, out: &mut Vec<Out>) {

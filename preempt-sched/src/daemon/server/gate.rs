@@ -13,15 +13,79 @@ const LOG_EVERY: Duration = Duration::from_secs(1);
 /// Lines about one uid's misbehaving connections (refusals, their closing) per second.
 const LINES_PER_UID: u32 = 32;
 
-#[derive(Debug, Default)]
+/// At most `per_second` lines per uid in each second, the rest counted: one mechanism for the
+/// refused connections (one line a second) and for the lines about connections (32).
+#[derive(Debug)]
+struct PerUid {
+    per_second: u32,
+    /// Per uid: the second its lines are counted in, lines written in it, lines suppressed.
+    windows: BTreeMap<u32, (Instant, u32, u64)>,
+}
+
+impl PerUid {
+    fn new(per_second: u32) -> Self {
+        PerUid {
+            per_second,
+            windows: BTreeMap::new(),
+        }
+    }
+
+    /// `Some(lines suppressed before this one)` if a line about `uid` may be written now, or
+    /// `None` (counted).
+    fn admit(&mut self, uid: u32, now: Instant) -> Option<u64> {
+        if self.windows.len() > 4096 {
+            // Bounded by the uids seen in the last second.
+            self.windows.retain(|_, (t, _, _)| now.duration_since(*t) < LOG_EVERY);
+        }
+        let e = self.windows.entry(uid).or_insert((now, 0, 0));
+        if now.duration_since(e.0) >= LOG_EVERY {
+            e.0 = now;
+            e.1 = 0;
+        }
+        if e.1 >= self.per_second {
+            e.2 += 1;
+            return None;
+        }
+        e.1 += 1;
+        Some(std::mem::take(&mut e.2))
+    }
+
+    /// The uids whose suppressed lines were not said and whose second is over, with their
+    /// counts (now said).
+    fn flush(&mut self, now: Instant) -> Vec<(u32, u64)> {
+        let mut out = Vec::new();
+        for (&uid, (t, n, suppressed)) in &mut self.windows {
+            if *suppressed > 0 && now.duration_since(*t) >= LOG_EVERY {
+                out.push((uid, std::mem::take(suppressed)));
+                *t = now;
+                *n = 0;
+            }
+        }
+        out
+    }
+}
+
+#[derive(Debug)]
 pub(super) struct Gate {
     paused_until: Option<Instant>,
     errors: u64,
     last_error_log: Option<Instant>,
-    /// Per uid: when its last refusal was logged, and how many were not since.
-    refusals: BTreeMap<u32, (Instant, u64)>,
-    /// Per uid: the second its lines are counted in, lines written in it, lines suppressed.
-    lines: BTreeMap<u32, (Instant, u32, u64)>,
+    /// Connections refused at accept: one line per uid a second.
+    refusals: PerUid,
+    /// Lines about one uid's connections.
+    lines: PerUid,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate {
+            paused_until: None,
+            errors: 0,
+            last_error_log: None,
+            refusals: PerUid::new(1),
+            lines: PerUid::new(LINES_PER_UID),
+        }
+    }
 }
 
 impl Gate {
@@ -57,76 +121,34 @@ impl Gate {
     /// A connection of `uid` was refused: the suffix of its log line (naming the refusals not
     /// logged since the last), or `None` if no line is due.
     pub fn refused(&mut self, uid: u32, now: Instant) -> Option<String> {
-        if self.refusals.len() > 4096 {
-            // Bounded by the uids seen in the last seconds.
-            self.refusals.retain(|_, (t, _)| now.duration_since(*t) < LOG_EVERY);
-        }
-        match self.refusals.get_mut(&uid) {
-            Some((t, n)) if now.duration_since(*t) < LOG_EVERY => {
-                *n += 1;
-                None
-            }
-            Some((t, n)) => {
-                let line = if *n > 0 {
-                    format!(" (and {n} more of uid {uid} refused, not logged)")
-                } else {
-                    String::new()
-                };
-                *t = now;
-                *n = 0;
-                Some(line)
-            }
-            None => {
-                self.refusals.insert(uid, (now, 0));
-                Some(String::new())
-            }
-        }
-    }
-}
-
-impl Gate {
-    /// Whether a line about a misbehaving connection of `uid` may be written now (at most
-    /// [`LINES_PER_UID`] a second): `Some(suffix)` naming the lines suppressed before it, or
-    /// `None` (counted).
-    pub fn line(&mut self, uid: u32, now: Instant) -> Option<String> {
-        if self.lines.len() > 4096 {
-            self.lines.retain(|_, (t, _, _)| now.duration_since(*t) < LOG_EVERY);
-        }
-        let e = self.lines.entry(uid).or_insert((now, 0, 0));
-        if now.duration_since(e.0) >= LOG_EVERY {
-            e.0 = now;
-            e.1 = 0;
-        }
-        if e.1 >= LINES_PER_UID {
-            e.2 += 1;
-            return None;
-        }
-        e.1 += 1;
-        let suppressed = std::mem::take(&mut e.2);
-        Some(if suppressed > 0 {
-            format!(" ({suppressed} lines about uid {uid}'s connections suppressed before this one)")
+        let n = self.refusals.admit(uid, now)?;
+        Some(if n > 0 {
+            format!(" (and {n} more of uid {uid} refused, not logged)")
         } else {
             String::new()
         })
     }
-}
 
-impl Gate {
+    /// Whether a line about a connection of `uid` may be written now (at most
+    /// [`LINES_PER_UID`] a second): `Some(suffix)` naming the lines suppressed before it, or
+    /// `None` (counted).
+    pub fn line(&mut self, uid: u32, now: Instant) -> Option<String> {
+        let n = self.lines.admit(uid, now)?;
+        Some(if n > 0 {
+            format!(" ({n} lines about uid {uid}'s connections suppressed before this one)")
+        } else {
+            String::new()
+        })
+    }
+
     /// The counts of lines suppressed in a second now over (a uid that goes quiet still has
     /// them said), one line per uid.
     pub fn flush(&mut self, now: Instant) -> Vec<String> {
-        let mut out = Vec::new();
-        for (uid, (t, n, suppressed)) in &mut self.lines {
-            if *suppressed > 0 && now.duration_since(*t) >= LOG_EVERY {
-                out.push(format!(
-                    "{suppressed} lines about uid {uid}'s connections suppressed in the last second"
-                ));
-                *suppressed = 0;
-                *t = now;
-                *n = 0;
-            }
-        }
-        out
+        self.lines
+            .flush(now)
+            .into_iter()
+            .map(|(uid, n)| format!("{n} lines about uid {uid}'s connections suppressed in the last second"))
+            .collect()
     }
 }
 

@@ -22,21 +22,21 @@ fn a_request_costs_what_it_changes_not_every_stream_on_the_node() {
     p.join(101, "newcomer", 1000);
     let mut out = Vec::new();
     // One more registration with 16,384 streams on the node: a handful of queues examined.
-    let w = p.policy_work();
+    let w = p.work();
     p.request(101, 1, Request::Register { stream: 1, priority: 5 }, t, &mut out)
         .unwrap();
-    assert!(p.policy_work() - w <= 2, "{} examined", p.policy_work() - w);
+    assert!(p.work() - w <= 2, "{} examined", p.work() - w);
     // A block that outranks nothing (priority 0: nobody is below it) examines nothing more.
-    let w = p.policy_work();
+    let w = p.work();
     p.request(100, 2, Request::Enter { priority: 0 }, t, &mut out).unwrap();
     p.request(100, 3, Request::Leave { priority: 0 }, t, &mut out).unwrap();
-    assert_eq!(p.policy_work() - w, 0);
+    assert_eq!(p.work() - w, 0);
     assert!(orders(&out).is_empty());
     // Pings, status and an ack: nothing.
-    let w = p.policy_work();
+    let w = p.work();
     p.request(101, 4, Request::Ping {}, t, &mut out).unwrap();
     p.request(101, 5, Request::Status {}, t, &mut out).unwrap();
-    assert_eq!(p.policy_work() - w, 0);
+    assert_eq!(p.work() - w, 0);
 }
 
 #[test]
