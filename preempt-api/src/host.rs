@@ -338,7 +338,7 @@ impl HostBackend {
             opts.host_workers
         };
         let info = MechanismInfo {
-            name: Some("sigstop".into()),
+            name: Some(crate::Mechanism::Sigstop.name().into()),
             asked: "auto".into(),
             why: "host device: Lv3 is SIGSTOP/SIGCONT of the stream's worker processes (host figures, not GPU figures)"
                 .into(),
@@ -424,7 +424,7 @@ impl LpBody for HostLp {
         Ok(Box::new(self.queue.hold_shared().map_err(dead_or)?))
     }
     fn lv2_name(&self) -> String {
-        crate::options::LV2_HOST_MECHANISM.into()
+        crate::Mechanism::Lv2Hold.name().into()
     }
     /// After the launcher went idle: a dead worker fails the wait (its commands failed, or it
     /// died after them; either way the stream runs nothing more).
@@ -444,7 +444,7 @@ impl LpBody for HostLp {
         )
     }
     fn lv3_name(&self, _pre: Option<&Preemptor>) -> String {
-        "sigstop".into()
+        crate::Mechanism::Sigstop.name().into()
     }
     fn host_pids(&self) -> Vec<i32> {
         self.queue.pids()

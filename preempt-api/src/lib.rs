@@ -35,6 +35,7 @@ mod host_records;
 mod hp;
 mod limits;
 mod mech;
+mod mechanism;
 mod options;
 mod owner;
 pub mod sched;
@@ -48,17 +49,24 @@ pub use helper::timed::{IDLE_POLL, PolicyStatus};
 pub use hp::HpStream;
 pub use hpf::Priority;
 pub use limits::{CLOSE_WAIT, MAX_DELAY_NS, MAX_POLICY_SPAN};
-pub use mech::{Lv3Setup, MechanismInfo, probe};
+pub use mech::{Lv3Request, Lv3Setup, MechanismInfo, probe};
+pub use mechanism::{Lv1Suspend, Mechanism};
 pub use options::{
-    DeviceSpec, LV2_HOST_MECHANISM, LV2_ON_GPU_DOC, LV2_ON_GPU_WHY, LaxityParams, Level, MAX_POLICY_K,
+    DeviceSpec, LV2_ON_GPU_DOC, LV2_ON_GPU_WHY, LaxityParams, Level, MAX_POLICY_K,
     MAX_POLICY_ROUND, Options, PolicyChoice, PolicyParams, grace_from_units, lv2_unavailable, mechanism_names,
     parse_mechanism, policy_choice,
 };
 pub use session::Session;
 pub use stream::{LpStream, SuspendInfo};
 
+// What users of the API name in their own code, re-exported so that they depend on this crate
+// alone for it: the mechanism grammar and the grace period (lv3, kfd), the launcher's settings
+// and the clock every host stamp is on (lv1), the host device's worker program.
 pub use host_device::{WorkerExe, worker_main};
+pub use kfd::GracePeriod;
 pub use lv1::Config as Lv1Config;
+pub use lv1::clock::now_ns;
+pub use lv3::{MechanismChoice, MechanismKind};
 pub use nix::errno::Errno;
 
 use nix::sys::signal::{SigSet, kill};

@@ -42,14 +42,47 @@ pub fn probe() -> Vec<String> {
         .collect()
 }
 
+/// What a caller asks of [`Lv3Setup::build`], by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lv3Request {
+    /// `auto` (lv3's order) or one mechanism.
+    pub choice: MechanismChoice,
+    /// The grace period, where the mechanism sets one.
+    pub grace: GracePeriod,
+    /// Build the mechanism even where the gathered facts say it cannot work (tests on a
+    /// kernel whose facts are wrong); the info then says the facts were not checked.
+    pub force: bool,
+    /// Whether the caller is nothing without Lv3 (`kfd`, a latency run at Lv3): `build` fails
+    /// when no mechanism works; otherwise it returns no mechanism and says why in the info.
+    pub required: bool,
+}
+
+impl Lv3Request {
+    /// A caller that is nothing without Lv3: no mechanism is an error.
+    pub const fn required(choice: MechanismChoice, grace: GracePeriod) -> Self {
+        Lv3Request {
+            choice,
+            grace,
+            force: false,
+            required: true,
+        }
+    }
+
+    /// A caller that runs at Lv1 where no mechanism works (a GPU session).
+    pub const fn optional(choice: MechanismChoice, grace: GracePeriod) -> Self {
+        Lv3Request {
+            required: false,
+            ..Lv3Request::required(choice, grace)
+        }
+    }
+}
+
 impl Lv3Setup {
-    /// Builds the mechanism per `choice`: `auto` takes the first usable one in lv3's order (a
-    /// setup that fails at run time falls back to the next, and the info says what was skipped), a
-    /// named one is refused where the facts say it cannot work (unless `force`). `required`: a
-    /// session that is nothing without Lv3 (`kfd`, a latency run at Lv3) fails when none works; a
-    /// GPU session opens anyway and says why in the info.
-    pub fn build(choice: MechanismChoice, grace: GracePeriod, force: bool, required: bool) -> Result<Lv3Setup> {
-        build(choice, grace, force, required)
+    /// Builds the mechanism `req` asks for: `auto` takes the first usable one in lv3's order (a
+    /// setup that fails at run time falls back to the next, and the info says what was skipped),
+    /// a named one is refused where the facts say it cannot work (unless `force`).
+    pub fn build(req: Lv3Request) -> Result<Lv3Setup> {
+        build(req)
     }
 
     /// No mechanism, on purpose (an Lv1-only session).
@@ -66,12 +99,14 @@ impl Lv3Setup {
     }
 }
 
-/// Builds the mechanism per `choice`: `auto` takes the first usable one in lv3's order (a setup
-/// that fails at run time falls back to the next, and the info says what was skipped), a named
-/// one is refused where the facts say it cannot work (unless `force`). `required`: a session
-/// that is nothing without Lv3 (`kfd`, a latency run at Lv3) fails when none works; a GPU session
-/// opens anyway and says why in the info.
-pub(crate) fn build(choice: MechanismChoice, grace: GracePeriod, force: bool, required: bool) -> Result<Lv3Setup> {
+/// See [`Lv3Setup::build`].
+pub(crate) fn build(req: Lv3Request) -> Result<Lv3Setup> {
+    let Lv3Request {
+        choice,
+        grace,
+        force,
+        required,
+    } = req;
     // Open /dev/kfd first ourselves so that its failure keeps its errno.
     if let Err(e) = Kfd::open() {
         let err = Error::from(e);

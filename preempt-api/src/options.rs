@@ -125,9 +125,6 @@ impl fmt::Display for DeviceSpec {
 /// Where the toolkit says why an AMD GPU has no Lv2 (every refusal of Lv2 on a GPU points there).
 pub const LV2_ON_GPU_DOC: &str = "docs/kfd-facts.md#lv2-on-gfx942-no-route-under-hws";
 
-/// The name a host Lv2 suspension reports (its mechanism): each worker holds after its command.
-pub const LV2_HOST_MECHANISM: &str = "lv2-hold";
-
 /// Why an AMD GPU (`hip:N`, `kfd`) has no Lv2, in one line ending with where the sources are
 /// ([`LV2_ON_GPU_DOC`]).
 pub const LV2_ON_GPU_WHY: &str = "there is no per-queue Lv2 on gfx942 under HWS (the hardware scheduler takes one \

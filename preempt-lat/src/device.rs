@@ -8,7 +8,7 @@ use crate::options::{DeviceSpec, HOST_HAS_NO_LP_STATE, Level, LpState};
 use kfd::GracePeriod;
 use lv3::MechanismChoice;
 use preempt_api::gpu::{GpuDevice, KernelChoice};
-use preempt_api::{Options, Session, WorkerExe};
+use preempt_api::{Lv1Suspend, Mechanism, Options, Session, WorkerExe};
 use std::sync::Arc;
 
 /// The device a measurement runs on, once chosen.
@@ -199,8 +199,13 @@ impl SessionSource {
     pub fn environment(&self) -> crate::env::Environment {
         match self {
             SessionSource::Host(_) => {
-                let mut env = crate::env::host("sigstop");
-                env.mechanism = "per mode: sigstop (lv3), stop-launching (lv1)".into();
+                let mut env = crate::env::host(preempt_api::Mechanism::Sigstop);
+                env.mechanism = format!(
+                    "per mode: {} (lv3), {} (lv2), {} (lv1)",
+                    Mechanism::Sigstop,
+                    Mechanism::Lv2Hold,
+                    Lv1Suspend::Stop.name()
+                );
                 env
             }
             SessionSource::Gpu { gpu, mechanism, grace } => crate::env::Environment::new(
@@ -210,7 +215,10 @@ impl SessionSource {
                     gpu.describe()
                 ),
                 Some(gpu.arch().offload_arch()),
-                &format!("per mode: lv3 {mechanism} (mechanism per mode row), lv1 stop-launching"),
+                &format!(
+                    "per mode: lv3 {mechanism} (mechanism per mode row), lv1 {}",
+                    Lv1Suspend::Stop.name()
+                ),
                 match mechanism {
                     MechanismChoice::Only(k) => crate::env::gpu_grace(Some(*k), *grace),
                     // auto: the mode rows say which mechanism ran.

@@ -1,4 +1,5 @@
 //! The environment a result was measured in: written into every JSON/CSV output.
+use preempt_api::{GracePeriod, Mechanism, MechanismKind};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -89,36 +90,33 @@ impl Environment {
 }
 
 /// The environment of a host-device run.
-pub fn host(mechanism: &str) -> Environment {
+pub fn host(mechanism: Mechanism) -> Environment {
     let detail = format!(
         "CPU worker processes on {} ({} cores); host figures, not GPU figures",
         cpu_model(),
         cores()
     );
-    let grace = match mechanism {
-        "sigstop" => "n/a (host device: SIGSTOP has no grace period)",
-        "lv2-hold" => "n/a (Lv2: the running commands finish, nothing is saved)",
-        _ => "n/a (Lv1: nothing is preempted)",
-    };
     Environment {
         host_figures: true,
-        ..Environment::new("host".into(), detail, None, mechanism, grace.into())
+        ..Environment::new(
+            "host".into(),
+            detail,
+            None,
+            mechanism.name(),
+            mechanism.grace_applied(GracePeriod::SHORTEST),
+        )
     }
 }
 
-/// The grace period that applied on a GPU, for [`Environment::grace_period`].
-pub fn gpu_grace(mechanism: Option<lv3::MechanismKind>, asked: kfd::GracePeriod) -> String {
-    match mechanism {
-        None => "n/a (Lv1: nothing is preempted)".into(),
-        Some(k) if !k.sets_grace_period() => format!("n/a ({k} cannot set it: the device's own setting applies)"),
-        Some(_) => asked.to_string(),
-    }
+/// The grace period that applied on a GPU, for [`Environment::grace_period`]: the Lv3
+/// mechanism's (`None`: an Lv1 run, which preempts nothing).
+pub fn gpu_grace(mechanism: Option<MechanismKind>, asked: GracePeriod) -> String {
+    mechanism.map_or(Mechanism::Launcher, Mechanism::Kfd).grace_applied(asked)
 }
 
 /// [`gpu_grace`] before `auto` has chosen (the rows say which mechanism ran): what applies to
 /// each mechanism, the lists built from lv3's own answer.
-pub fn gpu_grace_auto(asked: kfd::GracePeriod) -> String {
-    use lv3::MechanismKind;
+pub fn gpu_grace_auto(asked: GracePeriod) -> String {
     format!(
         "{asked} for {}; n/a for {}",
         MechanismKind::names_where(MechanismKind::sets_grace_period).join(" and "),
@@ -129,12 +127,10 @@ pub fn gpu_grace_auto(asked: kfd::GracePeriod) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kfd::GracePeriod;
-    use lv3::MechanismKind;
 
     #[test]
     fn host_figures_are_data_and_not_written() {
-        let h = host("sigstop");
+        let h = host(Mechanism::Sigstop);
         assert!(h.host_figures && is_host_device(&h.device));
         let gpu = Environment::new("hip:0".into(), String::new(), None, "dbg-trap", String::new());
         assert!(!gpu.host_figures && !is_host_device(&gpu.device));

@@ -235,7 +235,7 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
         stage(&s, "latency-lv2")["reason"]
             .as_str()
             .unwrap()
-            .starts_with(&format!("{}: ", preempt_api::LV2_HOST_MECHANISM)),
+            .starts_with(&format!("{}: ", preempt_api::Mechanism::Lv2Hold.name())),
         "{}",
         stage(&s, "latency-lv2")
     );

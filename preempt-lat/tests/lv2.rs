@@ -169,7 +169,7 @@ fn overhead_takes_lv2_on_the_host_device_as_a_setup_of_its_own() {
         .iter()
         .map(|s| (s["setup"].as_str().unwrap(), s["mechanism"].as_str().unwrap()))
         .collect();
-    assert_eq!(setups, [("native", "-"), ("lv2", preempt_api::LV2_HOST_MECHANISM)]);
+    assert_eq!(setups, [("native", "-"), ("lv2", preempt_api::Mechanism::Lv2Hold.name())]);
     assert!(v["setups"][1]["exactly_once"] == true, "{}", v["setups"][1]);
 }
 
@@ -214,7 +214,7 @@ fn priority_runs_an_lv2_mode_on_the_host_device_and_report_judges_it() {
     assert_eq!(names, ["standalone-hp", "lv2"], "in run order, whatever --modes' order");
     let lv2 = &modes[1];
     assert_eq!(lv2["policy"], "highest-priority-first");
-    assert_eq!(lv2["mechanism"], preempt_api::LV2_HOST_MECHANISM);
+    assert_eq!(lv2["mechanism"], preempt_api::Mechanism::Lv2Hold.name());
     assert_eq!(lv2["correctness"]["ok"], true, "{}", lv2["correctness"]);
     // 20/s for 0.6 s, the first one gap after the start; each found the LP stream running.
     let requests = lv2["hp_requests"].as_u64().unwrap();
@@ -229,7 +229,7 @@ fn priority_runs_an_lv2_mode_on_the_host_device_and_report_judges_it() {
     assert!(
         csv.lines().any(|l| l.starts_with(&format!(
             "host,lv2,highest-priority-first,{},",
-            preempt_api::LV2_HOST_MECHANISM
+            preempt_api::Mechanism::Lv2Hold.name()
         ))),
         "{csv}"
     );

@@ -15,14 +15,18 @@
 //!   was destroyed or its id reused), the null-stream fence, then the mechanism's suspension;
 //!   resume drops the fence only after a successful resume.
 //! - The mechanism itself comes from [`crate::Lv3Setup::build`].
+//! - [`prepare`] and [`Prepared::lp`]: a run of delay commands (a latency run, the threshold
+//!   sweep, the bystander check, `acceptance`'s GPU stages) prepares its GPU with these two calls.
 //!
 //! Written from the kernel and ROCm sources and gpu-device's tested pieces; it has not run on a
 //! GPU yet (docs/c-api.md#on-a-gpu and docs/hardware-validation.md say what to expect).
+mod prepare;
 mod streams;
 mod suspension;
 
 pub use crate::options::{DEFAULT_BLOCKS_PER_CU, KernelChoice};
 pub(crate) use streams::GpuBackend;
+pub use prepare::{CalibratedT, LpRequest, Prepare, Prepared, PreparedLp, prepare};
 pub use suspension::GpuSuspension;
 
 use crate::error::{Error, ErrorKind, Result};

@@ -9,7 +9,7 @@ use crate::helper::timed::Driver;
 use crate::host::HostBackend;
 use crate::hp::HpStream;
 use crate::limits::CLOSE_WAIT;
-use crate::mech::{self, Lv3Setup, MechanismInfo};
+use crate::mech::{self, Lv3Request, Lv3Setup, MechanismInfo};
 use crate::options::{DeviceSpec, Level, Options};
 use crate::owner::{Bound, Owner};
 use crate::sched::SchedClient;
@@ -132,7 +132,10 @@ impl Session {
             }
             DeviceSpec::Kfd => (
                 Box::new(KfdBackend),
-                mech::build(opts.mechanism, opts.grace, opts.force, true)?,
+                mech::build(Lv3Request {
+                    force: opts.force,
+                    ..Lv3Request::required(opts.mechanism, opts.grace)
+                })?,
             ),
             DeviceSpec::Auto => unreachable!("resolved above"),
         };
@@ -148,7 +151,10 @@ impl Session {
         let lv3 = if opts.no_lv3 {
             Lv3Setup::none(opts.mechanism)
         } else {
-            mech::build(opts.mechanism, opts.grace, opts.force, false)?
+            mech::build(Lv3Request {
+                force: opts.force,
+                ..Lv3Request::optional(opts.mechanism, opts.grace)
+            })?
         };
         let backend = Box::new(GpuBackend(Arc::clone(&gpu)));
         Session::assemble(device, backend, Some(gpu), lv3, opts, timed).scheduled()

@@ -207,8 +207,8 @@ impl LpStream {
 
     fn mechanism_name(&self) -> String {
         match self.level {
-            Level::Lv1 if self.lv1_wait => "lv1-drain".into(),
-            Level::Lv1 => "lv1-stop".into(),
+            Level::Lv1 if self.lv1_wait => crate::Lv1Suspend::Drain.name().into(),
+            Level::Lv1 => crate::Lv1Suspend::Stop.name().into(),
             Level::Lv2 => self.dev.body.lv2_name(),
             _ => self.dev.body.lv3_name(self.dev.preemptor.as_deref()),
         }

@@ -98,19 +98,19 @@ pub fn availability(f: &Facts) -> Vec<Availability> {
     v.push(avail(
         "hip",
         1,
-        "progressive-launch",
+        preempt_api::Mechanism::Launcher.name(),
         unverified(gpu.map(|()| "HIP stream and events behind the lv1 launcher".to_string())),
     ));
     v.push(avail(
         "host",
         3,
-        "sigstop",
+        preempt_api::Mechanism::Sigstop.name(),
         Ok("CPU worker processes stopped with SIGSTOP (host numbers, not GPU numbers)".into()),
     ));
     v.push(avail(
         "host",
         2,
-        preempt_api::LV2_HOST_MECHANISM,
+        preempt_api::Mechanism::Lv2Hold.name(),
         Ok(
             "CPU worker processes finish the command they run and take no new one (host numbers, not GPU numbers)"
                 .into(),
@@ -119,7 +119,7 @@ pub fn availability(f: &Facts) -> Vec<Availability> {
     v.push(avail(
         "host",
         1,
-        "progressive-launch",
+        preempt_api::Mechanism::Launcher.name(),
         Ok("CPU worker processes behind the lv1 launcher (host numbers, not GPU numbers)".into()),
     ));
     v

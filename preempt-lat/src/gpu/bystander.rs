@@ -15,21 +15,18 @@
 //! bystander's kernels do not get faster while our queue is suspended, and every CU holds waves
 //! of both for a whole-node unmap to save.
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use gpu_device::{DelayCmd, LpState, SlotStatus, kernel};
-use hip_rt::StreamPriority;
-use kfd::GracePeriod;
+use gpu_device::{DelayCmd, LpState, SlotStatus};
 use lv1::HwQueue;
 use lv1::clock::{now_ns, sleep_until};
-use lv3::MechanismChoice;
 use lv3::binding::QueueBinding;
-use lv3::mechanism::{MechanismKind, Preemptor};
-use preempt_api::gpu::{GpuDevice, GpuSuspension, KernelChoice};
+use lv3::mechanism::Preemptor;
+use preempt_api::gpu::{self, GpuSuspension, KernelChoice, LpRequest, Prepare, PreparedLp};
+use preempt_api::{GracePeriod, Lv3Request, MechanismChoice, MechanismKind};
 
-use super::run::{build_mechanism, unusable_reason, usable};
-use super::setup::{calibration_points, h};
+use super::run::{unusable_reason, usable};
+use super::setup::h;
 use crate::bystander::analysis::{self, Span, Timeline, nearest_rank};
 use crate::bystander::child::Worker;
 use crate::bystander::{Measured, Plan};
@@ -63,16 +60,15 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
         state: LpState::Light,
         blocks_per_cu: 1,
     };
-    let gpu = Arc::new(GpuDevice::open(device, choice).map_err(|e| e.to_string())?);
-    let k = gpu
-        .kernel()
-        .map_err(|e| format!("hip: preparing the delay kernel: {e}"))?;
-    let warm = gpu.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
-    let cal = kernel::calibrate(&k, gpu.device(), &warm, &calibration_points(plan.lp_t_ms), 3)
-        .map_err(h("calibrating T"))?
-        .calibration;
+    let prepared = gpu::prepare(&Prepare {
+        device,
+        kernel: choice,
+        t_ms: Some(plan.lp_t_ms),
+        hp_stream: false,
+    })
+    .map_err(|e| e.to_string())?;
+    let cal = prepared.t.ok_or("the GPU was prepared without T")?.calibration;
     let n_lp = plan.lp_commands();
-    warm.synchronize().map_err(h("warm-up"))?;
 
     // The bystander ready (its set-up is no part of any window), then the mechanism (dbg-trap
     // turns debugging on before the LP queue exists), then the LP stream and its KFD queue, kept
@@ -85,8 +81,18 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
             worker.pid()
         ));
     }
-    let pre = build_mechanism(MechanismChoice::Only(kind), GracePeriod::SHORTEST, true)?;
-    let lp = gpu.lp_queue(Some(&pre), n_lp as usize).map_err(|e| e.to_string())?;
+    let PreparedLp { lv3, queue: lp } = prepared
+        .lp(LpRequest {
+            lv3: Some(Lv3Request::required(
+                MechanismChoice::Only(kind),
+                GracePeriod::SHORTEST,
+            )),
+            slots: n_lp as usize,
+        })
+        .map_err(|e| e.to_string())?;
+    let pre = lv3
+        .and_then(|s| s.preemptor)
+        .ok_or("no Lv3 mechanism was built for the bystander check")?;
     let binding = lp.binding.ok_or("the LP queue was set up without its KFD queue")?;
 
     // Our LP chain: enqueued at once, it outlasts both windows (Plan::lp_commands).
@@ -96,7 +102,7 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
             .launch(u64::from(i), DelayCmd { ticks })
             .map_err(h("LP launch"))?;
     }
-    let lp_done = gpu.device().event(false).map_err(h("LP event"))?;
+    let lp_done = prepared.gpu.device().event(false).map_err(h("LP event"))?;
     lp_done.record(lp.queue.stream()).map_err(h("LP event"))?;
     std::thread::sleep(Duration::from_millis(20));
     let windows = run_windows(plan, &pre, &binding, worker);

@@ -9,10 +9,9 @@ use lv1::{Config, XQueue};
 use crate::measure::backend::Abandoned;
 
 use gpu_device::{DelayCmd, HipLpQueue, LpState, SlotStatus, kernel};
-use hip_rt::StreamPriority;
-use preempt_api::gpu::GpuDevice;
+use preempt_api::gpu::{self, GpuDevice, LpRequest, Prepare};
 
-use super::setup::{calibration_points, h};
+use super::setup::h;
 
 /// The first of `n` slots that did not complete (`what` names the phase), as an error line.
 fn incomplete(what: &str, slots: &[gpu_device::DelaySlot], nblocks: u32) -> Option<String> {
@@ -77,21 +76,25 @@ pub fn lv1_overhead(
     batch: u32,
     commands: u32,
 ) -> Result<(f64, f64, f64), String> {
-    let gpu = super::run::open_device(device_index, state)?;
-    let k = gpu
-        .kernel()
-        .map_err(|e| format!("hip: preparing the delay kernel: {e}"))?;
-    let dev = gpu.device();
-    let warm = gpu.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
-    let cal = kernel::calibrate(&k, dev, &warm, &calibration_points(t_ms), 3)
-        .map_err(h("calibrating T"))?
-        .calibration;
+    let prepared = gpu::prepare(&Prepare {
+        device: device_index,
+        kernel: super::run::kernel_choice(state),
+        t_ms: Some(t_ms),
+        hp_stream: false,
+    })
+    .map_err(|e| e.to_string())?;
+    let (gpu, k) = (&prepared.gpu, &prepared.kernel);
+    let cal = prepared.t.ok_or("the GPU was prepared without T")?.calibration;
     let n32 = commands.max(1);
     let n = n32 as usize;
     // The LP queue of the API's set-up (Lv1: no KFD queue to find), its slots for the launcher.
-    let lpq = gpu.lp_queue(None, n).map_err(|e| e.to_string())?.queue;
+    let lpq = prepared
+        .lp(LpRequest { lv3: None, slots: n })
+        .map_err(|e| e.to_string())?
+        .queue
+        .queue;
     let ticks = cal.ticks_for(t_ms);
-    let (used, problem) = direct_run(&gpu, &k, &lpq, n32, ticks)?;
+    let (used, problem) = direct_run(gpu, k, &lpq, n32, ticks)?;
     if let Some(p) = problem {
         return Err(format!("lv1 overhead ({p})"));
     }

@@ -24,14 +24,12 @@
 //! registry (the guards register there). Nothing stays suspended.
 use std::sync::Arc;
 
-use kfd::GracePeriod;
 use kfd::sysfs::SysRoot;
-use lv3::MechanismChoice;
-use lv3::mechanism::{self, MechanismKind, Preemptor, ProbeFacts};
-use preempt_api::gpu::{GpuDevice, KernelChoice};
+use lv3::mechanism::{self, Preemptor, ProbeFacts};
+use preempt_api::gpu::{self, CalibratedT, GpuDevice, KernelChoice, LpRequest, Prepare};
+use preempt_api::{GracePeriod, Lv3Request, Mechanism, MechanismChoice, MechanismKind};
 
-use gpu_device::{Achieved, Calibration, ClockMap, DelayCmd, DelayKernel, HpProbe, kernel};
-use hip_rt::{Stream, StreamPriority};
+use gpu_device::{ClockMap, DelayCmd, DelayKernel, HpProbe, kernel};
 
 use super::backend::{GpuBackend, Lv3, Report};
 use super::setup::*;
@@ -68,15 +66,12 @@ pub fn run(p: &Params, device_index: u32, mechanism: MechanismChoice, quiet: boo
     samples::run(p, b, &format!("hip:{device_index}"), quiet)
 }
 
-/// Opens `hip:N` through the API's device layer with the run's LP kernel (`--lp-state`, and
-/// `PREEMPT_LP_BLOCKS_PER_CU` for the light one).
-pub(crate) fn open_device(device_index: u32, state: gpu_device::LpState) -> Result<Arc<GpuDevice>, String> {
-    let choice = KernelChoice {
+/// The run's kernel: `--lp-state`, and `PREEMPT_LP_BLOCKS_PER_CU` for the light one.
+pub(crate) fn kernel_choice(state: gpu_device::LpState) -> KernelChoice {
+    KernelChoice {
         state,
         blocks_per_cu: lp_blocks_per_cu(),
-    };
-    let gpu = GpuDevice::open(device_index, choice).map_err(|e| e.to_string())?;
-    Ok(Arc::new(gpu))
+    }
 }
 
 /// The LP kernel as the result records it, and its report line.
@@ -113,20 +108,10 @@ fn describe_kernel(gpu: &GpuDevice, k: &DelayKernel) -> Result<(LpKernel, String
     Ok((lp_kernel, note))
 }
 
-/// T calibrated at the requested T and checked; warns when the achieved T is > 5% off or the
-/// two clocks disagree on the tick rate.
-fn calibrate_t(
-    gpu: &GpuDevice,
-    k: &DelayKernel,
-    warm: &Stream,
-    t_ms: f64,
-    quiet: bool,
-) -> Result<(Calibration, Achieved, String), String> {
-    let dev = gpu.device();
-    let cal = kernel::calibrate(k, dev, warm, &calibration_points(t_ms), 3)
-        .map_err(h("calibrating T"))?
-        .calibration;
-    let achieved = kernel::check_t(k, dev, warm, &cal, t_ms, 5).map_err(h("checking T"))?;
+/// T as prepared, reported: a warning when the achieved T is > 5% off or the two clocks
+/// disagree on the tick rate. Returns the report line.
+fn report_t(gpu: &GpuDevice, t: &CalibratedT, t_ms: f64, quiet: bool) -> String {
+    let (cal, achieved) = (&t.calibration, &t.achieved);
     let t_note = format!(
         "T requested {t_ms} ms, achieved {:.4} ms ({:+.1}%)",
         achieved.achieved_ms,
@@ -146,7 +131,7 @@ fn calibrate_t(
             wall_clock_note(gpu)
         );
     }
-    Ok((cal, achieved, t_note))
+    t_note
 }
 
 fn wall_clock_note(gpu: &GpuDevice) -> String {
@@ -175,27 +160,19 @@ fn warn_multi_gpu(gpu: &GpuDevice) {
     }
 }
 
-/// The Lv3 mechanism through the API ([`preempt_api::Lv3Setup`]): `auto` in lv3's order, or the
-/// one asked for; a run at Lv3 without one is an error.
-pub(crate) fn build_mechanism(
-    choice: MechanismChoice,
-    grace: GracePeriod,
-    quiet: bool,
-) -> Result<Arc<Preemptor>, String> {
-    let setup = preempt_api::Lv3Setup::build(choice, grace, false, true).map_err(|e| e.message)?;
-    let pre = setup
-        .preemptor
-        .ok_or_else(|| format!("no Lv3 mechanism works here: {}", setup.info.why))?;
+/// The Lv3 mechanism the API built for the LP queue ([`preempt_api::gpu::Prepared::lp`]), said.
+pub(crate) fn note_mechanism(setup: &preempt_api::Lv3Setup, choice: MechanismChoice, grace: GracePeriod, quiet: bool) {
     note(quiet, &format!("--mechanism {choice}: {}", setup.info.why));
-    note(
-        quiet,
-        &format!(
-            "Lv3 mechanism: {}, grace period {}",
-            pre.kind(),
-            crate::env::gpu_grace(Some(pre.kind()), grace)
-        ),
-    );
-    Ok(pre)
+    if let Some(pre) = &setup.preemptor {
+        note(
+            quiet,
+            &format!(
+                "Lv3 mechanism: {}, grace period {}",
+                pre.kind(),
+                Mechanism::Kfd(pre.kind()).grace_applied(grace)
+            ),
+        );
+    }
 }
 
 /// A mechanism that ROCr's scratch reclaim can undo (update-queue) with an LP kernel that uses
@@ -253,37 +230,41 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     if p.level == Level::Lv2 {
         return Err(no_lv2());
     }
-    let gpu = open_device(device_index, p.lp_state.unwrap_or_default())?;
+    // Every queue but the LP one exists after this call: the API's preparation, step 1.
+    let mut prepared = gpu::prepare(&Prepare {
+        device: device_index,
+        kernel: kernel_choice(p.lp_state.unwrap_or_default()),
+        t_ms: Some(p.t_ms),
+        hp_stream: true,
+    })
+    .map_err(|e| e.to_string())?;
+    let gpu = Arc::clone(&prepared.gpu);
+    let k = &Arc::clone(&prepared.kernel);
     let dev = Arc::clone(gpu.device());
     let hip_version = hip_rt::decode_version(gpu.hip().runtime_version().map_err(|e| e.to_string())?);
-    let k = gpu
-        .kernel()
-        .map_err(|e| format!("hip: preparing the delay kernel: {e}"))?;
-    let (lp_kernel, lp_note) = describe_kernel(&gpu, &k)?;
+    let (lp_kernel, lp_note) = describe_kernel(&gpu, k)?;
     note(quiet, &lp_note);
-
-    // Every queue but the LP one exists after this block.
-    let warm = gpu.stream(StreamPriority::Normal).map_err(h("warm-up stream"))?;
-    let hp_stream = gpu.stream(StreamPriority::High).map_err(h("HP stream"))?;
-    let (cal, achieved, t_note) = calibrate_t(&gpu, &k, &warm, p.t_ms, quiet)?;
+    let calibrated = prepared.t.ok_or("the GPU was prepared without T")?;
+    let t_note = report_t(&gpu, &calibrated, p.t_ms, quiet);
+    let cal = calibrated.calibration;
     let budget = command_budget(p, keep_ahead(p));
-    let check_slots = kernel::slot_buffer(&dev, &warm, 1).map_err(h("co-run check slot"))?;
+    let check_slots = kernel::slot_buffer(&dev, &prepared.warm, 1).map_err(h("co-run check slot"))?;
     let idx = ProbeIndex::new(p);
-    let probe = HpProbe::new(Arc::clone(&dev), Arc::clone(&k), hp_stream, idx.count).map_err(h("HP probe"))?;
+    let hp_stream = prepared.hp.take().ok_or("the GPU was prepared without its HP stream")?;
+    let probe = HpProbe::new(Arc::clone(&dev), Arc::clone(k), hp_stream, idx.count).map_err(h("HP probe"))?;
     let pairs = clock_pairs(&probe, idx.pairs_pre, CLOCK_PAIRS)?;
     let map0 = ClockMap::fit(&pairs, dev.info.wall_clock_khz).map_err(|e| e.to_string())?;
     let floor = hp_floor(&probe, &map0, idx.floor)?;
-    warm.synchronize().map_err(h("warm-up"))?;
+    prepared.warm.synchronize().map_err(h("warm-up"))?;
 
-    // Lv3: the mechanism (dbg-trap turns the debug trap on now, before the LP queue exists).
-    let preemptor = match p.level {
+    // Lv3: the mechanism (dbg-trap turns the debug trap on now, before the LP queue exists),
+    // then the LP queue and at Lv3 the KFD queue behind it: the API's preparation, step 2.
+    let lv3_request = match p.level {
         Level::Lv1 => None,
         Level::Lv2 => return Err(no_lv2()),
         Level::Lv3 | Level::Auto => {
             warn_multi_gpu(&gpu);
-            let pre = build_mechanism(choice, p.grace, quiet)?;
-            warn_scratch_reclaim(&pre, &k, quiet);
-            Some(pre)
+            Some(Lv3Request::required(choice, p.grace))
         }
     };
     if hip_version >= (7, 0, 0) {
@@ -295,13 +276,17 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
              queue of its own, which it keeps, and its KFD queue is checked before every suspend",
         );
     }
-
-    // The LP queue (and at Lv3 the KFD queue behind it): the API's one set-up.
-    let lp = gpu
-        .lp_queue(preemptor.as_deref(), budget_usize(budget))
+    let lp = prepared
+        .lp(LpRequest {
+            lv3: lv3_request,
+            slots: budget_usize(budget),
+        })
         .map_err(|e| e.to_string())?;
-    let lv3 = match (preemptor, lp.binding) {
-        (Some(preemptor), Some(binding)) => {
+    let lv3 = match (lp.lv3, lp.queue.binding) {
+        (Some(setup), Some(binding)) => {
+            note_mechanism(&setup, choice, p.grace, quiet);
+            let preemptor = setup.preemptor.ok_or("no Lv3 mechanism was built for an Lv3 run")?;
+            warn_scratch_reclaim(&preemptor, k, quiet);
             let target = *binding.target();
             note(
                 quiet,
@@ -310,7 +295,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
                     target.queue_id, target.gpu_id, target.ring_base_address, target.ring_size, target.priority
                 ),
             );
-            for n in &lp.notes {
+            for n in &lp.queue.notes {
                 note(quiet, n);
             }
             Some(Lv3 { preemptor, binding })
@@ -318,8 +303,8 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         (Some(_), None) => return Err("the LP queue was set up without its KFD queue at Lv3".into()),
         (None, _) => None,
     };
-    let lpq = lp.queue;
-    let corun = co_run_check(&lpq, &k, &check_slots, &probe, &cal, idx.corun, dev.info.wall_clock_khz)?;
+    let lpq = lp.queue.queue;
+    let corun = co_run_check(&lpq, k, &check_slots, &probe, &cal, idx.corun, dev.info.wall_clock_khz)?;
     if let Some(w) = &corun {
         eprintln!("preempt-lat: WARNING: {w}");
     }
@@ -360,7 +345,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         cmd: DelayCmd {
             ticks: cal.ticks_for(p.t_ms),
         },
-        t_ns: achieved.achieved_ms * 1e6,
+        t_ns: calibrated.achieved.achieved_ms * 1e6,
         t_ms: p.t_ms,
         lp_kernel,
         budget,

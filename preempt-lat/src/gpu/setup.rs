@@ -4,7 +4,7 @@
 //! `gpu_device::setup`'s (re-exported here).
 use std::time::{Duration, Instant};
 
-pub use gpu_device::setup::{calibration_points, probe_co_ran};
+pub use gpu_device::setup::probe_co_ran;
 use gpu_device::verify;
 use gpu_device::{Calibration, ClockMap, ClockPair, DelayKernel, HipLpQueue, HpProbe, calib, kernel};
 

@@ -11,6 +11,7 @@ use host_device::{
 };
 use lv1::clock::now_ns;
 use lv1::{Config, HwQueue, XQueue};
+use preempt_api::Mechanism;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -80,11 +81,11 @@ impl Suspended for HostHeld<'_> {
 }
 
 /// The mechanism a host run at `level` records.
-fn host_mechanism(level: Level) -> &'static str {
+fn host_mechanism(level: Level) -> Mechanism {
     match level {
-        Level::Lv1 | Level::Auto => "progressive-launch",
-        Level::Lv2 => preempt_api::LV2_HOST_MECHANISM,
-        Level::Lv3 => "sigstop",
+        Level::Lv1 | Level::Auto => Mechanism::Launcher,
+        Level::Lv2 => Mechanism::Lv2Hold,
+        Level::Lv3 => Mechanism::Sigstop,
     }
 }
 

@@ -192,8 +192,8 @@ fn scheduled(
         let check = lp.check().map_err(|e| format!("{what}: checking: {e}"))?;
         let mechanism = match level {
             Level::Lv3 => session.mechanism().name.clone().unwrap_or_else(|| "none".into()),
-            Level::Lv2 => preempt_api::LV2_HOST_MECHANISM.into(),
-            _ => "lv1-stop".into(),
+            Level::Lv2 => preempt_api::Mechanism::Lv2Hold.name().into(),
+            _ => preempt_api::Lv1Suspend::Stop.name().into(),
         };
         Ok((Measured::of(used, check.ok()), mechanism))
     })();

@@ -39,7 +39,7 @@ fn result() -> OverheadResult {
             batch: 4,
             workers: 1,
         },
-        env: crate::env::host("sigstop"),
+        env: crate::env::host(preempt_api::Mechanism::Sigstop),
         setups: summarize(&setups(), &per_run()),
         runs_done: 3,
         interrupted: false,

@@ -189,8 +189,8 @@ pub fn run_mode(
             mechanism: match mode {
                 Mode::Lv3 => mechanism_label(session),
                 // The one device with Lv2 (a GPU never gets here: the session refuses the level).
-                Mode::Lv2 => preempt_api::LV2_HOST_MECHANISM.into(),
-                Mode::Lv1 => "stop-launching".into(),
+                Mode::Lv2 => preempt_api::Mechanism::Lv2Hold.name().into(),
+                Mode::Lv1 => preempt_api::Lv1Suspend::Stop.name().into(),
                 _ => "-".into(),
             },
             hp_requests: hp_latency.summary().map_or(0, |s| s.count),

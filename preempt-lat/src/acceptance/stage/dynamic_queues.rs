@@ -4,8 +4,8 @@
 //! clr releases an idle stream's pooled hardware queue once a priority has more streams than
 //! `GPU_MAX_HW_QUEUES` (with `DEBUG_HIP_DYNAMIC_QUEUES` on, the default in the newest clr); a
 //! CU-mask stream, which every LP stream is, is exempt (docs/kfd-facts.md#dynamic-queues). So the
-//! stage opens the LP queue the way every Lv3 run does ([`GpuDevice::lp_queue`], mechanism from
-//! [`Lv3Setup::build`]), then creates `GPU_MAX_HW_QUEUES` + 2 ordinary streams, uses each once,
+//! stage opens the LP queue the way every Lv3 run does (preempt-api's `gpu::prepare` and
+//! `Prepared::lp`), then creates `GPU_MAX_HW_QUEUES` + 2 ordinary streams, uses each once,
 //! lets them idle [`IDLE`] and synchronizes them again (clr tries the release at each
 //! synchronize). Then: the LP binding must still check Ok, and a running LP command must be
 //! suspended, held and resumed through it, exactly once. A `Stale` there is a finding to report.
@@ -19,14 +19,12 @@
 use super::StageResult;
 use gpu_device::{DelayCmd, SlotStatus, calib};
 use hip_rt::StreamPriority;
-use kfd::GracePeriod;
 use kfd::sysfs::SysRoot;
 use lv1::HwQueue;
-use lv3::MechanismChoice;
 use lv3::binding::{Change, QueueBinding, Stale};
 use lv3::mechanism::Preemptor;
-use preempt_api::gpu::{GpuDevice, GpuSuspension, KernelChoice, LpQueue};
-use preempt_api::{ErrorKind, Lv3Setup};
+use preempt_api::gpu::{self, GpuDevice, GpuSuspension, KernelChoice, LpQueue, LpRequest, Prepare, PreparedLp};
+use preempt_api::{ErrorKind, GracePeriod, Lv3Request, MechanismChoice};
 use serde::Serialize;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -202,7 +200,14 @@ fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, String> {
     facts["settings"] = json!(settings);
     facts["streams"] = json!(n);
     facts["note"] = json!(note);
-    let gpu = GpuDevice::open(index, KernelChoice::default()).map_err(|e| format!("opening hip:{index}: {e}"))?;
+    let prepared = gpu::prepare(&Prepare {
+        device: index,
+        kernel: KernelChoice::default(),
+        t_ms: None,
+        hp_stream: false,
+    })
+    .map_err(|e| format!("preparing hip:{index}: {e}"))?;
+    let gpu = &prepared.gpu;
     let v = gpu
         .hip()
         .runtime_version()
@@ -211,15 +216,17 @@ fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, String> {
     let hip = format!("{a}.{b}.{c}");
     facts["hip_version"] = json!(hip);
     facts["hip_library"] = json!(gpu.hip().library_path());
-    let setup = Lv3Setup::build(MechanismChoice::Auto, GracePeriod::SHORTEST, false, true)
-        .map_err(|e| format!("the Lv3 mechanism: {e}"))?;
+    let PreparedLp { lv3, queue: lp } = prepared
+        .lp(LpRequest {
+            lv3: Some(Lv3Request::required(MechanismChoice::Auto, GracePeriod::SHORTEST)),
+            slots: SLOTS,
+        })
+        .map_err(|e| format!("the Lv3 mechanism and the LP queue: {e}"))?;
+    let setup = lv3.ok_or("no Lv3 mechanism was built")?;
     let pre = setup
         .preemptor
         .ok_or_else(|| format!("no Lv3 mechanism works here: {}", setup.info.why))?;
     facts["mechanism"] = json!(pre.kind().name());
-    let lp = gpu
-        .lp_queue(Some(&pre), SLOTS)
-        .map_err(|e| format!("the LP queue: {e}"))?;
     let binding = lp
         .binding
         .clone()
@@ -229,7 +236,7 @@ fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, String> {
     facts["queues_before"] = queues(t.gpu_id);
     super::interrupted()?;
 
-    let streams = ordinary_streams(&gpu, n)?;
+    let streams = ordinary_streams(gpu, n)?;
     facts["queues_with_streams"] = queues(t.gpu_id);
     idle_then_synchronize(&streams)?;
     // The LP stream idled too: its synchronize is where clr would release it, were it not exempt.
@@ -238,12 +245,12 @@ fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, String> {
         .map_err(|e| format!("the LP stream: synchronize after {IDLE:?} idle: {e}"))?;
     facts["queues_after"] = queues(t.gpu_id);
     judge_kept(binding.check())?;
-    let (suspend_us, span_ms) = held_command(&gpu, &lp, &pre, &binding)?;
+    let (suspend_us, span_ms) = held_command(gpu, &lp, &pre, &binding)?;
     facts["running_suspend_us"] = json!(suspend_us);
     facts["held_command_ms"] = json!(span_ms);
     super::interrupted()?;
 
-    let word = detection(&gpu, &pre, &binding, facts)?;
+    let word = detection(gpu, &pre, &binding, facts)?;
     drop(streams);
     let note = note.map_or(String::new(), |n| format!(" ({n})"));
     Ok(format!(

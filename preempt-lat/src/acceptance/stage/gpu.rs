@@ -1,6 +1,6 @@
-//! The GPU stages that no subcommand runs alone, each on the one device layer (preempt-api's
-//! `GpuDevice`, `Lv3Setup`, `GpuDevice::lp_queue`) and gpu-device's kernel calls, as the latency
-//! run uses them: the HIP smoke test, the calibration at T, LP queue discovery, and one
+//! The GPU stages that no subcommand runs alone, each prepared by the one device layer
+//! (preempt-api's `gpu::prepare` and `Prepared::lp`) as the latency run is, with gpu-device's
+//! kernel calls: the HIP smoke test, the calibration at T, LP queue discovery, and one
 //! mechanism's bystander cost (validate's check, `crate::gpu::bystander`).
 //!
 //! Written for hardware and NOT yet run on a GPU (no machine here has one): on this machine the
@@ -8,11 +8,10 @@
 //! what each should print.
 use super::StageResult;
 use crate::acceptance::summary::Status;
-use gpu_device::{LpState, SlotStatus, calib, kernel, setup};
-use hip_rt::{Mem, StreamPriority};
-use kfd::GracePeriod;
-use lv3::{MechanismChoice, MechanismKind};
-use preempt_api::gpu::{GpuDevice, KernelChoice};
+use gpu_device::{LpState, SlotStatus, calib, kernel};
+use hip_rt::Mem;
+use preempt_api::gpu::{self, CalibratedT, KernelChoice, LpRequest, Prepare, Prepared, PreparedLp};
+use preempt_api::{GracePeriod, Lv3Request, MechanismChoice, MechanismKind};
 use serde_json::json;
 
 fn result(r: Result<(String, serde_json::Value), String>) -> StageResult {
@@ -30,37 +29,35 @@ fn result(r: Result<(String, serde_json::Value), String>) -> StageResult {
     }
 }
 
-fn open(index: u32, state: LpState) -> Result<GpuDevice, String> {
-    GpuDevice::open(
-        index,
-        KernelChoice {
+/// `hip:index` prepared with the `state` kernel, and T calibrated where asked.
+fn prepared(index: u32, state: LpState, t_ms: Option<f64>) -> Result<Prepared, String> {
+    gpu::prepare(&Prepare {
+        device: index,
+        kernel: KernelChoice {
             state,
             ..KernelChoice::default()
         },
-    )
-    .map_err(|e| format!("opening hip:{index}: {e}"))
+        t_ms,
+        hp_stream: false,
+    })
+    .map_err(|e| format!("preparing hip:{index}: {e}"))
 }
 
 /// HIP loads and opens the device, the light and (where the target has one) heavy delay kernels
 /// compile with hiprtc and load, one light command runs to completion, and the clock rates.
 pub fn smoke(index: u32) -> StageResult {
     result((|| {
-        let gpu = open(index, LpState::Light)?;
+        let p = prepared(index, LpState::Light, None)?;
+        let (gpu, k, s) = (&p.gpu, &p.kernel, &p.warm);
         let info = gpu.device().info.clone();
         let version = gpu
             .hip()
             .runtime_version()
             .map_err(|e| format!("hipRuntimeGetVersion: {e}"))?;
         let (a, b, c) = hip_rt::decode_version(version);
-        let k = gpu
-            .kernel()
-            .map_err(|e| format!("compiling the light delay kernel: {e}"))?;
-        let s = gpu
-            .stream(StreamPriority::Normal)
-            .map_err(|e| format!("a stream: {e}"))?;
-        let slots = kernel::slot_buffer(gpu.device(), &s, 1).map_err(|e| format!("a slot: {e}"))?;
+        let slots = kernel::slot_buffer(gpu.device(), s, 1).map_err(|e| format!("a slot: {e}"))?;
         let ticks = u64::from(info.wall_clock_khz); // 1 ms on the nominal wall clock
-        k.launch(&s, Mem::Device(&slots), 0, ticks)
+        k.launch(s, Mem::Device(&slots), 0, ticks)
             .map_err(|e| format!("launching one delay kernel: {e}"))?;
         s.synchronize().map_err(|e| format!("waiting for it: {e}"))?;
         let slot = kernel::read_slots(&slots, 1).map_err(|e| format!("reading its slot: {e}"))?[0];
@@ -69,15 +66,11 @@ pub fn smoke(index: u32) -> StageResult {
             return Err(format!("the delay kernel ran but its slot says {status:?}"));
         }
         let ran_ms = calib::ticks_to_ms(slot.wall_ticks(), info.wall_clock_khz);
-        let floor = kernel::event_floor_ms(gpu.device(), &s).map_err(|e| format!("event floor: {e}"))?;
+        let floor = kernel::event_floor_ms(gpu.device(), s).map_err(|e| format!("event floor: {e}"))?;
         let heavy = match LpState::Heavy.check_target(gpu.arch()) {
             Err(why) => format!("heavy kernel n/a here: {why}"),
             Ok(()) => {
-                let h = open(index, LpState::Heavy)?;
-                let hk = h
-                    .kernel()
-                    .map_err(|e| format!("compiling the heavy delay kernel: {e}"))?;
-                let r = hk.resources();
+                let r = prepared(index, LpState::Heavy, None)?.kernel.resources();
                 format!(
                     "heavy kernel: {} VGPRs ({} AGPRs) per lane, {} B LDS per block",
                     r.vgpr_count, r.agpr_count, r.group_segment_fixed_size
@@ -124,15 +117,12 @@ pub fn smoke(index: u32) -> StageResult {
 /// than 5 % off (every latency would be for another T).
 pub fn calibration(index: u32, t_ms: f64) -> StageResult {
     result((|| {
-        let gpu = open(index, LpState::Light)?;
-        let k = gpu.kernel().map_err(|e| format!("the delay kernel: {e}"))?;
-        let s = gpu
-            .stream(StreamPriority::Normal)
-            .map_err(|e| format!("a stream: {e}"))?;
-        let r = kernel::calibrate(&k, gpu.device(), &s, &setup::calibration_points(t_ms), 3)
-            .map_err(|e| format!("calibrating: {e}"))?;
-        let cal = r.calibration;
-        let achieved = kernel::check_t(&k, gpu.device(), &s, &cal, t_ms, 5).map_err(|e| format!("checking T: {e}"))?;
+        let CalibratedT {
+            calibration: cal,
+            achieved,
+        } = prepared(index, LpState::Light, Some(t_ms))?
+            .t
+            .ok_or("the GPU was prepared without T")?;
         let facts = json!({
             "t_ms": t_ms,
             "ticks_per_ms": cal.ticks_per_ms,
@@ -165,15 +155,16 @@ pub fn calibration(index: u32, t_ms: f64) -> StageResult {
 /// The LP stream's KFD queue found the way every Lv3 run finds it (`auto` mechanism).
 pub fn discovery(index: u32) -> StageResult {
     result((|| {
-        let gpu = open(index, LpState::Light)?;
-        let setup = preempt_api::Lv3Setup::build(MechanismChoice::Auto, GracePeriod::SHORTEST, false, true)
-            .map_err(|e| format!("the Lv3 mechanism: {e}"))?;
+        let PreparedLp { lv3, queue: lp } = prepared(index, LpState::Light, None)?
+            .lp(LpRequest {
+                lv3: Some(Lv3Request::required(MechanismChoice::Auto, GracePeriod::SHORTEST)),
+                slots: 16,
+            })
+            .map_err(|e| format!("the Lv3 mechanism and the LP stream's KFD queue: {e}"))?;
+        let setup = lv3.ok_or("no Lv3 mechanism was built")?;
         let pre = setup
             .preemptor
             .ok_or_else(|| format!("no Lv3 mechanism works here: {}", setup.info.why))?;
-        let lp = gpu
-            .lp_queue(Some(&pre), 16)
-            .map_err(|e| format!("discovering the LP stream's KFD queue: {e}"))?;
         let t = lp.target.ok_or("the LP queue was set up without its KFD queue")?;
         let facts = json!({
             "mechanism": pre.kind().name(),
