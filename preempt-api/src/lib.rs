@@ -52,9 +52,8 @@ pub use limits::{CLOSE_WAIT, MAX_DELAY_NS, MAX_POLICY_SPAN};
 pub use mech::{Lv3Request, Lv3Setup, MechanismInfo, probe};
 pub use mechanism::{Lv1Suspend, Mechanism};
 pub use options::{
-    DeviceSpec, LV2_ON_GPU_DOC, LV2_ON_GPU_WHY, LaxityParams, Level, MAX_POLICY_K,
-    MAX_POLICY_ROUND, Options, PolicyChoice, PolicyParams, grace_from_units, lv2_unavailable, mechanism_names,
-    parse_mechanism, policy_choice,
+    DeviceSpec, LV2_ON_GPU_DOC, LV2_ON_GPU_WHY, LaxityParams, Level, MAX_POLICY_K, MAX_POLICY_ROUND, Options,
+    PolicyChoice, PolicyParams, grace_from_units, lv2_unavailable, mechanism_names, parse_mechanism, policy_choice,
 };
 pub use session::Session;
 pub use stream::{LpStream, SuspendInfo};

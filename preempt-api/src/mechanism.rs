@@ -87,7 +87,11 @@ mod tests {
         for k in MechanismKind::AUTO_ORDER {
             assert_eq!(Mechanism::Kfd(k).to_string(), k.name());
             let g = Mechanism::Kfd(k).grace_applied(GracePeriod::SHORTEST);
-            assert_eq!(g == GracePeriod::SHORTEST.to_string(), k.sets_grace_period(), "{k}: {g}");
+            assert_eq!(
+                g == GracePeriod::SHORTEST.to_string(),
+                k.sets_grace_period(),
+                "{k}: {g}"
+            );
         }
         for m in Mechanism::WITHOUT_KFD {
             assert!(m.grace_applied(GracePeriod::SHORTEST).starts_with("n/a ("), "{m}");

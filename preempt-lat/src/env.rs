@@ -111,7 +111,9 @@ pub fn host(mechanism: Mechanism) -> Environment {
 /// The grace period that applied on a GPU, for [`Environment::grace_period`]: the Lv3
 /// mechanism's (`None`: an Lv1 run, which preempts nothing).
 pub fn gpu_grace(mechanism: Option<MechanismKind>, asked: GracePeriod) -> String {
-    mechanism.map_or(Mechanism::Launcher, Mechanism::Kfd).grace_applied(asked)
+    mechanism
+        .map_or(Mechanism::Launcher, Mechanism::Kfd)
+        .grace_applied(asked)
 }
 
 /// [`gpu_grace`] before `auto` has chosen (the rows say which mechanism ran): what applies to

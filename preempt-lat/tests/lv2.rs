@@ -169,7 +169,10 @@ fn overhead_takes_lv2_on_the_host_device_as_a_setup_of_its_own() {
         .iter()
         .map(|s| (s["setup"].as_str().unwrap(), s["mechanism"].as_str().unwrap()))
         .collect();
-    assert_eq!(setups, [("native", "-"), ("lv2", preempt_api::Mechanism::Lv2Hold.name())]);
+    assert_eq!(
+        setups,
+        [("native", "-"), ("lv2", preempt_api::Mechanism::Lv2Hold.name())]
+    );
     assert!(v["setups"][1]["exactly_once"] == true, "{}", v["setups"][1]);
 }
 

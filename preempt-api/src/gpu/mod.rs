@@ -25,8 +25,8 @@ mod streams;
 mod suspension;
 
 pub use crate::options::{DEFAULT_BLOCKS_PER_CU, KernelChoice};
-pub(crate) use streams::GpuBackend;
 pub use prepare::{CalibratedT, LpRequest, Prepare, Prepared, PreparedLp, prepare};
+pub(crate) use streams::GpuBackend;
 pub use suspension::GpuSuspension;
 
 use crate::error::{Error, ErrorKind, Result};

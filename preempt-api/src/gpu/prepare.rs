@@ -95,11 +95,17 @@ pub fn prepare(p: &Prepare) -> Result<Prepared> {
         .stream(StreamPriority::Normal)
         .map_err(|e| e.context("the warm-up stream"))?;
     let hp = if p.hp_stream {
-        Some(gpu.stream(StreamPriority::High).map_err(|e| e.context("the HP stream"))?)
+        Some(
+            gpu.stream(StreamPriority::High)
+                .map_err(|e| e.context("the HP stream"))?,
+        )
     } else {
         None
     };
-    let t = p.t_ms.map(|t_ms| calibrate_at(&gpu, &kernel, &warm, t_ms)).transpose()?;
+    let t = p
+        .t_ms
+        .map(|t_ms| calibrate_at(&gpu, &kernel, &warm, t_ms))
+        .transpose()?;
     warm.synchronize()
         .map_err(|e| crate::Error::from(e).context("the warm-up stream"))?;
     Ok(Prepared {

@@ -83,10 +83,7 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
     }
     let PreparedLp { lv3, queue: lp } = prepared
         .lp(LpRequest {
-            lv3: Some(Lv3Request::required(
-                MechanismChoice::Only(kind),
-                GracePeriod::SHORTEST,
-            )),
+            lv3: Some(Lv3Request::required(MechanismChoice::Only(kind), GracePeriod::SHORTEST)),
             slots: n_lp as usize,
         })
         .map_err(|e| e.to_string())?;
