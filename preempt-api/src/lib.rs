@@ -38,6 +38,7 @@ mod mech;
 mod mechanism;
 mod options;
 mod owner;
+mod policy;
 pub mod sched;
 mod session;
 mod stream;
@@ -55,6 +56,7 @@ pub use options::{
     DeviceSpec, LV2_ON_GPU_DOC, LV2_ON_GPU_WHY, LaxityParams, Level, MAX_POLICY_K, MAX_POLICY_ROUND, Options,
     PolicyChoice, PolicyParams, grace_from_units, lv2_unavailable, mechanism_names, parse_mechanism, policy_choice,
 };
+pub use policy::Policy;
 pub use session::Session;
 pub use stream::{LpStream, SuspendInfo};
 

@@ -324,9 +324,10 @@ pub const MAX_POLICY_K: usize = 4096;
 /// --policy`) and the settings its word needs: `round` for `up`, `k` for `kedf` (ignored by the
 /// others). `hpf` is `None`: blocks only.
 pub fn policy_choice(word: &str, round: Duration, k: usize) -> Result<Option<PolicyChoice>> {
-    let choice = match word {
-        "hpf" => return Ok(None),
-        "up" => {
+    let policy = crate::Policy::from_word(word).ok_or_else(|| unknown("policy", word, &crate::Policy::expected()))?;
+    let choice = match policy {
+        crate::Policy::HighestFirst => return Ok(None),
+        crate::Policy::Partition => {
             if round.is_zero() || round > MAX_POLICY_ROUND {
                 return Err(Error::invalid(format!(
                     "policy up: the round must be more than 0 and at most {MAX_POLICY_ROUND:?} (got {round:?})"
@@ -334,7 +335,7 @@ pub fn policy_choice(word: &str, round: Duration, k: usize) -> Result<Option<Pol
             }
             PolicyChoice::Partition { round }
         }
-        "kedf" => {
+        crate::Policy::KEdf => {
             if k == 0 || k > MAX_POLICY_K {
                 return Err(Error::invalid(format!(
                     "policy kedf: k (how many streams run at once) must be 1 to {MAX_POLICY_K} (got {k})"
@@ -342,8 +343,7 @@ pub fn policy_choice(word: &str, round: Duration, k: usize) -> Result<Option<Pol
             }
             PolicyChoice::KEdf { k }
         }
-        "laxity" => PolicyChoice::Laxity,
-        other => return Err(unknown("policy", other, "hpf, up, kedf or laxity")),
+        crate::Policy::Laxity => PolicyChoice::Laxity,
     };
     Ok(Some(choice))
 }

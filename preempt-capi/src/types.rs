@@ -1,7 +1,7 @@
 //! The ABI's types, as the header shows them (cbindgen copies these definitions and their
 //! documentation into `include/preempt_kfd.h`).
 #![allow(non_camel_case_types)]
-use preempt_api::ErrorKind;
+use preempt_api::{ErrorKind, Policy};
 use std::ffi::c_char;
 
 /// A session handle (0 is never one).
@@ -175,13 +175,13 @@ pub enum preempt_policy {
 }
 
 impl preempt_policy {
-    /// Every policy with its word in `preempt_api::policy_choice`'s grammar (and
-    /// `preempt-lat priority --policy`'s), in number order.
+    /// Every policy with its word (`preempt_api::Policy`, the one table of policy words), in
+    /// number order.
     pub const ALL: [(preempt_policy, &'static str); 4] = [
-        (preempt_policy::PREEMPT_POLICY_HPF, "hpf"),
-        (preempt_policy::PREEMPT_POLICY_UP, "up"),
-        (preempt_policy::PREEMPT_POLICY_KEDF, "kedf"),
-        (preempt_policy::PREEMPT_POLICY_LAXITY, "laxity"),
+        (preempt_policy::PREEMPT_POLICY_HPF, Policy::HighestFirst.word()),
+        (preempt_policy::PREEMPT_POLICY_UP, Policy::Partition.word()),
+        (preempt_policy::PREEMPT_POLICY_KEDF, Policy::KEdf.word()),
+        (preempt_policy::PREEMPT_POLICY_LAXITY, Policy::Laxity.word()),
     ];
 }
 

@@ -122,7 +122,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let levels: Vec<(String, u8)> = Level::ALL.iter().map(|l| (l.to_string(), l.number())).collect();
     m.add("LEVELS", PyTuple::new(m.py(), levels)?)?;
     m.add("SCHEDULERS", preempt_api::sched::SCHEDULER_WORDS)?;
-    m.add("POLICIES", PyTuple::new(m.py(), policy::WORDS)?)?;
+    m.add("POLICIES", PyTuple::new(m.py(), policy::words())?)?;
     m.add("MAX_POLICY_ROUND_NS", preempt_api::MAX_POLICY_ROUND.as_nanos())?;
     m.add("MAX_POLICY_K", preempt_api::MAX_POLICY_K)?;
     Ok(())

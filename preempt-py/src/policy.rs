@@ -4,16 +4,17 @@
 //! the session's policy in `python/preempt_kfd/_args.py`, so that the message names them; what
 //! reaches here is refused again by preempt-api if it does not fit.
 use crate::py_err;
-use preempt_api::{Error, ErrorKind, LaxityParams, PolicyChoice, PolicyParams, PolicyStatus};
+use preempt_api::{Error, ErrorKind, LaxityParams, Policy, PolicyChoice, PolicyParams, PolicyStatus};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-/// The policy words `policy_choice` knows, for the argument checks' messages. preempt-api keeps
-/// them in its parser only; `tests/test_policy.py` checks this list against that parser's own
-/// error, so a new word cannot be missed here.
-pub(crate) const WORDS: [&str; 4] = ["hpf", "up", "kedf", "laxity"];
+/// The policy words `policy_choice` knows (preempt-api's one table), for the argument checks'
+/// messages.
+pub(crate) fn words() -> [&'static str; 4] {
+    Policy::ALL.map(Policy::word)
+}
 
 /// `Session(policy=, round_ms=, k=)`: `None` for `hpf` (blocks only).
 pub(crate) fn choice(word: &str, round_ns: u64, k: usize) -> PyResult<Option<PolicyChoice>> {

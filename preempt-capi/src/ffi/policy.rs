@@ -11,7 +11,7 @@
 use super::{invalid, put, run};
 use crate::handles;
 use crate::types::{PREEMPT_MAX_POLICY_SPAN_NS, preempt_options, preempt_policy, preempt_session_t, preempt_stream_t};
-use preempt_api::{LaxityParams, LpStream, PolicyChoice, PolicyParams, Result, Session, policy_choice};
+use preempt_api::{LaxityParams, LpStream, Policy, PolicyChoice, PolicyParams, Result, Session, policy_choice};
 use std::ffi::c_int;
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -36,9 +36,9 @@ pub(super) fn choice(c: &preempt_options) -> Result<Option<PolicyChoice>> {
                 first.join(", ")
             ))
         })?;
-    let field = match word {
-        "up" => "preempt_options.policy_round_ns",
-        "kedf" => "preempt_options.policy_k",
+    let field = match Policy::from_word(word) {
+        Some(Policy::Partition) => "preempt_options.policy_round_ns",
+        Some(Policy::KEdf) => "preempt_options.policy_k",
         _ => "preempt_options.policy",
     };
     // A k past usize cannot happen (u32), and would be refused as above MAX_POLICY_K anyway.
