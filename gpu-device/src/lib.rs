@@ -29,5 +29,9 @@ pub use kernel::{DelayKernel, DelaySlot, SlotStatus};
 pub use open::{gfx_target, open, usable};
 pub use state::{LpState, WaveState};
 
+// This crate's API takes and returns hip-rt's types (the runtime, devices, streams, buffers):
+// re-exported so that a user names them through the crate it calls, not a second dependency.
+pub use hip_rt;
+
 #[cfg(test)]
 mod tests;

@@ -15,7 +15,7 @@ use crate::host_records::Seen;
 use crate::mech::{Lv3Setup, MechanismInfo};
 use crate::options::{Level, Options};
 use crate::owner::Owner;
-use host_device::{HostCommand, HostError, HostQueue, KernelRecord, SharedHostHold, SharedHostSuspension, WorkerExe};
+use host_device::{SharedHostHold, SharedHostSuspension, WorkerExe};
 use lv1::{Completion, Config, HwQueue, Stats, SuspendMode, WaitIdleError, XQueue};
 use lv3::MechanismChoice;
 use lv3::mechanism::Preemptor;
@@ -26,6 +26,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 pub use host_device::{WORKER_ENV, WORKER_NAME};
+// The host device itself (its LP queue, commands, holds and records), for a measurement that
+// drives its hardware queue directly behind a launcher of its own, as a GPU measurement drives
+// `gpu::GpuDevice::lp_queue`'s.
+pub use host_device::{HostCommand, HostDevice, HostError, HostHold, HostQueue, HostSuspension, KernelRecord};
 
 /// The default host worker: `$PREEMPT_HOST_WORKER`, else host-device's `preempt-host-worker`
 /// beside the running executable (where cargo puts the workspace's binaries): see

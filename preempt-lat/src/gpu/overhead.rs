@@ -38,7 +38,7 @@ pub fn direct_run(
     let usage = || Usage::now().map_err(|e| format!("getrusage: {e}"));
     let before = usage()?;
     for id in 0..n32 {
-        k.launch(lpq.stream(), hip_rt::Mem::Device(&slots), id, ticks)
+        k.launch(lpq.stream(), gpu_device::hip_rt::Mem::Device(&slots), id, ticks)
             .map_err(h("direct launch"))?;
     }
     lpq.stream().synchronize().map_err(h("direct synchronize"))?;

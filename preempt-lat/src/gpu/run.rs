@@ -241,7 +241,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
     let gpu = Arc::clone(&prepared.gpu);
     let k = &Arc::clone(&prepared.kernel);
     let dev = Arc::clone(gpu.device());
-    let hip_version = hip_rt::decode_version(gpu.hip().runtime_version().map_err(|e| e.to_string())?);
+    let hip_version = gpu_device::hip_rt::decode_version(gpu.hip().runtime_version().map_err(|e| e.to_string())?);
     let (lp_kernel, lp_note) = describe_kernel(&gpu, k)?;
     note(quiet, &lp_note);
     let calibrated = prepared.t.ok_or("the GPU was prepared without T")?;
@@ -386,7 +386,7 @@ fn scratch_reclaim_risk(kind: MechanismKind, lp_uses_scratch: bool, reclaim_env:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hip_rt::Hip;
+    use gpu_device::hip_rt::Hip;
 
     fn params(t_ms: f64, samples: u32) -> Params {
         Params {

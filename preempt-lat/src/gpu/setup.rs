@@ -88,14 +88,19 @@ pub(super) fn hp_floor(probe: &HpProbe, map: &ClockMap, first_idx: u32) -> Resul
 pub(super) fn co_run_check(
     lpq: &HipLpQueue,
     k: &DelayKernel,
-    slots: &hip_rt::DeviceBuffer,
+    slots: &gpu_device::hip_rt::DeviceBuffer,
     probe: &HpProbe,
     cal: &Calibration,
     idx: u32,
     wall_khz: u32,
 ) -> Result<Option<String>, String> {
-    k.launch(lpq.stream(), hip_rt::Mem::Device(slots), 0, cal.ticks_for(20.0))
-        .map_err(h("co-run check"))?;
+    k.launch(
+        lpq.stream(),
+        gpu_device::hip_rt::Mem::Device(slots),
+        0,
+        cal.ticks_for(20.0),
+    )
+    .map_err(h("co-run check"))?;
     std::thread::sleep(Duration::from_millis(2));
     probe.launch(idx).map_err(h("co-run check"))?;
     let ok = probe.wait(Duration::from_secs(30)).map_err(h("co-run check"))?;

@@ -5,13 +5,13 @@ use super::backend::{Abandoned, Backend, DeviceSpan, Finished, HpStart, RawSampl
 use super::samples;
 use super::{Correctness, Params, RunResult};
 use crate::options::Level;
-use host_device::{
-    HostCommand, HostDevice, HostError, HostHold, HostQueue, HostSuspension, KernelRecord, WORKER_ENV, WORKER_NAME,
-    WorkerExe,
-};
 use lv1::clock::now_ns;
 use lv1::{Config, HwQueue, XQueue};
 use preempt_api::Mechanism;
+use preempt_api::WorkerExe;
+use preempt_api::host::{
+    HostCommand, HostDevice, HostError, HostHold, HostQueue, HostSuspension, KernelRecord, WORKER_ENV, WORKER_NAME,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

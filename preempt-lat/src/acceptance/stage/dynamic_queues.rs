@@ -17,8 +17,8 @@
 //! Written for hardware and NOT yet run on a GPU; docs/hardware-validation.md says what it should
 //! print. The pure pieces (the stream count, the settings, the verdicts) are tested here.
 use super::StageResult;
+use gpu_device::hip_rt::StreamPriority;
 use gpu_device::{DelayCmd, SlotStatus, calib};
-use hip_rt::StreamPriority;
 use kfd::sysfs::SysRoot;
 use lv1::HwQueue;
 use lv3::binding::{Change, QueueBinding, Stale};
@@ -212,7 +212,7 @@ fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, String> {
         .hip()
         .runtime_version()
         .map_err(|e| format!("hipRuntimeGetVersion: {e}"))?;
-    let (a, b, c) = hip_rt::decode_version(v);
+    let (a, b, c) = gpu_device::hip_rt::decode_version(v);
     let hip = format!("{a}.{b}.{c}");
     facts["hip_version"] = json!(hip);
     facts["hip_library"] = json!(gpu.hip().library_path());
@@ -267,7 +267,7 @@ fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, String> {
 }
 
 /// An ordinary stream and the buffer its one command wrote.
-type Ordinary = (hip_rt::Stream, hip_rt::DeviceBuffer);
+type Ordinary = (gpu_device::hip_rt::Stream, gpu_device::hip_rt::DeviceBuffer);
 
 /// `n` ordinary (pooled) streams, each used once (a memset) and synchronized. They live until
 /// the stage ends.

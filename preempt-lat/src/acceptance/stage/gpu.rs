@@ -8,8 +8,8 @@
 //! what each should print.
 use super::StageResult;
 use crate::acceptance::summary::Status;
+use gpu_device::hip_rt::Mem;
 use gpu_device::{LpState, SlotStatus, calib, kernel};
-use hip_rt::Mem;
 use preempt_api::gpu::{self, CalibratedT, KernelChoice, LpRequest, Prepare, Prepared, PreparedLp};
 use preempt_api::{GracePeriod, Lv3Request, MechanismChoice, MechanismKind};
 use serde_json::json;
@@ -54,7 +54,7 @@ pub fn smoke(index: u32) -> StageResult {
             .hip()
             .runtime_version()
             .map_err(|e| format!("hipRuntimeGetVersion: {e}"))?;
-        let (a, b, c) = hip_rt::decode_version(version);
+        let (a, b, c) = gpu_device::hip_rt::decode_version(version);
         let slots = kernel::slot_buffer(gpu.device(), s, 1).map_err(|e| format!("a slot: {e}"))?;
         let ticks = u64::from(info.wall_clock_khz); // 1 ms on the nominal wall clock
         k.launch(s, Mem::Device(&slots), 0, ticks)
