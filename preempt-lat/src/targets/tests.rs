@@ -1,5 +1,5 @@
 use super::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn run(level: u64, t_ms: f64, suspend_p99_ns: u64, hp_p99_ns: u64, device: &str) -> Value {
     json!({
@@ -82,7 +82,34 @@ fn a_sweep_judges_each_run_and_lv3_flatness_over_t() {
     let js = judge(&sweep, "sweep-t.json");
     assert_eq!(
         ids(&js),
-        ["lv3-p99", "lv3-hp-start-p99", "lv1-threshold-x-t", "lv3-flat-in-t"]
+        [
+            "lv3-p99",
+            "lv3-hp-start-p99",
+            "lv1-threshold-x-t",
+            "lv3-vs-lv1",
+            "lv3-flat-in-t"
+        ]
+    );
+    // 4.1.1's ratio: the Lv1 and Lv3 runs at the same T, and only those.
+    let ratio = &js[3];
+    assert!(
+        (ratio.measured - 4_000_000.0 / 33_000.0).abs() < 1e-9 && ratio.pass,
+        "{ratio:?}"
+    );
+    assert!(ratio.from.contains("T = 0.5 ms"), "{}", ratio.from);
+    let slow_lv3 = json!([run(3, 0.5, 200_000, 1, "host"), run(1, 0.5, 4_000_000, 1, "host")]);
+    let r = judge(&slow_lv3, "f")
+        .into_iter()
+        .find(|j| j.target == "lv3-vs-lv1")
+        .unwrap();
+    assert!(
+        !r.pass && (r.measured - 20.0).abs() < 1e-9 && r.host_figures,
+        "20x < 40x: {r:?}"
+    );
+    let other_t = json!([run(3, 0.5, 30_000, 1, "hip:0"), run(1, 2.0, 4_000_000, 1, "hip:0")]);
+    assert!(
+        !ids(&judge(&other_t, "f")).contains(&"lv3-vs-lv1"),
+        "a ratio across two T says nothing of the mechanism"
     );
     let flat = js.last().unwrap();
     assert!((flat.measured - 2.0).abs() < 1e-9 && !flat.pass, "60 / 30 = 2 > 1.5");
@@ -219,7 +246,15 @@ fn class_experiments_of_every_policy_are_judged() {
     let js = judge(&schedule(policies::kedf::NAME), "s.json");
     assert_eq!(ids(&js), ["throughput-loss"]);
     let js = judge(&schedule(policies::up::NAME), "s.json");
-    assert_eq!(ids(&js), ["throughput-loss", "partition", "partition"]);
+    assert_eq!(
+        ids(&js),
+        ["throughput-loss", "partition-overhead", "partition", "partition"]
+    );
+    assert!(
+        !js[1].pass && (js[1].measured - 12.0).abs() < 1e-9,
+        "12 % > 1.5 %: {:?}",
+        js[1]
+    );
     let mut alone_not_run = schedule(policies::laxity::NAME);
     alone_not_run["standalone"] = Value::Null;
     assert!(judge(&alone_not_run, "s.json").is_empty());
