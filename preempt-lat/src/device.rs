@@ -29,22 +29,21 @@ impl Device {
         }
     }
 
-    /// The threshold sweep's point: LP throughput of `commands` commands of T launched directly
-    /// and through the launcher at `threshold`/`batch`: (direct s, launcher s, overhead %).
-    pub fn lv1_overhead(
-        self,
-        t_ms: f64,
-        lp_state: Option<LpState>,
-        threshold: u32,
-        batch: u32,
-        commands: u32,
-    ) -> Result<(f64, f64, f64), String> {
-        match self {
-            Device::Host(workers) => crate::measure::host::lv1_overhead(t_ms, threshold, batch, commands, workers),
-            Device::Hip(i) => {
-                crate::gpu::lv1_overhead(i, t_ms, lp_state.unwrap_or_default(), threshold, batch, commands)
-            }
-        }
+    /// Where the threshold sweep's runs get their sessions and native runs: the device opened
+    /// once, a GPU with the sweep's LP kernel (`lp_state`); its sessions run at Lv1 only.
+    pub fn lv1_source(self, lp_state: Option<LpState>) -> Result<SessionSource, String> {
+        let defaults = Options::default();
+        Ok(match self {
+            Device::Host(_) => SessionSource::Host(crate::measure::host::worker_exe()?),
+            Device::Hip(i) => SessionSource::Gpu {
+                gpu: Arc::new(
+                    GpuDevice::open(i, crate::gpu::run::kernel_choice(lp_state.unwrap_or_default()))
+                        .map_err(|e| e.to_string())?,
+                ),
+                mechanism: defaults.mechanism,
+                grace: defaults.grace,
+            },
+        })
     }
 
     /// `priority`'s LP workers: on the host device one per core unless `--workers` says

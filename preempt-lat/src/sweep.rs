@@ -332,6 +332,8 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
     let mut pts = Vec::new();
     let total = (a.t_ms.len() * a.thresholds.len()) as u64;
     let pb = crate::measure::control::progress(total, a.common.quiet, &format!("sweep threshold ({device})"));
+    // The device opened once for every point (a GPU's kernel compiled and calibrated once).
+    let src = dev.lv1_source(lp_state)?;
     'outer: for &t_ms in &a.t_ms {
         for &th in &a.thresholds {
             if stop_requested() {
@@ -350,7 +352,13 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
                 if stop_requested() {
                     break 'outer;
                 }
-                match dev.lv1_overhead(t_ms, lp_state, th, a.common.lv1.batch, commands) {
+                let work = crate::overhead::Work {
+                    t_ms,
+                    commands,
+                    threshold: th,
+                    batch: a.common.lv1.batch,
+                };
+                match crate::overhead::lv1_point(&src, work, workers) {
                     Ok(r) => runs.push(r),
                     // The stop cut it short (the error is that cut).
                     Err(_) if stop_requested() => break 'outer,

@@ -1,15 +1,10 @@
-//! LP work launched straight onto a GPU (no launcher, no session): the threshold sweep's direct
-//! phase against the launcher ([`lv1_overhead`]), and `overhead`'s native run ([`native`]).
-use std::sync::Arc;
-use std::time::Instant;
+//! LP work launched straight onto a GPU (no launcher, no session): `overhead`'s native run
+//! ([`native`]), which is also the threshold sweep's direct phase.
 
 use lv1::cost::Usage;
-use lv1::{Config, XQueue};
 
-use crate::measure::backend::Abandoned;
-
-use gpu_device::{DelayCmd, HipLpQueue, LpState, SlotStatus, kernel};
-use preempt_api::gpu::{self, GpuDevice, LpRequest, Prepare};
+use gpu_device::{HipLpQueue, SlotStatus, kernel};
+use preempt_api::gpu::GpuDevice;
 
 use super::setup::h;
 
@@ -61,57 +56,4 @@ pub fn native(gpu: &GpuDevice, t_ms: f64, commands: u32) -> Result<(Usage, bool)
     let lpq = gpu.lp_queue(None, 1).map_err(|e| e.to_string())?.queue;
     let (used, problem) = direct_run(gpu, &k, &lpq, commands, ticks)?;
     Ok((used, problem.is_none()))
-}
-
-/// The GPU version of `measure::host::lv1_overhead`: `commands` LP commands of T (of the `state`
-/// LP kernel) launched directly on a dedicated stream ([`direct_run`]), then the same through an
-/// XQueue with `threshold`/`batch`. Returns (direct s, launcher s, overhead %). Both phases must
-/// complete every command.
-#[allow(clippy::cast_precision_loss)] // ns of one run: far below 2^53
-pub fn lv1_overhead(
-    device_index: u32,
-    t_ms: f64,
-    state: LpState,
-    threshold: u32,
-    batch: u32,
-    commands: u32,
-) -> Result<(f64, f64, f64), String> {
-    let prepared = gpu::prepare(&Prepare {
-        device: device_index,
-        kernel: super::run::kernel_choice(state),
-        t_ms: Some(t_ms),
-        hp_stream: false,
-    })
-    .map_err(|e| e.to_string())?;
-    let (gpu, k) = (&prepared.gpu, &prepared.kernel);
-    let cal = prepared.t.ok_or("the GPU was prepared without T")?.calibration;
-    let n32 = commands.max(1);
-    let n = n32 as usize;
-    // The LP queue of the API's set-up (Lv1: no KFD queue to find), its slots for the launcher.
-    let lpq = prepared
-        .lp(LpRequest { lv3: None, slots: n })
-        .map_err(|e| e.to_string())?
-        .queue
-        .queue;
-    let ticks = cal.ticks_for(t_ms);
-    let (used, problem) = direct_run(gpu, k, &lpq, n32, ticks)?;
-    if let Some(p) = problem {
-        return Err(format!("lv1 overhead ({p})"));
-    }
-    let direct = used.wall_ns as f64 / 1e9;
-    let cfg = Config::new(threshold as usize, batch.min(threshold) as usize).map_err(|e| e.to_string())?;
-    let xq = XQueue::new(Arc::clone(&lpq), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
-    let t1 = Instant::now();
-    for _ in 0..n {
-        xq.submit(DelayCmd { ticks });
-    }
-    // A stop closes the launcher within the bounded close; a running kernel is left to finish.
-    let xq = crate::measure::settle::wait_idle_or_stop(xq, &|| Abandoned::Left)?;
-    let launcher = t1.elapsed().as_secs_f64();
-    drop(xq);
-    let slots = lpq.read_slots(n as u64).map_err(h("reading slots"))?;
-    if let Some(p) = incomplete("launcher", &slots, lpq.nblocks()) {
-        return Err(format!("lv1 overhead ({p})"));
-    }
-    Ok((direct, launcher, (launcher / direct - 1.0) * 100.0))
 }

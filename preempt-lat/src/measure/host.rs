@@ -247,42 +247,6 @@ fn abandon_lp(dev: &HostDevice) -> Abandoned {
     Abandoned::Stopped
 }
 
-/// LP throughput cost of the Lv1 launcher: `commands` delay commands of T, once launched
-/// directly onto the hardware queue ([`direct_run`]), once through an XQueue with
-/// `threshold`/`batch`. Returns (direct seconds, launcher seconds, overhead percent). A stop ends
-/// it within about the API's bounded close: the direct phase's workers are killed once that
-/// time has passed, the launcher phase closes as a stopped run's; it then fails (its caller
-/// leaves the measurement out).
-#[allow(clippy::cast_precision_loss)] // ns of one run: far below 2^53
-pub fn lv1_overhead(
-    t_ms: f64,
-    threshold: u32,
-    batch: u32,
-    commands: u32,
-    workers: u32,
-) -> Result<(f64, f64, f64), String> {
-    let exe = worker_exe()?;
-    let t_ns = crate::num::round_u64(t_ms * 1e6);
-    let dev = HostDevice::spawn(&exe, workers as usize).map_err(err("starting workers"))?;
-    let _abandonable = abandonable(&dev);
-    let (used, once) = direct_run(&dev, t_ns, commands, workers)?;
-    if !once {
-        return Err("lv1 overhead (direct): some LP command did not run exactly once on every worker".into());
-    }
-    let direct = used.wall_ns as f64 / 1e9;
-    let q = dev.lp();
-    let cfg = Config::new(threshold as usize, batch.min(threshold) as usize).map_err(|e| e.to_string())?;
-    let xq = XQueue::new(Arc::clone(q), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
-    let t1 = std::time::Instant::now();
-    for _ in 0..commands {
-        xq.submit(HostCommand::delay_ns(t_ns));
-    }
-    let xq = super::settle::wait_idle_or_stop(xq, &|| abandon_lp(&dev))?;
-    let launcher = t1.elapsed().as_secs_f64();
-    drop(xq);
-    Ok((direct, launcher, (launcher / direct - 1.0) * 100.0))
-}
-
 /// CPU time of every thread of this process so far, ns: the same source (`getrusage`, through
 /// [`lv1::cost::Usage`]) as the launcher-alone and Fig. 12b figures it is reported beside.
 #[allow(clippy::cast_precision_loss)] // ns of CPU time: exact below 2^53 (104 days)

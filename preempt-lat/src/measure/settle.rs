@@ -17,8 +17,7 @@ use lv1::{HwQueue, WaitIdleError, XQueue};
 use preempt_api::{ErrorKind, LpStream};
 use std::time::{Duration, Instant};
 
-/// What a measurement cut short by a stop fails with ([`wait_idle_or_stop`],
-/// [`wait_stream_or_stop`]): its caller leaves it out as the interruption it is.
+/// What a measurement cut short by a stop fails with ([`wait_stream_or_stop`]): its caller leaves it out as the interruption it is.
 pub const STOPPED: &str = "stopped by Ctrl-C (SIGTERM, SIGHUP)";
 
 /// How often a wait for a whole measurement looks for a stop.
@@ -42,20 +41,6 @@ pub fn settle<B: Backend>(xq: XQueue<B::Queue>, b: &B, drain_limit: Duration) ->
                 b.drain_hint()
             ))
         }
-    }
-}
-
-/// Waits until `xq` ran everything submitted (a throughput measurement: up to commands x T). A
-/// stop ends the wait: `xq` is then closed as a stopped run's LP queue (`abandon` as for
-/// [`close`]) and the wait fails with [`STOPPED`].
-pub fn wait_idle_or_stop<Q: HwQueue>(xq: XQueue<Q>, abandon: &dyn Fn() -> Abandoned) -> Result<XQueue<Q>, String> {
-    match idle_or_stop(&xq, None) {
-        Ok(true) => Ok(xq),
-        Ok(false) => {
-            close(xq, abandon);
-            Err(STOPPED.into())
-        }
-        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -17,16 +17,15 @@
 //! and CPU come from `getrusage(RUSAGE_SELF)` around the submissions and the wait: every thread of
 //! this process (the application's, the launcher's, the runtime's), not the host device's worker
 //! processes, which are the device.
-use crate::device::{Device, SessionSource};
+use crate::device::Device;
 use crate::env::Environment;
 use crate::exit::{Outcome, Verdict};
 use crate::launcher_cost::Figure;
 use crate::measure::control::stop_requested;
-use crate::measure::settle::wait_stream_or_stop;
 use crate::options::{Level, OverheadOptions};
 use crate::output::Export;
 use lv1::cost::Usage;
-use preempt_api::Options;
+use runs::scheduled;
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -57,7 +56,7 @@ pub struct Measured {
 }
 
 impl Measured {
-    fn of(u: Usage, exactly_once: bool) -> Self {
+    pub(super) fn of(u: Usage, exactly_once: bool) -> Self {
         Measured {
             wall_ns: u.wall_ns,
             cpu_ns: u.cpu_ns,
@@ -143,67 +142,6 @@ impl OverheadResult {
 const NOTE: &str = "wall and CPU from getrusage(RUSAGE_SELF) around the submissions and the wait: every thread \
     of this process, not the host device's worker processes; overhead and CPU increase against the native run of \
     the same run, min / median / max over the runs";
-
-/// One scheduled run: a session (Lv1, Lv2: no Lv3 mechanism built; Lv3: the mechanism armed), one
-/// LP stream at `level` (Lv3, Lv2: registered with the helper, never entered), the commands
-/// submitted and waited for. Returns what was measured and how the stream would be suspended.
-fn scheduled(
-    src: &SessionSource,
-    o: &OverheadOptions,
-    level: Level,
-    workers: u32,
-) -> Result<(Measured, String), String> {
-    let lv1 =
-        lv1::Config::new(o.common.lv1.threshold as usize, o.common.lv1.batch as usize).map_err(|e| e.to_string())?;
-    let session = src
-        .open(Options {
-            lv1,
-            no_lv3: level != Level::Lv3,
-            host_workers: workers as usize,
-            gpu_slots: o.commands as usize,
-            ..Options::default()
-        })
-        .map_err(|e| format!("{} session: {e}", Setup::Scheduled(level).name()))?;
-    let measured = (|| -> Result<(Measured, String), String> {
-        let what = Setup::Scheduled(level).name();
-        if level == Level::Lv3 && !session.has_lv3() {
-            return Err(format!(
-                "lv3: no Lv3 mechanism here ({}); --levels 1 measures Lv1 alone",
-                session.mechanism().why
-            ));
-        }
-        let lp = session
-            .create_lp_stream(level)
-            .map_err(|e| format!("{what}: LP stream: {e}"))?;
-        if level != Level::Lv1 {
-            session
-                .helper_register(&lp, 0)
-                .map_err(|e| format!("{what}: registering with the helper: {e}"))?;
-        }
-        let t_ns = crate::num::round_u64(o.t_ms * 1e6);
-        let usage = || Usage::now().map_err(|e| format!("getrusage: {e}"));
-        let before = usage()?;
-        for _ in 0..o.commands {
-            lp.submit_delay(t_ns).map_err(|e| format!("{what}: submit: {e}"))?;
-        }
-        // Up to --commands x T: a stop ends the wait (the close below ends the work).
-        wait_stream_or_stop(&lp).map_err(|e| format!("{what}: waiting: {e}"))?;
-        let used = usage()?.since(&before);
-        let check = lp.check().map_err(|e| format!("{what}: checking: {e}"))?;
-        let mechanism = match level {
-            Level::Lv3 => session.mechanism().name.clone().unwrap_or_else(|| "none".into()),
-            Level::Lv2 => preempt_api::Mechanism::Lv2Hold.name().into(),
-            _ => preempt_api::Lv1Suspend::Stop.name().into(),
-        };
-        Ok((Measured::of(used, check.ok()), mechanism))
-    })();
-    // Bounded (docs/c-api.md#close): after a stop, what it abandons is this measurement's, which
-    // is left out anyway.
-    let closed = session.close();
-    let m = measured?;
-    closed.map_err(|e| format!("closing the session: {e}"))?;
-    Ok(m)
-}
 
 /// The figures of every setup from the runs' measurements (`per_run[r][s]`: run r, setup s;
 /// setup 0 is native).
@@ -302,7 +240,7 @@ pub fn run(o: &OverheadOptions, dev: Device) -> Outcome {
                 Setup::Native => src
                     .native(o.t_ms, o.commands, workers)
                     .map(|(used, ok)| Measured::of(used, ok)),
-                Setup::Scheduled(level) => scheduled(&src, o, level, workers).map(|(m, mechanism)| {
+                Setup::Scheduled(level) => scheduled(&src, &Work::of(o), level, workers).map(|(m, mechanism)| {
                     setups[i].2 = mechanism;
                     m
                 }),
@@ -465,6 +403,9 @@ impl Export for OverheadResult {
         writeln!(w, "note: {}", self.note)
     }
 }
+
+mod runs;
+pub use runs::{Work, lv1_point};
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,112 @@
+//! The runs every setup is made of, on a device opened once ([`SessionSource`]): the scheduled
+//! run through an application-API session, and the threshold sweep's point, which is a native
+//! run against a scheduled Lv1 run of the same work.
+use super::{Measured, Setup};
+use crate::device::SessionSource;
+use crate::measure::settle::wait_stream_or_stop;
+use crate::options::{Level, OverheadOptions};
+use lv1::cost::Usage;
+use preempt_api::Options;
+
+/// The LP work of a setup: `commands` delay commands of `t_ms`, through a launcher of
+/// `threshold` / `batch` where the setup has one.
+#[derive(Debug, Clone, Copy)]
+pub struct Work {
+    pub t_ms: f64,
+    pub commands: u32,
+    pub threshold: u32,
+    pub batch: u32,
+}
+
+impl Work {
+    pub(super) fn of(o: &OverheadOptions) -> Self {
+        Work {
+            t_ms: o.t_ms,
+            commands: o.commands,
+            threshold: o.common.lv1.threshold,
+            batch: o.common.lv1.batch,
+        }
+    }
+}
+
+/// One scheduled run: a session (Lv1, Lv2: no Lv3 mechanism built; Lv3: the mechanism armed), one
+/// LP stream at `level` (Lv3, Lv2: registered with the helper, never entered), the commands
+/// submitted and waited for. Returns what was measured and how the stream would be suspended.
+pub(super) fn scheduled(
+    src: &SessionSource,
+    o: &Work,
+    level: Level,
+    workers: u32,
+) -> Result<(Measured, String), String> {
+    let lv1 = lv1::Config::new(o.threshold as usize, o.batch as usize).map_err(|e| e.to_string())?;
+    let session = src
+        .open(Options {
+            lv1,
+            no_lv3: level != Level::Lv3,
+            host_workers: workers as usize,
+            gpu_slots: o.commands as usize,
+            ..Options::default()
+        })
+        .map_err(|e| format!("{} session: {e}", Setup::Scheduled(level).name()))?;
+    let measured = (|| -> Result<(Measured, String), String> {
+        let what = Setup::Scheduled(level).name();
+        if level == Level::Lv3 && !session.has_lv3() {
+            return Err(format!(
+                "lv3: no Lv3 mechanism here ({}); --levels 1 measures Lv1 alone",
+                session.mechanism().why
+            ));
+        }
+        let lp = session
+            .create_lp_stream(level)
+            .map_err(|e| format!("{what}: LP stream: {e}"))?;
+        if level != Level::Lv1 {
+            session
+                .helper_register(&lp, 0)
+                .map_err(|e| format!("{what}: registering with the helper: {e}"))?;
+        }
+        let t_ns = crate::num::round_u64(o.t_ms * 1e6);
+        let usage = || Usage::now().map_err(|e| format!("getrusage: {e}"));
+        let before = usage()?;
+        for _ in 0..o.commands {
+            lp.submit_delay(t_ns).map_err(|e| format!("{what}: submit: {e}"))?;
+        }
+        // Up to --commands x T: a stop ends the wait (the close below ends the work).
+        wait_stream_or_stop(&lp).map_err(|e| format!("{what}: waiting: {e}"))?;
+        let used = usage()?.since(&before);
+        let check = lp.check().map_err(|e| format!("{what}: checking: {e}"))?;
+        let mechanism = match level {
+            Level::Lv3 => session.mechanism().name.clone().unwrap_or_else(|| "none".into()),
+            Level::Lv2 => preempt_api::Mechanism::Lv2Hold.name().into(),
+            _ => preempt_api::Lv1Suspend::Stop.name().into(),
+        };
+        Ok((Measured::of(used, check.ok()), mechanism))
+    })();
+    // Bounded (docs/c-api.md#close): after a stop, what it abandons is this measurement's, which
+    // is left out anyway.
+    let closed = session.close();
+    let m = measured?;
+    closed.map_err(|e| format!("closing the session: {e}"))?;
+    Ok(m)
+}
+
+/// The threshold sweep's point (Fig. 11c): `w` native (straight onto the device) and through
+/// the launcher at Lv1 of an application-API session, as `overhead` runs them. Returns (native
+/// s, launcher s, overhead %). Both must run every command exactly once. A batch above the
+/// threshold launches as the threshold allows.
+#[allow(clippy::cast_precision_loss)] // ns of one run: far below 2^53
+pub fn lv1_point(src: &SessionSource, w: Work, workers: u32) -> Result<(f64, f64, f64), String> {
+    let w = Work {
+        batch: w.batch.min(w.threshold),
+        ..w
+    };
+    let (native, once) = src.native(w.t_ms, w.commands, workers)?;
+    if !once {
+        return Err("lv1 overhead (direct): some LP command did not run exactly once".into());
+    }
+    let (launcher, _) = scheduled(src, &w, Level::Lv1, workers)?;
+    if !launcher.exactly_once {
+        return Err("lv1 overhead (launcher): some LP command did not run exactly once".into());
+    }
+    let (direct_s, launcher_s) = (native.wall_ns as f64 / 1e9, launcher.wall_ns as f64 / 1e9);
+    Ok((direct_s, launcher_s, (launcher_s / direct_s - 1.0) * 100.0))
+}
