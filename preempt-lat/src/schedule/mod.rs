@@ -17,6 +17,7 @@ mod engine;
 mod policy;
 pub mod rate;
 mod result;
+mod row;
 mod standalone;
 
 use crate::device::{Device, SessionSource};
