@@ -76,19 +76,8 @@ pub fn run(o: &SweepRateOptions, dev: Device) -> Outcome {
     let template = o.template();
     let workers = dev.priority_workers(o.common.workers);
     let at = |rate: f64| -> Result<Experiment, String> {
-        Ok(Experiment {
-            policy: o.policy,
-            classes: class::at_rate(&template, rate).ok_or_else(|| "no class with requests to sweep".to_string())?,
-            k: o.k,
-            round_ms: o.round_ms,
-            arrival: o.arrival,
-            sigma: o.sigma,
-            duration_s: o.duration_s,
-            lv1: o.common.lv1,
-            seed: o.common.seed,
-            workers,
-            standalone: o.standalone,
-        })
+        let classes = class::at_rate(&template, rate).ok_or_else(|| "no class with requests to sweep".to_string())?;
+        Ok(Experiment::of_sweep(o, classes, workers))
     };
     // The first point's policy first: a class it cannot take is refused before anything starts.
     let first = at(o.rates.first().copied().unwrap_or(1.0))?;
