@@ -452,7 +452,7 @@ mod tests {
                     },
                     stage,
                 ],
-                targets: vec![],
+                targets: vec![Judged::not_measured("lv3-p99", "sigstop", format!("{node}: none"))],
             }],
             passed: 0,
             failed: 0,
@@ -509,6 +509,27 @@ mod tests {
         let written: Value =
             serde_json::from_str(&std::fs::read_to_string(d.join("out/report-acceptance.json")).unwrap()).unwrap();
         assert_eq!(written.as_array().map(Vec::len), Some(2));
+        // The summary's columns with the GPU and the archive after the device.
+        let a = |node: &str| {
+            fleet_dir
+                .join(format!("acceptance-{node}-x.tar.gz"))
+                .display()
+                .to_string()
+        };
+        assert_eq!(
+            std::fs::read_to_string(d.join("out/report-acceptance.csv")).unwrap(),
+            format!(
+                "node,device,gpu,archive,kind,id,scope,status,seconds,measured,host_figures,reason\n\
+                 node-a,host,-,{a},stage,environment,,PASS,0.0,,true,ok\n\
+                 node-a,host,-,{a},stage,latency-lv3-sigstop,,PASS,0.0,,true,node-a said why\n\
+                 node-a,host,-,{a},target,lv3-p99,sigstop,N/A,,-,false,node-a: none\n\
+                 node-b,hip:3,-,{b},stage,environment,,PASS,0.0,,false,ok\n\
+                 node-b,hip:3,-,{b},stage,latency-lv3-sigstop,,FAIL,0.0,,false,node-b said why\n\
+                 node-b,hip:3,-,{b},target,lv3-p99,sigstop,N/A,,-,false,node-b: none\n",
+                a = a("node-a"),
+                b = a("node-b")
+            )
+        );
         // A directory without an archive is bad input.
         assert!(matches!(read(&[other]), Err(Failure::Usage(m)) if m.contains("holds none")));
         std::fs::remove_dir_all(&d).unwrap();

@@ -270,4 +270,52 @@ mod tests {
         let old = serde_json::json!({"id": "x", "title": "x", "status": "PASS", "reason": "", "seconds": 1.0, "bound_s": 2.0});
         assert_eq!(serde_json::from_value::<StageRecord>(old).unwrap().status, Status::Pass);
     }
+
+    #[test]
+    fn the_csv_has_a_row_per_stage_and_per_target() {
+        let mut out = Vec::new();
+        crate::output::export(crate::options::Format::Csv, &summary(), &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "node,device,kind,id,scope,status,seconds,measured,host_figures,reason\n\
+             n1,host,stage,environment,,PASS,1.5,,true,\"ok, \"\"quoted\"\"\"\n\
+             n1,host,stage,sweep-t,,SKIP,0.0,,true,needs x\n\
+             n1,host,target,lv3-p99,sigstop,N/A,,-,false,sweep-t skipped\n"
+        );
+    }
+
+    /// A host run: a stage passed, one skipped, a target not measured.
+    fn summary() -> Summary {
+        let mut s = Summary {
+            tool: TOOL.into(),
+            version: "v".into(),
+            git_revision: "r".into(),
+            node: "n1".into(),
+            started_utc: "2026-01-01T00:00:00Z".into(),
+            quick: true,
+            command: vec![],
+            interrupted: false,
+            devices: vec![DeviceRun {
+                device: "host".into(),
+                host_figures: true,
+                dir: "host".into(),
+                stages: vec![
+                    StageRecord {
+                        status: Status::Pass,
+                        seconds: 1.5,
+                        ..StageRecord::skipped("environment", "e", 1.0, &[], "ok, \"quoted\"".into())
+                    },
+                    StageRecord::skipped("sweep-t", "t", 1.0, &[], "needs x".into()),
+                ],
+                targets: vec![Judged::not_measured("lv3-p99", "sigstop", "sweep-t skipped".into())],
+            }],
+            passed: 0,
+            failed: 0,
+            skipped: 0,
+            ok: false,
+            archive: String::new(),
+        };
+        s.tally();
+        s
+    }
 }
