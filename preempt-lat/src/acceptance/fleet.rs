@@ -4,7 +4,7 @@
 //! passed stages wrote handed to `report`'s own merge (`report` calls [`read`] first and merges
 //! [`Fleet::results`] beside the plain files it was given).
 use super::archive::{self, Limits};
-use super::summary::{Status, Summary, TOOL};
+use super::summary::{Row, Status, Summary, TOOL, Who};
 use super::targets::{Judged, Verdict};
 use crate::exit::Failure;
 use crate::options::Format;
@@ -185,23 +185,6 @@ impl Fleet {
     }
 }
 
-/// One CSV row: a stage or a target of one node's device.
-#[derive(Debug, Serialize)]
-pub struct Row<'a> {
-    pub node: &'a str,
-    pub device: &'a str,
-    pub gpu: &'a str,
-    pub archive: &'a str,
-    pub kind: &'static str,
-    pub id: &'a str,
-    pub scope: &'a str,
-    pub status: &'static str,
-    pub seconds: Option<f64>,
-    pub measured: &'a str,
-    pub host_figures: bool,
-    pub reason: &'a str,
-}
-
 /// The columns of several runs' sequences (stage ids; targets): each where it sits on average
 /// in the runs that have it (its index over the sequence's length), so that a host run's
 /// `latency-lv3-sigstop` lands beside a GPU run's `latency-lv3-dbg-trap`; ties in first-seen
@@ -261,38 +244,19 @@ impl Export for Fleet {
     fn rows(&self) -> Vec<Row<'_>> {
         let mut v = Vec::new();
         for r in &self.runs {
-            for c in &r.stages {
-                v.push(Row {
-                    node: &r.node,
-                    device: &r.device,
-                    gpu: &r.gpu,
-                    archive: &r.archive,
-                    kind: "stage",
-                    id: &c.id,
-                    scope: "",
-                    status: c.status.word(),
-                    seconds: Some(c.seconds),
-                    measured: "",
-                    host_figures: r.host_figures,
-                    reason: &c.reason,
-                });
-            }
-            for t in &r.targets {
-                v.push(Row {
-                    node: &r.node,
-                    device: &r.device,
-                    gpu: &r.gpu,
-                    archive: &r.archive,
-                    kind: "target",
-                    id: &t.id,
-                    scope: &t.scope,
-                    status: t.verdict.word(),
-                    seconds: None,
-                    measured: &t.shown,
-                    host_figures: t.host_figures,
-                    reason: &t.note,
-                });
-            }
+            let who = Who {
+                node: &r.node,
+                device: &r.device,
+                gpu: Some(&r.gpu),
+                archive: Some(&r.archive),
+                host_figures: r.host_figures,
+            };
+            v.extend(
+                r.stages
+                    .iter()
+                    .map(|c| who.stage(&c.id, c.status, c.seconds, &c.reason)),
+            );
+            v.extend(r.targets.iter().map(|t| who.target(t)));
         }
         v
     }

@@ -140,11 +140,18 @@ impl Summary {
     }
 }
 
-/// One CSV row: a stage or a target of one device.
+/// One CSV row: a stage or a target of one device, in a summary or in `report`'s fleet table
+/// (which adds the GPU and the archive; a summary leaves those columns out).
 #[derive(Debug, Serialize)]
 pub struct Row<'a> {
     pub node: &'a str,
     pub device: &'a str,
+    /// The fleet table's: the GPU the run saw (`-`: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<&'a str>,
+    /// The fleet table's: the archive the run came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive: Option<&'a str>,
     /// `stage` or `target`.
     pub kind: &'static str,
     pub id: &'a str,
@@ -159,6 +166,55 @@ pub struct Row<'a> {
     pub reason: &'a str,
 }
 
+/// Whose rows: the columns every row of one device's stages and targets repeats.
+#[derive(Debug, Clone, Copy)]
+pub struct Who<'a> {
+    pub node: &'a str,
+    pub device: &'a str,
+    pub gpu: Option<&'a str>,
+    pub archive: Option<&'a str>,
+    /// The device's: its stages' rows carry it (a target carries its own).
+    pub host_figures: bool,
+}
+
+impl<'a> Who<'a> {
+    /// Stage `id`'s row.
+    pub fn stage(self, id: &'a str, status: Status, seconds: f64, reason: &'a str) -> Row<'a> {
+        Row {
+            node: self.node,
+            device: self.device,
+            gpu: self.gpu,
+            archive: self.archive,
+            kind: "stage",
+            id,
+            scope: "",
+            status: status.word(),
+            seconds: Some(seconds),
+            measured: "",
+            host_figures: self.host_figures,
+            reason,
+        }
+    }
+
+    /// Target `t`'s row.
+    pub fn target(self, t: &'a Judged) -> Row<'a> {
+        Row {
+            node: self.node,
+            device: self.device,
+            gpu: self.gpu,
+            archive: self.archive,
+            kind: "target",
+            id: &t.id,
+            scope: &t.scope,
+            status: t.verdict.word(),
+            seconds: None,
+            measured: &t.shown,
+            host_figures: t.host_figures,
+            reason: &t.note,
+        }
+    }
+}
+
 /// JSON: the summary whole; CSV: one row per stage and per target; text: the tables.
 impl Export for Summary {
     type Whole = Self;
@@ -169,34 +225,19 @@ impl Export for Summary {
     fn rows(&self) -> Vec<Row<'_>> {
         let mut v = Vec::new();
         for d in &self.devices {
-            for s in &d.stages {
-                v.push(Row {
-                    node: &self.node,
-                    device: &d.device,
-                    kind: "stage",
-                    id: &s.id,
-                    scope: "",
-                    status: s.status.word(),
-                    seconds: Some(s.seconds),
-                    measured: "",
-                    host_figures: d.host_figures,
-                    reason: &s.reason,
-                });
-            }
-            for t in &d.targets {
-                v.push(Row {
-                    node: &self.node,
-                    device: &d.device,
-                    kind: "target",
-                    id: &t.id,
-                    scope: &t.scope,
-                    status: t.verdict.word(),
-                    seconds: None,
-                    measured: &t.shown,
-                    host_figures: t.host_figures,
-                    reason: &t.note,
-                });
-            }
+            let who = Who {
+                node: &self.node,
+                device: &d.device,
+                gpu: None,
+                archive: None,
+                host_figures: d.host_figures,
+            };
+            v.extend(
+                d.stages
+                    .iter()
+                    .map(|s| who.stage(&s.id, s.status, s.seconds, &s.reason)),
+            );
+            v.extend(d.targets.iter().map(|t| who.target(t)));
         }
         v
     }
