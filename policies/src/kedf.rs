@@ -7,8 +7,8 @@
 //! arriving there starts without waiting for a decision. Deadlines do not change the order as
 //! time passes, so the policy needs no tick of its own.
 
-use crate::{Action, TimedPolicy, transitions};
-use std::collections::BTreeMap;
+use crate::queues::{Queues, Record};
+use crate::{Action, TimedPolicy};
 use std::fmt;
 use std::time::Duration;
 
@@ -34,8 +34,26 @@ struct Member {
     suspended: bool,
 }
 
-impl crate::Recorded for Member {
-    fn suspended(&mut self) -> &mut bool {
+impl Record for Member {
+    type Params = Duration;
+
+    fn new(deadline: Duration) -> Self {
+        Member {
+            deadline,
+            due: None,
+            suspended: false,
+        }
+    }
+
+    fn params(&mut self) -> &mut Duration {
+        &mut self.deadline
+    }
+
+    fn suspended(&self) -> bool {
+        self.suspended
+    }
+
+    fn suspended_mut(&mut self) -> &mut bool {
         &mut self.suspended
     }
 }
@@ -44,7 +62,7 @@ impl crate::Recorded for Member {
 #[derive(Debug, Clone)]
 pub struct KEdf<Q: Ord + Copy> {
     k: usize,
-    queues: BTreeMap<Q, Member>,
+    queues: Queues<Q, Member>,
 }
 
 impl<Q: Ord + Copy> KEdf<Q> {
@@ -55,7 +73,7 @@ impl<Q: Ord + Copy> KEdf<Q> {
         }
         Ok(KEdf {
             k,
-            queues: BTreeMap::new(),
+            queues: Queues::default(),
         })
     }
 
@@ -83,11 +101,7 @@ impl<Q: Ord + Copy> KEdf<Q> {
 
     fn reconcile(&mut self) -> Vec<Action<Q>> {
         let running: Vec<Q> = self.order().into_iter().take(self.k).collect();
-        transitions(
-            self.queues
-                .iter_mut()
-                .map(|(q, m)| (*q, &mut m.suspended, !running.contains(q))),
-        )
+        self.queues.reconcile(|q, _| !running.contains(&q))
     }
 }
 
@@ -100,24 +114,12 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for KEdf<Q> {
     }
 
     fn register(&mut self, q: Q, deadline: Duration, _now: Duration) -> Vec<Action<Q>> {
-        match self.queues.get_mut(&q) {
-            Some(m) => m.deadline = deadline,
-            None => {
-                self.queues.insert(
-                    q,
-                    Member {
-                        deadline,
-                        due: None,
-                        suspended: false,
-                    },
-                );
-            }
-        }
+        self.queues.register(q, deadline);
         self.reconcile()
     }
 
     fn unregister(&mut self, q: Q, _now: Duration) -> Vec<Action<Q>> {
-        let mut out = crate::forget(&mut self.queues, q);
+        let mut out = self.queues.unregister(q);
         out.extend(self.reconcile());
         out
     }
@@ -147,11 +149,11 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for KEdf<Q> {
     }
 
     fn failed(&mut self, action: Action<Q>) {
-        crate::record_failure(&mut self.queues, action);
+        self.queues.failed(action);
     }
 
     fn is_suspended(&self, q: Q) -> bool {
-        self.queues.get(&q).is_some_and(|m| m.suspended)
+        self.queues.is_suspended(q)
     }
 }
 

@@ -11,9 +11,9 @@
 //! device just in time, while a background job (long laxity, high critical priority) still
 //! finishes by its deadline: XSched's laxity-based policy of its video-conferencing case study.
 
-use crate::{Action, TimedPolicy, transitions};
+use crate::queues::{Queues, Record};
+use crate::{Action, TimedPolicy};
 use hpf::Priority;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The policy's name in outputs.
@@ -37,8 +37,26 @@ struct Member {
     suspended: bool,
 }
 
-impl crate::Recorded for Member {
-    fn suspended(&mut self) -> &mut bool {
+impl Record for Member {
+    type Params = LaxityParams;
+
+    fn new(params: LaxityParams) -> Self {
+        Member {
+            params,
+            ready_since: None,
+            suspended: false,
+        }
+    }
+
+    fn params(&mut self) -> &mut LaxityParams {
+        &mut self.params
+    }
+
+    fn suspended(&self) -> bool {
+        self.suspended
+    }
+
+    fn suspended_mut(&mut self) -> &mut bool {
         &mut self.suspended
     }
 }
@@ -55,7 +73,7 @@ impl Member {
 /// Least laxity over queues keyed by `Q`. See the [module documentation](self).
 #[derive(Debug, Clone, Default)]
 pub struct Laxity<Q: Ord + Copy> {
-    queues: BTreeMap<Q, Member>,
+    queues: Queues<Q, Member>,
     now: Duration,
 }
 
@@ -63,7 +81,7 @@ impl<Q: Ord + Copy> Laxity<Q> {
     /// No queue.
     pub fn new() -> Self {
         Laxity {
-            queues: BTreeMap::new(),
+            queues: Queues::default(),
             now: Duration::ZERO,
         }
     }
@@ -87,10 +105,8 @@ impl<Q: Ord + Copy> Laxity<Q> {
         self.now = self.now.max(now);
         let ceiling = self.ceiling();
         let now = self.now;
-        transitions(self.queues.iter_mut().map(|(&q, m)| {
-            let want = ceiling.is_some_and(|c| m.priority(now) < c);
-            (q, &mut m.suspended, want)
-        }))
+        self.queues
+            .reconcile(|_, m| ceiling.is_some_and(|c| m.priority(now) < c))
     }
 }
 
@@ -102,24 +118,12 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for Laxity<Q> {
     }
 
     fn register(&mut self, q: Q, params: LaxityParams, now: Duration) -> Vec<Action<Q>> {
-        match self.queues.get_mut(&q) {
-            Some(m) => m.params = params,
-            None => {
-                self.queues.insert(
-                    q,
-                    Member {
-                        params,
-                        ready_since: None,
-                        suspended: false,
-                    },
-                );
-            }
-        }
+        self.queues.register(q, params);
         self.decide(now)
     }
 
     fn unregister(&mut self, q: Q, now: Duration) -> Vec<Action<Q>> {
-        let mut out = crate::forget(&mut self.queues, q);
+        let mut out = self.queues.unregister(q);
         out.extend(self.decide(now));
         out
     }
@@ -154,11 +158,11 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for Laxity<Q> {
     }
 
     fn failed(&mut self, action: Action<Q>) {
-        crate::record_failure(&mut self.queues, action);
+        self.queues.failed(action);
     }
 
     fn is_suspended(&self, q: Q) -> bool {
-        self.queues.get(&q).is_some_and(|m| m.suspended)
+        self.queues.is_suspended(q)
     }
 }
 

@@ -44,7 +44,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub use hpf::Action;
@@ -53,6 +52,7 @@ pub mod any;
 pub mod kedf;
 pub mod laxity;
 pub mod priority;
+mod queues;
 pub mod up;
 
 #[cfg(test)]
@@ -97,40 +97,4 @@ pub trait TimedPolicy<Q: Ord + Copy> {
 
     /// Whether `q` is registered and recorded as suspended.
     fn is_suspended(&self, q: Q) -> bool;
-}
-
-/// A policy's record of one queue: whether it is suspended (what the caller's last successful
-/// action made it).
-trait Recorded {
-    fn suspended(&mut self) -> &mut bool;
-}
-
-/// [`TimedPolicy::failed`] over a policy's queues: the recorded state goes back to what it was.
-fn record_failure<Q: Ord + Copy, M: Recorded>(queues: &mut BTreeMap<Q, M>, action: Action<Q>) {
-    if let Some(m) = queues.get_mut(&action.queue()) {
-        *m.suspended() = matches!(action, Action::Resume(_));
-    }
-}
-
-/// [`TimedPolicy::unregister`]'s first action: a queue leaves the policy running.
-fn forget<Q: Ord + Copy, M: Recorded>(queues: &mut BTreeMap<Q, M>, q: Q) -> Vec<Action<Q>> {
-    let was_suspended = queues.remove(&q).is_some_and(|mut m| *m.suspended());
-    if was_suspended {
-        vec![Action::Resume(q)]
-    } else {
-        Vec::new()
-    }
-}
-
-/// The actions that take every queue from its recorded state to the wanted one, recording the
-/// wanted one: `(queue, recorded suspended flag, wanted suspended flag)`.
-fn transitions<'a, Q: Copy + 'a>(states: impl Iterator<Item = (Q, &'a mut bool, bool)>) -> Vec<Action<Q>> {
-    let mut out = Vec::new();
-    for (q, suspended, want) in states {
-        if *suspended != want {
-            *suspended = want;
-            out.push(if want { Action::Suspend(q) } else { Action::Resume(q) });
-        }
-    }
-    out
 }

@@ -30,9 +30,9 @@
 //! assert_eq!(p.idle("normal", t), vec![Action::Resume("low")]);
 //! ```
 
-use crate::{Action, TimedPolicy, transitions};
+use crate::queues::{Queues, Record};
+use crate::{Action, TimedPolicy};
 use hpf::Priority;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The policy's name in outputs: hpf's, since the rule is hpf's (see the module documentation),
@@ -46,8 +46,26 @@ struct Member {
     suspended: bool,
 }
 
-impl crate::Recorded for Member {
-    fn suspended(&mut self) -> &mut bool {
+impl Record for Member {
+    type Params = Priority;
+
+    fn new(priority: Priority) -> Self {
+        Member {
+            priority,
+            ready: false,
+            suspended: false,
+        }
+    }
+
+    fn params(&mut self) -> &mut Priority {
+        &mut self.priority
+    }
+
+    fn suspended(&self) -> bool {
+        self.suspended
+    }
+
+    fn suspended_mut(&mut self) -> &mut bool {
         &mut self.suspended
     }
 }
@@ -55,14 +73,14 @@ impl crate::Recorded for Member {
 /// Highest priority first over queues keyed by `Q`. See the [module documentation](self).
 #[derive(Debug, Clone, Default)]
 pub struct HighestFirst<Q: Ord + Copy> {
-    queues: BTreeMap<Q, Member>,
+    queues: Queues<Q, Member>,
 }
 
 impl<Q: Ord + Copy> HighestFirst<Q> {
     /// No queue.
     pub fn new() -> Self {
         HighestFirst {
-            queues: BTreeMap::new(),
+            queues: Queues::default(),
         }
     }
 
@@ -79,11 +97,7 @@ impl<Q: Ord + Copy> HighestFirst<Q> {
     /// The actions that bring every queue to the rule, recording the new states.
     fn reconcile(&mut self) -> Vec<Action<Q>> {
         let ceiling = self.ceiling();
-        transitions(
-            self.queues
-                .iter_mut()
-                .map(|(&q, m)| (q, &mut m.suspended, ceiling.is_some_and(|c| m.priority < c))),
-        )
+        self.queues.reconcile(|_, m| ceiling.is_some_and(|c| m.priority < c))
     }
 }
 
@@ -96,24 +110,12 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for HighestFirst<Q> {
     }
 
     fn register(&mut self, q: Q, priority: Priority, _now: Duration) -> Vec<Action<Q>> {
-        match self.queues.get_mut(&q) {
-            Some(m) => m.priority = priority,
-            None => {
-                self.queues.insert(
-                    q,
-                    Member {
-                        priority,
-                        ready: false,
-                        suspended: false,
-                    },
-                );
-            }
-        }
+        self.queues.register(q, priority);
         self.reconcile()
     }
 
     fn unregister(&mut self, q: Q, _now: Duration) -> Vec<Action<Q>> {
-        let mut out = crate::forget(&mut self.queues, q);
+        let mut out = self.queues.unregister(q);
         out.extend(self.reconcile());
         out
     }
@@ -141,11 +143,11 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for HighestFirst<Q> {
     }
 
     fn failed(&mut self, action: Action<Q>) {
-        crate::record_failure(&mut self.queues, action);
+        self.queues.failed(action);
     }
 
     fn is_suspended(&self, q: Q) -> bool {
-        self.queues.get(&q).is_some_and(|m| m.suspended)
+        self.queues.is_suspended(q)
     }
 }
 
@@ -154,7 +156,7 @@ mod tests {
     use super::*;
     use crate::sim::{Device, Rng};
     use Action::{Resume, Suspend};
-    use std::collections::BTreeSet;
+    use std::collections::{BTreeMap, BTreeSet};
 
     const T: Duration = Duration::ZERO;
 

@@ -10,8 +10,8 @@
 //! queue that becomes ready starts at no less than the least virtual time among the ready ones,
 //! so time it spent idle does not let it take the device for a long catch-up.
 
-use crate::{Action, TimedPolicy, transitions};
-use std::collections::BTreeMap;
+use crate::queues::{Queues, Record};
+use crate::{Action, TimedPolicy};
 use std::num::NonZeroU32;
 use std::time::Duration;
 
@@ -32,8 +32,27 @@ struct Member {
     vtime: u128,
 }
 
-impl crate::Recorded for Member {
-    fn suspended(&mut self) -> &mut bool {
+impl Record for Member {
+    type Params = NonZeroU32;
+
+    fn new(share: NonZeroU32) -> Self {
+        Member {
+            share,
+            ready: false,
+            suspended: false,
+            vtime: 0,
+        }
+    }
+
+    fn params(&mut self) -> &mut NonZeroU32 {
+        &mut self.share
+    }
+
+    fn suspended(&self) -> bool {
+        self.suspended
+    }
+
+    fn suspended_mut(&mut self) -> &mut bool {
         &mut self.suspended
     }
 }
@@ -49,7 +68,7 @@ struct Holder<Q> {
 #[derive(Debug, Clone)]
 pub struct Partition<Q: Ord + Copy> {
     round: Duration,
-    queues: BTreeMap<Q, Member>,
+    queues: Queues<Q, Member>,
     holder: Option<Holder<Q>>,
 }
 
@@ -59,7 +78,7 @@ impl<Q: Ord + Copy> Partition<Q> {
     pub fn new(round: Duration) -> Self {
         Partition {
             round,
-            queues: BTreeMap::new(),
+            queues: Queues::default(),
             holder: None,
         }
     }
@@ -112,11 +131,7 @@ impl<Q: Ord + Copy> Partition<Q> {
     /// suspended).
     fn reconcile(&mut self) -> Vec<Action<Q>> {
         let holder = self.holder();
-        transitions(
-            self.queues
-                .iter_mut()
-                .map(|(&q, m)| (q, &mut m.suspended, holder != Some(q))),
-        )
+        self.queues.reconcile(|q, _| holder != Some(q))
     }
 }
 
@@ -129,20 +144,7 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for Partition<Q> {
     }
 
     fn register(&mut self, q: Q, share: NonZeroU32, now: Duration) -> Vec<Action<Q>> {
-        match self.queues.get_mut(&q) {
-            Some(m) => m.share = share,
-            None => {
-                self.queues.insert(
-                    q,
-                    Member {
-                        share,
-                        ready: false,
-                        suspended: false,
-                        vtime: 0,
-                    },
-                );
-            }
-        }
+        self.queues.register(q, share);
         self.pick(now);
         self.reconcile()
     }
@@ -151,7 +153,7 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for Partition<Q> {
         if self.holder() == Some(q) {
             self.release(now);
         }
-        let mut out = crate::forget(&mut self.queues, q);
+        let mut out = self.queues.unregister(q);
         self.pick(now);
         out.extend(self.reconcile());
         out
@@ -195,11 +197,11 @@ impl<Q: Ord + Copy> TimedPolicy<Q> for Partition<Q> {
     }
 
     fn failed(&mut self, action: Action<Q>) {
-        crate::record_failure(&mut self.queues, action);
+        self.queues.failed(action);
     }
 
     fn is_suspended(&self, q: Q) -> bool {
-        self.queues.get(&q).is_some_and(|m| m.suspended)
+        self.queues.is_suspended(q)
     }
 }
 

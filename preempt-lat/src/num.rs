@@ -1,5 +1,5 @@
 //! The float -> integer conversions preempt-lat needs, with the reason each is sound, so that the
-//! workspace's cast lints stay on everywhere else.
+//! workspace's cast lints stay on everywhere else; and the units its outputs show nanoseconds in.
 
 /// Rounding to a `u64` is gpu-device's rule, shared: see [`gpu_device::num::round_u64`].
 pub use gpu_device::num::round_u64;
@@ -8,6 +8,25 @@ pub use gpu_device::num::round_u64;
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 pub fn ceil_u32(x: f64) -> u32 {
     x.ceil() as u32
+}
+
+/// Nanoseconds in milliseconds, as the outputs show latencies.
+#[allow(clippy::cast_precision_loss)] // ns of a run: far below 2^52, so exact
+pub fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// Nanoseconds in microseconds, as the outputs show latencies.
+#[allow(clippy::cast_precision_loss)] // as in `ms`
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "the outputs in microseconds still convert on their own; drop this once one calls it"
+    )
+)]
+pub fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
 }
 
 #[cfg(test)]
@@ -19,5 +38,12 @@ mod tests {
         assert_eq!(ceil_u32(100.01), 101);
         assert_eq!(ceil_u32(1e12), u32::MAX);
         assert_eq!(ceil_u32(-1.0), 0);
+    }
+
+    #[test]
+    fn nanoseconds_in_milli_and_microseconds() {
+        assert_eq!(ms(1_500_000), 1.5);
+        assert_eq!(us(1_500), 1.5);
+        assert_eq!(ms(0), 0.0);
     }
 }

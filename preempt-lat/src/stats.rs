@@ -53,6 +53,47 @@ impl Recorder {
     }
 }
 
+/// `s`'s P99 over `base`'s: how much worse a tail got (`None`: either has no samples, or the base
+/// P99 is 0).
+#[allow(clippy::cast_precision_loss)] // ns: far below 2^52
+pub fn p99_ratio(s: Option<Summary>, base: Option<Summary>) -> Option<f64> {
+    match (s, base) {
+        (Some(s), Some(b)) if b.p99 > 0 => Some(s.p99 as f64 / b.p99 as f64),
+        _ => None,
+    }
+}
+
+/// The nearest-rank `q` quantile (0 < q <= 1) of sorted values: exact, for figures made of a few
+/// samples, where [`Recorder`]'s histogram is for many.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "its callers still have copies of their own; drop this once one calls it"
+    )
+)]
+pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let n = sorted.len();
+    let rank = crate::num::ceil_u32(q * n as f64).max(1) as usize;
+    sorted.get(rank.min(n) - 1).copied()
+}
+
+/// The median of sorted values: the middle one, the upper of the two middle ones for an even
+/// count (what the min / median / max figures over runs report).
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "its callers still have copies of their own; drop this once one calls it"
+    )
+)]
+pub fn median<T: Copy>(sorted: &[T]) -> Option<T> {
+    sorted.get(sorted.len() / 2).copied()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +120,42 @@ mod tests {
         assert!(r.summary().is_none());
         r.record(0);
         assert_eq!(r.summary().unwrap().min, 1);
+    }
+
+    #[test]
+    fn a_p99_over_another() {
+        let of = |p99: u64| {
+            Some(Summary {
+                count: 1,
+                min: p99,
+                p50: p99,
+                p90: p99,
+                p95: p99,
+                p99,
+                p99_9: p99,
+                max: p99,
+                mean: 0.0,
+            })
+        };
+        assert_eq!(p99_ratio(of(3000), of(1000)), Some(3.0));
+        assert_eq!(p99_ratio(of(3000), None), None);
+        assert_eq!(p99_ratio(None, of(1000)), None);
+        assert_eq!(p99_ratio(of(3000), of(0)), None, "no ratio to a zero base");
+    }
+
+    #[test]
+    fn nearest_rank_and_median_of_a_few_samples() {
+        for n in [1usize, 2, 7, 100, 1000] {
+            let v: Vec<usize> = (1..=n).collect();
+            for q in [0.5, 0.99, 1.0] {
+                let want = (crate::num::ceil_u32(q * n as f64) as usize).max(1);
+                assert_eq!(nearest_rank(&v, q), Some(want), "n {n} q {q}");
+            }
+        }
+        assert_eq!(nearest_rank(&[10, 20, 30, 40], 0.5), Some(20), "the lower middle one");
+        assert_eq!(nearest_rank::<u64>(&[], 0.5), None);
+        assert_eq!(median(&[1, 2, 3]), Some(2));
+        assert_eq!(median(&[1, 2, 3, 4]), Some(3), "the upper of the two middle ones");
+        assert_eq!(median::<f64>(&[]), None);
     }
 }

@@ -4,7 +4,7 @@
 //! passed stages wrote handed to `report`'s own merge (`report` calls [`read`] first and merges
 //! [`Fleet::results`] beside the plain files it was given).
 use super::archive::{self, Limits};
-use super::summary::{Status, Summary, TOOL};
+use super::summary::{Row, Status, Summary, TOOL, Who};
 use super::targets::{Judged, Verdict};
 use crate::exit::Failure;
 use crate::options::Format;
@@ -185,23 +185,6 @@ impl Fleet {
     }
 }
 
-/// One CSV row: a stage or a target of one node's device.
-#[derive(Debug, Serialize)]
-pub struct Row<'a> {
-    pub node: &'a str,
-    pub device: &'a str,
-    pub gpu: &'a str,
-    pub archive: &'a str,
-    pub kind: &'static str,
-    pub id: &'a str,
-    pub scope: &'a str,
-    pub status: &'static str,
-    pub seconds: Option<f64>,
-    pub measured: &'a str,
-    pub host_figures: bool,
-    pub reason: &'a str,
-}
-
 /// The columns of several runs' sequences (stage ids; targets): each where it sits on average
 /// in the runs that have it (its index over the sequence's length), so that a host run's
 /// `latency-lv3-sigstop` lands beside a GPU run's `latency-lv3-dbg-trap`; ties in first-seen
@@ -261,38 +244,19 @@ impl Export for Fleet {
     fn rows(&self) -> Vec<Row<'_>> {
         let mut v = Vec::new();
         for r in &self.runs {
-            for c in &r.stages {
-                v.push(Row {
-                    node: &r.node,
-                    device: &r.device,
-                    gpu: &r.gpu,
-                    archive: &r.archive,
-                    kind: "stage",
-                    id: &c.id,
-                    scope: "",
-                    status: c.status.word(),
-                    seconds: Some(c.seconds),
-                    measured: "",
-                    host_figures: r.host_figures,
-                    reason: &c.reason,
-                });
-            }
-            for t in &r.targets {
-                v.push(Row {
-                    node: &r.node,
-                    device: &r.device,
-                    gpu: &r.gpu,
-                    archive: &r.archive,
-                    kind: "target",
-                    id: &t.id,
-                    scope: &t.scope,
-                    status: t.verdict.word(),
-                    seconds: None,
-                    measured: &t.shown,
-                    host_figures: t.host_figures,
-                    reason: &t.note,
-                });
-            }
+            let who = Who {
+                node: &r.node,
+                device: &r.device,
+                gpu: Some(&r.gpu),
+                archive: Some(&r.archive),
+                host_figures: r.host_figures,
+            };
+            v.extend(
+                r.stages
+                    .iter()
+                    .map(|c| who.stage(&c.id, c.status, c.seconds, &c.reason)),
+            );
+            v.extend(r.targets.iter().map(|t| who.target(t)));
         }
         v
     }
@@ -452,7 +416,7 @@ mod tests {
                     },
                     stage,
                 ],
-                targets: vec![],
+                targets: vec![Judged::not_measured("lv3-p99", "sigstop", format!("{node}: none"))],
             }],
             passed: 0,
             failed: 0,
@@ -509,6 +473,27 @@ mod tests {
         let written: Value =
             serde_json::from_str(&std::fs::read_to_string(d.join("out/report-acceptance.json")).unwrap()).unwrap();
         assert_eq!(written.as_array().map(Vec::len), Some(2));
+        // The summary's columns with the GPU and the archive after the device.
+        let a = |node: &str| {
+            fleet_dir
+                .join(format!("acceptance-{node}-x.tar.gz"))
+                .display()
+                .to_string()
+        };
+        assert_eq!(
+            std::fs::read_to_string(d.join("out/report-acceptance.csv")).unwrap(),
+            format!(
+                "node,device,gpu,archive,kind,id,scope,status,seconds,measured,host_figures,reason\n\
+                 node-a,host,-,{a},stage,environment,,PASS,0.0,,true,ok\n\
+                 node-a,host,-,{a},stage,latency-lv3-sigstop,,PASS,0.0,,true,node-a said why\n\
+                 node-a,host,-,{a},target,lv3-p99,sigstop,N/A,,-,false,node-a: none\n\
+                 node-b,hip:3,-,{b},stage,environment,,PASS,0.0,,false,ok\n\
+                 node-b,hip:3,-,{b},stage,latency-lv3-sigstop,,FAIL,0.0,,false,node-b said why\n\
+                 node-b,hip:3,-,{b},target,lv3-p99,sigstop,N/A,,-,false,node-b: none\n",
+                a = a("node-a"),
+                b = a("node-b")
+            )
+        );
         // A directory without an archive is bad input.
         assert!(matches!(read(&[other]), Err(Failure::Usage(m)) if m.contains("holds none")));
         std::fs::remove_dir_all(&d).unwrap();

@@ -140,11 +140,18 @@ impl Summary {
     }
 }
 
-/// One CSV row: a stage or a target of one device.
+/// One CSV row: a stage or a target of one device, in a summary or in `report`'s fleet table
+/// (which adds the GPU and the archive; a summary leaves those columns out).
 #[derive(Debug, Serialize)]
 pub struct Row<'a> {
     pub node: &'a str,
     pub device: &'a str,
+    /// The fleet table's: the GPU the run saw (`-`: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<&'a str>,
+    /// The fleet table's: the archive the run came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive: Option<&'a str>,
     /// `stage` or `target`.
     pub kind: &'static str,
     pub id: &'a str,
@@ -159,6 +166,55 @@ pub struct Row<'a> {
     pub reason: &'a str,
 }
 
+/// Whose rows: the columns every row of one device's stages and targets repeats.
+#[derive(Debug, Clone, Copy)]
+pub struct Who<'a> {
+    pub node: &'a str,
+    pub device: &'a str,
+    pub gpu: Option<&'a str>,
+    pub archive: Option<&'a str>,
+    /// The device's: its stages' rows carry it (a target carries its own).
+    pub host_figures: bool,
+}
+
+impl<'a> Who<'a> {
+    /// Stage `id`'s row.
+    pub fn stage(self, id: &'a str, status: Status, seconds: f64, reason: &'a str) -> Row<'a> {
+        Row {
+            node: self.node,
+            device: self.device,
+            gpu: self.gpu,
+            archive: self.archive,
+            kind: "stage",
+            id,
+            scope: "",
+            status: status.word(),
+            seconds: Some(seconds),
+            measured: "",
+            host_figures: self.host_figures,
+            reason,
+        }
+    }
+
+    /// Target `t`'s row.
+    pub fn target(self, t: &'a Judged) -> Row<'a> {
+        Row {
+            node: self.node,
+            device: self.device,
+            gpu: self.gpu,
+            archive: self.archive,
+            kind: "target",
+            id: &t.id,
+            scope: &t.scope,
+            status: t.verdict.word(),
+            seconds: None,
+            measured: &t.shown,
+            host_figures: t.host_figures,
+            reason: &t.note,
+        }
+    }
+}
+
 /// JSON: the summary whole; CSV: one row per stage and per target; text: the tables.
 impl Export for Summary {
     type Whole = Self;
@@ -169,34 +225,19 @@ impl Export for Summary {
     fn rows(&self) -> Vec<Row<'_>> {
         let mut v = Vec::new();
         for d in &self.devices {
-            for s in &d.stages {
-                v.push(Row {
-                    node: &self.node,
-                    device: &d.device,
-                    kind: "stage",
-                    id: &s.id,
-                    scope: "",
-                    status: s.status.word(),
-                    seconds: Some(s.seconds),
-                    measured: "",
-                    host_figures: d.host_figures,
-                    reason: &s.reason,
-                });
-            }
-            for t in &d.targets {
-                v.push(Row {
-                    node: &self.node,
-                    device: &d.device,
-                    kind: "target",
-                    id: &t.id,
-                    scope: &t.scope,
-                    status: t.verdict.word(),
-                    seconds: None,
-                    measured: &t.shown,
-                    host_figures: t.host_figures,
-                    reason: &t.note,
-                });
-            }
+            let who = Who {
+                node: &self.node,
+                device: &d.device,
+                gpu: None,
+                archive: None,
+                host_figures: d.host_figures,
+            };
+            v.extend(
+                d.stages
+                    .iter()
+                    .map(|s| who.stage(&s.id, s.status, s.seconds, &s.reason)),
+            );
+            v.extend(d.targets.iter().map(|t| who.target(t)));
         }
         v
     }
@@ -269,5 +310,53 @@ mod tests {
         // An older summary without the later fields still reads.
         let old = serde_json::json!({"id": "x", "title": "x", "status": "PASS", "reason": "", "seconds": 1.0, "bound_s": 2.0});
         assert_eq!(serde_json::from_value::<StageRecord>(old).unwrap().status, Status::Pass);
+    }
+
+    #[test]
+    fn the_csv_has_a_row_per_stage_and_per_target() {
+        let mut out = Vec::new();
+        crate::output::export(crate::options::Format::Csv, &summary(), &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "node,device,kind,id,scope,status,seconds,measured,host_figures,reason\n\
+             n1,host,stage,environment,,PASS,1.5,,true,\"ok, \"\"quoted\"\"\"\n\
+             n1,host,stage,sweep-t,,SKIP,0.0,,true,needs x\n\
+             n1,host,target,lv3-p99,sigstop,N/A,,-,false,sweep-t skipped\n"
+        );
+    }
+
+    /// A host run: a stage passed, one skipped, a target not measured.
+    fn summary() -> Summary {
+        let mut s = Summary {
+            tool: TOOL.into(),
+            version: "v".into(),
+            git_revision: "r".into(),
+            node: "n1".into(),
+            started_utc: "2026-01-01T00:00:00Z".into(),
+            quick: true,
+            command: vec![],
+            interrupted: false,
+            devices: vec![DeviceRun {
+                device: "host".into(),
+                host_figures: true,
+                dir: "host".into(),
+                stages: vec![
+                    StageRecord {
+                        status: Status::Pass,
+                        seconds: 1.5,
+                        ..StageRecord::skipped("environment", "e", 1.0, &[], "ok, \"quoted\"".into())
+                    },
+                    StageRecord::skipped("sweep-t", "t", 1.0, &[], "needs x".into()),
+                ],
+                targets: vec![Judged::not_measured("lv3-p99", "sigstop", "sweep-t skipped".into())],
+            }],
+            passed: 0,
+            failed: 0,
+            skipped: 0,
+            ok: false,
+            archive: String::new(),
+        };
+        s.tally();
+        s
     }
 }

@@ -17,12 +17,13 @@ mod engine;
 mod policy;
 pub mod rate;
 mod result;
+mod row;
 mod standalone;
 
 use crate::device::{Device, SessionSource};
 use crate::exit::{Outcome, Verdict};
 use crate::options::class::ClassSpec;
-use crate::options::{Arrival, Lv1Options, PolicyKind, PriorityOptions};
+use crate::options::{Arrival, Lv1Options, PolicyKind, PriorityOptions, SweepRateOptions};
 use preempt_api::Options;
 pub use result::ScheduleResult;
 use std::io::Write;
@@ -49,22 +50,36 @@ pub struct Experiment {
     pub standalone: bool,
 }
 
+/// The experiment of `classes` with `workers` per class, the rest as options `$o` ask for:
+/// `priority` and `sweep rate` name the class experiment's options alike.
+macro_rules! experiment_of {
+    ($o:expr, $classes:expr, $workers:expr) => {
+        Experiment {
+            policy: $o.policy,
+            classes: $classes,
+            k: $o.k,
+            round_ms: $o.round_ms,
+            arrival: $o.arrival,
+            sigma: $o.sigma,
+            duration_s: $o.duration_s,
+            lv1: $o.common.lv1,
+            seed: $o.common.seed,
+            workers: $workers,
+            standalone: $o.standalone,
+        }
+    };
+}
+
 impl Experiment {
     /// The experiment `priority --class` (or `--shares`) asks for, with `workers` per class.
     pub fn of_priority(o: &PriorityOptions, workers: u32) -> Self {
-        Experiment {
-            policy: o.policy,
-            classes: o.class_specs(),
-            k: o.k,
-            round_ms: o.round_ms,
-            arrival: o.arrival,
-            sigma: o.sigma,
-            duration_s: o.duration_s,
-            lv1: o.common.lv1,
-            seed: o.common.seed,
-            workers,
-            standalone: o.standalone,
-        }
+        experiment_of!(o, o.class_specs(), workers)
+    }
+
+    /// The experiment `sweep rate` runs at one rate: `classes` (its template at that rate), with
+    /// `workers` per class.
+    pub fn of_sweep(o: &SweepRateOptions, classes: Vec<ClassSpec>, workers: u32) -> Self {
+        experiment_of!(o, classes, workers)
     }
 
     /// Class `i` alone: the same arrivals (its seed kept), duration and policy.
@@ -222,14 +237,11 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
 mod tests {
     use super::*;
 
-    #[test]
-    fn gpu_slots_are_the_busiest_class_s_and_bounded() {
-        let mut x = Experiment {
+    /// K-EDF (K = 1) over `classes` for 10 s, Poisson arrivals.
+    fn kedf(classes: [&str; 2]) -> Experiment {
+        Experiment {
             policy: PolicyKind::Kedf,
-            classes: vec![
-                crate::options::class::parse("a:rate=100:deadline=5").unwrap(),
-                crate::options::class::parse("b:rate=10:deadline=9").unwrap(),
-            ],
+            classes: classes.map(|c| crate::options::class::parse(c).unwrap()).to_vec(),
             k: 1,
             round_ms: 10.0,
             arrival: Arrival::Poisson,
@@ -239,7 +251,12 @@ mod tests {
             seed: 7,
             workers: 1,
             standalone: false,
-        };
+        }
+    }
+
+    #[test]
+    fn gpu_slots_are_the_busiest_class_s_and_bounded() {
+        let mut x = kedf(["a:rate=100:deadline=5", "b:rate=10:deadline=9"]);
         // a: (100/s x 10 s + 1) x 1 command, a fifth more; b's fewer do not add to it.
         assert_eq!(slots_per_stream(&x), 1201);
         assert!(check_slots(&x).is_ok());
@@ -257,20 +274,10 @@ mod tests {
     #[test]
     fn a_class_alone_keeps_its_arrivals() {
         let x = Experiment {
-            policy: PolicyKind::Kedf,
-            classes: vec![
-                crate::options::class::parse("a:rate=50:deadline=5").unwrap(),
-                crate::options::class::parse("b:rate=80:deadline=9").unwrap(),
-            ],
-            k: 1,
-            round_ms: 10.0,
             arrival: Arrival::Lognormal,
-            sigma: 2.0,
             duration_s: 1.0,
-            lv1: Lv1Options { threshold: 8, batch: 4 },
-            seed: 7,
-            workers: 1,
             standalone: true,
+            ..kedf(["a:rate=50:deadline=5", "b:rate=80:deadline=9"])
         };
         let b = x.alone(1);
         assert_eq!(b.classes, [x.classes[1].clone()]);

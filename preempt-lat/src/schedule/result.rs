@@ -2,13 +2,15 @@
 //! device share (asked and achieved) and exactly-once check; the run's parameters, environment
 //! and totals. JSON whole, CSV a row per class, text a table.
 use super::engine::{ClassRun, Outcome};
+use super::row::Row;
 use crate::env::Environment;
 use crate::measure::backend::Settled;
 use crate::measure::settle::{closed_after_stop, stream_idle_or_stop, stream_settled};
+use crate::num::ms;
 use crate::options::Arrival;
 use crate::options::class::ClassSpec;
 use crate::output::Export;
-use crate::stats::Summary;
+use crate::stats::{Summary, p99_ratio};
 use preempt_api::Session;
 use serde::Serialize;
 use std::io::{self, Write};
@@ -219,12 +221,9 @@ impl ScheduleResult {
             .zip(checks)
             .map(|(c, k)| class_result(c, k, window_s, total_work, total_shares))
             .collect();
-        let first = classes.first().and_then(|c| c.latency_ns).map(|s| s.p99);
+        let first = classes.first().and_then(|c| c.latency_ns);
         for c in &mut classes {
-            c.p99_vs_first = match (c.latency_ns, first) {
-                (Some(s), Some(f)) if f > 0 => Some(s.p99 as f64 / f as f64),
-                _ => None,
-            };
+            c.p99_vs_first = p99_ratio(c.latency_ns, first);
         }
         ScheduleResult {
             params: ScheduleParams {
@@ -260,35 +259,6 @@ impl ScheduleResult {
     }
 }
 
-/// One CSV row: a class with the run's policy and device.
-#[derive(Serialize)]
-pub struct Row<'a> {
-    pub device: &'a str,
-    pub policy: &'static str,
-    pub mechanism: &'a str,
-    pub class: &'a str,
-    pub rate: f64,
-    pub t_ms: f64,
-    pub finished: u64,
-    pub late: u64,
-    pub p50_ms: Option<f64>,
-    pub p90_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    pub max_ms: Option<f64>,
-    pub requests_per_s: f64,
-    pub share_achieved_percent: f64,
-    pub share_asked_percent: Option<f64>,
-    /// `--standalone`: P99 here over P99 alone.
-    pub p99_vs_alone: Option<f64>,
-    /// Empty where a stop abandoned commands still running (the check could not be made).
-    pub exactly_once: Option<bool>,
-}
-
-#[allow(clippy::cast_precision_loss)] // ns: far below 2^52
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
 impl Export for ScheduleResult {
     type Whole = Self;
     type Row<'a> = Row<'a>;
@@ -299,23 +269,11 @@ impl Export for ScheduleResult {
         self.classes
             .iter()
             .map(|c| Row {
-                device: &self.env.device,
-                policy: self.params.policy,
-                mechanism: &self.mechanism,
-                class: &c.spec.name,
-                rate: c.spec.rate,
-                t_ms: c.spec.t_ms,
-                finished: c.finished,
-                late: c.late,
-                p50_ms: c.latency_ns.map(|s| ms(s.p50)),
-                p90_ms: c.latency_ns.map(|s| ms(s.p90)),
-                p99_ms: c.latency_ns.map(|s| ms(s.p99)),
-                max_ms: c.latency_ns.map(|s| ms(s.max)),
-                requests_per_s: c.requests_per_s,
-                share_achieved_percent: c.share_achieved_percent,
-                share_asked_percent: c.share_asked_percent,
-                p99_vs_alone: c.p99_vs_alone,
-                exactly_once: c.verdict(),
+                mechanism: Some(&self.mechanism),
+                rate: Some(c.spec.rate),
+                share_achieved_percent: Some(c.share_achieved_percent),
+                share_asked_percent: Some(c.share_asked_percent),
+                ..Row::of(self, c)
             })
             .collect()
     }

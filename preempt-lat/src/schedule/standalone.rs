@@ -79,15 +79,11 @@ impl Standalone {
 
 /// Fills in `r` (all classes together) against `alone` (one result per class, in `r`'s order,
 /// each with that class only).
-#[allow(clippy::cast_precision_loss)] // ns: far below 2^52
 pub fn compare(r: &mut ScheduleResult, alone: &[ScheduleResult]) {
     let mut figures = Vec::new();
     for (c, a) in r.classes.iter_mut().zip(alone) {
         let Some(ac) = a.classes.first() else { continue };
-        c.p99_vs_alone = match (c.latency_ns, ac.latency_ns) {
-            (Some(s), Some(base)) if base.p99 > 0 => Some(s.p99 as f64 / base.p99 as f64),
-            _ => None,
-        };
+        c.p99_vs_alone = crate::stats::p99_ratio(c.latency_ns, ac.latency_ns);
         c.alone = Some(Alone {
             latency_ns: ac.latency_ns,
             requests_per_s: ac.requests_per_s,

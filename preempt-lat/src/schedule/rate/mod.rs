@@ -6,11 +6,13 @@
 //! the requests completed per second against the rate ([`mod@plot`]).
 mod plot;
 
+use super::row::Row;
 use super::{Experiment, ScheduleResult, run_experiment};
 use crate::device::Device;
 use crate::env::Environment;
 use crate::exit::{Outcome, Verdict};
 use crate::measure::control::stop_requested;
+use crate::num::ms;
 use crate::options::class::{self, ClassSpec};
 use crate::options::{Arrival, SweepRateOptions};
 use crate::output::Export;
@@ -74,19 +76,8 @@ pub fn run(o: &SweepRateOptions, dev: Device) -> Outcome {
     let template = o.template();
     let workers = dev.priority_workers(o.common.workers);
     let at = |rate: f64| -> Result<Experiment, String> {
-        Ok(Experiment {
-            policy: o.policy,
-            classes: class::at_rate(&template, rate).ok_or_else(|| "no class with requests to sweep".to_string())?,
-            k: o.k,
-            round_ms: o.round_ms,
-            arrival: o.arrival,
-            sigma: o.sigma,
-            duration_s: o.duration_s,
-            lv1: o.common.lv1,
-            seed: o.common.seed,
-            workers,
-            standalone: o.standalone,
-        })
+        let classes = class::at_rate(&template, rate).ok_or_else(|| "no class with requests to sweep".to_string())?;
+        Ok(Experiment::of_sweep(o, classes, workers))
     };
     // The first point's policy first: a class it cannot take is refused before anything starts.
     let first = at(o.rates.first().copied().unwrap_or(1.0))?;
@@ -157,39 +148,6 @@ pub fn run(o: &SweepRateOptions, dev: Device) -> Outcome {
     Ok(Verdict::from_ok(sweep.correct()))
 }
 
-/// One CSV row: a class at one offered rate.
-#[derive(Debug, Serialize)]
-pub struct Row<'a> {
-    pub device: &'a str,
-    pub policy: &'static str,
-    pub k: usize,
-    pub offered_rate: f64,
-    pub class: &'a str,
-    /// The class's own part of the offered rate (0: saturating).
-    pub class_rate: f64,
-    pub t_ms: f64,
-    pub deadline_ms: Option<f64>,
-    pub finished: u64,
-    pub late: u64,
-    pub p50_ms: Option<f64>,
-    pub p90_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    pub max_ms: Option<f64>,
-    pub requests_per_s: f64,
-    pub work_per_s: f64,
-    /// `--standalone`: P99 here over P99 alone.
-    pub p99_vs_alone: Option<f64>,
-    /// `--standalone`: the point's combined throughput loss against the classes alone.
-    pub throughput_loss_percent: Option<f64>,
-    /// Empty where a stop abandoned commands still running (the check could not be made).
-    pub exactly_once: Option<bool>,
-}
-
-#[allow(clippy::cast_precision_loss)] // ns: far below 2^52
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
 /// JSON: the sweep whole; CSV: a row per rate and class; text: one table.
 impl Export for RateSweep {
     type Whole = Self;
@@ -204,23 +162,13 @@ impl Export for RateSweep {
                 p.result.classes.iter().map(move |c| Row {
                     device: &self.env.device,
                     policy: self.params.policy,
-                    k: self.params.k,
-                    offered_rate: p.offered_rate,
-                    class: &c.spec.name,
-                    class_rate: c.spec.rate,
-                    t_ms: c.spec.t_ms,
-                    deadline_ms: c.spec.deadline_ms,
-                    finished: c.finished,
-                    late: c.late,
-                    p50_ms: c.latency_ns.map(|s| ms(s.p50)),
-                    p90_ms: c.latency_ns.map(|s| ms(s.p90)),
-                    p99_ms: c.latency_ns.map(|s| ms(s.p99)),
-                    max_ms: c.latency_ns.map(|s| ms(s.max)),
-                    requests_per_s: c.requests_per_s,
-                    work_per_s: c.work_per_s,
-                    p99_vs_alone: c.p99_vs_alone,
-                    throughput_loss_percent: p.result.standalone.as_ref().map(|s| s.throughput_loss_percent),
-                    exactly_once: c.verdict(),
+                    k: Some(self.params.k),
+                    offered_rate: Some(p.offered_rate),
+                    class_rate: Some(c.spec.rate),
+                    deadline_ms: Some(c.spec.deadline_ms),
+                    work_per_s: Some(c.work_per_s),
+                    throughput_loss_percent: Some(p.result.standalone.as_ref().map(|s| s.throughput_loss_percent)),
+                    ..Row::of(&p.result, c)
                 })
             })
             .collect()

@@ -1,6 +1,7 @@
 //! sweep-rate.svg: per-class P99 with its p50 band against the offered rate (small multiples
 //! sharing axes) above the requests completed per second against it.
-use super::{RatePoint, RateSweep, ms};
+use super::{RatePoint, RateSweep};
+use crate::num::ms;
 use crate::plot::{self, Axis, Grid, Panel, RefLine, Scale, Series};
 use crate::schedule::result::ClassResult;
 use std::path::Path;
@@ -21,7 +22,6 @@ pub fn rate_scale(rates: &[f64]) -> Scale {
 /// The latency panels: one per request class (saturating classes have no request latency),
 /// each its P99 in ms against the offered rate with the p50-p99 band, and its deadline where it
 /// has one (kedf's rule works against it). Panels in a near-square grid.
-#[allow(clippy::cast_precision_loss)] // latencies in ns: far below 2^52
 pub fn latency_panels(s: &RateSweep) -> (Vec<Panel>, usize) {
     let Some(first) = s.points.first() else {
         return (Vec::new(), 1);

@@ -191,3 +191,51 @@ fn every_format_carries_every_rate_and_class() {
     assert!(t.contains("host figures, not GPU figures"), "{t}");
     assert!(t.contains("| 200 | bg | saturating |"), "{t}");
 }
+
+/// The CSV columns and cells of a sweep and of one class-experiment run, byte for byte: the two
+/// files share one row type, each with its own columns.
+#[test]
+fn the_csv_of_a_sweep_and_of_one_run() {
+    let mut s = sweep();
+    s.points[1].result.standalone = Some(crate::schedule::standalone::Standalone::of(
+        0.1,
+        &[(0.1, false), (0.1, false)],
+    ));
+    s.points[1].result.classes[0].p99_vs_alone = Some(1.5);
+    let mut out = Vec::new();
+    crate::output::export(crate::options::Format::Csv, &s, &mut out).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "device,policy,k,offered_rate,class,class_rate,t_ms,deadline_ms,finished,late,p50_ms,p90_ms,p99_ms,max_ms,\
+         requests_per_s,work_per_s,p99_vs_alone,throughput_loss_percent,exactly_once\n\
+         host,k-edf,1,100.0,a,75.0,0.5,10.0,10,1,1.0,4.0,4.0,4.0,75.0,0.1,,,true\n\
+         host,k-edf,1,100.0,b,25.0,0.5,50.0,10,1,2.0,8.0,8.0,8.0,25.0,0.1,,,true\n\
+         host,k-edf,1,100.0,bg,0.0,0.5,1000.0,10,1,,,,,300.0,0.1,,,true\n\
+         host,k-edf,1,200.0,a,75.0,0.5,10.0,10,1,1.0,8.0,8.0,8.0,150.0,0.1,1.5,50.0,true\n\
+         host,k-edf,1,200.0,b,25.0,0.5,50.0,10,1,2.0,16.0,16.0,16.0,50.0,0.1,,50.0,true\n\
+         host,k-edf,1,200.0,bg,0.0,0.5,1000.0,10,1,,,,,300.0,0.1,,50.0,true\n"
+    );
+    let mut r = s.points[0].result.clone();
+    r.classes[0].share_asked_percent = Some(75.0);
+    r.classes[1].p99_vs_alone = Some(1.5);
+    r.classes[1].check.ok = None;
+    let mut out = Vec::new();
+    crate::output::export(crate::options::Format::Csv, &r, &mut out).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "device,policy,mechanism,class,rate,t_ms,finished,late,p50_ms,p90_ms,p99_ms,max_ms,requests_per_s,\
+         share_achieved_percent,share_asked_percent,p99_vs_alone,exactly_once\n\
+         host,k-edf,sigstop,a,75.0,0.5,10,1,1.0,4.0,4.0,4.0,75.0,50.0,75.0,,true\n\
+         host,k-edf,sigstop,b,25.0,0.5,10,1,2.0,8.0,8.0,8.0,25.0,50.0,,1.5,\n\
+         host,k-edf,sigstop,bg,0.0,0.5,10,1,,,,,300.0,50.0,,,true\n"
+    );
+    let mut out = Vec::new();
+    r.text(&mut out).unwrap();
+    let t = String::from_utf8(out).unwrap();
+    assert!(
+        t.contains(
+            "\n| a | 75/s lognormal | 0.5 | 10 | 1 | 1.00 | 4.00 | 4.00 | 4.00 | - | 75.0 | 75.0 % | 50.0 % | yes |\n"
+        ),
+        "{t}"
+    );
+}
