@@ -18,13 +18,6 @@ pub fn ms(ns: u64) -> f64 {
 
 /// Nanoseconds in microseconds, as the outputs show latencies.
 #[allow(clippy::cast_precision_loss)] // as in `ms`
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the outputs in microseconds still convert on their own; drop this once one calls it"
-    )
-)]
 pub fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }

@@ -65,13 +65,6 @@ pub fn p99_ratio(s: Option<Summary>, base: Option<Summary>) -> Option<f64> {
 
 /// The nearest-rank `q` quantile (0 < q <= 1) of sorted values: exact, for figures made of a few
 /// samples, where [`Recorder`]'s histogram is for many.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "its callers still have copies of their own; drop this once one calls it"
-    )
-)]
 pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
     if sorted.is_empty() {
         return None;
@@ -83,13 +76,6 @@ pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
 
 /// The median of sorted values: the middle one, the upper of the two middle ones for an even
 /// count (what the min / median / max figures over runs report).
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "its callers still have copies of their own; drop this once one calls it"
-    )
-)]
 pub fn median<T: Copy>(sorted: &[T]) -> Option<T> {
     sorted.get(sorted.len() / 2).copied()
 }

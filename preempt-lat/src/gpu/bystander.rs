@@ -27,9 +27,10 @@ use preempt_api::{GracePeriod, Lv3Request, MechanismChoice, MechanismKind};
 
 use super::run::{unusable_reason, usable};
 use super::setup::h;
-use crate::bystander::analysis::{self, Span, Timeline, nearest_rank};
+use crate::bystander::analysis::{self, Span, Timeline};
 use crate::bystander::child::Worker;
 use crate::bystander::{Measured, Plan};
+use crate::stats::nearest_rank;
 
 /// How long the bystander may take to get ready (HIP start, hiprtc, calibration).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);

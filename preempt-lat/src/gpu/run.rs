@@ -329,7 +329,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         ),
         tail: format!(
             "HP floor on an idle GPU p50 {:.1} us{}{}",
-            ns_to_us(floor),
+            crate::num::us(floor),
             lv3.as_ref().map_or(String::new(), |l| format!(
                 "; LP queue {} gpu 0x{:x}",
                 l.binding.target().queue_id,
@@ -362,12 +362,6 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
 /// The LP slot count as an allocation size: the budget is capped at 4 Mi commands.
 fn budget_usize(budget: u64) -> usize {
     usize::try_from(budget).unwrap_or(usize::MAX)
-}
-
-/// ns as us for a report line (a latency: far below 2^53 ns, exact in an f64).
-#[allow(clippy::cast_precision_loss)]
-fn ns_to_us(ns: u64) -> f64 {
-    ns as f64 / 1e3
 }
 
 /// The warning for a mechanism the reclaim can undo (`kind`, update-queue), if ROCr's

@@ -80,7 +80,7 @@ pub(super) fn hp_floor(probe: &HpProbe, map: &ClockMap, first_idx: u32) -> Resul
         }
     }
     v.sort_unstable();
-    Ok(v.get(v.len() / 2).copied().unwrap_or(0))
+    Ok(crate::stats::median(&v).unwrap_or(0))
 }
 
 /// One 20 ms LP command straight on the LP stream, the HP probe 2 ms into it: if the probe
