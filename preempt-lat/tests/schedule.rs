@@ -225,7 +225,7 @@ fn hpf_over_classes_prints_every_class_tail_and_names_the_policy() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let t = String::from_utf8_lossy(&o.stdout);
-    assert!(t.starts_with(&format!("policy {} on host", hpf::NAME)), "{t}");
+    assert!(t.starts_with(&format!("policy {} on host", preempt_api::Policy::HighestFirst.name())), "{t}");
     assert!(t.contains("host figures, not GPU figures"), "{t}");
     for (name, requests) in [("high", true), ("normal", true), ("low", false)] {
         let rows: Vec<&str> = t.lines().filter(|l| l.starts_with(&format!("| {name} |"))).collect();
@@ -242,7 +242,7 @@ fn hpf_over_classes_prints_every_class_tail_and_names_the_policy() {
     }
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("schedule.json")).unwrap()).unwrap();
-    assert_eq!(v["params"]["policy"], hpf::NAME);
+    assert_eq!(v["params"]["policy"], preempt_api::Policy::HighestFirst.name());
     let c = v["classes"].as_array().unwrap();
     let prios: Vec<i64> = c.iter().map(|c| c["prio"].as_i64().unwrap()).collect();
     assert_eq!(prios, [2, 1, 0], "each class's priority in the JSON");
@@ -259,7 +259,7 @@ fn hpf_over_classes_prints_every_class_tail_and_names_the_policy() {
     assert_eq!(
         csv.lines()
             .skip(1)
-            .filter(|l| l.contains(&format!(",{},", hpf::NAME)))
+            .filter(|l| l.contains(&format!(",{},", preempt_api::Policy::HighestFirst.name())))
             .count(),
         3,
         "a row per class naming the policy: {csv}"

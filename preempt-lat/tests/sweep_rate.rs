@@ -224,11 +224,11 @@ fn hpf_sweeps_a_template_of_prioritised_classes() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v = json(&dir.join("sweep-rate.json"));
-    assert_eq!(v["params"]["policy"], hpf::NAME);
+    assert_eq!(v["params"]["policy"], preempt_api::Policy::HighestFirst.name());
     let points = v["points"].as_array().unwrap();
     assert_eq!(points.len(), 2);
     for p in points {
-        assert_eq!(p["params"]["policy"], hpf::NAME, "{p}");
+        assert_eq!(p["params"]["policy"], preempt_api::Policy::HighestFirst.name(), "{p}");
         let c = p["classes"].as_array().unwrap();
         assert!(c.iter().all(|c| c["check"]["ok"] == true), "{p}");
         assert!(c[..2].iter().all(|c| c["latency_ns"]["p99"].is_u64()), "{p}");

@@ -218,7 +218,7 @@ fn judge_schedule(v: &Value, file: &str, out: &mut Vec<Judgement>) {
         );
         out.push(judgement("throughput-loss", loss, device, from));
     }
-    if policy == Some(hpf::NAME) {
+    if policy == Some(preempt_api::Policy::HighestFirst.name()) {
         let classes = v["classes"].as_array().map(Vec::as_slice).unwrap_or_default();
         let top = classes.iter().max_by_key(|c| c["prio"].as_i64().unwrap_or(i64::MIN));
         if let Some(c) = top
@@ -231,7 +231,7 @@ fn judge_schedule(v: &Value, file: &str, out: &mut Vec<Judgement>) {
             out.push(judgement("hp-p99-fig9", r, device, from));
         }
     }
-    if policy != Some(policies::up::NAME) {
+    if policy != Some(preempt_api::Policy::Partition.name()) {
         return;
     }
     if let Some(loss) = f(&v["standalone"]["throughput_loss_percent"]) {

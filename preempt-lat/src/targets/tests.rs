@@ -235,7 +235,7 @@ fn class_experiments_of_every_policy_are_judged() {
             ],
         })
     };
-    let js = judge(&schedule(hpf::NAME), "s.json");
+    let js = judge(&schedule(preempt_api::Policy::HighestFirst.name()), "s.json");
     assert_eq!(ids(&js), ["throughput-loss", "hp-p99-fig9"]);
     assert!(!js[0].pass, "12 % lost: above 10 %");
     assert!(
@@ -243,9 +243,9 @@ fn class_experiments_of_every_policy_are_judged() {
         "the highest prio class, not the first"
     );
     assert!(js[1].from.contains("class high"), "{}", js[1].from);
-    let js = judge(&schedule(policies::kedf::NAME), "s.json");
+    let js = judge(&schedule(preempt_api::Policy::KEdf.name()), "s.json");
     assert_eq!(ids(&js), ["throughput-loss"]);
-    let js = judge(&schedule(policies::up::NAME), "s.json");
+    let js = judge(&schedule(preempt_api::Policy::Partition.name()), "s.json");
     assert_eq!(
         ids(&js),
         ["throughput-loss", "partition-overhead", "partition", "partition"]
@@ -255,7 +255,7 @@ fn class_experiments_of_every_policy_are_judged() {
         "12 % > 1.5 %: {:?}",
         js[1]
     );
-    let mut alone_not_run = schedule(policies::laxity::NAME);
+    let mut alone_not_run = schedule(preempt_api::Policy::Laxity.name());
     alone_not_run["standalone"] = Value::Null;
     assert!(judge(&alone_not_run, "s.json").is_empty());
 }

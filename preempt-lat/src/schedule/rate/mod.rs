@@ -179,7 +179,7 @@ impl Export for RateSweep {
             w,
             "sweep rate: {}{} over {} {}, {} arrivals{}, {} s per rate{}; {}",
             p.policy,
-            if p.policy == policies::kedf::NAME {
+            if p.policy == preempt_api::Policy::KEdf.name() {
                 format!(" (K = {})", p.k)
             } else {
                 String::new()

@@ -26,7 +26,7 @@ pub fn latency_panels(s: &RateSweep) -> (Vec<Panel>, usize) {
     let Some(first) = s.points.first() else {
         return (Vec::new(), 1);
     };
-    let kedf = s.params.policy == policies::kedf::NAME;
+    let kedf = s.params.policy == preempt_api::Policy::KEdf.name();
     let (lo, hi) = s.points.iter().fold((f64::MAX, f64::MIN), |(a, b), p| {
         (a.min(p.offered_rate), b.max(p.offered_rate))
     });
@@ -123,7 +123,7 @@ pub fn throughput_panel(s: &RateSweep) -> Panel {
 pub fn draw(s: &RateSweep, path: &Path) -> Result<(), String> {
     let device = plot::device_label(&s.env.device, s.env.host_figures);
     let p = &s.params;
-    let policy = if p.policy == policies::kedf::NAME {
+    let policy = if p.policy == preempt_api::Policy::KEdf.name() {
         format!("{} K = {}", p.policy, p.k)
     } else {
         p.policy.to_string()
