@@ -56,6 +56,9 @@ python3 scripts/check-module-cycles.py
 step "every path a doc or comment names exists"
 python3 scripts/check-doc-paths.py
 
+step "what a device platform costs in lines of code (test 7.1.1), every file of its table present"
+python3 scripts/platform-loc.py
+
 step "unsafe only in the ioctl wrappers, the HIP FFI and the C ABI's entry points"
 bash scripts/check-unsafe.sh
 
