@@ -1,7 +1,8 @@
 //! `preempt-lat sweep t`, `sweep state` and `sweep threshold`: many runs, one CSV, one JSON, one
 //! SVG each.
 use crate::device::Device;
-use crate::exit::{Failure, Outcome, Verdict};
+use crate::error::{Context, Error, UsageError};
+use crate::exit::{Outcome, Verdict};
 use crate::measure::{Correctness, Params, RunResult, control::stop_requested};
 use crate::options::{HOST_HAS_NO_LP_STATE, Level, LpState, SweepStateOptions, SweepTOptions, SweepThresholdOptions};
 use crate::output::Export;
@@ -70,7 +71,7 @@ fn device_of(runs: &[RunResult]) -> (String, bool) {
 }
 
 /// A sweep's latency plot: the panels of [`latency_panels`] on shared log axes.
-fn latency_plot(path: &Path, title: &str, x_title: String, (panels, cols): (Vec<Panel>, usize)) -> Result<(), String> {
+fn latency_plot(path: &Path, title: &str, x_title: String, (panels, cols): (Vec<Panel>, usize)) -> Result<(), Error> {
     plot::draw_grid(
         path,
         &plot::Grid {
@@ -124,11 +125,11 @@ const LV3_TARGET: &str = "100 µs: Lv3 target";
 fn plot_if_any(
     path: &Path,
     has_data: bool,
-    draw: impl FnOnce(&Path) -> Result<(), String>,
-) -> Result<&'static str, String> {
+    draw: impl FnOnce(&Path) -> Result<(), Error>,
+) -> Result<&'static str, Error> {
     if !has_data {
         return match std::fs::remove_file(path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(format!("{}: {e}", path.display())),
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e).with_context(|| path.display().to_string()),
             _ => Ok("{csv,json}"),
         };
     }
@@ -210,9 +211,10 @@ fn state_axis(runs: &[RunResult], states: &[LpState]) -> String {
 /// CWSR save grows with the state it moves. GPU only: the host device has no wave state.
 pub fn state(a: &SweepStateOptions, dev: Device) -> Outcome {
     if dev.is_host() {
-        return Err(Failure::Usage(
+        return Err(UsageError::new(
             HOST_HAS_NO_LP_STATE.replace("{what}", "sweep state") + "; the host device was selected",
-        ));
+        )
+        .into());
     }
     let levels = a.levels.on(dev.spec());
     levels.iter().try_for_each(|&l| dev.check_level(l))?;
@@ -460,6 +462,7 @@ fn sweep_t_panels(runs: &[RunResult], levels: &[Level], threshold: u32) -> (Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Failure;
     use crate::measure::fake_gpu_run as run;
 
     #[test]

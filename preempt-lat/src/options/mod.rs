@@ -7,6 +7,7 @@ pub mod acceptance;
 pub mod class;
 pub mod values;
 
+use crate::error::{UsageError, usage};
 pub use acceptance::{AcceptanceOptions, AcceptanceStageOptions, InternalStage};
 use clap::{Args, Parser, Subcommand};
 use kfd::GracePeriod;
@@ -52,7 +53,7 @@ pub struct Cli {
 
 impl Cli {
     /// The command to run, checked; `Err` is a usage error (one line, exit 2).
-    pub fn checked(self) -> Result<Command, String> {
+    pub fn checked(self) -> Result<Command, UsageError> {
         let mut c = self.cmd.unwrap_or(Command::Run(self.run));
         c.check()?;
         Ok(c)
@@ -160,7 +161,7 @@ impl Command {
     /// What clap cannot check value by value: the combinations refused (a usage error, one
     /// line), in the order a reader meets them; and the lists put in order (priority's modes in
     /// run order, sweep state's states once each).
-    pub fn check(&mut self) -> Result<(), String> {
+    pub fn check(&mut self) -> Result<(), UsageError> {
         match self {
             Command::Run(o) => {
                 check_level("--level", o.common.device, o.level)?;
@@ -168,7 +169,7 @@ impl Command {
                 if let (Some(out), Some(trace)) = (&o.out, &o.trace)
                     && std::path::absolute(out).ok() == std::path::absolute(trace).ok()
                 {
-                    return Err(format!(
+                    return Err(usage!(
                         "--out and --trace both name {}: give each its own file",
                         out.display()
                     ));
@@ -186,7 +187,7 @@ impl Command {
             }
             Command::Sweep(Sweep::State(o)) => {
                 if o.common.device.is_host() {
-                    return Err(HOST_HAS_NO_LP_STATE.replace("{what}", "sweep state"));
+                    return Err(UsageError::new(HOST_HAS_NO_LP_STATE.replace("{what}", "sweep state")));
                 }
                 // GPU only: auto runs it on hip:0 or not at all, so no Lv2 either way.
                 let gpu = match o.common.device {
@@ -256,11 +257,12 @@ pub struct Lv1Options {
 
 impl Lv1Options {
     /// A batch larger than the threshold is refused (a usage error).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), UsageError> {
         if self.threshold < self.batch {
-            return Err(format!(
+            return Err(usage!(
                 "--threshold ({}) must be >= --batch ({}): a batch larger than the threshold could never complete",
-                self.threshold, self.batch
+                self.threshold,
+                self.batch
             ));
         }
         Ok(())
@@ -307,10 +309,10 @@ impl Common {
     }
 
     /// Cross-field checks: the one-line reason a combination is refused (a usage error).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), UsageError> {
         if let Some(g) = self.grace {
             if self.device.is_host() {
-                return Err(format!(
+                return Err(usage!(
                     "--grace {g} applies to Lv3 on an AMD GPU ({}); the host device's SIGSTOP has no grace period",
                     MechanismKind::names_where(MechanismKind::sets_grace_period).join(", ")
                 ));
@@ -318,7 +320,7 @@ impl Common {
             if let MechanismChoice::Only(k) = self.mechanism
                 && !k.sets_grace_period()
             {
-                return Err(format!(
+                return Err(usage!(
                     "--grace {g}: {k} cannot set a grace period (its ioctl has no such argument; the device's setting \
                      applies): drop --grace or use --mechanism {}",
                     MechanismKind::names_where(MechanismKind::sets_grace_period).join("|")
@@ -326,7 +328,7 @@ impl Common {
             }
         }
         if self.device.is_host() && self.mechanism != MechanismChoice::Auto {
-            return Err(format!(
+            return Err(usage!(
                 "--mechanism {} needs an AMD GPU (--device hip:N); the host device's Lv3 is SIGSTOP/SIGCONT (use --mechanism auto)",
                 self.mechanism
             ));
@@ -348,9 +350,11 @@ pub struct LpOptions {
 /// `--lp-state heavy` with `--device host` (or `sweep state` there): refused, because the host
 /// device's LP commands are CPU worker processes with no GPU wave state for a save to move.
 /// `light` on the host device is accepted and recorded as not applicable.
-pub fn check_lp_state(device: DeviceSpec, state: LpState) -> Result<(), String> {
+pub fn check_lp_state(device: DeviceSpec, state: LpState) -> Result<(), UsageError> {
     if device.is_host() && state == LpState::Heavy {
-        return Err(HOST_HAS_NO_LP_STATE.replace("{what}", "--lp-state heavy"));
+        return Err(UsageError::new(
+            HOST_HAS_NO_LP_STATE.replace("{what}", "--lp-state heavy"),
+        ));
     }
     Ok(())
 }
@@ -419,7 +423,7 @@ impl Levels {
     pub const EVERYWHERE: [Level; 2] = [Level::Lv1, Level::Lv3];
 
     /// `--levels` with 2 on a device known to be a GPU is refused (see [`check_level`]).
-    pub fn check(&self, device: DeviceSpec) -> Result<(), String> {
+    pub fn check(&self, device: DeviceSpec) -> Result<(), UsageError> {
         self.list.iter().try_for_each(|&l| check_level("--levels", device, l))
     }
 
@@ -593,7 +597,7 @@ pub struct PriorityOptions {
     #[arg(long = "class", value_name = "NAME:KEY=V:...", value_parser = class::parse)]
     pub classes: Vec<class::ClassSpec>,
     /// kedf: how many classes run at once.
-    #[arg(long, default_value_t = 1, value_parser = |s: &str| parse_positive(s).and_then(|k| if k <= 64 { Ok(k as usize) } else { Err(format!("--k {k}: at most 64")) }))]
+    #[arg(long, default_value_t = 1, value_parser = |s: &str| parse_positive(s).and_then(|k| if k <= 64 { Ok(k as usize) } else { Err(usage!("--k {k}: at most 64")) }))]
     pub k: usize,
     /// up: the round the slices add up to, in ms.
     #[arg(long = "round-ms", default_value = "10", value_parser = |s: &str| parse_positive_f64(s, "--round-ms", 10_000.0))]
@@ -603,7 +607,7 @@ pub struct PriorityOptions {
     /// processes of one stream each; reports what the daemon's hop costs on HP start (p50/p99
     /// against the in-process helper, with the same N streams in this process). Writes
     /// priority-processes.{csv,json}.
-    #[arg(long, value_name = "N", value_parser = |s: &str| parse_positive(s).and_then(|n| if n <= 64 { Ok(n) } else { Err(format!("--processes {n}: at most 64")) }))]
+    #[arg(long, value_name = "N", value_parser = |s: &str| parse_positive(s).and_then(|n| if n <= 64 { Ok(n) } else { Err(usage!("--processes {n}: at most 64")) }))]
     pub processes: Option<u32>,
     /// --processes: HP blocks timed on each side.
     #[arg(long, default_value_t = 1000, value_parser = parse_positive)]
@@ -642,20 +646,20 @@ impl PriorityOptions {
     }
 
     /// Cross-field checks of a class experiment (one line each, a usage error).
-    fn check_classes(&self) -> Result<(), String> {
+    fn check_classes(&self) -> Result<(), UsageError> {
         let p = self.policy.name();
         if self.shares.is_some() && self.policy != PolicyKind::Up {
-            return Err(format!(
+            return Err(usage!(
                 "--shares is for --policy up, not {p}: give the classes with --class, each with {}",
                 class::needs(self.policy)
             ));
         }
         if self.shares.is_some() && !self.classes.is_empty() {
-            return Err("give --shares or --class, not both".into());
+            return Err(UsageError::new("give --shares or --class, not both"));
         }
         let cs = self.class_specs();
         if cs.len() < 2 {
-            return Err(format!(
+            return Err(usage!(
                 "--policy {p} needs two classes or more: --shares 75:25, or --class twice"
             ));
         }
@@ -678,25 +682,26 @@ impl PriorityOptions {
     }
 
     /// Cross-field checks: the one-line reason a combination is refused (a usage error).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), UsageError> {
         if self.processes.is_some() && self.policy != PolicyKind::Hpf {
-            return Err(format!("--processes is for --policy hpf, not {}", self.policy.name()));
+            return Err(usage!("--processes is for --policy hpf, not {}", self.policy.name()));
         }
         if self.runs_classes() {
             if self.processes.is_some() {
-                return Err("--processes runs priority's modes (HP requests against LP processes), not the class experiment (--class, --shares)".into());
+                return Err(UsageError::new(
+                    "--processes runs priority's modes (HP requests against LP processes), not the class experiment (--class, --shares)",
+                ));
             }
             return self.check_classes();
         }
         if self.standalone {
-            return Err(
-                "--standalone is for the class experiment (--class, or --policy up, kedf or laxity); priority's modes have standalone-hp and standalone-lp"
-                    .into(),
-            );
+            return Err(UsageError::new(
+                "--standalone is for the class experiment (--class, or --policy up, kedf or laxity); priority's modes have standalone-hp and standalone-lp",
+            ));
         }
         let load = self.hp_load();
         if load >= 0.9 {
-            return Err(format!(
+            return Err(usage!(
                 "--hp-rate x --hp-cmds x --hp-t-ms = {load:.2} s of HP work per second: the HP requests alone would \
                  (nearly) saturate the device; lower one of them"
             ));
@@ -705,9 +710,10 @@ impl PriorityOptions {
         let has_hp = self.modes.is_empty() || self.modes.iter().any(|m| m.has_hp());
         if self.duration_s * self.hp_rate < 1.0 && has_hp {
             // Debug: 1e-300 as 1e-300, not as 300 zeros.
-            return Err(format!(
+            return Err(usage!(
                 "--duration-s {:?} at --hp-rate {:?} makes no HP request: raise either",
-                self.duration_s, self.hp_rate
+                self.duration_s,
+                self.hp_rate
             ));
         }
         Ok(())
@@ -796,11 +802,11 @@ pub struct SweepRateOptions {
     #[arg(long, value_enum, default_value_t = PolicyKind::Kedf)]
     pub policy: PolicyKind,
     /// kedf: how many classes run at once (host default 2; Fig. 15b's is 16, with more clients).
-    #[arg(long, default_value_t = 2, value_parser = |s: &str| parse_positive(s).and_then(|k| if k <= 64 { Ok(k as usize) } else { Err(format!("--k {k}: at most 64")) }))]
+    #[arg(long, default_value_t = 2, value_parser = |s: &str| parse_positive(s).and_then(|k| if k <= 64 { Ok(k as usize) } else { Err(usage!("--k {k}: at most 64")) }))]
     pub k: usize,
     /// The built-in set-up (without --class): this many identical clients c0, c1, ..., each an
     /// equal part of the rate (host default 4).
-    #[arg(long, default_value_t = 4, value_parser = |s: &str| parse_positive(s).and_then(|n| if n <= 64 { Ok(n) } else { Err(format!("--clients {n}: at most 64")) }),
+    #[arg(long, default_value_t = 4, value_parser = |s: &str| parse_positive(s).and_then(|n| if n <= 64 { Ok(n) } else { Err(usage!("--clients {n}: at most 64")) }),
           conflicts_with = "classes")]
     pub clients: u32,
     /// The built-in set-up: T of each request (one command), in ms.
@@ -850,17 +856,18 @@ impl SweepRateOptions {
     }
 
     /// Cross-field checks (one line each, a usage error); the rates put in order, once each.
-    fn check(&mut self) -> Result<(), String> {
+    fn check(&mut self) -> Result<(), UsageError> {
         if self.policy == PolicyKind::Hpf && self.classes.is_empty() {
-            return Err(
-                "sweep rate --policy hpf needs --class templates with prio=: the built-in clients share one priority, so nothing would be suspended"
-                    .into(),
-            );
+            return Err(UsageError::new(
+                "sweep rate --policy hpf needs --class templates with prio=: the built-in clients share one priority, so nothing would be suspended",
+            ));
         }
         let t = self.template();
         class::check_set(self.policy, &t)?;
         if class::at_rate(&t, 1.0).is_none() {
-            return Err("sweep rate needs a class with requests to sweep: give one --class a rate= above 0".into());
+            return Err(UsageError::new(
+                "sweep rate needs a class with requests to sweep: give one --class a rate= above 0",
+            ));
         }
         self.rates.sort_by(f64::total_cmp);
         self.rates.dedup();
@@ -908,9 +915,9 @@ impl OverheadOptions {
     pub const MAX_COMMANDS: u32 = 1_000_000;
 
     /// Cross-field checks (one line, a usage error); the levels put in order, once each.
-    fn check(&mut self) -> Result<(), String> {
+    fn check(&mut self) -> Result<(), UsageError> {
         if self.commands > Self::MAX_COMMANDS {
-            return Err(format!(
+            return Err(usage!(
                 "--commands {}: at most {} per run",
                 self.commands,
                 Self::MAX_COMMANDS
