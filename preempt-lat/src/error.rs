@@ -52,7 +52,10 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// A call of the application API (sessions, streams, the policy).
+    /// A call of the application API, its error as it is: the API's message names what failed.
+    #[error(transparent)]
+    Call(#[from] preempt_api::Error),
+    /// A call of the application API (sessions, streams, the policy), under what it was for.
     #[error("{what}: {source}")]
     Api {
         what: String,
