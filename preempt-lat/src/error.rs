@@ -107,7 +107,7 @@ impl Error {
     }
 }
 
-/// The modules that still carry their errors as a line of text (`Result<_, String>`): their
+/// The modules that still return their errors as a line of text (a `String`): their
 /// line, as it is.
 impl From<String> for Error {
     fn from(line: String) -> Self {
