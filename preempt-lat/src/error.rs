@@ -107,8 +107,7 @@ impl Error {
     }
 }
 
-/// The modules that still return their errors as a line of text (a `String`): their
-/// line, as it is.
+/// For the modules that return their errors as a line of text (a `String`): the line, as it is.
 impl From<String> for Error {
     fn from(line: String) -> Self {
         Error::Failed(line)

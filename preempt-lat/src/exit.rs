@@ -26,8 +26,8 @@ impl Verdict {
     }
 }
 
-/// Why a command did not run to the end: the one line printed. Lines, not the typed errors: the
-/// modules that still say their failures as text build these variants themselves.
+/// Why a command did not run to the end, as the one line `main` prints: lines rather than the
+/// typed errors, because some modules build these variants from text of their own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
     /// Bad input found before anything started (exit 2).
