@@ -4,6 +4,7 @@
 //! file (`/dev/null`, `/dev/stdout`, a FIFO) is written in place and never replaced: renaming a
 //! file onto it would replace the device node itself (as root, `--out /dev/full` would turn
 //! /dev/full into a regular file).
+use crate::error::{Context, Error};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -106,11 +107,15 @@ impl Drop for AtomicFile {
 }
 
 /// Writes one file through `write`, replacing the destination only once it is complete.
-pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), String> {
-    let e = |e: io::Error| format!("{}: cannot write: {e}", path.display());
-    let mut f = AtomicFile::create(path).map_err(e)?;
-    write(&mut f).map_err(e)?;
-    f.commit().map_err(e)
+pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), Error> {
+    write_io(path, write).with_context(|| format!("{}: cannot write", path.display()))
+}
+
+/// [`write_file`] with the bare I/O error, for a caller that says the file its own way.
+pub fn write_io(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    let mut f = AtomicFile::create(path)?;
+    write(&mut f)?;
+    f.commit()
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! stop abandoned LP commands still running is not made (`not checked`, JSON `ok: null`): neither
 //! a pass nor a failure, so it does not turn 0 into 3. A second signal ends the process at once
 //! with 130/143/129 (`measure::control`).
+use crate::error::{Error, UsageError};
 use std::process::ExitCode;
 
 /// What a command that ran to the end found.
@@ -25,13 +26,26 @@ impl Verdict {
     }
 }
 
-/// Why a command did not run to the end.
+/// Why a command did not run to the end, as the one line `main` prints: lines rather than the
+/// typed errors, because some modules build these variants from text of their own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
     /// Bad input found before anything started (exit 2).
     Usage(String),
     /// Anything else (exit 1).
     Error(String),
+}
+
+impl From<UsageError> for Failure {
+    fn from(e: UsageError) -> Self {
+        Failure::Usage(e.into())
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Error(e.to_string())
+    }
 }
 
 impl From<String> for Failure {

@@ -5,7 +5,8 @@
 //! Fig. 12b: this process's CPU as a share of one core while LP commands of T run through the
 //! launcher. Host figures, never GPU figures.
 use crate::device::Device;
-use crate::exit::{Failure, Outcome, Verdict};
+use crate::error::{Context, UsageError};
+use crate::exit::{Outcome, Verdict};
 use crate::measure::host;
 use crate::options::LauncherCostOptions;
 use crate::output::Export;
@@ -71,9 +72,7 @@ impl LauncherCost {
 /// Measures on `dev` (the host device only) and writes the result on stdout in `o.format`.
 pub fn run(o: &LauncherCostOptions, dev: Device) -> Outcome {
     if !dev.is_host() {
-        return Err(Failure::Usage(
-            "launcher-cost measures the host device only: use --device host".into(),
-        ));
+        return Err(UsageError::new("launcher-cost measures the host device only: use --device host").into());
     }
     let workers = dev.workers();
     let (commands, threshold, batch) = (o.commands, o.lv1.threshold, o.lv1.batch);
@@ -144,7 +143,7 @@ pub fn run(o: &LauncherCostOptions, dev: Device) -> Outcome {
     r.launcher_cpu_ns_per_cmd = r.median("host_device.launcher_cpu_ns_per_cmd");
     r.launcher_cpu_ns_per_cmd_null_device = r.median("null_device.cpu_ns_per_cmd");
     r.launcher_extra_cpu_ns_per_cmd = r.launcher_cpu_ns_per_cmd - r.direct_cpu_ns_per_cmd;
-    crate::output::export(o.format, &r, &mut io::stdout().lock()).map_err(|e| format!("writing the result: {e}"))?;
+    crate::output::export(o.format, &r, &mut io::stdout().lock()).context("writing the result")?;
     Ok(Verdict::Pass)
 }
 

@@ -20,6 +20,7 @@ mod bystander;
 mod device;
 mod doctor;
 mod env;
+mod error;
 mod exit;
 mod gpu;
 mod launcher_cost;
@@ -40,6 +41,7 @@ mod validate;
 
 use clap::{CommandFactory, Parser, error::ErrorKind};
 use doctor::facts::{Fact, HipInfo};
+use error::{Context, usage};
 use exit::{Failure, Outcome, Verdict};
 use options::{Cli, Command, Common, Sweep};
 use std::process::ExitCode;
@@ -53,7 +55,7 @@ fn main() -> ExitCode {
     };
     let command = match cli.checked() {
         Ok(c) => c,
-        Err(msg) => usage_error(&msg),
+        Err(e) => usage_error(&e.to_string()),
     };
     if let Command::BystanderWorker(o) = &command {
         return match bystander::worker::main(o) {
@@ -121,7 +123,7 @@ fn dispatch(command: Command) -> Outcome {
     match command {
         Command::Run(o) => run(&o, || select(&o.common)),
         Command::Doctor(o) => {
-            doctor::run(&o, hip_facts(), &mut stdout()).map_err(|e| format!("writing the report: {e}"))?;
+            doctor::run(&o, hip_facts(), &mut stdout()).context("writing the report")?;
             Ok(Verdict::Pass)
         }
         Command::Validate(o) => validate::run(&o, hip_facts(), &mut stdout()),
@@ -150,9 +152,8 @@ fn dispatch(command: Command) -> Outcome {
 fn run(o: &options::RunOptions, select: impl FnOnce() -> Result<device::Device, Failure>) -> Outcome {
     // The outputs first, before the device is chosen: an unwritable path is a usage error before
     // anything runs, and --out replaces a previous result only once the new one is complete.
-    let cannot = |what: &str, p: &std::path::Path, e: std::io::Error| {
-        Failure::Usage(format!("{what} {}: cannot write: {e}", p.display()))
-    };
+    let cannot =
+        |what: &str, p: &std::path::Path, e: std::io::Error| usage!("{what} {}: cannot write: {e}", p.display());
     let out = match &o.out {
         Some(p) => Some(atomic_file::AtomicFile::create(p).map_err(|e| cannot("--out", p, e))?),
         None => None,
@@ -182,7 +183,7 @@ fn run(o: &options::RunOptions, select: impl FnOnce() -> Result<device::Device, 
     if let (Err(e), Err(_)) = (&traced, &written) {
         eprintln!("preempt-lat: {e}");
     }
-    written.map_err(|e| format!("writing the result: {e}"))?;
+    written.context("writing the result")?;
     traced?;
     if r.correctness.failed() {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");

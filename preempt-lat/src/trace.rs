@@ -1,6 +1,7 @@
 //! Timelines as Chrome trace-event JSON (the format Perfetto and chrome://tracing open): spans
 //! ("X" events) and instants ("i") on named process and thread tracks, stamped on the host clock
 //! (`CLOCK_MONOTONIC` ns) and written in microseconds from the earliest stamp.
+use crate::error::{Context, Error};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -299,8 +300,9 @@ impl Trace {
 }
 
 /// Writes `trace` to `path`, and says on stderr if it dropped events.
-pub fn write_file(trace: &Trace, note: &str, path: &std::path::Path) -> Result<(), String> {
-    crate::atomic_file::write_file(path, |w| trace.write(note, w)).map_err(|e| format!("--trace {e}"))?;
+pub fn write_file(trace: &Trace, note: &str, path: &std::path::Path) -> Result<(), Error> {
+    crate::atomic_file::write_io(path, |w| trace.write(note, w))
+        .with_context(|| format!("--trace {}: cannot write", path.display()))?;
     if trace.dropped() > 0 {
         eprintln!(
             "preempt-lat: --trace {}: kept the first {} events of each run or mode, dropped {} later ones",

@@ -5,6 +5,7 @@
 //! and the bytes unpacked in all have limits, so a hostile or damaged archive cannot exhaust
 //! memory.
 use crate::atomic_file::AtomicFile;
+use crate::error::{Context, Error};
 use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
@@ -12,14 +13,15 @@ use std::io::Read;
 use std::path::Path;
 
 /// Writes `dir` (its contents under `top/`) as a gzip'd tar at `dest`.
-pub fn write(dir: &Path, top: &str, dest: &Path) -> Result<(), String> {
-    let e = |e: std::io::Error| format!("{}: cannot write the archive: {e}", dest.display());
-    let file = AtomicFile::create(dest).map_err(e)?;
-    let mut tar = tar::Builder::new(GzEncoder::new(file, Compression::default()));
-    tar.follow_symlinks(false);
-    append_sorted(&mut tar, dir, Path::new(top)).map_err(e)?;
-    let gz = tar.into_inner().map_err(e)?;
-    gz.finish().map_err(e)?.commit().map_err(e)
+pub fn write(dir: &Path, top: &str, dest: &Path) -> Result<(), Error> {
+    let written = || -> std::io::Result<()> {
+        let file = AtomicFile::create(dest)?;
+        let mut tar = tar::Builder::new(GzEncoder::new(file, Compression::default()));
+        tar.follow_symlinks(false);
+        append_sorted(&mut tar, dir, Path::new(top))?;
+        tar.into_inner()?.finish()?.commit()
+    };
+    written().with_context(|| format!("{}: cannot write the archive", dest.display()))
 }
 
 /// `dir` as `name/` and everything under it, in name order (so that `tar tf` lists a stage's
@@ -100,7 +102,8 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
-/// Reads the regular-file members of the archive at `path` whose path `wanted` accepts.
+/// Reads the regular-file members of the archive at `path` whose path `wanted` accepts. The
+/// error is a line of text: the fleet report keeps it as the archive's reason for being skipped.
 pub fn read(path: &Path, wanted: impl Fn(&str) -> bool, limits: Limits) -> Result<Members, String> {
     let name = path.display();
     let meta = std::fs::metadata(path).map_err(|e| format!("{name}: {e}"))?;

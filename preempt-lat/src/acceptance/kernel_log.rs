@@ -4,6 +4,7 @@
 //! new records are read, without a timestamp guess), else from `journalctl -k` since the start;
 //! where neither can be read, the stage says why (`kernel.dmesg_restrict`, no `/dev/kmsg` in a
 //! container, no journal) and what to attach instead.
+use crate::error::{Context, Error, failed};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
@@ -16,7 +17,7 @@ pub const MAX_LINES: usize = 20_000;
 
 /// The kernel log from some moment on.
 pub struct Reader {
-    kmsg: Result<File, String>,
+    kmsg: Result<File, Error>,
     since: SystemTime,
 }
 
@@ -44,7 +45,7 @@ impl Reader {
             .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
             .open(kmsg)
             .and_then(|mut f| f.seek(SeekFrom::End(0)).map(|_| f))
-            .map_err(|e| format!("{}: {e}{}", kmsg.display(), why_not(&e, restrict)));
+            .map_err(|e| failed!("{}: {e}{}", kmsg.display(), why_not(&e, restrict)));
         Reader {
             kmsg: opened,
             since: SystemTime::now(),
@@ -54,7 +55,7 @@ impl Reader {
     /// The lines logged since [`Reader::start`]. `journal` runs `journalctl` (a child with a time
     /// bound) where `/dev/kmsg` could not be opened: given the arguments, it returns journalctl's
     /// output or why it failed.
-    pub fn collect(self, journal: impl FnOnce(&[String]) -> Result<String, String>) -> Collected {
+    pub fn collect(self, journal: impl FnOnce(&[String]) -> Result<String, Error>) -> Collected {
         let mut c = Collected {
             source: None,
             lines: Vec::new(),
@@ -67,7 +68,7 @@ impl Reader {
                 read_kmsg(f, &mut c);
                 return c;
             }
-            Err(why) => c.unreadable.push(why),
+            Err(why) => c.unreadable.push(why.to_string()),
         }
         let since = self
             .since
@@ -170,21 +171,21 @@ pub fn suspicious(lines: &[String]) -> Vec<&String> {
 }
 
 /// `journalctl args...` with a time bound, through the stage runner; its output, or why not.
-pub fn journalctl(args: &[String], dir: &Path, bound: Duration) -> Result<String, String> {
+pub fn journalctl(args: &[String], dir: &Path, bound: Duration) -> Result<String, Error> {
     let out = dir.join("journalctl.out");
     let err = dir.join("journalctl.err");
     let mut cmd = Command::new("journalctl");
     cmd.args(args);
     let files = File::create(&out).and_then(|o| File::create(&err).map(|e| (o, e)));
-    let (o, e) = files.map_err(|e| format!("{}: {e}", dir.display()))?;
+    let (o, e) = files.with_context(|| dir.display().to_string())?;
     cmd.stdout(o).stderr(e);
-    let ended = super::runner::run(cmd, bound, &|| false, super::runner::Steps::STAGE).map_err(|e| e.to_string())?;
+    let ended = super::runner::run(cmd, bound, &|| false, super::runner::Steps::STAGE).map_err(|e| failed!("{e}"))?;
     let text = std::fs::read_to_string(&out).unwrap_or_default();
     let stderr = std::fs::read_to_string(&err).unwrap_or_default();
     let _ = (std::fs::remove_file(&out), std::fs::remove_file(&err));
     match ended.status {
         Some(s) if s.success() && !ended.over_bound => Ok(text),
-        _ => Err(format!(
+        _ => Err(failed!(
             "{}{}",
             ended.describe(),
             stderr.lines().next().map_or(String::new(), |l| format!(": {l}"))
@@ -246,7 +247,7 @@ mod tests {
         assert!(c.source.unwrap().starts_with("journalctl -k"));
         assert!(c.unreadable[0].contains("not there: a container"), "{:?}", c.unreadable);
         // Neither readable: both reasons, no source.
-        let c = Reader::start_at(&dir.join("no-kmsg"), &restrict).collect(|_| Err("not found".into()));
+        let c = Reader::start_at(&dir.join("no-kmsg"), &restrict).collect(|_| Err(Error::msg("not found")));
         assert!(c.source.is_none() && c.unreadable.len() == 2, "{c:?}");
         // Permission denied under dmesg_restrict names it.
         let e = std::io::Error::from(std::io::ErrorKind::PermissionDenied);

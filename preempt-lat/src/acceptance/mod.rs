@@ -23,7 +23,8 @@ pub mod stage;
 pub mod summary;
 pub mod targets;
 
-use crate::exit::{Failure, Outcome, Verdict};
+use crate::error::{Context, Error, UsageError, failed, usage};
+use crate::exit::{Outcome, Verdict};
 use crate::measure::control::stop_requested;
 use crate::options::{AcceptanceOptions, Format};
 use preempt_api::DeviceSpec;
@@ -35,9 +36,9 @@ use summary::Summary;
 
 /// Doctor's report (`doctor --format json`) from a child with a time bound: HIP is loaded
 /// there, never in this process, which only runs stages.
-fn doctor(program: &Path, out_dir: &Path) -> Result<Value, String> {
+fn doctor(program: &Path, out_dir: &Path) -> Result<Value, Error> {
     let tmp = out_dir.join(format!(".acceptance-doctor-{}.json", std::process::id()));
-    let file = std::fs::File::create(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let file = std::fs::File::create(&tmp).with_context(|| tmp.display().to_string())?;
     let mut cmd = Command::new(program);
     cmd.args(["doctor", "--format", "json"])
         .stdout(file)
@@ -45,11 +46,11 @@ fn doctor(program: &Path, out_dir: &Path) -> Result<Value, String> {
     let ended = runner::run(cmd, DOCTOR_BOUND, &stop_requested, runner::Steps::STAGE);
     let text = std::fs::read_to_string(&tmp).unwrap_or_default();
     let _ = std::fs::remove_file(&tmp);
-    let ended = ended.map_err(|e| format!("starting doctor: {e}"))?;
+    let ended = ended.context("starting doctor")?;
     if !ended.status.is_some_and(|s| s.success()) || ended.over_bound {
-        return Err(format!("doctor: {}", ended.describe()));
+        return Err(failed!("doctor: {}", ended.describe()));
     }
-    serde_json::from_str(&text).map_err(|e| format!("doctor's JSON: {e}"))
+    serde_json::from_str(&text).context("doctor's JSON")
 }
 
 /// How long doctor may take (it loads HIP and asks for its devices).
@@ -59,7 +60,7 @@ const DOCTOR_BOUND: Duration = Duration::from_secs(120);
 /// whose first stage then says why); `auto` is hip:0 where doctor finds the GPU path usable, else
 /// the host device (with a note, as every command gives it); `host` and `hip:N` are taken as
 /// they are (a `hip:N` that cannot run fails at its first stage, with doctor's reason).
-fn devices(o: &AcceptanceOptions, doctor: impl FnOnce() -> Result<Value, String>) -> Vec<DeviceSpec> {
+fn devices(o: &AcceptanceOptions, doctor: impl FnOnce() -> Result<Value, Error>) -> Vec<DeviceSpec> {
     if !(o.all_gpus || o.device == DeviceSpec::Auto) {
         return vec![o.device];
     }
@@ -67,7 +68,7 @@ fn devices(o: &AcceptanceOptions, doctor: impl FnOnce() -> Result<Value, String>
     let usable = report.as_ref().is_ok_and(|v| v["gpu_usable"] == true);
     let why = match &report {
         Ok(v) => v["summary"].as_str().unwrap_or("doctor gave no summary").to_string(),
-        Err(e) => e.clone(),
+        Err(e) => e.to_string(),
     };
     if o.all_gpus {
         let n = report.as_ref().ok().and_then(|v| v["facts"]["hip"]["devices"].as_u64());
@@ -91,7 +92,7 @@ fn devices(o: &AcceptanceOptions, doctor: impl FnOnce() -> Result<Value, String>
 
 /// `--only` and `--stage-bound` name stages of the devices' plans: a typo would otherwise skip
 /// every stage, or bound none, and pass.
-fn check_ids(o: &AcceptanceOptions, devices: &[DeviceSpec]) -> Result<(), Failure> {
+fn check_ids(o: &AcceptanceOptions, devices: &[DeviceSpec]) -> Result<(), UsageError> {
     let mut known: Vec<String> = Vec::new();
     for &d in devices {
         for s in plan::stages(d, o.quick) {
@@ -103,11 +104,11 @@ fn check_ids(o: &AcceptanceOptions, devices: &[DeviceSpec]) -> Result<(), Failur
     let named = o.only.iter().map(|id| ("--only", id));
     for (opt, id) in named.chain(o.stage_bounds.iter().map(|(id, _)| ("--stage-bound", id))) {
         if !known.contains(id) {
-            return Err(Failure::Usage(format!(
+            return Err(usage!(
                 "{opt} {id}: no such stage for {}; the stages: {}",
                 devices.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
                 known.join(", ")
-            )));
+            ));
         }
     }
     Ok(())
@@ -161,7 +162,7 @@ fn utc(t: SystemTime) -> (String, String) {
 /// `preempt-lat acceptance`.
 pub fn run(o: &AcceptanceOptions) -> Outcome {
     crate::output::files::prepare(&o.out_dir)?;
-    let program = std::env::current_exe().map_err(|e| format!("cannot find this executable to run the stages: {e}"))?;
+    let program = std::env::current_exe().context("cannot find this executable to run the stages")?;
     let devices = devices(o, || doctor(&program, &o.out_dir));
     check_ids(o, &devices)?;
     let node = o.node.clone().unwrap_or_else(hostname);
@@ -178,7 +179,7 @@ pub fn run(o: &AcceptanceOptions) -> Outcome {
     };
     let name = format!("acceptance-{node}-{which}-{stamp}-{}", std::process::id());
     let top = o.out_dir.join(&name);
-    std::fs::create_dir_all(&top).map_err(|e| format!("{}: cannot create: {e}", top.display()))?;
+    std::fs::create_dir_all(&top).with_context(|| format!("{}: cannot create", top.display()))?;
     let archive_path = o.out_dir.join(format!("{name}.tar.gz"));
     eprintln!(
         "preempt-lat acceptance: node {node}, {} device(s): {}; results in {}",
@@ -224,11 +225,11 @@ pub fn run(o: &AcceptanceOptions) -> Outcome {
         eprintln!("preempt-lat acceptance: {}: not removed: {e}", top.display());
     }
     let mut out = std::io::stdout().lock();
-    crate::output::export(o.format, &s, &mut out).map_err(|e| format!("writing the summary: {e}"))?;
+    crate::output::export(o.format, &s, &mut out).context("writing the summary")?;
     if o.format == Format::Text {
         use std::io::Write;
         writeln!(out, "archive (attach it to a bug report):\n{}", archive_path.display())
-            .map_err(|e| format!("writing the summary: {e}"))?;
+            .context("writing the summary")?;
     }
     eprintln!("preempt-lat acceptance: archive {}", archive_path.display());
     Ok(Verdict::from_ok(s.ok))
@@ -260,10 +261,10 @@ mod tests {
                 Ok(crate::options::Command::Acceptance(o)) => o,
                 other => panic!("{other:?}"),
             };
-        let gpus = |n: u64, usable: bool| -> Result<Value, String> {
+        let gpus = |n: u64, usable: bool| -> Result<Value, Error> {
             Ok(serde_json::json!({"gpu_usable": usable, "summary": "s", "facts": {"hip": {"devices": n}}}))
         };
-        let never = || -> Result<Value, String> { panic!("doctor is not asked for an explicit device") };
+        let never = || -> Result<Value, Error> { panic!("doctor is not asked for an explicit device") };
         assert_eq!(devices(&opts(&["--device", "hip:3"]), never), [DeviceSpec::Hip(3)]);
         assert_eq!(devices(&opts(&["--device", "host"]), never), [DeviceSpec::Host]);
         assert_eq!(
@@ -273,7 +274,7 @@ mod tests {
         // No usable GPU: hip:0, whose first stage says why.
         assert_eq!(devices(&opts(&["--all-gpus"]), || gpus(0, false)), [DeviceSpec::Hip(0)]);
         assert_eq!(
-            devices(&opts(&["--all-gpus"]), || Err("timed out".into())),
+            devices(&opts(&["--all-gpus"]), || Err(Error::msg("timed out"))),
             [DeviceSpec::Hip(0)]
         );
         assert_eq!(devices(&opts(&[]), || gpus(8, true)), [DeviceSpec::Hip(0)]);

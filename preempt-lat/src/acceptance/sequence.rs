@@ -196,7 +196,7 @@ fn kernel_log_stage(cx: &Context, stage: &Stage, rel: &str, reader: kernel_log::
                 c.unreadable.join("; ")
             ),
         ),
-        (Some(_), Err(e)) => (Status::Fail, e),
+        (Some(_), Err(e)) => (Status::Fail, e.to_string()),
         (Some(src), Ok(())) if bad.is_empty() => (
             Status::Pass,
             format!(

@@ -10,6 +10,7 @@
 //! The worker stops when its stdin reaches end of file (the parent closed it, or died) or after
 //! its `--max-duration-ms`, whichever comes first, and then writes `done`. A worker that dies
 //! writes no `done`: the analysis then refuses its timeline.
+use crate::error::{Error, failed};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,8 +29,8 @@ pub enum Line {
 }
 
 impl Line {
-    pub fn parse(s: &str) -> Result<Line, String> {
-        serde_json::from_str(s).map_err(|e| format!("unreadable line from the bystander ({e}): {s:?}"))
+    pub fn parse(s: &str) -> Result<Line, Error> {
+        serde_json::from_str(s).map_err(|e| failed!("unreadable line from the bystander ({e}): {s:?}"))
     }
 
     pub fn to_json(&self) -> String {
@@ -56,16 +57,16 @@ mod tests {
                 reason: "stdin closed".into(),
             },
         ] {
-            assert_eq!(Line::parse(&l.to_json()), Ok(l));
+            assert_eq!(Line::parse(&l.to_json()).ok(), Some(l));
         }
         assert_eq!(
-            Line::parse(r#"{"line":"kernel","start_ns":10,"end_ns":20}"#),
-            Ok(Line::Kernel {
+            Line::parse(r#"{"line":"kernel","start_ns":10,"end_ns":20}"#).ok(),
+            Some(Line::Kernel {
                 start_ns: 10,
                 end_ns: 20
             })
         );
-        let e = Line::parse("hipErrorNoDevice").unwrap_err();
+        let e = Line::parse("hipErrorNoDevice").unwrap_err().to_string();
         assert!(e.contains("unreadable line") && e.contains("hipErrorNoDevice"), "{e}");
     }
 }

@@ -18,6 +18,7 @@ use hip_rt::{Device, DeviceBuffer, Hip, Mem, Stream};
 use lv1::clock::now_ns;
 
 use super::protocol::Line;
+use crate::error::{Context, Error};
 use crate::options::{BystanderWorkerOptions, DeviceSpec};
 
 /// One kernel after another, by device.
@@ -36,7 +37,7 @@ struct GpuLoad {
 }
 
 impl Load {
-    fn one(&self) -> Result<(), String> {
+    fn one(&self) -> Result<(), Error> {
         match self {
             Load::Host { ns } => {
                 let end = now_ns() + ns;
@@ -48,29 +49,25 @@ impl Load {
             Load::Gpu(g) => {
                 // Slot 0 every time: its counters only add up; nothing here reads them.
                 g.k.launch(&g.stream, Mem::Device(&g.slots), 0, g.ticks)
-                    .map_err(|e| format!("launching the delay kernel: {e}"))?;
-                g.stream
-                    .synchronize()
-                    .map_err(|e| format!("waiting for the delay kernel: {e}"))
+                    .context("launching the delay kernel")?;
+                g.stream.synchronize().context("waiting for the delay kernel")
             }
         }
     }
 }
 
-fn gpu_load(index: u32, kernel_ms: f64) -> Result<(Load, String), String> {
-    let hip = Hip::load().map_err(|e| format!("hip:{index} cannot run here: {e}"))?;
-    let dev = gpu_device::open(&hip, index).map_err(|e| format!("hip:{index} cannot run here: {e}"))?;
-    let e = |what: &'static str| move |e: gpu_device::Error| format!("{what}: {e}");
-    let arch = gpu_device::gfx_target(&dev.info).map_err(e("gfx target"))?;
-    let code = kernel::compile(&hip, &arch).map_err(e("compiling delay.hip with hiprtc"))?;
-    let grid = calib::grid_for(dev.info.cu_count, 1, 4, dev.info.wave_size).map_err(e("bystander grid"))?;
-    let k = DelayKernel::load(&dev, &code, LpState::Light, grid).map_err(e("loading the delay kernel"))?;
-    let h = |what: &'static str| move |e: hip_rt::HipError| format!("{what}: {e}");
-    let stream = dev.stream_own_queue().map_err(h("bystander stream"))?;
+fn gpu_load(index: u32, kernel_ms: f64) -> Result<(Load, String), Error> {
+    let hip = Hip::load().with_context(|| format!("hip:{index} cannot run here"))?;
+    let dev = gpu_device::open(&hip, index).with_context(|| format!("hip:{index} cannot run here"))?;
+    let arch = gpu_device::gfx_target(&dev.info).context("gfx target")?;
+    let code = kernel::compile(&hip, &arch).context("compiling delay.hip with hiprtc")?;
+    let grid = calib::grid_for(dev.info.cu_count, 1, 4, dev.info.wave_size).context("bystander grid")?;
+    let k = DelayKernel::load(&dev, &code, LpState::Light, grid).context("loading the delay kernel")?;
+    let stream = dev.stream_own_queue().context("bystander stream")?;
     let cal = kernel::calibrate(&k, &dev, &stream, &gpu_device::setup::calibration_points(kernel_ms), 3)
-        .map_err(e("calibrating the kernel length"))?
+        .context("calibrating the kernel length")?
         .calibration;
-    let slots = kernel::slot_buffer(&dev, &stream, 1).map_err(e("slot buffer"))?;
+    let slots = kernel::slot_buffer(&dev, &stream, 1).context("slot buffer")?;
     let label = format!(
         "hip:{index} ({}), delay kernel {}x{}",
         dev.info.name, grid.blocks, grid.threads
@@ -88,12 +85,12 @@ fn gpu_load(index: u32, kernel_ms: f64) -> Result<(Load, String), String> {
 }
 
 /// Runs the worker; `Err` is one line for stderr (exit status 1).
-pub fn main(o: &BystanderWorkerOptions) -> Result<(), String> {
+pub fn main(o: &BystanderWorkerOptions) -> Result<(), Error> {
     let kernel_ns = crate::num::round_u64(o.kernel_us * 1e3);
     let (load, label) = match o.device {
         d if d.is_host() => (Load::Host { ns: kernel_ns }, "host (CPU spin)".to_string()),
         DeviceSpec::Hip(i) => gpu_load(i, o.kernel_us / 1e3)?,
-        _ => return Err("the bystander worker needs --device host or hip:N".into()),
+        _ => return Err(Error::msg("the bystander worker needs --device host or hip:N")),
     };
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -104,7 +101,7 @@ pub fn main(o: &BystanderWorkerOptions) -> Result<(), String> {
         });
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let w = |out: &mut dyn Write, l: &Line| writeln!(out, "{}", l.to_json()).map_err(|e| format!("stdout: {e}"));
+    let w = |out: &mut dyn Write, l: &Line| writeln!(out, "{}", l.to_json()).context("stdout");
     w(
         &mut out,
         &Line::Ready {
@@ -113,7 +110,7 @@ pub fn main(o: &BystanderWorkerOptions) -> Result<(), String> {
             pid: std::process::id(),
         },
     )?;
-    out.flush().map_err(|e| format!("stdout: {e}"))?;
+    out.flush().context("stdout")?;
     let deadline = now_ns().saturating_add(o.max_duration_ms.saturating_mul(1_000_000));
     let mut n = 0u64;
     let reason = loop {
@@ -137,5 +134,5 @@ pub fn main(o: &BystanderWorkerOptions) -> Result<(), String> {
             reason: reason.into(),
         },
     )?;
-    out.flush().map_err(|e| format!("stdout: {e}"))
+    out.flush().context("stdout")
 }

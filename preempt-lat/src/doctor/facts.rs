@@ -1,6 +1,7 @@
 //! Gathering what `doctor` reports: the kernel, /dev/kfd, the KFD version, topology, module
 //! parameters. Each fact is kept with its error (as text) so one missing piece never hides the
 //! others.
+use crate::error::{Context, Error};
 use kfd::sysfs::{self, AmdgpuParams, SysRoot, TopologyNode};
 use kfd::{Kfd, KfdOps};
 use serde::Serialize;
@@ -121,11 +122,11 @@ impl Facts {
     }
 }
 
-fn kernel_info(root: &SysRoot) -> Result<KernelInfo, String> {
+fn kernel_info(root: &SysRoot) -> Result<KernelInfo, Error> {
     let read = |p: &str| {
         std::fs::read_to_string(root.0.join(p))
             .map(|s| s.trim().to_string())
-            .map_err(|e| format!("{p}: {e}"))
+            .context(p)
     };
     Ok(KernelInfo {
         release: read("proc/sys/kernel/osrelease")?,

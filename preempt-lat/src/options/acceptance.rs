@@ -1,6 +1,7 @@
 //! The options of `preempt-lat acceptance` (the first run on a new machine: every stage, judged
 //! and bundled into one archive) and of its hidden per-stage child `__acceptance-stage`.
 use super::values::{self, DeviceSpec, Format, parse_t_ms};
+use crate::error::{UsageError, usage};
 use clap::{Args, ValueEnum};
 use lv3::MechanismChoice;
 use std::path::PathBuf;
@@ -42,7 +43,7 @@ pub struct AcceptanceOptions {
 }
 
 /// A node name goes into a file name: letters, digits, `.`, `_` and `-`, at most 64.
-fn parse_node(s: &str) -> Result<String, String> {
+fn parse_node(s: &str) -> Result<String, UsageError> {
     let ok = !s.is_empty()
         && s.len() <= 64
         && s.chars()
@@ -50,20 +51,20 @@ fn parse_node(s: &str) -> Result<String, String> {
     if ok {
         Ok(s.to_string())
     } else {
-        Err(format!(
+        Err(usage!(
             "{s:?}: a node name is 1-64 letters, digits, '.', '_' or '-' (it becomes part of the archive's file name)"
         ))
     }
 }
 
 /// `ID=SECONDS`, SECONDS > 0 and at most a day.
-fn parse_bound(s: &str) -> Result<(String, f64), String> {
+fn parse_bound(s: &str) -> Result<(String, f64), UsageError> {
     let (id, secs) = s
         .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected ID=SECONDS, e.g. sweep-t=1200"))?;
+        .ok_or_else(|| usage!("{s:?}: expected ID=SECONDS, e.g. sweep-t=1200"))?;
     let secs = values::parse_positive_f64(secs, "a stage bound", 86_400.0)?;
     if id.is_empty() {
-        return Err(format!("{s:?}: the stage id is empty"));
+        return Err(usage!("{s:?}: the stage id is empty"));
     }
     Ok((id.to_string(), secs))
 }

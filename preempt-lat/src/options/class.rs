@@ -1,6 +1,7 @@
 //! A queue of the scheduling experiment (a *class* of requests) as the command line gives it:
 //! `NAME:key=value:...`, e.g. `video:rate=100:t=1:deadline=10` or `bulk:rate=0:t=1:share=25`.
 use super::PolicyKind;
+use crate::error::{UsageError, usage};
 use serde::Serialize;
 
 /// What one `--class` asks for. `rate` 0 makes a saturating queue (always a backlog of
@@ -28,28 +29,28 @@ pub struct ClassSpec {
 /// The keys a class takes, for the error messages.
 pub const KEYS: &str = "rate, t, cmds, share, deadline, laxity, prio, crit";
 
-fn number(key: &str, v: &str, lo: f64, hi: f64) -> Result<f64, String> {
-    let x: f64 = v.parse().map_err(|_| format!("{key}={v} is not a number"))?;
+fn number(key: &str, v: &str, lo: f64, hi: f64) -> Result<f64, UsageError> {
+    let x: f64 = v.parse().map_err(|_| usage!("{key}={v} is not a number"))?;
     if !(x.is_finite() && (lo..=hi).contains(&x)) {
-        return Err(format!("{key}={v} is out of range ({lo} to {hi})"));
+        return Err(usage!("{key}={v} is out of range ({lo} to {hi})"));
     }
     Ok(x)
 }
 
-fn int<T: TryFrom<i64>>(key: &str, v: &str, lo: i64, hi: i64) -> Result<T, String> {
-    let x: i64 = v.parse().map_err(|_| format!("{key}={v} is not a whole number"))?;
+fn int<T: TryFrom<i64>>(key: &str, v: &str, lo: i64, hi: i64) -> Result<T, UsageError> {
+    let x: i64 = v.parse().map_err(|_| usage!("{key}={v} is not a whole number"))?;
     if !(lo..=hi).contains(&x) {
-        return Err(format!("{key}={v} is out of range ({lo} to {hi})"));
+        return Err(usage!("{key}={v} is out of range ({lo} to {hi})"));
     }
-    T::try_from(x).map_err(|_| format!("{key}={v} is out of range"))
+    T::try_from(x).map_err(|_| usage!("{key}={v} is out of range"))
 }
 
 /// Parses `NAME:key=value:...` (clap's value parser for `--class`).
-pub fn parse(s: &str) -> Result<ClassSpec, String> {
+pub fn parse(s: &str) -> Result<ClassSpec, UsageError> {
     let mut parts = s.split(':');
     let name = parts.next().unwrap_or_default();
     if name.is_empty() || name.len() > 32 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-        return Err(format!(
+        return Err(usage!(
             "{s:?}: a class starts with its name (1 to 32 of A-Z a-z 0-9 - _), then :key=value pairs ({KEYS})"
         ));
     }
@@ -67,7 +68,7 @@ pub fn parse(s: &str) -> Result<ClassSpec, String> {
     for kv in parts {
         let (k, v) = kv
             .split_once('=')
-            .ok_or_else(|| format!("{s:?}: {kv:?} is not key=value (keys: {KEYS})"))?;
+            .ok_or_else(|| usage!("{s:?}: {kv:?} is not key=value (keys: {KEYS})"))?;
         match k {
             "rate" => c.rate = number(k, v, 0.0, 100_000.0)?,
             "t" => c.t_ms = number(k, v, 0.001, 10_000.0)?,
@@ -79,7 +80,7 @@ pub fn parse(s: &str) -> Result<ClassSpec, String> {
             "laxity" => c.laxity_ms = Some(number(k, v, 0.0, 3_600_000.0)?),
             "prio" => c.prio = Some(int(k, v, -1000, 1000)?),
             "crit" => c.crit = Some(int(k, v, -1000, 1000)?),
-            _ => return Err(format!("{s:?}: unknown key {k:?} (keys: {KEYS})")),
+            _ => return Err(usage!("{s:?}: unknown key {k:?} (keys: {KEYS})")),
         }
     }
     Ok(c)
@@ -109,14 +110,14 @@ impl ClassSpec {
 /// What every class experiment checks of its classes, whoever gives them (`priority`, `sweep
 /// rate`): at most 64, each name once, and each with the keys `policy` needs. The one-line reason
 /// otherwise (a usage error).
-pub fn check_set(policy: PolicyKind, classes: &[ClassSpec]) -> Result<(), String> {
+pub fn check_set(policy: PolicyKind, classes: &[ClassSpec]) -> Result<(), UsageError> {
     if classes.len() > 64 {
-        return Err(format!("{} classes: at most 64", classes.len()));
+        return Err(usage!("{} classes: at most 64", classes.len()));
     }
     let p = policy.name();
     for (i, c) in classes.iter().enumerate() {
         if classes[..i].iter().any(|d| d.name == c.name) {
-            return Err(format!("two classes are named {}", c.name));
+            return Err(usage!("two classes are named {}", c.name));
         }
         let missing = match policy {
             PolicyKind::Up => c.share.is_none(),
@@ -125,7 +126,7 @@ pub fn check_set(policy: PolicyKind, classes: &[ClassSpec]) -> Result<(), String
             PolicyKind::Hpf => c.prio.is_none(),
         };
         if missing {
-            return Err(format!("--policy {p} needs {} in --class {}", needs(policy), c.name));
+            return Err(usage!("--policy {p} needs {} in --class {}", needs(policy), c.name));
         }
     }
     Ok(())
@@ -207,7 +208,7 @@ mod tests {
             ("v:share=0", "out of range"),
             ("v:prio=99999999999999999999", "not a whole number"),
         ] {
-            let e = parse(bad).unwrap_err();
+            let e = parse(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad:?}: {e}");
         }
     }
@@ -245,7 +246,9 @@ mod tests {
     #[test]
     fn a_class_set_needs_unique_names_and_the_policy_keys() {
         let a = parse("a:rate=1").unwrap();
-        let e = check_set(PolicyKind::Kedf, std::slice::from_ref(&a)).unwrap_err();
+        let e = check_set(PolicyKind::Kedf, std::slice::from_ref(&a))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             format!("--policy {} needs deadline= in --class a", PolicyKind::Kedf.name())
@@ -254,13 +257,19 @@ mod tests {
             PolicyKind::Up,
             &[parse("a:share=1").unwrap(), parse("a:share=2").unwrap()],
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(e, "two classes are named a");
         let many: Vec<ClassSpec> = (0..65).map(|i| parse(&format!("c{i}:share=1")).unwrap()).collect();
-        assert_eq!(check_set(PolicyKind::Up, &many).unwrap_err(), "65 classes: at most 64");
+        assert_eq!(
+            check_set(PolicyKind::Up, &many).unwrap_err().to_string(),
+            "65 classes: at most 64"
+        );
         let hpf = [parse("hi:rate=5:prio=2").unwrap(), parse("lo:prio=0").unwrap()];
         assert_eq!(check_set(PolicyKind::Hpf, &hpf), Ok(()));
-        let e = check_set(PolicyKind::Hpf, &[hpf[0].clone(), a]).unwrap_err();
+        let e = check_set(PolicyKind::Hpf, &[hpf[0].clone(), a])
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             format!("--policy {} needs prio= in --class a", PolicyKind::Hpf.name())

@@ -1,9 +1,12 @@
 use super::*;
 use clap::CommandFactory;
+use kfd::GracePeriod;
+use lv3::MechanismChoice;
 
-fn parse(args: &[&str]) -> Result<Command, String> {
-    let cli =
-        Cli::try_parse_from(std::iter::once("preempt-lat").chain(args.iter().copied())).map_err(|e| e.to_string())?;
+/// The command, or the line that refuses it (clap's or a check's: both are usage errors).
+fn parse(args: &[&str]) -> Result<Command, UsageError> {
+    let cli = Cli::try_parse_from(std::iter::once("preempt-lat").chain(args.iter().copied()))
+        .map_err(|e| UsageError::new(e.to_string()))?;
     cli.checked()
 }
 
@@ -52,10 +55,12 @@ fn launcher_cost_takes_its_own_options() {
     };
     assert_eq!((o.format, o.lv1.threshold, o.lv1.batch), (Format::Csv, 4, 4));
     for meaningless in ["--seed", "--mechanism", "--grace"] {
-        let e = parse(&["launcher-cost", meaningless, "1"]).unwrap_err();
+        let e = parse(&["launcher-cost", meaningless, "1"]).unwrap_err().to_string();
         assert!(e.contains(&format!("unexpected argument '{meaningless}'")), "{e}");
     }
-    let e = parse(&["launcher-cost", "--threshold", "2", "--batch", "4"]).unwrap_err();
+    let e = parse(&["launcher-cost", "--threshold", "2", "--batch", "4"])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("--threshold (2) must be >= --batch (4)"), "{e}");
 }
 
@@ -65,17 +70,17 @@ fn the_api_words_parse_and_preempt_lat_refuses_kfd_and_auto() {
         panic!("a run")
     };
     assert_eq!((o.level, o.common.device), (Level::Lv1, DeviceSpec::Hip(0)));
-    let e = parse(&["--device", "kfd"]).unwrap_err();
+    let e = parse(&["--device", "kfd"]).unwrap_err().to_string();
     assert!(
         e.contains("invalid value 'kfd' for '--device <DEVICE>'") && e.contains("use hip:N"),
         "{e}"
     );
-    let e = parse(&["sweep", "t", "--levels", "1,auto"]).unwrap_err();
+    let e = parse(&["sweep", "t", "--levels", "1,auto"]).unwrap_err().to_string();
     assert!(
         e.contains("invalid value 'auto' for '--levels <LEVELS>'") && e.contains("use 3"),
         "{e}"
     );
-    let e = parse(&["--level", "4"]).unwrap_err();
+    let e = parse(&["--level", "4"]).unwrap_err().to_string();
     assert!(
         e.contains(r#"unknown level "4": expected auto (0), lv1 (1), lv2 (2) or lv3 (3)"#),
         "{e}"
@@ -94,7 +99,7 @@ fn the_api_words_parse_and_preempt_lat_refuses_kfd_and_auto() {
         (&["sweep", "t", "--levels", "1,2", "--device", "hip"], "--levels"),
         (&["sweep", "state", "--levels", "lv2"], "--levels"),
     ] {
-        let e = parse(args).unwrap_err();
+        let e = parse(args).unwrap_err().to_string();
         assert_eq!(e, format!("{option} 2: {gpu_lv2}"), "{args:?}");
     }
     // sweep t's default levels are the device's: 2 on the host device only.
@@ -107,7 +112,7 @@ fn the_api_words_parse_and_preempt_lat_refuses_kfd_and_auto() {
         panic!("sweep t")
     };
     assert_eq!(o.levels.on(DeviceSpec::Host), [Level::Lv3, Level::Lv2], "as given");
-    let e = parse(&["--mechanism", "sigstop"]).unwrap_err();
+    let e = parse(&["--mechanism", "sigstop"]).unwrap_err().to_string();
     assert!(e.contains(r#"unknown mechanism "sigstop": expected auto"#), "{e}");
 }
 
@@ -135,6 +140,7 @@ fn common_cross_checks() {
         }
         .check()
         .unwrap_err()
+        .to_string()
         .contains("--threshold (2) must be >= --batch (4)")
     );
     let host_dbg = Common {
@@ -142,7 +148,7 @@ fn common_cross_checks() {
         mechanism: "dbg-trap".parse().unwrap(),
         ..ok.clone()
     };
-    assert!(host_dbg.check().unwrap_err().contains("needs an AMD GPU"));
+    assert!(host_dbg.check().unwrap_err().to_string().contains("needs an AMD GPU"));
     let uq_grace = Common {
         device: DeviceSpec::Hip(0),
         mechanism: "update-queue".parse().unwrap(),
@@ -153,6 +159,7 @@ fn common_cross_checks() {
         uq_grace
             .check()
             .unwrap_err()
+            .to_string()
             .contains("update-queue cannot set a grace period")
     );
     let host_grace = Common {
@@ -160,7 +167,13 @@ fn common_cross_checks() {
         grace: Some(GracePeriod::Default),
         ..ok.clone()
     };
-    assert!(host_grace.check().unwrap_err().contains("SIGSTOP has no grace period"));
+    assert!(
+        host_grace
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("SIGSTOP has no grace period")
+    );
     let dbg_grace = Common {
         device: DeviceSpec::Hip(0),
         mechanism: "dbg-trap".parse().unwrap(),
@@ -173,7 +186,9 @@ fn common_cross_checks() {
 
 #[test]
 fn heavy_lp_state_is_refused_on_the_host_device_only() {
-    let e = check_lp_state(DeviceSpec::Host, LpState::Heavy).unwrap_err();
+    let e = check_lp_state(DeviceSpec::Host, LpState::Heavy)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with("--lp-state heavy needs an AMD GPU") && e.contains("processes with none"),
         "{e}"
@@ -214,7 +229,11 @@ fn priority_runs_lv2_where_the_device_has_it() {
         &["priority", "--modes", "lv2", "--device", "hip:1"][..],
         &["priority", "--modes", "standalone-hp,lv2,lv3", "--device", "hip:1"],
     ] {
-        assert_eq!(parse(args).unwrap_err(), format!("--modes lv2: {gpu_lv2}"), "{args:?}");
+        assert_eq!(
+            parse(args).unwrap_err().to_string(),
+            format!("--modes lv2: {gpu_lv2}"),
+            "{args:?}"
+        );
     }
     let Ok(Command::Priority(o)) = parse(&["priority", "--modes", "lv1,lv3", "--device", "hip:1"]) else {
         panic!("priority on a GPU without lv2")

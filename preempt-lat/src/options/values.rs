@@ -3,6 +3,7 @@
 //! mechanism are the application API's grammar (`preempt_api`, as C and Python read them, with
 //! the same error text); `preempt-lat` refuses, with what to use instead, the two words it
 //! cannot run: the device `kfd` and the level `auto`.
+use crate::error::{UsageError, usage};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Arg, Command, ValueEnum};
 pub use gpu_device::LpState;
@@ -87,20 +88,18 @@ pub const DEFAULT_SIGMA: f64 = 2.0;
 pub struct Shares(pub Vec<u32>);
 
 /// Parses `--shares`.
-pub fn parse_shares(s: &str) -> Result<Shares, String> {
+pub fn parse_shares(s: &str) -> Result<Shares, UsageError> {
     let v: Vec<u32> = s
         .split(':')
         .map(|x| match x.parse::<u32>() {
             Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
-            _ => Err(format!(
+            _ => Err(usage!(
                 "--shares {s}: each share is a whole number from 1 to 1000000, e.g. 75:25"
             )),
         })
         .collect::<Result<_, _>>()?;
     if v.len() < 2 {
-        return Err(format!(
-            "--shares {s}: two shares or more, separated by ':', e.g. 75:25"
-        ));
+        return Err(usage!("--shares {s}: two shares or more, separated by ':', e.g. 75:25"));
     }
     Ok(Shares(v))
 }
@@ -181,7 +180,7 @@ impl Mode {
 /// `names`.
 #[derive(Clone)]
 pub struct Words<T> {
-    parse: fn(&str) -> Result<T, String>,
+    parse: fn(&str) -> Result<T, UsageError>,
     names: Vec<PossibleValue>,
 }
 
@@ -210,7 +209,7 @@ pub const AUTO_LEVEL_IS_FOR_APPLICATIONS: &str = "auto (Lv3 where the session ha
 /// `--level 2` (`option`: the option that asked for it) on a device known to have no Lv2 (an AMD
 /// GPU): the API's refusal, one line, before anything runs. `auto` is checked once it resolved
 /// (`Device::check_level`).
-pub fn check_level(option: &str, device: DeviceSpec, level: Level) -> Result<(), String> {
+pub fn check_level(option: &str, device: DeviceSpec, level: Level) -> Result<(), UsageError> {
     match level {
         Level::Lv2 => refuse_lv2(&format!("{option} 2"), device),
         _ => Ok(()),
@@ -219,9 +218,9 @@ pub fn check_level(option: &str, device: DeviceSpec, level: Level) -> Result<(),
 
 /// `asked` (an option and its value that want Lv2, e.g. `--modes lv2`) on a device known to have
 /// no Lv2: the API's refusal after `asked`, one line; `auto` is checked once it resolved.
-pub fn refuse_lv2(asked: &str, device: DeviceSpec) -> Result<(), String> {
+pub fn refuse_lv2(asked: &str, device: DeviceSpec) -> Result<(), UsageError> {
     if device != DeviceSpec::Auto && !device.has_lv2() {
-        return Err(format!("{asked}: {}", preempt_api::lv2_unavailable(device).message));
+        return Err(usage!("{asked}: {}", preempt_api::lv2_unavailable(device).message));
     }
     Ok(())
 }
@@ -231,8 +230,8 @@ pub fn refuse_lv2(asked: &str, device: DeviceSpec) -> Result<(), String> {
 pub fn device() -> Words<DeviceSpec> {
     Words {
         parse: |s| match s.parse::<DeviceSpec>() {
-            Ok(DeviceSpec::Kfd) => Err(KFD_IS_FOR_APPLICATIONS.into()),
-            other => other.map_err(|e| e.to_string()),
+            Ok(DeviceSpec::Kfd) => Err(UsageError::new(KFD_IS_FOR_APPLICATIONS)),
+            other => other.map_err(|e| UsageError::new(e.to_string())),
         },
         names: DeviceSpec::WORDS
             .into_iter()
@@ -246,8 +245,8 @@ pub fn device() -> Words<DeviceSpec> {
 pub fn level() -> Words<Level> {
     Words {
         parse: |s| match s.parse::<Level>() {
-            Ok(Level::Auto) => Err(AUTO_LEVEL_IS_FOR_APPLICATIONS.into()),
-            other => other.map_err(|e| e.to_string()),
+            Ok(Level::Auto) => Err(UsageError::new(AUTO_LEVEL_IS_FOR_APPLICATIONS)),
+            other => other.map_err(|e| UsageError::new(e.to_string())),
         },
         names: vec![
             PossibleValue::new("1").help("progressive launching (at most --threshold commands in flight)"),
@@ -281,7 +280,7 @@ pub fn mechanism() -> Words<MechanismChoice> {
                 .map(|(old, _)| PossibleValue::new(old).hide(true)),
         );
     Words {
-        parse: |s| preempt_api::parse_mechanism(s).map_err(|e| e.to_string()),
+        parse: |s| preempt_api::parse_mechanism(s).map_err(|e| UsageError::new(e.to_string())),
         names: names.collect(),
     }
 }
@@ -301,41 +300,38 @@ pub fn lp_state() -> impl TypedValueParser<Value = LpState> {
 pub const MAX_T_MS: f64 = 10_000.0;
 
 /// T in milliseconds: finite, > 0, at least 1 ns, at most [`MAX_T_MS`].
-pub fn parse_t_ms(s: &str) -> Result<f64, String> {
+pub fn parse_t_ms(s: &str) -> Result<f64, UsageError> {
     let v: f64 = s
         .trim()
         .parse()
-        .map_err(|_| format!("{s:?} is not a number of milliseconds (e.g. 0.5)"))?;
+        .map_err(|_| usage!("{s:?} is not a number of milliseconds (e.g. 0.5)"))?;
     if !v.is_finite() {
-        return Err(format!("T must be a finite number of milliseconds, not {s}"));
+        return Err(usage!("T must be a finite number of milliseconds, not {s}"));
     }
     if v <= 0.0 {
-        return Err(format!("T must be greater than 0 ms (got {})", s.trim()));
+        return Err(usage!("T must be greater than 0 ms (got {})", s.trim()));
     }
     if v > MAX_T_MS {
-        return Err(format!(
+        return Err(usage!(
             "T = {} ms is absurdly large: at most {MAX_T_MS} ms per command",
             s.trim()
         ));
     }
     if v * 1e6 < 1.0 {
-        return Err(format!("T = {} ms is below 1 ns", s.trim()));
+        return Err(usage!("T = {} ms is below 1 ns", s.trim()));
     }
     Ok(v)
 }
 
 /// A rate or a duration: a finite number > 0, at most `max`.
-pub fn parse_positive_f64(s: &str, what: &str, max: f64) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number ({what})"))?;
+pub fn parse_positive_f64(s: &str, what: &str, max: f64) -> Result<f64, UsageError> {
+    let v: f64 = s.trim().parse().map_err(|_| usage!("{s:?} is not a number ({what})"))?;
     if !v.is_finite() || v <= 0.0 {
-        return Err(format!("{what} must be a finite number greater than 0 (got {s})"));
+        return Err(usage!("{what} must be a finite number greater than 0 (got {s})"));
     }
     if v > max {
         // The input as given: 1e308 printed as a number is 309 digits.
-        return Err(format!("{what} = {} is too large: at most {max}", s.trim()));
+        return Err(usage!("{what} = {} is too large: at most {max}", s.trim()));
     }
     Ok(v)
 }
@@ -347,10 +343,10 @@ pub fn parse_positive_f64(s: &str, what: &str, max: f64) -> Result<f64, String> 
 pub const MAX_SAMPLES: u32 = 1_000_000;
 
 /// A number of samples: 1..=[`MAX_SAMPLES`].
-pub fn parse_samples(s: &str) -> Result<u32, String> {
+pub fn parse_samples(s: &str) -> Result<u32, UsageError> {
     let n = parse_positive(s)?;
     if n > MAX_SAMPLES {
-        return Err(format!(
+        return Err(usage!(
             "{n} samples are too many for one run (at most {MAX_SAMPLES}): run several and merge them with \
              `preempt-lat report`"
         ));
@@ -359,11 +355,11 @@ pub fn parse_samples(s: &str) -> Result<u32, String> {
 }
 
 /// A number of warm-up samples: 0..=[`MAX_SAMPLES`].
-pub fn parse_warmup(s: &str) -> Result<u32, String> {
+pub fn parse_warmup(s: &str) -> Result<u32, UsageError> {
     match s.parse::<u32>() {
         Ok(n) if n <= MAX_SAMPLES => Ok(n),
-        Ok(n) => Err(format!("{n} warm-up samples are too many (at most {MAX_SAMPLES})")),
-        Err(_) => Err(format!("{s:?} is not a whole number")),
+        Ok(n) => Err(usage!("{n} warm-up samples are too many (at most {MAX_SAMPLES})")),
+        Err(_) => Err(usage!("{s:?} is not a whole number")),
     }
 }
 
@@ -387,16 +383,16 @@ pub const MAX_WORKERS: u32 = 1024;
 pub const MAX_HP_CMDS: u32 = 10_000;
 
 /// A whole number 1..=`max` of `what`, refused with the bound and why (`why`).
-fn parse_at_most(s: &str, max: u32, what: &str, why: &str) -> Result<u32, String> {
+fn parse_at_most(s: &str, max: u32, what: &str, why: &str) -> Result<u32, UsageError> {
     let n = parse_positive(s)?;
     if n > max {
-        return Err(format!("{n} {what} are too many (at most {max}: {why})"));
+        return Err(usage!("{n} {what} are too many (at most {max}: {why})"));
     }
     Ok(n)
 }
 
 /// `--threshold`, `--thresholds`: 1..=[`MAX_THRESHOLD`].
-pub fn parse_threshold(s: &str) -> Result<u32, String> {
+pub fn parse_threshold(s: &str) -> Result<u32, UsageError> {
     parse_at_most(
         s,
         MAX_THRESHOLD,
@@ -406,17 +402,17 @@ pub fn parse_threshold(s: &str) -> Result<u32, String> {
 }
 
 /// `--commands`: 1..=[`MAX_COMMANDS`].
-pub fn parse_commands(s: &str) -> Result<u32, String> {
+pub fn parse_commands(s: &str) -> Result<u32, UsageError> {
     parse_at_most(s, MAX_COMMANDS, "commands", "they are submitted at once")
 }
 
 /// `--workers`: 1..=[`MAX_WORKERS`].
-pub fn parse_workers(s: &str) -> Result<u32, String> {
+pub fn parse_workers(s: &str) -> Result<u32, UsageError> {
     parse_at_most(s, MAX_WORKERS, "worker processes", "each spins a CPU")
 }
 
 /// `--hp-cmds`: 1..=[`MAX_HP_CMDS`].
-pub fn parse_hp_cmds(s: &str) -> Result<u32, String> {
+pub fn parse_hp_cmds(s: &str) -> Result<u32, UsageError> {
     parse_at_most(
         s,
         MAX_HP_CMDS,
@@ -426,7 +422,7 @@ pub fn parse_hp_cmds(s: &str) -> Result<u32, String> {
 }
 
 /// `validate --cycles`: 1..=[`MAX_SAMPLES`] (each cycle is a sample of a run).
-pub fn parse_cycles(s: &str) -> Result<u32, String> {
+pub fn parse_cycles(s: &str) -> Result<u32, UsageError> {
     parse_at_most(s, MAX_SAMPLES, "cycles", "each is a sample of a run, kept in memory")
 }
 
@@ -437,10 +433,10 @@ pub const MAX_MEASUREMENT_S: f64 = 3600.0;
 
 /// `commands` x `t_ms` of LP work in one measurement, at most [`MAX_MEASUREMENT_S`]: the
 /// one-line reason otherwise.
-pub fn check_measurement(commands: u32, t_ms: f64) -> Result<(), String> {
+pub fn check_measurement(commands: u32, t_ms: f64) -> Result<(), UsageError> {
     let s = f64::from(commands) * t_ms / 1000.0;
     if s > MAX_MEASUREMENT_S {
-        return Err(format!(
+        return Err(usage!(
             "--commands {commands} x --t-ms {t_ms} = {s:.0} s of LP work per measurement (at most \
              {MAX_MEASUREMENT_S:.0} s: on a GPU Ctrl-C waits for the one under way); lower --commands or --t-ms"
         ));
@@ -450,10 +446,10 @@ pub fn check_measurement(commands: u32, t_ms: f64) -> Result<(), String> {
 
 /// `threshold` x `t_ms` of LP work in flight, at most [`MAX_IN_FLIGHT_S`]: the one-line reason
 /// otherwise.
-pub fn check_in_flight(threshold: u32, t_ms: f64) -> Result<(), String> {
+pub fn check_in_flight(threshold: u32, t_ms: f64) -> Result<(), UsageError> {
     let s = f64::from(threshold) * t_ms / 1000.0;
     if s > MAX_IN_FLIGHT_S {
-        return Err(format!(
+        return Err(usage!(
             "--threshold {threshold} x --t-ms {t_ms} = {s:.0} s of LP work in flight: an Lv1 suspend waits for all of \
              it (at most {MAX_IN_FLIGHT_S:.0} s per sample); lower --threshold or --t-ms"
         ));
@@ -461,127 +457,13 @@ pub fn check_in_flight(threshold: u32, t_ms: f64) -> Result<(), String> {
     Ok(())
 }
 
-pub fn parse_positive(s: &str) -> Result<u32, String> {
+pub fn parse_positive(s: &str) -> Result<u32, UsageError> {
     match s.parse::<u32>() {
-        Ok(0) => Err("must be at least 1".into()),
+        Ok(0) => Err(UsageError::new("must be at least 1")),
         Ok(n) => Ok(n),
-        Err(_) => Err(format!("{s:?} is not a positive whole number")),
+        Err(_) => Err(usage!("{s:?} is not a positive whole number")),
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use kfd::GracePeriod;
-
-    #[test]
-    fn t_is_checked_with_a_reason() {
-        assert_eq!(parse_t_ms("0.5"), Ok(0.5));
-        for (s, want) in [
-            ("0", "greater than 0"),
-            ("-1", "greater than 0"),
-            ("NaN", "finite"),
-            ("1e9", "absurdly large"),
-            ("x", "not a number"),
-            ("1e-7", "below 1 ns"),
-            ("1e-300", "T = 1e-300 ms is below 1 ns"),
-        ] {
-            assert!(parse_t_ms(s).unwrap_err().contains(want), "{s}");
-        }
-    }
-
-    /// The API's grammar, its error text, and the two words preempt-lat refuses.
-    #[test]
-    fn devices_and_levels_are_the_api_s_but_kfd_and_auto() {
-        let dev = |s: &str| (device().parse)(s);
-        for d in DeviceSpec::WORDS.into_iter().filter(|&d| d != DeviceSpec::Kfd) {
-            assert_eq!(dev(&d.to_string()), Ok(d));
-        }
-        assert_eq!(dev("hip:3"), Ok(DeviceSpec::Hip(3)));
-        assert_eq!(dev("hip"), Ok(DeviceSpec::Hip(0)));
-        assert_eq!(
-            dev("gpu7").unwrap_err(),
-            "gpu7".parse::<DeviceSpec>().unwrap_err().message,
-            "the API's wording"
-        );
-        assert!(dev("kfd").unwrap_err().contains("preempt_queue_bind"));
-        let lvl = |s: &str| (level().parse)(s);
-        for (s, l) in [
-            ("1", Level::Lv1),
-            ("lv1", Level::Lv1),
-            ("2", Level::Lv2),
-            ("lv2", Level::Lv2),
-            ("3", Level::Lv3),
-            ("lv3", Level::Lv3),
-        ] {
-            assert_eq!(lvl(s), Ok(l));
-        }
-        assert_eq!(lvl("4").unwrap_err(), "4".parse::<Level>().unwrap_err().message);
-        // Lv2 is refused where the device is known to be a GPU, with the API's words; the host
-        // device and auto (checked once resolved) pass.
-        let e = check_level("--level", DeviceSpec::Hip(1), Level::Lv2).unwrap_err();
-        assert_eq!(
-            e,
-            format!(
-                "--level 2: {}",
-                preempt_api::lv2_unavailable(DeviceSpec::Hip(1)).message
-            )
-        );
-        for ok in [DeviceSpec::Host, DeviceSpec::Auto] {
-            assert_eq!(check_level("--level", ok, Level::Lv2), Ok(()));
-        }
-        assert_eq!(check_level("--level", DeviceSpec::Hip(0), Level::Lv3), Ok(()));
-        assert!(lvl("auto").unwrap_err().contains("use 3"));
-        assert!(lvl("0").unwrap_err().contains("use 3"), "0 is auto's number");
-        assert_eq!(
-            serde_json::to_string(&Level::Lv3).unwrap(),
-            "3",
-            "results record the number"
-        );
-        let mech = |s: &str| (mechanism().parse)(s);
-        assert_eq!(mech("auto"), Ok(MechanismChoice::Auto));
-        assert_eq!(
-            mech("sigstop").unwrap_err(),
-            preempt_api::parse_mechanism("sigstop").unwrap_err().message
-        );
-    }
-
-    /// `--help` lists each device but kfd and each mechanism with the API's and lv3's one line.
-    #[test]
-    fn help_lists_the_words_with_what_each_is() {
-        let listed = |names: &[PossibleValue]| -> Vec<(String, String)> {
-            names
-                .iter()
-                .filter(|v| !v.is_hide_set())
-                .map(|v| {
-                    (
-                        v.get_name().to_string(),
-                        v.get_help().map(ToString::to_string).unwrap_or_default(),
-                    )
-                })
-                .collect()
-        };
-        let devices: Vec<_> = DeviceSpec::WORDS
-            .into_iter()
-            .filter(|&d| d != DeviceSpec::Kfd)
-            .map(|d| (d.word().to_string(), d.summary().to_string()))
-            .collect();
-        assert_eq!(listed(&device().names), devices);
-        let mechanisms = listed(&mechanism().names);
-        assert_eq!(mechanisms[0].0, "auto");
-        let kinds: Vec<_> = MechanismKind::AUTO_ORDER
-            .into_iter()
-            .map(|k| (k.name().to_string(), k.summary().to_string()))
-            .collect();
-        assert_eq!(mechanisms[1..], kinds[..]);
-    }
-
-    #[test]
-    fn grace_parses_numbers_and_default() {
-        assert_eq!("default".parse::<GracePeriod>(), Ok(GracePeriod::Default));
-        assert_eq!("0".parse::<GracePeriod>(), Ok(GracePeriod::Clocks1k(0)));
-        assert_eq!("255".parse::<GracePeriod>(), Ok(GracePeriod::Clocks1k(255)));
-        assert!("256".parse::<GracePeriod>().unwrap_err().contains("0-255"));
-        assert_eq!(GracePeriod::Clocks1k(7).to_string(), "7");
-    }
-}
+mod tests;

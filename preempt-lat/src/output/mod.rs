@@ -9,6 +9,7 @@
 pub mod files;
 pub mod text;
 
+use crate::error::{Context, Error};
 use crate::measure::RunResult;
 use crate::options::Format;
 use serde::Serialize;
@@ -38,12 +39,12 @@ pub fn export<E: Export + ?Sized>(format: Format, e: &E, w: &mut dyn Write) -> i
 }
 
 /// One line on stdout: an error if stdout is closed or full (`println!` panics).
-pub fn line(args: std::fmt::Arguments) -> Result<(), String> {
+pub fn line(args: std::fmt::Arguments) -> Result<(), Error> {
     let mut out = io::stdout().lock();
     out.write_fmt(args)
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush())
-        .map_err(|e| format!("writing the result: {e}"))
+        .context("writing the result")
 }
 
 /// The JSON exporter: pretty JSON and a newline.

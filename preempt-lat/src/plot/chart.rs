@@ -1,6 +1,7 @@
 //! One panel of a figure: its axes (shared with the other panels), the reference lines, each
 //! line with its spread (a band, or error bars on a categorical axis) and markers. No legend
 //! here: the figure has one, below the panels.
+use super::DrawError;
 use super::legend::Legend;
 use super::{Grid, Linear, Panel, Place, REF_STYLES, Scale, axis_ticks, ticks};
 use plotters::coord::Shift;
@@ -15,8 +16,7 @@ pub(super) fn draw_panel(
     place: Place,
     xr: (f64, f64),
     yr: (f64, f64),
-) -> Result<(), String> {
-    let e = |x: &dyn std::fmt::Display| x.to_string();
+) -> Result<(), DrawError> {
     let (x_major, x_minor) = axis_ticks(g.x.scale, xr);
     let (y_major, y_minor) = axis_ticks(g.y.scale, yr);
     let names = g.x_names;
@@ -49,18 +49,15 @@ pub(super) fn draw_panel(
                 .axis_desc_style(("sans-serif", 15))
                 .bold_line_style(BLACK.mix(0.15))
                 .light_line_style(BLACK.mix(0.05))
-                .draw()
-                .map_err(|x| e(&x))?;
+                .draw()?;
             for r in &panel.refs {
                 let (c, dash, gap) = REF_STYLES[legend.ref_style(&r.label) % REF_STYLES.len()];
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        r.points.iter().copied(),
-                        dash,
-                        gap,
-                        c.stroke_width(2),
-                    ))
-                    .map_err(|x| e(&x))?;
+                chart.draw_series(DashedLineSeries::new(
+                    r.points.iter().copied(),
+                    dash,
+                    gap,
+                    c.stroke_width(2),
+                ))?;
             }
             for s in &panel.series {
                 let c = legend.color(&s.label);
@@ -71,27 +68,19 @@ pub(super) fn draw_panel(
                         .map(|p| (p.0, p.2))
                         .chain(s.spread.iter().rev().map(|p| (p.0, p.1)))
                         .collect();
-                    chart
-                        .draw_series(std::iter::once(Polygon::new(band, c.mix(0.18).filled())))
-                        .map_err(|x| e(&x))?;
+                    chart.draw_series(std::iter::once(Polygon::new(band, c.mix(0.18).filled())))?;
                 }
                 if categorical {
-                    chart
-                        .draw_series(
-                            s.spread
-                                .iter()
-                                .map(|&(x, lo, hi)| ErrorBar::new_vertical(x, lo, lo, hi, c.stroke_width(2), 12)),
-                        )
-                        .map_err(|x| e(&x))?;
+                    chart.draw_series(
+                        s.spread
+                            .iter()
+                            .map(|&(x, lo, hi)| ErrorBar::new_vertical(x, lo, lo, hi, c.stroke_width(2), 12)),
+                    )?;
                 }
                 if s.connect {
-                    chart
-                        .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
-                        .map_err(|x| e(&x))?;
+                    chart.draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))?;
                 }
-                chart
-                    .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, c.filled())))
-                    .map_err(|x| e(&x))?;
+                chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
             }
         }};
     }
@@ -108,19 +97,10 @@ pub(super) fn draw_panel(
         (r.0..r.1).log_scale().with_key_points(major).with_light_points(minor)
     };
     match (g.x.scale == Scale::Log, g.y.scale == Scale::Log) {
-        (true, true) => draw!(
-            b.build_cartesian_2d(log(xr, x_major, x_minor), log(yr, y_major, y_minor))
-                .map_err(|x| e(&x))?
-        ),
-        (true, false) => draw!(
-            b.build_cartesian_2d(log(xr, x_major, x_minor), y_lin)
-                .map_err(|x| e(&x))?
-        ),
-        (false, true) => draw!(
-            b.build_cartesian_2d(x_lin, log(yr, y_major, y_minor))
-                .map_err(|x| e(&x))?
-        ),
-        (false, false) => draw!(b.build_cartesian_2d(x_lin, y_lin).map_err(|x| e(&x))?),
+        (true, true) => draw!(b.build_cartesian_2d(log(xr, x_major, x_minor), log(yr, y_major, y_minor))?),
+        (true, false) => draw!(b.build_cartesian_2d(log(xr, x_major, x_minor), y_lin)?),
+        (false, true) => draw!(b.build_cartesian_2d(x_lin, log(yr, y_major, y_minor))?),
+        (false, false) => draw!(b.build_cartesian_2d(x_lin, y_lin)?),
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! A figure's one legend, in a strip below its panels (never over the data): each line's label
 //! once with its colour, marker and band, then the reference lines with their dash style,
 //! wrapped into rows to fit the figure's width.
+use super::DrawError;
 use super::{COLORS, Grid, REF_STYLES};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -98,8 +99,7 @@ impl Legend {
     }
 
     /// Draws the strip into `area` (the bottom of the figure).
-    pub(super) fn draw(&self, area: &DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), String> {
-        let e = |x: &dyn std::fmt::Display| x.to_string();
+    pub(super) fn draw(&self, area: &DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), DrawError> {
         let width = area.dim_in_pixel().0;
         let font = ("sans-serif", FONT).into_font().color(&BLACK);
         for (row, idx) in self.rows(width).iter().enumerate() {
@@ -114,15 +114,12 @@ impl Legend {
                             area.draw(&Rectangle::new(
                                 [(x, y - 6), (x + GLYPH_W, y + 6)],
                                 c.mix(0.18).filled(),
-                            ))
-                            .map_err(|x| e(&x))?;
+                            ))?;
                         }
                         if *connect {
-                            area.draw(&PathElement::new(vec![(x, y), (x + GLYPH_W, y)], c.stroke_width(2)))
-                                .map_err(|x| e(&x))?;
+                            area.draw(&PathElement::new(vec![(x, y), (x + GLYPH_W, y)], c.stroke_width(2)))?;
                         }
-                        area.draw(&Circle::new((x + GLYPH_W / 2, y), 4, c.filled()))
-                            .map_err(|x| e(&x))?;
+                        area.draw(&Circle::new((x + GLYPH_W / 2, y), 4, c.filled()))?;
                     }
                     Entry::Ref { label } => {
                         let (c, dash, gap) = REF_STYLES[self.ref_style(label) % REF_STYLES.len()];
@@ -130,8 +127,7 @@ impl Legend {
                         let mut a = 0;
                         while a < GLYPH_W {
                             let b = (a + d).min(GLYPH_W);
-                            area.draw(&PathElement::new(vec![(x + a, y), (x + b, y)], c.stroke_width(2)))
-                                .map_err(|x| e(&x))?;
+                            area.draw(&PathElement::new(vec![(x + a, y), (x + b, y)], c.stroke_width(2)))?;
                             a += d + g;
                         }
                     }
@@ -140,8 +136,7 @@ impl Legend {
                     entry.label().to_string(),
                     (x + GLYPH_W + 8, y - 7),
                     font.clone(),
-                ))
-                .map_err(|x| e(&x))?;
+                ))?;
                 x += i32::try_from(entry.width()).unwrap_or(i32::MAX / 2);
             }
         }

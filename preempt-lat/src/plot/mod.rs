@@ -9,9 +9,13 @@ mod chart;
 mod legend;
 pub mod ticks;
 
+use crate::error::{Error, failed};
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
 use std::path::Path;
+
+/// What drawing an SVG in memory fails with.
+pub type DrawError = DrawingAreaErrorKind<std::io::Error>;
 
 /// How an axis maps its variable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +127,7 @@ fn axis_ticks(scale: Scale, (lo, hi): (f64, f64)) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// Draws `fig` into an SVG file at `path`: one panel, the legend below it.
-pub fn draw(path: &Path, fig: &Figure) -> Result<(), String> {
+pub fn draw(path: &Path, fig: &Figure) -> Result<(), Error> {
     let grid = Grid {
         title: fig.title,
         x: Axis {
@@ -174,8 +178,8 @@ fn grid_ranges(g: &Grid) -> Option<((f64, f64), (f64, f64))> {
 
 /// Draws the panels of `g` into an SVG file at `path`, sharing axes, with one legend below them
 /// (outside every panel's data): each line's label once, in the same colour in every panel.
-pub fn draw_grid(path: &Path, g: &Grid) -> Result<(), String> {
-    draw_stack(path, std::slice::from_ref(g))
+pub fn draw_grid(path: &Path, g: &Grid) -> Result<(), Error> {
+    stack(path, std::slice::from_ref(g))
 }
 
 /// Panel sizes of a grid in pixels: one large panel, or small multiples.
@@ -192,18 +196,29 @@ fn shape(g: &Grid) -> (usize, usize) {
 /// Draws `grids` one below the other into one SVG file at `path`, each as [`draw_grid`] draws it
 /// (its title, its panels sharing its axes, its legend below them): figures whose y axes differ
 /// (latency panels above a throughput panel) in one file. The figure is as wide as the widest.
+///
+/// The error as its line: the rate sweep's plot, which calls this, says its failures as text.
 pub fn draw_stack(path: &Path, grids: &[Grid]) -> Result<(), String> {
-    let e = |x: &dyn std::fmt::Display| format!("plot {}: {x}", path.display());
+    Ok(stack(path, grids)?)
+}
+
+/// [`draw_stack`].
+fn stack(path: &Path, grids: &[Grid]) -> Result<(), Error> {
+    let no_data = || failed!("plot {}: no data", path.display());
+    let e = |x| Error::Plot {
+        what: format!("plot {}", path.display()),
+        source: x,
+    };
     let mut parts = Vec::new();
     for g in grids {
-        let ranges = grid_ranges(g).ok_or_else(|| e(&"no data"))?;
+        let ranges = grid_ranges(g).ok_or_else(no_data)?;
         parts.push((g, ranges, legend::Legend::of(g)));
     }
     let width = grids
         .iter()
         .map(|g| u32::try_from(shape(g).0).unwrap_or(1) * panel_size(g).0)
         .max()
-        .ok_or_else(|| e(&"no data"))?;
+        .ok_or_else(no_data)?;
     // Each grid's height: its title, its rows of panels, its legend at the figure's width.
     let heights: Vec<(u32, u32)> = parts
         .iter()
@@ -219,25 +234,25 @@ pub fn draw_stack(path: &Path, grids: &[Grid]) -> Result<(), String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(&x))?;
+        root.fill(&WHITE).map_err(e)?;
         let mut rest = root.clone();
         for ((g, (xr, yr), legend), (h, legend_h)) in parts.iter().zip(heights) {
             let (area, below) = rest.split_vertically(h);
             rest = below;
             let (cols, rows) = shape(g);
             let (top, bottom) = area.split_vertically(h - legend_h);
-            let top = top.titled(g.title, ("sans-serif", 18)).map_err(|x| e(&x))?;
+            let top = top.titled(g.title, ("sans-serif", 18)).map_err(e)?;
             let areas = top.split_evenly((rows, cols));
             for (i, (panel, area)) in g.panels.iter().zip(areas.iter()).enumerate() {
                 let place = Place {
                     left: i % cols == 0,
                     bottom: i / cols == rows - 1 || i + cols >= g.panels.len(),
                 };
-                chart::draw_panel(area, g, panel, legend, place, *xr, *yr).map_err(|x| e(&x))?;
+                chart::draw_panel(area, g, panel, legend, place, *xr, *yr).map_err(e)?;
             }
-            legend.draw(&bottom).map_err(|x| e(&x))?;
+            legend.draw(&bottom).map_err(e)?;
         }
-        root.present().map_err(|x| e(&x))?;
+        root.present().map_err(e)?;
     }
     crate::atomic_file::write_file(path, |w| w.write_all(svg.as_bytes()))
 }

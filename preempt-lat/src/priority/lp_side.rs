@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use preempt_api::{LpStream, Session};
 use serde_json::json;
 
+use crate::error::{Context, Error};
 use crate::measure::Correctness;
 use crate::measure::abandon;
 use crate::measure::backend::Settled;
@@ -40,7 +41,7 @@ pub struct LpCheck {
     pub trace: Trace,
     pid: u32,
     /// The first error taking records met (reported after the mode).
-    error: Option<String>,
+    error: Option<Error>,
 }
 
 impl LpCheck {
@@ -68,10 +69,10 @@ impl LpCheck {
     /// Takes the completions and (where they pile up) the records `lp` holds; the final take
     /// reports what the device's verification found (not when commands were abandoned: the
     /// commands cut short are no verdict).
-    fn take(&mut self, lp: &LpStream, final_take: bool, abandoned: bool) -> Result<(), String> {
+    fn take(&mut self, lp: &LpStream, final_take: bool, abandoned: bool) -> Result<(), Error> {
         let completions = lp.take_completions();
         let v = match self.records_as_they_come || final_take {
-            true => Some(lp.verify().map_err(|e| format!("checking the LP commands: {e}"))?),
+            true => Some(lp.verify().context("checking the LP commands")?),
             false => None,
         };
         // Read after what it bounds: everything taken was submitted before.
@@ -121,14 +122,14 @@ impl LpCheck {
         mode: Mode,
         limit: Duration,
         workers: u32,
-    ) -> Result<(Correctness, Trace), String> {
+    ) -> Result<(Correctness, Trace), Error> {
         // After a stop's deadline killed the workers, a failed take is that cut.
         if let Some(e) = self.error.take()
             && !abandon::happened()
         {
-            return Err(format!("{}: {e}", mode.name()));
+            return Err(e).with_context(|| mode.name().to_string());
         }
-        let drained = stream_idle_or_stop(lp, Some(limit)).map_err(|e| format!("draining the LP queue: {e}"))?;
+        let drained = stream_idle_or_stop(lp, Some(limit)).context("draining the LP queue")?;
         let settled = if drained {
             Settled {
                 ran: lp.stats().map_or(0, |s| s.submitted),
@@ -136,11 +137,11 @@ impl LpCheck {
             }
         } else {
             let gave_up = closed_after_stop(session.close_stream(lp.id()))
-                .map_err(|e| format!("{}: closing the LP stream: {e}", mode.name()))?;
+                .with_context(|| format!("{}: closing the LP stream", mode.name()))?;
             stream_settled(lp, gave_up)
         };
         self.take(lp, true, settled.abandoned > 0)
-            .map_err(|e| format!("{}: {e}", mode.name()))?;
+            .with_context(|| mode.name().to_string())?;
         self.name_worker_tracks(workers);
         if settled.abandoned > 0 {
             return Ok((Correctness::not_checked(settled.ran, settled.abandoned), self.trace));

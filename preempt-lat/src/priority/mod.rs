@@ -14,6 +14,7 @@ pub mod requests;
 
 use crate::device::{Device, SessionSource};
 use crate::env::Environment;
+use crate::error::{Context, Error, failed};
 use crate::exit::{Outcome, Verdict};
 use crate::measure::Correctness;
 use crate::options::{Arrival, Mode, PriorityOptions};
@@ -160,8 +161,8 @@ pub fn summarize(measured: Vec<(Mode, Measured)>) -> Vec<ModeResult> {
 /// The session of one mode: Lv3 armed only for the lv3 mode (dbg-trap would put the process in
 /// debug mode for the others; Lv2 needs nothing armed), Lv1 suspends that only stop launching
 /// (XSched's scheduler), the launcher's completions and the device records kept for the checks.
-fn session(src: &SessionSource, p: &PriorityParams, mode: Mode) -> Result<Session, String> {
-    let lv1 = lv1::Config::new(p.threshold as usize, p.batch as usize).map_err(|e| e.to_string())?;
+fn session(src: &SessionSource, p: &PriorityParams, mode: Mode) -> Result<Session, Error> {
+    let lv1 = lv1::Config::new(p.threshold as usize, p.batch as usize).map_err(|e| failed!("{e}"))?;
     let hp_cmds = crate::num::round_u64(p.hp_rate * p.duration_s + 1.0) * u64::from(p.hp_cmds);
     let opts = Options {
         lv1,
@@ -172,7 +173,7 @@ fn session(src: &SessionSource, p: &PriorityParams, mode: Mode) -> Result<Sessio
         gpu_slots: usize::try_from(modes::lp_budget(p).max(hp_cmds)).unwrap_or(usize::MAX),
         ..Options::default()
     };
-    src.open(opts).map_err(|e| format!("{} session: {e}", mode.name()))
+    src.open(opts).with_context(|| format!("{} session", mode.name()))
 }
 
 /// Runs every mode of `o` on `dev`, writes priority.{csv,json,svg} (and the trace), and prints
@@ -244,7 +245,7 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         // Closing resumes anything an error left suspended and tears the mechanism down.
         let closed = session.close();
         let m = m?;
-        closed.map_err(|e| format!("{}: closing the session: {e}", mode.name()))?;
+        closed.with_context(|| format!("{}: closing the session", mode.name()))?;
         measured.push((mode, m));
     }
     let result = PriorityResult {
@@ -264,7 +265,7 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     let mut out = std::io::stdout().lock();
     crate::output::export(o.format, &result, &mut out)
         .and_then(|()| out.flush())
-        .map_err(|e| format!("writing the result: {e}"))?;
+        .context("writing the result")?;
     if !result.correct() {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
     }

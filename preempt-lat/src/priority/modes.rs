@@ -25,6 +25,7 @@ use super::lp_side::{self, LpCheck};
 use super::requests::{self, Event};
 use super::{Measured, PriorityParams};
 use crate::arrivals::Arrivals;
+use crate::error::{Context, Error, failed};
 use crate::measure::abandon;
 use crate::options::Mode;
 use crate::stats::Recorder;
@@ -38,10 +39,6 @@ const LP: u64 = 0;
 const LP_PRIORITY: Priority = 0;
 const HP_PRIORITY: Priority = 1;
 
-fn api(what: &'static str) -> impl Fn(preempt_api::Error) -> String {
-    move |e| format!("{what}: {e}")
-}
-
 /// Carries the policy's decisions out on the LP stream, and times them for the trace.
 struct Scheduler<'a> {
     /// `None`: no scheduling (native, standalone).
@@ -53,13 +50,13 @@ struct Scheduler<'a> {
 }
 
 impl Scheduler<'_> {
-    fn on(&mut self, e: Event, trace: &mut Trace) -> Result<(), String> {
+    fn on(&mut self, e: Event, trace: &mut Trace) -> Result<(), Error> {
         let (Some(policy), Some(lp)) = (&mut self.policy, self.lp) else {
             return Ok(());
         };
         let actions = match e {
             Event::HpArrival => policy.enter(HP_PRIORITY),
-            Event::HpCompletion => policy.leave(HP_PRIORITY).map_err(|e| format!("policy: {e}"))?,
+            Event::HpCompletion => policy.leave(HP_PRIORITY).map_err(|e| failed!("policy: {e}"))?,
         };
         let t = |tid| Track { pid: self.track, tid };
         for a in actions {
@@ -72,7 +69,7 @@ impl Scheduler<'_> {
                 Ok(n) => n,
                 Err(e) => {
                     policy.failed(a);
-                    return Err(format!("LP stream: {e}"));
+                    return Err(e).context("LP stream");
                 }
             };
             let t1 = now_ns();
@@ -125,7 +122,7 @@ pub fn run_mode(
     trace: &mut Trace,
     pid: u32,
     device: &str,
-) -> Result<Measured, String> {
+) -> Result<Measured, Error> {
     let t = |tid| Track { pid, tid };
     trace.name_process(pid, format!("{} ({device})", mode.name()));
     for (tid, name) in [
@@ -139,11 +136,11 @@ pub fn run_mode(
         trace.name_thread(t(tid), name);
     }
     let lp = match mode.has_lp() {
-        true => Some(session.create_lp_stream(level(mode)).map_err(api("LP stream"))?),
+        true => Some(session.create_lp_stream(level(mode)).context("LP stream")?),
         false => None,
     };
     let hp = match mode.has_hp() {
-        true => Some(session.hp_stream().map_err(api("HP stream"))?),
+        true => Some(session.hp_stream().context("HP stream")?),
         false => None,
     };
     // The LP workers (host device), killed if a stop's close time passes while the mode waits on
@@ -159,7 +156,7 @@ pub fn run_mode(
     let t_run0 = now_ns();
 
     let host = session.device().is_host();
-    let (measured, lp_check) = std::thread::scope(|s| -> Result<(Measured, Option<LpCheck>), String> {
+    let (measured, lp_check) = std::thread::scope(|s| -> Result<(Measured, Option<LpCheck>), Error> {
         let feeder = lp.as_deref().map(|lp| {
             let stop = &stop;
             let check = LpCheck::new(keep_ahead, host, trace.empty_like(), pid);
@@ -180,7 +177,7 @@ pub fn run_mode(
         sched.release();
         stop.store(true, Ordering::Relaxed);
         let lp_check = match feeder {
-            Some(f) => Some(f.join().map_err(|_| "the LP feeder thread panicked".to_string())?),
+            Some(f) => Some(f.join().map_err(|_| Error::msg("the LP feeder thread panicked"))?),
             None => None,
         };
         let (window_ns, lp_completed, hp_latency, interrupted) = result?;
@@ -207,7 +204,7 @@ pub fn run_mode(
     if let Some(hp) = &hp {
         let c = hp.check();
         if !c.ok() {
-            return Err(format!(
+            return Err(failed!(
                 "HP commands did not complete exactly once: {}",
                 c.problems.join("; ")
             ));
@@ -250,14 +247,14 @@ fn measure_window(
     sched: &mut Scheduler<'_>,
     trace: &mut Trace,
     pid: u32,
-) -> Result<(u64, u64, Recorder, bool), String> {
+) -> Result<(u64, u64, Recorder, bool), Error> {
     let t = |tid| Track { pid, tid };
     let completed = || lp.and_then(LpStream::stats).map_or(0, |s| s.completed);
     if let Some(lp) = lp {
         let t0 = Instant::now();
         while lp.stats().is_none_or(|s| s.launched == 0) {
             if t0.elapsed() > Duration::from_secs(30) {
-                return Err("the launcher launched no LP command within 30 s".into());
+                return Err(Error::msg("the launcher launched no LP command within 30 s"));
             }
             std::thread::sleep(Duration::from_micros(100));
         }
@@ -276,9 +273,9 @@ fn measure_window(
                 &mut |e, trace| sched.on(e, trace),
                 &mut |i, trace| {
                     for _ in 0..p.hp_cmds {
-                        hp.submit_delay(hp_ns).map_err(api("HP submit"))?;
+                        hp.submit_delay(hp_ns).context("HP submit")?;
                     }
-                    let recs = hp.wait(Some(HP_TIMEOUT)).map_err(api("HP request"))?;
+                    let recs = hp.wait(Some(HP_TIMEOUT)).context("HP request")?;
                     let mut end = None;
                     for (r, w) in recs.iter().filter_map(|r| r.worker.map(|w| (r, w))) {
                         if trace.is_on() {
@@ -292,7 +289,9 @@ fn measure_window(
                 },
             )?;
             if !r.1 && sched.holds_lp() {
-                return Err("the policy holds the LP queue suspended with no HP request pending".into());
+                return Err(Error::msg(
+                    "the policy holds the LP queue suspended with no HP request pending",
+                ));
             }
             let (latencies, interrupted) = r;
             (latencies, interrupted || requests::idle_until(t0 + duration_ns))

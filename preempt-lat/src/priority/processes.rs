@@ -9,6 +9,7 @@
 //! figures of `preempt-lat --level 3`).
 use crate::device::Device;
 use crate::env::Environment;
+use crate::error::{Context, Error, failed};
 use crate::exit::{Outcome, Verdict};
 use crate::options::{PriorityOptions, SchedLpOptions};
 use crate::stats::{Recorder, Summary};
@@ -116,13 +117,13 @@ pub struct CsvRow<'a> {
     pub max_ns: u64,
 }
 
-fn beside_me(name: &str) -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("the running executable: {e}"))?;
+fn beside_me(name: &str) -> Result<PathBuf, Error> {
+    let exe = std::env::current_exe().context("the running executable")?;
     let p = exe.with_file_name(name);
     if p.is_file() {
         Ok(p)
     } else {
-        Err(format!(
+        Err(failed!(
             "--processes needs the scheduler daemon beside preempt-lat: no {} (build it: cargo build --release -p \
              preempt-sched)",
             p.display()
@@ -130,12 +131,12 @@ fn beside_me(name: &str) -> Result<PathBuf, String> {
     }
 }
 
-fn summary(ns: &[u64]) -> Result<Summary, String> {
+fn summary(ns: &[u64]) -> Result<Summary, Error> {
     let mut r = Recorder::default();
     for &v in ns {
         r.record(v);
     }
-    r.summary().ok_or_else(|| "no sample".to_string())
+    r.summary().ok_or_else(|| Error::msg("no sample"))
 }
 
 fn diff(a: u64, b: u64) -> i64 {
@@ -163,8 +164,8 @@ impl Drop for LpProcesses {
 }
 
 /// Starts `n` LP processes on `socket` and waits for each one's `ready`.
-fn spawn_lp(n: u32, socket: &std::path::Path, o: &PriorityOptions, dev: &Device) -> Result<LpProcesses, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("the running executable: {e}"))?;
+fn spawn_lp(n: u32, socket: &std::path::Path, o: &PriorityOptions, dev: &Device) -> Result<LpProcesses, Error> {
+    let exe = std::env::current_exe().context("the running executable")?;
     let mut procs = LpProcesses(Vec::new());
     for _ in 0..n {
         let mut c = Command::new(&exe)
@@ -176,8 +177,8 @@ fn spawn_lp(n: u32, socket: &std::path::Path, o: &PriorityOptions, dev: &Device)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("starting an LP process: {e}"))?;
-        let out = c.stdout.take().ok_or("the LP process's stdout")?;
+            .context("starting an LP process")?;
+        let out = c.stdout.take().ok_or_else(|| Error::msg("the LP process's stdout"))?;
         procs.0.push(c);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -187,8 +188,8 @@ fn spawn_lp(n: u32, socket: &std::path::Path, o: &PriorityOptions, dev: &Device)
         });
         match rx.recv_timeout(READY) {
             Ok(l) if l.starts_with("ready") => {}
-            Ok(l) => return Err(format!("an LP process did not start: {:?}", l.trim())),
-            Err(_) => return Err(format!("an LP process did not say ready within {READY:?}")),
+            Ok(l) => return Err(failed!("an LP process did not start: {:?}", l.trim())),
+            Err(_) => return Err(failed!("an LP process did not say ready within {READY:?}")),
         }
     }
     Ok(procs)
@@ -205,13 +206,13 @@ pub fn run(o: &PriorityOptions, dev: Device, n: u32) -> Outcome {
         ..Options::default()
     };
     // In-process: the helper suspends this session's own n streams.
-    let s = src.open(opts.clone()).map_err(|e| format!("in-process session: {e}"))?;
+    let s = src.open(opts.clone()).context("in-process session")?;
     for _ in 0..n {
-        let lp = s.create_lp_stream(Level::Auto).map_err(|e| e.to_string())?;
-        s.helper_register(&lp, 0).map_err(|e| e.to_string())?;
+        let lp = s.create_lp_stream(Level::Auto).map_err(Error::from)?;
+        s.helper_register(&lp, 0).map_err(Error::from)?;
     }
     let local = time_enters(&s, samples, 0);
-    s.close().map_err(|e| format!("closing the in-process session: {e}"))?;
+    s.close().context("closing the in-process session")?;
     let local = local?;
 
     // Across processes: the daemon, n LP processes, this process as the HP side.
@@ -223,9 +224,9 @@ pub fn run(o: &PriorityOptions, dev: Device, n: u32) -> Outcome {
             scheduler_client: preempt_api::sched::hop::measuring_client(),
             ..opts
         })
-        .map_err(|e| format!("HP session: {e}"))?;
+        .context("HP session")?;
     let remote = time_enters(&hp, samples, n);
-    hp.close().map_err(|e| format!("closing the HP session: {e}"))?;
+    hp.close().context("closing the HP session")?;
     drop(lp);
     drop(daemon);
     let remote = remote?;
@@ -252,7 +253,7 @@ pub fn run(o: &PriorityOptions, dev: Device, n: u32) -> Outcome {
     let mut out = std::io::stdout().lock();
     crate::output::export(o.format, &result, &mut out)
         .and_then(|()| out.flush())
-        .map_err(|e| format!("writing the result: {e}"))?;
+        .context("writing the result")?;
     Ok(Verdict::Pass)
 }
 
@@ -271,19 +272,19 @@ pub fn lp_process(
             scheduler_client: preempt_api::sched::hop::measuring_client(),
             ..Options::default()
         })
-        .map_err(|e| e.to_string())?;
-    let lp = s.create_lp_stream(Level::Auto).map_err(|e| e.to_string())?;
-    s.helper_register(&lp, 0).map_err(|e| e.to_string())?;
+        .map_err(Error::from)?;
+    let lp = s.create_lp_stream(Level::Auto).map_err(Error::from)?;
+    s.helper_register(&lp, 0).map_err(Error::from)?;
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "ready {}", std::process::id())
             .and_then(|()| out.flush())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| failed!("{e}"))?;
     }
     let mut sink = String::new();
-    while std::io::stdin().read_line(&mut sink).map_err(|e| e.to_string())? > 0 {
+    while std::io::stdin().read_line(&mut sink).map_err(|e| failed!("{e}"))? > 0 {
         sink.clear();
     }
-    s.close().map_err(|e| e.to_string())?;
+    s.close().map_err(Error::from)?;
     Ok(Verdict::Pass)
 }

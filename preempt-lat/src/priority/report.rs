@@ -1,5 +1,6 @@
 //! The outputs of `preempt-lat priority`: text for people, one CSV row per mode, and the SVG.
 use super::PriorityResult;
+use crate::error::Context as _;
 use crate::output::Export;
 use crate::plot::{self, Axis, RefLine, Scale, Series};
 use serde::Serialize;
@@ -204,12 +205,12 @@ pub fn rows(r: &PriorityResult) -> Vec<Row<'_>> {
 /// target (1.30 x standalone-hp P99) as a reference line; each mode's LP throughput against
 /// standalone is in its axis label. None where no mode has an HP latency (standalone-lp alone,
 /// or a run stopped before its first HP request).
-pub fn plot(r: &PriorityResult, path: &std::path::Path) -> std::result::Result<(), String> {
+pub fn plot(r: &PriorityResult, path: &std::path::Path) -> std::result::Result<(), crate::error::Error> {
     if !has_plot(r) {
         // No HP request completed (standalone-lp alone, or stopped before the first): nothing to
         // draw, and a plot left from an earlier run would not be this one's.
         return match std::fs::remove_file(path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("{}: {e}", path.display())),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_context(|| path.display().to_string()),
             _ => Ok(()),
         };
     }

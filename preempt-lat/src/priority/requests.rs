@@ -5,6 +5,7 @@
 //! arrivals are generated as they come (two cursors over the same times: the next to run and the
 //! next to announce), the latencies go into a histogram.
 use crate::arrivals::Arrivals;
+use crate::error::Error;
 use crate::measure::abandon;
 use crate::measure::control::{sleep_until_or_stop, stop_requested};
 use crate::stats::Recorder;
@@ -35,9 +36,9 @@ pub fn drive(
     t0: u64,
     track: Track,
     trace: &mut Trace,
-    on: &mut dyn FnMut(Event, &mut Trace) -> Result<(), String>,
-    run: &mut dyn FnMut(u64, &mut Trace) -> Result<u64, String>,
-) -> Result<(Recorder, bool), String> {
+    on: &mut dyn FnMut(Event, &mut Trace) -> Result<(), Error>,
+    run: &mut dyn FnMut(u64, &mut Trace) -> Result<u64, Error>,
+) -> Result<(Recorder, bool), Error> {
     let mut latencies = Recorder::default();
     match drive_into(&mut latencies, arrivals, t0, track, trace, on, run) {
         Ok(interrupted) => Ok((latencies, interrupted)),
@@ -53,13 +54,13 @@ fn drive_into(
     t0: u64,
     track: Track,
     trace: &mut Trace,
-    on: &mut dyn FnMut(Event, &mut Trace) -> Result<(), String>,
-    run: &mut dyn FnMut(u64, &mut Trace) -> Result<u64, String>,
-) -> Result<bool, String> {
+    on: &mut dyn FnMut(Event, &mut Trace) -> Result<(), Error>,
+    run: &mut dyn FnMut(u64, &mut Trace) -> Result<u64, Error>,
+) -> Result<bool, Error> {
     // Announced (arrived, the scheduler told) up to `fed`; the next to announce is `ahead`'s.
     let mut ahead = arrivals.clone().peekable();
     let mut fed = 0u64;
-    let arrive = |n: u64, at: u64, trace: &mut Trace, on: &mut dyn FnMut(Event, &mut Trace) -> Result<(), String>| {
+    let arrive = |n: u64, at: u64, trace: &mut Trace, on: &mut dyn FnMut(Event, &mut Trace) -> Result<(), Error>| {
         if trace.is_on() {
             trace.instant(track, "hp", format!("HP request {n} arrives"), at, json!({}));
         }

@@ -7,7 +7,8 @@
 mod classes;
 pub mod read;
 
-use crate::exit::{Failure, Outcome, Verdict};
+use crate::error::{Context, Error, usage};
+use crate::exit::{Outcome, Verdict};
 use crate::options::ReportOptions;
 use crate::output::Export;
 use crate::output::files::{prepare, write_all};
@@ -148,8 +149,8 @@ fn priority_rows(v: &Value, file: &str) -> Vec<Row> {
 /// Why a file holds no row.
 const NOT_A_RESULT: &str = "not a preempt-lat run, sweep-t, priority, class experiment or sweep rate result";
 
-/// The rows of one file's JSON, or why it holds none.
-pub fn rows_of(v: &Value, file: &str) -> Result<Vec<Row>, String> {
+/// The rows of one file's JSON; none: it holds none ([`NOT_A_RESULT`]).
+pub fn rows_of(v: &Value, file: &str) -> Option<Vec<Row>> {
     let rows: Vec<Row> = if v["modes"].is_array() && v["target_p99_ratio"].is_number() {
         priority_rows(v, file)
     } else if v["classes"].is_array() && v["combined_work_per_s"].is_number() {
@@ -161,10 +162,7 @@ pub fn rows_of(v: &Value, file: &str) -> Result<Vec<Row>, String> {
     } else {
         run_row(v, file).into_iter().collect()
     };
-    if rows.is_empty() {
-        return Err(NOT_A_RESULT.into());
-    }
-    Ok(rows)
+    (!rows.is_empty()).then_some(rows)
 }
 
 #[allow(clippy::cast_precision_loss)] // ns: far below 2^52
@@ -250,7 +248,7 @@ fn text(rows: &[Row], skipped: &[(String, String)], w: &mut dyn Write) -> std::i
 
 /// P99 suspend latency against T, one line (with its p50-p99 band) per group and level.
 #[allow(clippy::cast_precision_loss)] // ns: far below 2^52
-fn plot_rows(rows: &[Row], path: &Path) -> Result<(), String> {
+fn plot_rows(rows: &[Row], path: &Path) -> Result<(), Error> {
     let mut lines: BTreeMap<(Group, u64), Vec<&Row>> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.kind == "run") {
         if let (Some(level), Some(_), Some(_)) = (r.level, r.t_ms, r.p99_ns) {
@@ -321,9 +319,9 @@ fn add_result(
 ) {
     let j = crate::targets::judge(v, name);
     match rows_of(v, name) {
-        Ok(r) => rows.extend(r),
-        Err(_) if !j.is_empty() => {} // judged only (the threshold sweep, launcher-cost, Example 5)
-        Err(why) => skipped.push((name.to_string(), why)),
+        Some(r) => rows.extend(r),
+        None if !j.is_empty() => {} // judged only (the threshold sweep, launcher-cost, Example 5)
+        None => skipped.push((name.to_string(), NOT_A_RESULT.to_string())),
     }
     judged.extend(j);
 }
@@ -334,7 +332,7 @@ pub fn run(o: &ReportOptions) -> Outcome {
     // *.json files (read here); what is not a regular file in it is listed, never opened.
     let (mut inputs, mut found, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
     for f in &o.files {
-        let given = read::given(f).map_err(|e| Failure::Usage(format!("{}: cannot read: {e}", f.display())))?;
+        let given = read::given(f).map_err(|e| usage!("{}: cannot read: {e}", f.display()))?;
         match given {
             read::Given::File(p) => inputs.push(p),
             read::Given::Dir {
@@ -343,11 +341,12 @@ pub fn run(o: &ReportOptions) -> Outcome {
                 left_out,
             } => {
                 if !archives && json.is_empty() && left_out.is_empty() {
-                    return Err(Failure::Usage(format!(
+                    return Err(usage!(
                         "{}: a directory is read for acceptance archives (*.tar.gz) and result files (*.json), and \
                          it holds none",
                         f.display()
-                    )));
+                    )
+                    .into());
                 }
                 if archives {
                     inputs.push(f.clone());
@@ -373,13 +372,13 @@ pub fn run(o: &ReportOptions) -> Outcome {
         let name = f.display().to_string();
         match read::result(f) {
             Ok(v) => add_result(&name, &v, &mut rows, &mut judged, &mut skipped),
-            Err(read::NotRead::Refused(why)) if was_named => return Err(Failure::Usage(format!("{name}: {why}"))),
+            Err(read::NotRead::Refused(why)) if was_named => return Err(usage!("{name}: {why}").into()),
             Err(read::NotRead::Refused(why)) => skipped.push((name, why)),
             Err(read::NotRead::NotJson(e)) => skipped.push((name, format!("not JSON: {e}"))),
         }
     }
     if rows.is_empty() && judged.is_empty() && fleet.runs.is_empty() {
-        return Err(Failure::Usage(format!(
+        return Err(usage!(
             "no result in {} file(s): {}",
             o.files.len(),
             skipped
@@ -387,7 +386,8 @@ pub fn run(o: &ReportOptions) -> Outcome {
                 .map(|(f, w)| format!("{f}: {w}"))
                 .collect::<Vec<_>>()
                 .join("; ")
-        )));
+        )
+        .into());
     }
     rows.sort_by(|a, b| {
         (a.group(), &a.kind, a.level)
@@ -402,11 +402,11 @@ pub fn run(o: &ReportOptions) -> Outcome {
         plot_rows(&merged.rows, &o.out_dir.join("report.svg"))?;
     }
     let mut out = std::io::stdout().lock();
-    crate::output::export(o.format, &merged, &mut out).map_err(|e| format!("writing the report: {e}"))?;
+    crate::output::export(o.format, &merged, &mut out).context("writing the report")?;
     if o.format == crate::options::Format::Text {
         writeln!(out)
             .and_then(|()| crate::targets::text(&judged, &mut out))
-            .map_err(|e| format!("writing the report: {e}"))?;
+            .context("writing the report")?;
     }
     let fleet_ok = fleet.finish(&o.out_dir, o.format, &mut out)?;
     Ok(Verdict::from_ok(
@@ -453,7 +453,7 @@ mod tests {
             (p[0].correct, p[1].correct, p[1].mechanism.as_str()),
             (None, Some(true), "sigstop")
         );
-        assert!(rows_of(&json!({"device": "host"}), "d.json").is_err());
+        assert!(rows_of(&json!({"device": "host"}), "d.json").is_none());
     }
 
     #[test]

@@ -56,10 +56,10 @@ pub fn given(path: &Path) -> io::Result<Given> {
             continue;
         }
         match std::fs::metadata(&p)
-            .map_err(|e| format!("cannot read: {e}"))
+            .map_err(|e| NotRead::Refused(format!("cannot read: {e}")))
             .and_then(|m| check(&m))
         {
-            Err(why) => left_out.push((p.display().to_string(), why)),
+            Err(NotRead::Refused(why) | NotRead::NotJson(why)) => left_out.push((p.display().to_string(), why)),
             Ok(()) if archive => archives = true,
             Ok(()) => json.push(p),
         }
@@ -84,13 +84,13 @@ pub enum NotRead {
 /// the runs' samples, at most [`MAX_VALUES`] values of it.
 pub fn result(path: &Path) -> Result<Value, NotRead> {
     let refused = |e: io::Error| NotRead::Refused(format!("cannot read: {e}"));
-    check(&std::fs::metadata(path).map_err(refused)?).map_err(NotRead::Refused)?;
+    check(&std::fs::metadata(path).map_err(refused)?)?;
     let file = File::options()
         .read(true)
         .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
         .open(path)
         .map_err(refused)?;
-    check(&file.metadata().map_err(refused)?).map_err(NotRead::Refused)?;
+    check(&file.metadata().map_err(refused)?)?;
     let mut counted = Counted { inner: file, n: 0 };
     let values = Cell::new(0usize);
     let parsed = {
@@ -118,7 +118,7 @@ fn too_large(bytes: u64) -> String {
 }
 
 /// A regular file of at most [`MAX_FILE_BYTES`], or why not.
-fn check(m: &Metadata) -> Result<(), String> {
+fn check(m: &Metadata) -> Result<(), NotRead> {
     let t = m.file_type();
     let kind = if t.is_file() {
         None
@@ -136,10 +136,12 @@ fn check(m: &Metadata) -> Result<(), String> {
         Some("not a file")
     };
     if let Some(kind) = kind {
-        return Err(format!("not a regular file ({kind}): report reads result files"));
+        return Err(NotRead::Refused(format!(
+            "not a regular file ({kind}): report reads result files"
+        )));
     }
     if m.len() > MAX_FILE_BYTES {
-        return Err(too_large(m.len()));
+        return Err(NotRead::Refused(too_large(m.len())));
     }
     Ok(())
 }

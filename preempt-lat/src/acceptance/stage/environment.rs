@@ -6,6 +6,7 @@
 use super::StageResult;
 use crate::acceptance::summary::Status;
 use crate::doctor::facts::{Fact, HipInfo};
+use crate::error::{Error, failed};
 use crate::options::Format;
 use kfd::sysfs::SysRoot;
 use serde::Serialize;
@@ -262,16 +263,18 @@ fn verdict(
     device: preempt_api::DeviceSpec,
     report: &crate::doctor::Report,
     env: &Environment,
-) -> Result<String, String> {
+) -> Result<String, Error> {
     use preempt_api::DeviceSpec;
     match device {
-        DeviceSpec::Host => crate::measure::host::worker_exe().map(|w| {
-            format!(
-                "host device: worker program {}; {}",
-                w.program.display(),
-                report.summary
-            )
-        }),
+        DeviceSpec::Host => crate::measure::host::worker_exe()
+            .map(|w| {
+                format!(
+                    "host device: worker program {}; {}",
+                    w.program.display(),
+                    report.summary
+                )
+            })
+            .map_err(Error::from),
         DeviceSpec::Hip(n) => crate::doctor::verdict::gpu_path(&report.facts)
             .and_then(|()| crate::gpu::usable(n))
             .map(|()| {
@@ -283,8 +286,8 @@ fn verdict(
                     env.amdgpu_module.version.as_deref().unwrap_or("(in-tree)")
                 )
             })
-            .map_err(|why| format!("--device hip:{n}: cannot run: {why} (see `preempt-lat doctor`)")),
-        DeviceSpec::Auto | DeviceSpec::Kfd => Err(format!("internal: the stage needs host or hip:N, not {device}")),
+            .map_err(|why| failed!("--device hip:{n}: cannot run: {why} (see `preempt-lat doctor`)")),
+        DeviceSpec::Auto | DeviceSpec::Kfd => Err(failed!("internal: the stage needs host or hip:N, not {device}")),
     }
 }
 
@@ -297,14 +300,14 @@ pub fn run(device: preempt_api::DeviceSpec, dir: &Path, hip: Fact<HipInfo>) -> S
     let mut problems = Vec::new();
     for (name, format) in [("doctor.txt", Format::Text), ("doctor.json", Format::Json)] {
         if let Err(e) = crate::atomic_file::write_file(&dir.join(name), |w| crate::output::export(format, &report, w)) {
-            problems.push(e);
+            problems.push(e.to_string());
         }
     }
     if let Err(e) = crate::atomic_file::write_file(&dir.join("environment.json"), |w| {
         serde_json::to_writer_pretty(&mut *w, &env)?;
         writeln!(w)
     }) {
-        problems.push(e);
+        problems.push(e.to_string());
     }
     let facts = serde_json::json!({
         "kernel": report.facts.kernel,
@@ -318,7 +321,7 @@ pub fn run(device: preempt_api::DeviceSpec, dir: &Path, hip: Fact<HipInfo>) -> S
     let (status, reason) = match verdict(device, &report, &env) {
         Ok(how) if problems.is_empty() => (Status::Pass, how),
         Ok(_) => (Status::Fail, problems.join("; ")),
-        Err(why) => (Status::Fail, why),
+        Err(why) => (Status::Fail, why.to_string()),
     };
     StageResult { status, reason, facts }
 }

@@ -10,7 +10,8 @@ pub mod suspend_resume;
 
 use super::summary::Status;
 use crate::doctor::facts::{Fact, HipInfo};
-use crate::exit::{Failure, Outcome, Verdict};
+use crate::error::{Context, Error, usage};
+use crate::exit::{Outcome, Verdict};
 use crate::measure::control::stop_requested;
 use crate::options::{AcceptanceStageOptions, InternalStage};
 use lv3::MechanismChoice;
@@ -33,8 +34,7 @@ pub struct StageResult {
 /// `__acceptance-stage`: runs the stage and writes its result; the exit status is 0 whenever the
 /// result was written (the result says how the stage went), 1 when it could not be.
 pub fn run(o: &AcceptanceStageOptions, hip: impl FnOnce() -> Fact<HipInfo>) -> Outcome {
-    std::fs::create_dir_all(&o.out_dir)
-        .map_err(|e| Failure::Usage(format!("--out-dir {}: cannot create: {e}", o.out_dir.display())))?;
+    std::fs::create_dir_all(&o.out_dir).map_err(|e| usage!("--out-dir {}: cannot create: {e}", o.out_dir.display()))?;
     let on_gpu = |f: fn(u32) -> StageResult| match o.device {
         DeviceSpec::Hip(n) => f(n),
         d => not_for(d, o.stage),
@@ -63,19 +63,19 @@ pub fn run(o: &AcceptanceStageOptions, hip: impl FnOnce() -> Fact<HipInfo>) -> O
 /// parent's plan never asks it, so this is a bug, said plainly.
 /// A stage's result from its steps' outcome: PASS with the steps' reason; on an error, SKIP when
 /// the run is being stopped (Ctrl-C/SIGTERM), FAIL otherwise.
-fn outcome(r: Result<String, String>, facts: serde_json::Value) -> StageResult {
+fn outcome(r: Result<String, impl std::fmt::Display>, facts: serde_json::Value) -> StageResult {
     let (status, reason) = match r {
         Ok(reason) => (Status::Pass, reason),
         Err(why) if stop_requested() => (Status::Skip, format!("interrupted (Ctrl-C/SIGTERM): {why}")),
-        Err(why) => (Status::Fail, why),
+        Err(why) => (Status::Fail, why.to_string()),
     };
     StageResult { status, reason, facts }
 }
 
 /// Between a stage's steps: an error once the run is being stopped.
-fn interrupted() -> Result<(), String> {
+fn interrupted() -> Result<(), Error> {
     if stop_requested() {
-        Err("stopped before the next step".into())
+        Err(Error::msg("stopped before the next step"))
     } else {
         Ok(())
     }
@@ -91,7 +91,7 @@ fn not_for(device: DeviceSpec, stage: InternalStage) -> StageResult {
     }
 }
 
-fn write(dir: &Path, r: &StageResult) -> Result<(), String> {
+fn write(dir: &Path, r: &StageResult) -> Result<(), Error> {
     crate::atomic_file::write_file(&dir.join(RESULT_FILE), |w| {
         serde_json::to_writer_pretty(&mut *w, r)?;
         writeln!(w)
@@ -99,8 +99,8 @@ fn write(dir: &Path, r: &StageResult) -> Result<(), String> {
 }
 
 /// The result a stage's child wrote into `dir`.
-pub fn read(dir: &Path) -> Result<StageResult, String> {
+pub fn read(dir: &Path) -> Result<StageResult, Error> {
     let p = dir.join(RESULT_FILE);
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+    let text = std::fs::read_to_string(&p).with_context(|| p.display().to_string())?;
+    serde_json::from_str(&text).with_context(|| p.display().to_string())
 }

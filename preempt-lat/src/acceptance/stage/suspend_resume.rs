@@ -11,6 +11,7 @@
 //! end inside the window, where the check sees it; a saved one ends after the resume.
 use super::StageResult;
 use crate::acceptance::summary::Status;
+use crate::error::{Context, Error, failed};
 use crate::measure::control::stop_requested;
 use kfd::GracePeriod;
 use lv3::MechanismChoice;
@@ -33,7 +34,7 @@ fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn session(device: DeviceSpec, mechanism: MechanismChoice) -> Result<Session, String> {
+fn session(device: DeviceSpec, mechanism: MechanismChoice) -> Result<Session, Error> {
     let opts = Options {
         keep_records: true,
         ..Options::default()
@@ -56,9 +57,9 @@ fn session(device: DeviceSpec, mechanism: MechanismChoice) -> Result<Session, St
                 ..opts
             },
         ),
-        DeviceSpec::Auto | DeviceSpec::Kfd => return Err(format!("internal: host or hip:N expected, not {device}")),
+        DeviceSpec::Auto | DeviceSpec::Kfd => return Err(failed!("internal: host or hip:N expected, not {device}")),
     };
-    opened.map_err(|e| format!("opening the session: {e}"))
+    opened.context("opening the session")
 }
 
 /// Runs the stage; `mechanism` is the KFD mechanism on a GPU (auto on the host device).
@@ -84,45 +85,45 @@ fn steps(
     mechanism: MechanismChoice,
     t_ms: f64,
     facts: &mut serde_json::Value,
-) -> Result<String, String> {
+) -> Result<String, Error> {
     let s = session(device, mechanism)?;
     facts["mechanism"] = json!(s.mechanism().name);
     facts["mechanism_why"] = json!(s.mechanism().why);
-    let lp = s
-        .create_lp_stream(Level::Lv3)
-        .map_err(|e| format!("creating the Lv3 stream: {e}"))?;
+    let lp = s.create_lp_stream(Level::Lv3).context("creating the Lv3 stream")?;
     facts["stream"] = json!(lp.describe());
     if let Some(q) = lp.queue() {
         facts["kfd_queue"] = json!({"queue_id": q.queue_id, "gpu_id": q.gpu_id, "ring_base": q.ring_base_address});
     }
 
     // 1. An idle queue.
-    let idle = lp.suspend().map_err(|e| format!("idle: suspend: {e}"))?;
+    let idle = lp.suspend().context("idle: suspend")?;
     if !lp.is_suspended() {
-        return Err("idle: the stream does not say it is suspended after suspend".into());
+        return Err(Error::msg(
+            "idle: the stream does not say it is suspended after suspend",
+        ));
     }
-    lp.resume().map_err(|e| format!("idle: resume: {e}"))?;
+    lp.resume().context("idle: resume")?;
     facts["idle_suspend_us"] = json!(idle.latency_ns as f64 / 1e3);
     super::interrupted()?;
 
     // 2. A running command, held suspended.
-    let long = lp.submit_delay(ns(LONG)).map_err(|e| format!("running: submit: {e}"))?;
+    let long = lp.submit_delay(ns(LONG)).context("running: submit")?;
     std::thread::sleep(SUSPEND_AT);
     let in_flight = lp.stats().map_or(0, |s| s.in_flight);
-    let held = lp.suspend().map_err(|e| format!("running: suspend: {e}"))?;
+    let held = lp.suspend().context("running: suspend")?;
     std::thread::sleep(HOLD);
-    lp.resume().map_err(|e| format!("running: resume: {e}"))?;
-    lp.wait_idle_for(DRAIN).map_err(|e| format!("running: draining: {e}"))?;
-    let v = lp.verify().map_err(|e| format!("running: check: {e}"))?;
+    lp.resume().context("running: resume")?;
+    lp.wait_idle_for(DRAIN).context("running: draining")?;
+    let v = lp.verify().context("running: check")?;
     facts["running_suspend_us"] = json!(held.latency_ns as f64 / 1e3);
     facts["in_flight_at_suspend"] = json!(in_flight);
     if in_flight == 0 {
-        return Err(format!(
+        return Err(failed!(
             "running: the {LONG:?} command was not in flight {SUSPEND_AT:?} after its submit: nothing ran to suspend"
         ));
     }
     if !v.check.ok() {
-        return Err(format!(
+        return Err(failed!(
             "running: the held command did not run exactly once: {:?}",
             v.check
         ));
@@ -135,11 +136,11 @@ fn steps(
             .find(|r| r.id == long)
             .and_then(|r| r.worker)
             .map(|w| w.end_ns.saturating_sub(w.start_ns))
-            .ok_or("running: no worker record of the long command")?;
+            .ok_or_else(|| Error::msg("running: no worker record of the long command"))?;
         facts["held_command_ms"] = json!(span as f64 / 1e6);
         let want = ns(LONG) + ns(HOLD) * 8 / 10;
         if span < want {
-            return Err(format!(
+            return Err(failed!(
                 "running: the command lasted {:.1} ms for {LONG:?} of work held {HOLD:?}: it did not stand still \
                  while suspended",
                 span as f64 / 1e6
@@ -150,17 +151,17 @@ fn steps(
 
     // 3. A burst through repeated cycles.
     let cycles = burst(&lp, t_ms)?;
-    let v = lp.verify().map_err(|e| format!("burst: check: {e}"))?;
+    let v = lp.verify().context("burst: check")?;
     facts["burst"] = json!({"commands": BURST, "cycles": cycles, "exactly_once": v.check.exactly_once, "submitted": v.check.submitted});
     if !v.check.ok() {
-        return Err(format!(
+        return Err(failed!(
             "burst: {} of {} commands ran exactly once: {}",
             v.check.exactly_once,
             v.check.submitted,
             v.check.problems.join("; ")
         ));
     }
-    s.close().map_err(|e| format!("closing the session: {e}"))?;
+    s.close().context("closing the session")?;
     Ok(format!(
         "{}: idle suspend {:.1} us; a running {LONG:?} command suspended in {:.1} us and held {HOLD:?}; {BURST} \
          commands through {cycles} cycles; all {} commands exactly once",
@@ -172,10 +173,10 @@ fn steps(
 }
 
 /// [`BURST`] commands of `t_ms`, suspended and resumed [`CYCLES`] times while they run.
-fn burst(lp: &LpStream, t_ms: f64) -> Result<u32, String> {
+fn burst(lp: &LpStream, t_ms: f64) -> Result<u32, Error> {
     let t = Duration::from_secs_f64(t_ms / 1e3);
     for _ in 0..BURST {
-        lp.submit_delay(ns(t)).map_err(|e| format!("burst: submit: {e}"))?;
+        lp.submit_delay(ns(t)).context("burst: submit")?;
     }
     let mut done = 0;
     for _ in 0..CYCLES {
@@ -183,11 +184,11 @@ fn burst(lp: &LpStream, t_ms: f64) -> Result<u32, String> {
             break;
         }
         std::thread::sleep(t);
-        lp.suspend().map_err(|e| format!("burst: suspend {done}: {e}"))?;
+        lp.suspend().with_context(|| format!("burst: suspend {done}"))?;
         std::thread::sleep(t / 2);
-        lp.resume().map_err(|e| format!("burst: resume {done}: {e}"))?;
+        lp.resume().with_context(|| format!("burst: resume {done}"))?;
         done += 1;
     }
-    lp.wait_idle_for(DRAIN).map_err(|e| format!("burst: draining: {e}"))?;
+    lp.wait_idle_for(DRAIN).context("burst: draining")?;
     Ok(done)
 }

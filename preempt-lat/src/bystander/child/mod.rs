@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::analysis::Span;
 use super::protocol::Line;
+use crate::error::{Error, failed};
 
 /// Lines of the worker's stderr kept for an error message.
 const STDERR_TAIL: usize = 8;
@@ -20,7 +21,7 @@ const STDERR_TAIL: usize = 8;
 pub struct Worker {
     child: Child,
     stdin: Option<ChildStdin>,
-    lines: Receiver<Result<Line, String>>,
+    lines: Receiver<Result<Line, Error>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
 
@@ -44,7 +45,8 @@ pub struct Record {
 }
 
 impl Worker {
-    /// Starts `program args...`.
+    /// Starts `program args...`. The error is a line of text: the GPU measurement that starts
+    /// workers pairs it with whether the check was skipped.
     pub fn spawn(program: &Path, args: &[String]) -> Result<Worker, String> {
         let mut child = Command::new(program)
             .args(args)
@@ -81,15 +83,15 @@ impl Worker {
     }
 
     /// Waits up to `timeout` for the `ready` line.
-    pub fn wait_ready(&mut self, timeout: Duration) -> Result<Ready, String> {
+    pub fn wait_ready(&mut self, timeout: Duration) -> Result<Ready, Error> {
         match self.lines.recv_timeout(timeout) {
             Ok(Ok(Line::Ready { device, kernel_ns, pid })) => Ok(Ready { device, kernel_ns, pid }),
-            Ok(Ok(other)) => Err(format!("the bystander's first line was not `ready`: {other:?}")),
+            Ok(Ok(other)) => Err(failed!("the bystander's first line was not `ready`: {other:?}")),
             Ok(Err(e)) => Err(e),
-            Err(RecvTimeoutError::Timeout) => Err(format!("the bystander was not ready within {timeout:?}")),
+            Err(RecvTimeoutError::Timeout) => Err(failed!("the bystander was not ready within {timeout:?}")),
             Err(RecvTimeoutError::Disconnected) => {
                 let status = self.wait_for(Duration::from_secs(5));
-                Err(format!(
+                Err(failed!(
                     "the bystander process ended before it was ready ({}){}",
                     describe(status),
                     self.stderr_tail()
@@ -134,7 +136,7 @@ impl Worker {
                 }),
                 Ok(Line::Done { stopped_ns, .. }) => rec.stopped_ns = Some(stopped_ns),
                 Ok(Line::Ready { .. }) => rec.problems.push("a second `ready` line".into()),
-                Err(e) => rec.problems.push(e),
+                Err(e) => rec.problems.push(e.to_string()),
             }
         }
         if rec.stopped_ns.is_none() {

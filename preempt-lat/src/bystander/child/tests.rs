@@ -49,7 +49,7 @@ fn a_worker_that_stops_on_stdin_eof_gives_its_kernels_and_done() {
 #[test]
 fn a_worker_that_refuses_says_why_before_ready() {
     let mut w = sh("echo 'hip:0 cannot run here: no GPU' >&2; exit 1");
-    let e = w.wait_ready(Duration::from_secs(10)).unwrap_err();
+    let e = w.wait_ready(Duration::from_secs(10)).unwrap_err().to_string();
     assert!(e.contains("ended before it was ready"), "{e}");
     assert!(e.contains("exit status: 1"), "{e}");
     // Its stderr reader may lag its exit by a moment; the message is in the tail by now.
@@ -60,7 +60,7 @@ fn a_worker_that_refuses_says_why_before_ready() {
 #[test]
 fn a_worker_that_never_gets_ready_is_killed_on_drop() {
     let mut w = sh("exec sleep 30");
-    let e = w.wait_ready(Duration::from_millis(100)).unwrap_err();
+    let e = w.wait_ready(Duration::from_millis(100)).unwrap_err().to_string();
     assert!(e.contains("not ready within"), "{e}");
     let pid = w.pid();
     drop(w);
