@@ -48,6 +48,9 @@ pub use check::{Check, DeviceRecord, LpCompletion, Verified, WorkerSpan};
 pub use error::{Error, ErrorKind, Result};
 pub use helper::timed::{IDLE_POLL, PolicyStatus};
 pub use hp::HpStream;
+/// The highest-priority-first rule the helper runs, for a program that drives it itself and
+/// carries its actions out (`preempt-lat priority` times each of them for its trace).
+pub use hpf;
 pub use hpf::Priority;
 pub use limits::{CLOSE_WAIT, MAX_DELAY_NS, MAX_POLICY_SPAN};
 pub use mech::{Lv3Request, Lv3Setup, MechanismInfo, probe};

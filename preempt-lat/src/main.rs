@@ -194,7 +194,7 @@ fn run(o: &options::RunOptions, select: impl FnOnce() -> Result<device::Device, 
 
 /// Asks the HIP runtime (loaded at run time) what doctor reports about it.
 fn hip_facts() -> Fact<HipInfo> {
-    let info = hip_rt::Hip::load().and_then(|h| {
+    let info = gpu_device::hip_rt::Hip::load().and_then(|h| {
         Ok(HipInfo {
             library: h.library_path().to_string(),
             origin: h.library_origin().to_string(),

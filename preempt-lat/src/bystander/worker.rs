@@ -13,8 +13,8 @@ use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use gpu_device::hip_rt::{Device, DeviceBuffer, Hip, Mem, Stream};
 use gpu_device::{DelayKernel, LpState, calib, kernel};
-use hip_rt::{Device, DeviceBuffer, Hip, Mem, Stream};
 use lv1::clock::now_ns;
 
 use super::protocol::Line;

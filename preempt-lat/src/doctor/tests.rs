@@ -15,7 +15,7 @@ fn fixture(name: &str) -> SysRoot {
 fn hip(devices: Fact<u32>) -> Fact<HipInfo> {
     Fact::Ok(HipInfo {
         library: "libamdhip64.so.6".into(),
-        origin: hip_rt::Origin::Opened {
+        origin: gpu_device::hip_rt::Origin::Opened {
             candidate: "libamdhip64.so.6".into(),
         }
         .to_string(),
@@ -171,7 +171,7 @@ fn doctor_says_which_absent_answer_the_kernel_gave() {
 #[test]
 fn doctor_says_which_hip_library_and_why() {
     let mut r = report(&fixture("empty"), hip(no_device()));
-    let joined = hip_rt::Origin::InProcess {
+    let joined = gpu_device::hip_rt::Origin::InProcess {
         probe: "libamdhip64.so.6".into(),
     };
     if let Fact::Ok(h) = &mut r.facts.hip {

@@ -70,13 +70,20 @@ pub enum PolicyKind {
 }
 
 impl PolicyKind {
-    pub fn name(self) -> &'static str {
+    /// The policy in the API's one table of policy words (its clap word is that table's word: a
+    /// test checks it).
+    pub fn policy(self) -> preempt_api::Policy {
         match self {
-            PolicyKind::Hpf => hpf::NAME,
-            PolicyKind::Up => policies::up::NAME,
-            PolicyKind::Kedf => policies::kedf::NAME,
-            PolicyKind::Laxity => policies::laxity::NAME,
+            PolicyKind::Hpf => preempt_api::Policy::HighestFirst,
+            PolicyKind::Up => preempt_api::Policy::Partition,
+            PolicyKind::Kedf => preempt_api::Policy::KEdf,
+            PolicyKind::Laxity => preempt_api::Policy::Laxity,
         }
+    }
+
+    /// The name outputs write.
+    pub fn name(self) -> &'static str {
+        self.policy().name()
     }
 }
 

@@ -49,7 +49,7 @@ pub struct PriorityParams {
 /// What one mode measured, before it is summarized.
 #[derive(Debug, Clone)]
 pub struct Measured {
-    /// The policy's name (`none` or [`hpf::NAME`]).
+    /// The policy's name (`none` or `highest-priority-first`, [`preempt_api::Policy::HighestFirst`]).
     pub policy: &'static str,
     /// How the LP queue was suspended (`-` where it never is).
     pub mechanism: String,

@@ -16,8 +16,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use hpf::{Action, Policy, Priority};
 use lv1::clock::now_ns;
+use preempt_api::Priority;
+use preempt_api::hpf::{Action, Policy};
 use preempt_api::{HpStream, Level, LpStream, Session};
 use serde_json::json;
 
@@ -182,7 +183,11 @@ pub fn run_mode(
         };
         let (window_ns, lp_completed, hp_latency, interrupted) = result?;
         let measured = Measured {
-            policy: if sched.policy.is_some() { hpf::NAME } else { "none" },
+            policy: if sched.policy.is_some() {
+                preempt_api::Policy::HighestFirst.name()
+            } else {
+                "none"
+            },
             mechanism: match mode {
                 Mode::Lv3 => mechanism_label(session),
                 // The one device with Lv2 (a GPU never gets here: the session refuses the level).

@@ -143,7 +143,7 @@ fn schedule(device: &str, got: [f64; 2], failed: &[&str]) -> Value {
             "share_error_points": got - asked})
     };
     serde_json::json!({
-        "params": {"policy": policies::up::NAME},
+        "params": {"policy": preempt_api::Policy::Partition.name()},
         "env": {"device": device},
         "mechanism": "dbg-trap",
         "combined_work_per_s": 0.9,

@@ -243,7 +243,7 @@ pub fn gather(
         amdgpu_module: module(root),
         rocm: rocm(root, variables.get("ROCM_PATH").map(String::as_str)),
         hip_version: hip.ok().map(|h| {
-            let (a, b, c) = hip_rt::decode_version(h.runtime_version);
+            let (a, b, c) = gpu_device::hip_rt::decode_version(h.runtime_version);
             format!("{a}.{b}.{c}")
         }),
         device_nodes: device_nodes(root),

@@ -119,3 +119,13 @@ fn grace_parses_numbers_and_default() {
     assert!("256".parse::<GracePeriod>().unwrap_err().to_string().contains("0-255"));
     assert_eq!(GracePeriod::Clocks1k(7).to_string(), "7");
 }
+
+#[test]
+fn policy_words_are_the_apis_table() {
+    use clap::ValueEnum;
+    for k in PolicyKind::value_variants() {
+        let word = k.to_possible_value().map(|v| v.get_name().to_string());
+        assert_eq!(word.as_deref(), Some(k.policy().word()), "{k:?}");
+    }
+    assert_eq!(PolicyKind::value_variants().len(), preempt_api::Policy::ALL.len());
+}
