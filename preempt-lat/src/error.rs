@@ -6,7 +6,10 @@
 //! Call sites add what they were doing with [`Context`]:
 //! `std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))?`.
 use crate::plot::DrawError;
+use gpu_device::hip_rt::HipError;
+use preempt_api::host::HostError;
 use std::io;
+use std::time::Duration;
 
 /// Bad input (a flag combination, a value out of range), found before anything started: one
 /// line, exit status 2.
@@ -66,13 +69,38 @@ pub enum Error {
     Hip {
         what: String,
         #[source]
-        source: hip_rt::HipError,
+        source: HipError,
     },
     #[error("{what}: {source}")]
     Gpu {
         what: String,
         #[source]
         source: gpu_device::Error,
+    },
+    /// A call of the GPU device layer, its error as it is: its message names what failed.
+    #[error(transparent)]
+    Device(#[from] gpu_device::Error),
+    /// The host device (its worker processes).
+    #[error("{what}: {source}")]
+    Host {
+        what: String,
+        #[source]
+        source: HostError,
+    },
+    /// The Lv1 launcher's configuration refused, its error as it is (it names the setting).
+    #[error(transparent)]
+    Lv1Config(#[from] lv1::ConfigError),
+    /// The Lv1 launcher could not wait until idle, its error as it is (it says why).
+    #[error(transparent)]
+    Lv1Idle(#[from] lv1::WaitIdleError),
+    /// The LP queue did not drain at the end of a run: the launcher's wait, how long it was
+    /// given, and where to look on this device (empty, or `; ...`).
+    #[error("draining the LP queue: {source} after {after:?}: the LP queue may have been left suspended{hint}")]
+    Drain {
+        #[source]
+        source: lv1::WaitIdleError,
+        after: Duration,
+        hint: String,
     },
     /// A system call made through nix.
     #[error("{what}: {source}")]
@@ -95,6 +123,13 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// A failure, then another one while cleaning up after it (both are reported).
+    #[error("{first}; then {then}")]
+    Then {
+        #[source]
+        first: Box<Error>,
+        then: Box<Error>,
+    },
     /// A condition found wrong that has no underlying error (a child's bad answer, a check).
     #[error("{0}")]
     Failed(String),
@@ -104,6 +139,14 @@ impl Error {
     /// A failure that has no underlying error: the line says it all.
     pub fn msg(line: impl Into<String>) -> Self {
         Error::Failed(line.into())
+    }
+
+    /// `self`, then `later` (a failure while cleaning up after it): one line, both said.
+    pub fn then(self, later: Error) -> Self {
+        Error::Then {
+            first: Box::new(self),
+            then: Box::new(later),
+        }
     }
 }
 
@@ -146,8 +189,9 @@ causes! {
     io::Error => Io,
     serde_json::Error => Json,
     preempt_api::Error => Api,
-    hip_rt::HipError => Hip,
+    HipError => Hip,
     gpu_device::Error => Gpu,
+    HostError => Host,
     nix::errno::Errno => Sys,
 }
 

@@ -225,7 +225,10 @@ fn hpf_over_classes_prints_every_class_tail_and_names_the_policy() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let t = String::from_utf8_lossy(&o.stdout);
-    assert!(t.starts_with(&format!("policy {} on host", preempt_api::Policy::HighestFirst.name())), "{t}");
+    assert!(
+        t.starts_with(&format!("policy {} on host", preempt_api::Policy::HighestFirst.name())),
+        "{t}"
+    );
     assert!(t.contains("host figures, not GPU figures"), "{t}");
     for (name, requests) in [("high", true), ("normal", true), ("low", false)] {
         let rows: Vec<&str> = t.lines().filter(|l| l.starts_with(&format!("| {name} |"))).collect();

@@ -7,7 +7,7 @@ use lv3::MechanismChoice;
 /// cycles with `mechanism` on `hip:device` at T, correctness included. Ok: one summary line.
 /// Err((true, why)): cannot run here (skip). Err((false, why)): ran and failed.
 pub fn functional(device: u32, mechanism: MechanismChoice, t_ms: f64, cycles: u32) -> Result<String, (bool, String)> {
-    usable(device).map_err(|why| (true, why))?;
+    usable(device).map_err(|why| (true, why.to_string()))?;
     if let MechanismChoice::Only(kind) = mechanism
         && let Some(why) = unusable_reason(kind)
     {
@@ -26,7 +26,7 @@ pub fn functional(device: u32, mechanism: MechanismChoice, t_ms: f64, cycles: u3
         gap_t: Params::GAP_T,
         grace: kfd::GracePeriod::SHORTEST,
     };
-    let r = run(&p, device, mechanism, true).map_err(|e| (false, e))?;
+    let r = run(&p, device, mechanism, true).map_err(|e| (false, e.to_string()))?;
     let c = &r.correctness;
     // Stopped by Ctrl-C/SIGTERM: not a pass of the cycles asked for; a skip unless what it
     // checked failed (a check it could not make, its commands abandoned, is not a failure).

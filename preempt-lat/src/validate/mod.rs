@@ -8,6 +8,7 @@
 //! Exit status: 0 when no check failed (skips do not fail), 3 when a check failed, 1 when the
 //! suite itself could not run.
 use crate::doctor::facts::{self, Fact, HipInfo};
+use crate::error::Context;
 use crate::exit::{Outcome, Verdict};
 use crate::options::ValidateOptions;
 use crate::output::Export;
@@ -50,7 +51,7 @@ pub fn run(a: &ValidateOptions, hip: Fact<HipInfo>, w: &mut dyn Write) -> Outcom
         failed,
         skipped,
     };
-    crate::output::export(a.format, &r, w).map_err(|e| format!("writing the report: {e}"))?;
+    crate::output::export(a.format, &r, w).context("writing the report")?;
     Ok(Verdict::from_ok(r.ok))
 }
 
