@@ -87,6 +87,14 @@ pub enum Error {
         #[source]
         source: HostError,
     },
+    /// A queue binding that no longer holds (lv3's check of the KFD queue behind a stream); boxed,
+    /// as it is large and rare.
+    #[error("{what}: {source}")]
+    Binding {
+        what: String,
+        #[source]
+        source: Box<lv3::binding::Stale>,
+    },
     /// The Lv1 launcher's configuration refused, its error as it is (it names the setting).
     #[error(transparent)]
     Lv1Config(#[from] lv1::ConfigError),
@@ -193,6 +201,15 @@ causes! {
     gpu_device::Error => Gpu,
     HostError => Host,
     nix::errno::Errno => Sys,
+}
+
+impl Cause for lv3::binding::Stale {
+    fn under(self, what: String) -> Error {
+        Error::Binding {
+            what,
+            source: Box::new(self),
+        }
+    }
 }
 
 impl Cause for Error {
