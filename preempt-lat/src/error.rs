@@ -158,14 +158,16 @@ impl Error {
     }
 }
 
-/// For the modules that return their errors as a line of text (a `String`): the line, as it is.
+/// For the modules that still return their errors as a line of text (a `String`): the line, as
+/// it is. Still needed by `plot::draw_stack` (its callers: `schedule::rate::plot`, ...).
 impl From<String> for Error {
     fn from(line: String) -> Self {
         Error::Failed(line)
     }
 }
 
-/// The other way for the same modules: `?` on ours where a line of text is returned.
+/// The other way for the same modules: `?` on ours where a line of text is returned. Still
+/// needed by `plot::draw_stack` and `acceptance::fleet`.
 impl From<Error> for String {
     fn from(e: Error) -> Self {
         e.to_string()
@@ -218,13 +220,6 @@ impl Cause for Error {
             what,
             source: Box::new(self),
         }
-    }
-}
-
-/// A line of text from the modules that still return one.
-impl Cause for String {
-    fn under(self, what: String) -> Error {
-        Error::msg(self).under(what)
     }
 }
 

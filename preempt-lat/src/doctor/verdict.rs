@@ -56,7 +56,8 @@ pub fn gpu_path(f: &Facts) -> Result<(), NoGpuPath> {
     }
 }
 
-/// An answer for one row, a line either way: how it runs (`Ok`), or why it cannot (`Err`).
+/// An answer for one row, a line either way: how it runs (`Ok`), or why it cannot (`Err`): a
+/// reason shown in the table, not an error (so it stays text).
 fn avail(device: &'static str, level: u8, mechanism: &'static str, r: Result<String, String>) -> Availability {
     match r {
         Ok(how) => Availability {
@@ -100,8 +101,8 @@ pub fn probe_facts(f: &Facts) -> ProbeFacts {
 /// Every (device, level, mechanism) with its answer, in the order `--mechanism auto` prefers.
 pub fn availability(f: &Facts) -> Vec<Availability> {
     let gpu = gpu_path(f);
-    // On real hardware only (see docs/hardware-validation.md): never verified here.
-    // An answer as `avail` takes it.
+    // On real hardware only (see docs/hardware-validation.md): never verified here. An answer
+    // as `avail` takes it (a reason, not an error).
     let unverified = |r: Result<String, String>| {
         r.map(|how| format!("{how} (GPU path: verified by review and fakes, not yet on hardware)"))
     };
