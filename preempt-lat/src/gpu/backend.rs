@@ -56,7 +56,7 @@ pub(super) struct GpuBackend {
     pub level: Level,
     pub lv3: Option<Lv3>,
     /// The grace period asked for (applies where the mechanism `sets_grace_period`).
-    pub grace: kfd::GracePeriod,
+    pub grace: preempt_api::GracePeriod,
     /// Clock pairs taken before the run; the ones after it are taken at probe index `pairs_post_idx`.
     pub pairs: Vec<ClockPair>,
     pub pairs_post_idx: u32,
@@ -83,9 +83,9 @@ impl Backend for GpuBackend {
     fn monotonic_offset_ns(&self) -> i64 {
         // host_ns counts from a process epoch; CLOCK_MONOTONIC from boot: the midpoint of two
         // monotonic reads around one host_ns read (off by at most half their gap, ~tens of ns).
-        let a = i128::from(lv1::clock::now_ns());
+        let a = i128::from(preempt_api::now_ns());
         let h = i128::from(self.now_ns());
-        let b = i128::from(lv1::clock::now_ns());
+        let b = i128::from(preempt_api::now_ns());
         i64::try_from((a + b) / 2 - h).unwrap_or(0)
     }
     fn lp_queue(&self) -> Arc<HipLpQueue> {

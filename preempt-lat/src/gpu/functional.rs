@@ -1,7 +1,7 @@
 //! `validate`'s hardware check on a GPU: Lv3 cycles with the correctness check, one line out.
 use super::run::{run, unusable_reason, usable};
 use crate::measure::Params;
-use lv3::MechanismChoice;
+use preempt_api::{GracePeriod, MechanismChoice};
 
 /// `validate`'s hardware check (one line per outcome): `cycles` Lv3 preempt/resume
 /// cycles with `mechanism` on `hip:device` at T, correctness included. Ok: one summary line.
@@ -24,7 +24,7 @@ pub fn functional(device: u32, mechanism: MechanismChoice, t_ms: f64, cycles: u3
         seed: 1,
         workers: 1,
         gap_t: Params::GAP_T,
-        grace: kfd::GracePeriod::SHORTEST,
+        grace: GracePeriod::SHORTEST,
     };
     let r = run(&p, device, mechanism, true).map_err(|e| (false, e.to_string()))?;
     let c = &r.correctness;

@@ -420,7 +420,7 @@ mod tests {
             seed: 1,
             workers: 1,
             gap_t: Params::GAP_T,
-            grace: kfd::GracePeriod::SHORTEST,
+            grace: GracePeriod::SHORTEST,
         }
     }
 

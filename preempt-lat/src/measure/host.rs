@@ -6,13 +6,11 @@ use super::samples;
 use super::{Correctness, Params, RunResult};
 use crate::error::{Context, Error, failed};
 use crate::options::Level;
-use lv1::clock::now_ns;
 use lv1::{Config, HwQueue, XQueue};
-use preempt_api::Mechanism;
-use preempt_api::WorkerExe;
 use preempt_api::host::{
     HostCommand, HostDevice, HostError, HostHold, HostQueue, HostSuspension, KernelRecord, WORKER_ENV, WORKER_NAME,
 };
+use preempt_api::{Mechanism, WorkerExe, now_ns};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

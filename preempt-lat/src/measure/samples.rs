@@ -26,7 +26,7 @@ pub fn keep_ahead(p: &Params) -> u64 {
 /// Runs `p.warmup + p.samples` preemptions on `b`. `label` names the run on the progress bar.
 pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result<RunResult, Error> {
     let t_start = std::time::Instant::now();
-    let run_start_ns = lv1::clock::now_ns();
+    let run_start_ns = preempt_api::now_ns();
     let cfg = Config::new(p.threshold as usize, p.batch as usize)?;
     let xq = XQueue::new(b.lp_queue(), cfg).context("starting the launcher")?;
     let completions = xq
@@ -71,7 +71,7 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         }
         // A gap is up to 3 x T (T up to 10 s): a stop cuts it short.
         let gap = rng.range(gap_ns(p.gap_t.0, t_ns), gap_ns(p.gap_t.1, t_ns));
-        if sleep_until_or_stop(lv1::clock::now_ns() + gap) {
+        if sleep_until_or_stop(preempt_api::now_ns() + gap) {
             break;
         }
         let sample = if p.level == Level::Lv1 {
@@ -143,7 +143,7 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         samples,
         wall_time_s: t_start.elapsed().as_secs_f64(),
         timeline: Timeline {
-            run_ns: (run_start_ns, lv1::clock::now_ns()),
+            run_ns: (run_start_ns, preempt_api::now_ns()),
             offset_ns,
             warmup: p.warmup,
             lp,

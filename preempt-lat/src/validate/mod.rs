@@ -12,8 +12,8 @@ use crate::error::Context;
 use crate::exit::{Outcome, Verdict};
 use crate::options::ValidateOptions;
 use crate::output::Export;
-use lv3::MechanismKind;
 use lv3::conformance::{self, Category, Check, Status};
+use preempt_api::{MechanismChoice, MechanismKind};
 use serde::Serialize;
 use std::io::Write;
 
@@ -155,7 +155,7 @@ fn functional_one(a: &ValidateOptions, device: u32, mechanism: MechanismKind) ->
     }
     outcome(
         &name,
-        crate::gpu::functional(device, lv3::MechanismChoice::Only(mechanism), a.t_ms, a.cycles),
+        crate::gpu::functional(device, MechanismChoice::Only(mechanism), a.t_ms, a.cycles),
     )
 }
 
