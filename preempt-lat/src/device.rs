@@ -1,14 +1,13 @@
 //! Which device a measurement runs on: `--device auto|host|hip:N` resolved against what this
 //! machine has (doctor's facts), once, before anything starts.
 use crate::doctor::facts::{self, Fact, HipInfo};
+use crate::error::Error;
 use crate::exit::Failure;
 use crate::measure::{Params, RunResult};
 use crate::options::values::KFD_IS_FOR_APPLICATIONS;
 use crate::options::{DeviceSpec, HOST_HAS_NO_LP_STATE, Level, LpState};
-use kfd::GracePeriod;
-use lv3::MechanismChoice;
 use preempt_api::gpu::{GpuDevice, KernelChoice};
-use preempt_api::{Lv1Suspend, Mechanism, Options, Session, WorkerExe};
+use preempt_api::{GracePeriod, Lv1Suspend, Mechanism, MechanismChoice, Options, Session, WorkerExe};
 use std::sync::Arc;
 
 /// The device a measurement runs on, once chosen.
@@ -22,7 +21,7 @@ pub enum Device {
 
 impl Device {
     /// One measurement on this device (`mechanism` applies to Lv3 on a GPU).
-    pub fn measure(self, p: &Params, mechanism: MechanismChoice, quiet: bool) -> Result<RunResult, String> {
+    pub fn measure(self, p: &Params, mechanism: MechanismChoice, quiet: bool) -> Result<RunResult, Error> {
         match self {
             Device::Host(_) => crate::measure::host::run(p, quiet),
             Device::Hip(i) => crate::gpu::run(p, i, mechanism, quiet),
@@ -31,15 +30,15 @@ impl Device {
 
     /// Where the threshold sweep's runs get their sessions and native runs: the device opened
     /// once, a GPU with the sweep's LP kernel (`lp_state`); its sessions run at Lv1 only.
-    pub fn lv1_source(self, lp_state: Option<LpState>) -> Result<SessionSource, String> {
+    pub fn lv1_source(self, lp_state: Option<LpState>) -> Result<SessionSource, Error> {
         let defaults = Options::default();
         Ok(match self {
             Device::Host(_) => SessionSource::Host(crate::measure::host::worker_exe()?),
             Device::Hip(i) => SessionSource::Gpu {
-                gpu: Arc::new(
-                    GpuDevice::open(i, crate::gpu::run::kernel_choice(lp_state.unwrap_or_default()))
-                        .map_err(|e| e.to_string())?,
-                ),
+                gpu: Arc::new(GpuDevice::open(
+                    i,
+                    crate::gpu::run::kernel_choice(lp_state.unwrap_or_default()),
+                )?),
                 mechanism: defaults.mechanism,
                 grace: defaults.grace,
             },
@@ -57,11 +56,11 @@ impl Device {
 
     /// Where a run that opens several application-API sessions (`priority`: one per mode) gets
     /// them: the device opened once.
-    pub fn session_source(self, mechanism: MechanismChoice, grace: GracePeriod) -> Result<SessionSource, String> {
+    pub fn session_source(self, mechanism: MechanismChoice, grace: GracePeriod) -> Result<SessionSource, Error> {
         Ok(match self {
             Device::Host(_) => SessionSource::Host(crate::measure::host::worker_exe()?),
             Device::Hip(i) => SessionSource::Gpu {
-                gpu: Arc::new(GpuDevice::open(i, KernelChoice::default()).map_err(|e| e.to_string())?),
+                gpu: Arc::new(GpuDevice::open(i, KernelChoice::default())?),
                 mechanism,
                 grace,
             },
@@ -167,7 +166,7 @@ impl SessionSource {
     /// and no session (`overhead`'s native run; the threshold sweep's direct phase), on the host
     /// device with `workers` workers, on a GPU with the device its sessions share. Returns what
     /// this process used meanwhile and whether every command completed exactly once.
-    pub fn native(&self, t_ms: f64, commands: u32, workers: u32) -> Result<(lv1::cost::Usage, bool), String> {
+    pub fn native(&self, t_ms: f64, commands: u32, workers: u32) -> Result<(lv1::cost::Usage, bool), Error> {
         match self {
             SessionSource::Host(exe) => crate::measure::host::native(exe, t_ms, commands, workers),
             SessionSource::Gpu { gpu, .. } => crate::gpu::overhead::native(gpu, t_ms, commands),
@@ -253,7 +252,7 @@ pub fn select(
         DeviceSpec::Kfd => return Err(Failure::Usage(format!("--device kfd: {KFD_IS_FOR_APPLICATIONS}"))),
     };
     let facts = facts::gather(&kfd::sysfs::SysRoot::default(), hip());
-    let why = crate::doctor::verdict::gpu_path(&facts).and_then(|()| crate::gpu::usable(index));
+    let why = crate::gpu::runnable(&facts, index);
     match (why, device) {
         (Ok(()), _) => Ok(Device::Hip(index)),
         (Err(why), DeviceSpec::Auto) => {

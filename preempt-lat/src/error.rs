@@ -6,7 +6,10 @@
 //! Call sites add what they were doing with [`Context`]:
 //! `std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))?`.
 use crate::plot::DrawError;
+use gpu_device::hip_rt::HipError;
+use preempt_api::host::HostError;
 use std::io;
+use std::time::Duration;
 
 /// Bad input (a flag combination, a value out of range), found before anything started: one
 /// line, exit status 2.
@@ -66,13 +69,46 @@ pub enum Error {
     Hip {
         what: String,
         #[source]
-        source: hip_rt::HipError,
+        source: HipError,
     },
     #[error("{what}: {source}")]
     Gpu {
         what: String,
         #[source]
         source: gpu_device::Error,
+    },
+    /// A call of the GPU device layer, its error as it is: its message names what failed.
+    #[error(transparent)]
+    Device(#[from] gpu_device::Error),
+    /// The host device (its worker processes).
+    #[error("{what}: {source}")]
+    Host {
+        what: String,
+        #[source]
+        source: HostError,
+    },
+    /// A queue binding that no longer holds (lv3's check of the KFD queue behind a stream); boxed,
+    /// as it is large and rare.
+    #[error("{what}: {source}")]
+    Binding {
+        what: String,
+        #[source]
+        source: Box<lv3::binding::Stale>,
+    },
+    /// The Lv1 launcher's configuration refused, its error as it is (it names the setting).
+    #[error(transparent)]
+    Lv1Config(#[from] lv1::ConfigError),
+    /// The Lv1 launcher could not wait until idle, its error as it is (it says why).
+    #[error(transparent)]
+    Lv1Idle(#[from] lv1::WaitIdleError),
+    /// The LP queue did not drain at the end of a run: the launcher's wait, how long it was
+    /// given, and where to look on this device (empty, or `; ...`).
+    #[error("draining the LP queue: {source} after {after:?}: the LP queue may have been left suspended{hint}")]
+    Drain {
+        #[source]
+        source: lv1::WaitIdleError,
+        after: Duration,
+        hint: String,
     },
     /// A system call made through nix.
     #[error("{what}: {source}")]
@@ -95,6 +131,13 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// A failure, then another one while cleaning up after it (both are reported).
+    #[error("{first}; then {then}")]
+    Then {
+        #[source]
+        first: Box<Error>,
+        then: Box<Error>,
+    },
     /// A condition found wrong that has no underlying error (a child's bad answer, a check).
     #[error("{0}")]
     Failed(String),
@@ -105,16 +148,26 @@ impl Error {
     pub fn msg(line: impl Into<String>) -> Self {
         Error::Failed(line.into())
     }
+
+    /// `self`, then `later` (a failure while cleaning up after it): one line, both said.
+    pub fn then(self, later: Error) -> Self {
+        Error::Then {
+            first: Box::new(self),
+            then: Box::new(later),
+        }
+    }
 }
 
-/// For the modules that return their errors as a line of text (a `String`): the line, as it is.
+/// For the modules that still return their errors as a line of text (a `String`): the line, as
+/// it is. Still needed by `plot::draw_stack` (its callers: `schedule::rate::plot`, ...).
 impl From<String> for Error {
     fn from(line: String) -> Self {
         Error::Failed(line)
     }
 }
 
-/// The other way for the same modules: `?` on ours where a line of text is returned.
+/// The other way for the same modules: `?` on ours where a line of text is returned. Still
+/// needed by `plot::draw_stack` and `acceptance::fleet`.
 impl From<Error> for String {
     fn from(e: Error) -> Self {
         e.to_string()
@@ -146,9 +199,19 @@ causes! {
     io::Error => Io,
     serde_json::Error => Json,
     preempt_api::Error => Api,
-    hip_rt::HipError => Hip,
+    HipError => Hip,
     gpu_device::Error => Gpu,
+    HostError => Host,
     nix::errno::Errno => Sys,
+}
+
+impl Cause for lv3::binding::Stale {
+    fn under(self, what: String) -> Error {
+        Error::Binding {
+            what,
+            source: Box::new(self),
+        }
+    }
 }
 
 impl Cause for Error {
@@ -157,13 +220,6 @@ impl Cause for Error {
             what,
             source: Box::new(self),
         }
-    }
-}
-
-/// A line of text from the modules that still return one.
-impl Cause for String {
-    fn under(self, what: String) -> Error {
-        Error::msg(self).under(what)
     }
 }
 

@@ -113,7 +113,7 @@ fn verdict_names_the_first_missing_prerequisite() {
     f.kfd_version = Fact::Err {
         error: "open(/dev/kfd): EACCES".into(),
     };
-    assert!(verdict::gpu_path(&f).unwrap_err().contains("does not open"));
+    assert!(verdict::gpu_path(&f).unwrap_err().to_string().contains("does not open"));
 }
 
 #[test]

@@ -15,27 +15,49 @@ pub struct Availability {
     pub reason: String,
 }
 
+/// Why the GPU path (HIP + KFD with a GPU node) is not usable: the first reason found, one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoGpuPath {
+    #[error("no /dev/kfd: no AMD GPU driver (amdgpu with KFD) on this machine")]
+    NoKfd,
+    #[error("/dev/kfd does not open: {0}")]
+    KfdClosed(String),
+    #[error("KFD is loaded but its topology has no GPU node (no AMD GPU present)")]
+    NoGpuNode,
+    /// What loading the HIP runtime said.
+    #[error("HIP runtime unusable: {0}")]
+    NoHip(String),
+    /// HIP counts no device.
+    #[error("HIP sees no device")]
+    NoHipDevice,
+    /// HIP's device count failed with this.
+    #[error("HIP sees no device: {0}")]
+    HipCount(String),
+}
+
 /// Whether the GPU path (HIP + KFD with a GPU node) is usable, or the first reason it is not.
-pub fn gpu_path(f: &Facts) -> Result<(), String> {
+pub fn gpu_path(f: &Facts) -> Result<(), NoGpuPath> {
     if !f.kfd_device_present {
-        return Err("no /dev/kfd: no AMD GPU driver (amdgpu with KFD) on this machine".into());
+        return Err(NoGpuPath::NoKfd);
     }
     if let Some(e) = f.kfd_version.err() {
-        return Err(format!("/dev/kfd does not open: {e}"));
+        return Err(NoGpuPath::KfdClosed(e.to_string()));
     }
     if f.gpu_nodes().is_empty() {
-        return Err("KFD is loaded but its topology has no GPU node (no AMD GPU present)".into());
+        return Err(NoGpuPath::NoGpuNode);
     }
     match f.hip.ok() {
-        None => Err(format!("HIP runtime unusable: {}", f.hip.err().unwrap_or("not loaded"))),
+        None => Err(NoGpuPath::NoHip(f.hip.err().unwrap_or("not loaded").to_string())),
         Some(h) => match &h.devices {
             Fact::Ok(n) if *n > 0 => Ok(()),
-            Fact::Ok(_) => Err("HIP sees no device".into()),
-            Fact::Err { error } => Err(format!("HIP sees no device: {error}")),
+            Fact::Ok(_) => Err(NoGpuPath::NoHipDevice),
+            Fact::Err { error } => Err(NoGpuPath::HipCount(error.clone())),
         },
     }
 }
 
+/// An answer for one row, a line either way: how it runs (`Ok`), or why it cannot (`Err`): a
+/// reason shown in the table, not an error (so it stays text).
 fn avail(device: &'static str, level: u8, mechanism: &'static str, r: Result<String, String>) -> Availability {
     match r {
         Ok(how) => Availability {
@@ -79,17 +101,21 @@ pub fn probe_facts(f: &Facts) -> ProbeFacts {
 /// Every (device, level, mechanism) with its answer, in the order `--mechanism auto` prefers.
 pub fn availability(f: &Facts) -> Vec<Availability> {
     let gpu = gpu_path(f);
-    // On real hardware only (see docs/hardware-validation.md): never verified here.
+    // On real hardware only (see docs/hardware-validation.md): never verified here. An answer
+    // as `avail` takes it (a reason, not an error).
     let unverified = |r: Result<String, String>| {
         r.map(|how| format!("{how} (GPU path: verified by review and fakes, not yet on hardware)"))
     };
     let mut v: Vec<Availability> = mechanism::probe_order(&probe_facts(f))
         .into_iter()
         .map(|verdict| {
-            let r = gpu.clone().and_then(|()| match verdict.why_not {
-                None => Ok(format!("CWSR through {}", verdict.kind.name())),
-                Some(why) => Err(why),
-            });
+            let r = gpu
+                .clone()
+                .map_err(|e| e.to_string())
+                .and_then(|()| match verdict.why_not {
+                    None => Ok(format!("CWSR through {}", verdict.kind.name())),
+                    Some(why) => Err(why),
+                });
             avail("hip", 3, verdict.kind.name(), unverified(r))
         })
         .collect();
@@ -99,7 +125,10 @@ pub fn availability(f: &Facts) -> Vec<Availability> {
         "hip",
         1,
         preempt_api::Mechanism::Launcher.name(),
-        unverified(gpu.map(|()| "HIP stream and events behind the lv1 launcher".to_string())),
+        unverified(
+            gpu.map(|()| "HIP stream and events behind the lv1 launcher".to_string())
+                .map_err(|e| e.to_string()),
+        ),
     ));
     v.push(avail(
         "host",

@@ -16,6 +16,7 @@ use preempt_api::gpu::{GpuDevice, GpuSuspension};
 
 use super::setup::{CLOCK_PAIRS, PROBE_TIMEOUT, clock_pairs, h};
 use crate::env::Environment;
+use crate::error::{Error, failed};
 use crate::measure::backend::{Backend, Finished, HpStart, RawSample, Settled, Suspended};
 use crate::measure::{AchievedT, Correctness, LpKernel};
 use crate::options::Level;
@@ -55,7 +56,7 @@ pub(super) struct GpuBackend {
     pub level: Level,
     pub lv3: Option<Lv3>,
     /// The grace period asked for (applies where the mechanism `sets_grace_period`).
-    pub grace: kfd::GracePeriod,
+    pub grace: preempt_api::GracePeriod,
     /// Clock pairs taken before the run; the ones after it are taken at probe index `pairs_post_idx`.
     pub pairs: Vec<ClockPair>,
     pub pairs_post_idx: u32,
@@ -65,8 +66,8 @@ pub(super) struct GpuBackend {
 
 /// The API's GPU guard as the loop's [`Suspended`].
 impl Suspended for GpuSuspension {
-    fn resume(self: Box<Self>) -> Result<(), String> {
-        GpuSuspension::resume(*self).map_err(|e| e.to_string())
+    fn resume(self: Box<Self>) -> Result<(), Error> {
+        Ok(GpuSuspension::resume(*self)?)
     }
     fn preempt_call_ns(&self) -> Option<u64> {
         Some(u64::try_from(self.report().preempt_call.as_nanos()).unwrap_or(u64::MAX))
@@ -82,9 +83,9 @@ impl Backend for GpuBackend {
     fn monotonic_offset_ns(&self) -> i64 {
         // host_ns counts from a process epoch; CLOCK_MONOTONIC from boot: the midpoint of two
         // monotonic reads around one host_ns read (off by at most half their gap, ~tens of ns).
-        let a = i128::from(lv1::clock::now_ns());
+        let a = i128::from(preempt_api::now_ns());
         let h = i128::from(self.now_ns());
-        let b = i128::from(lv1::clock::now_ns());
+        let b = i128::from(preempt_api::now_ns());
         i64::try_from((a + b) / 2 - h).unwrap_or(0)
     }
     fn lp_queue(&self) -> Arc<HipLpQueue> {
@@ -99,36 +100,34 @@ impl Backend for GpuBackend {
     fn budget(&self) -> Option<u64> {
         Some(self.budget)
     }
-    fn wait_first_start(&self, launched: &dyn Fn() -> u64) -> Result<(), String> {
+    fn wait_first_start(&self, launched: &dyn Fn() -> u64) -> Result<(), Error> {
         let t0 = Instant::now();
         while launched() == 0 {
             if t0.elapsed() > Duration::from_secs(30) {
-                return Err("the launcher launched no LP command within 30 s".into());
+                return Err(failed!("the launcher launched no LP command within 30 s"));
             }
             std::thread::sleep(Duration::from_micros(100));
         }
         Ok(())
     }
-    fn suspend(&self) -> Result<Box<dyn Suspended + '_>, String> {
+    fn suspend(&self) -> Result<Box<dyn Suspended + '_>, Error> {
         let lv3 = self
             .lv3
             .as_ref()
-            .ok_or("Lv3 suspend without a mechanism (an Lv1 run)")?;
-        Ok(Box::new(
-            GpuSuspension::suspend(&lv3.preemptor, &lv3.binding).map_err(|e| e.to_string())?,
-        ))
+            .ok_or_else(|| failed!("Lv3 suspend without a mechanism (an Lv1 run)"))?;
+        Ok(Box::new(GpuSuspension::suspend(&lv3.preemptor, &lv3.binding)?))
     }
-    fn hp_launch(&self, index: u32) -> Result<(), String> {
+    fn hp_launch(&self, index: u32) -> Result<(), Error> {
         self.probe.launch(index).map_err(h("HP probe"))
     }
-    fn hp_wait(&self, _index: u32) -> Result<HpStart, String> {
+    fn hp_wait(&self, _index: u32) -> Result<HpStart, Error> {
         if !self.probe.wait(PROBE_TIMEOUT).map_err(h("HP probe"))? {
             let while_ = if self.level == Level::Lv3 {
                 " with the LP queue suspended"
             } else {
                 ""
             };
-            return Err(format!("the HP probe did not finish within {PROBE_TIMEOUT:?}{while_}"));
+            return Err(failed!("the HP probe did not finish within {PROBE_TIMEOUT:?}{while_}"));
         }
         Ok(HpStart::Later)
     }
@@ -139,20 +138,20 @@ impl Backend for GpuBackend {
         )
     }
     // `abandon` is the default: a running kernel cannot be stopped (docs/c-api.md#close).
-    fn finish(&mut self, raw: &[RawSample], settled: Settled, completions: &[(u64, bool)]) -> Result<Finished, String> {
+    fn finish(&mut self, raw: &[RawSample], settled: Settled, completions: &[(u64, bool)]) -> Result<Finished, Error> {
         let mech = self.mechanism_name();
         self.teardown();
         // The clock map over the whole run, then the HP start of every sample.
         let post = clock_pairs(&self.probe, self.pairs_post_idx, CLOCK_PAIRS)?;
         self.pairs.extend(post);
-        let map = ClockMap::fit(&self.pairs, self.gpu.device().info.wall_clock_khz).map_err(|e| e.to_string())?;
+        let map = ClockMap::fit(&self.pairs, self.gpu.device().info.wall_clock_khz)?;
         let mut negative = 0usize;
         let mut hp_start_ns = Vec::with_capacity(raw.len());
         for r in raw {
             let tick = self
                 .probe
                 .stamp(r.index)
-                .ok_or_else(|| format!("HP probe {} completed without its start stamp", r.index))?;
+                .ok_or_else(|| failed!("HP probe {} completed without its start stamp", r.index))?;
             hp_start_ns.push(verify::hp_start_ns(&map, tick, r.t_req).unwrap_or_else(|_| {
                 negative += 1;
                 0

@@ -30,6 +30,7 @@ use super::setup::h;
 use crate::bystander::analysis::{self, Span, Timeline};
 use crate::bystander::child::Worker;
 use crate::bystander::{Measured, Plan};
+use crate::error::{Context, Error, failed};
 use crate::stats::nearest_rank;
 
 /// How long the bystander may take to get ready (HIP start, hiprtc, calibration).
@@ -52,10 +53,10 @@ pub fn bystander(device: u32, kind: MechanismKind, plan: &Plan, program: &Path) 
     let mut worker = Worker::spawn(program, &plan.worker_args(&format!("hip:{device}"))).map_err(|e| (false, e))?;
     // `worker` is stopped on the way through, and dropped (killed if still running) on every
     // early return.
-    measure(device, kind, plan, &mut worker).map_err(|e| (false, e))
+    measure(device, kind, plan, &mut worker).map_err(|e| (false, e.to_string()))
 }
 
-fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -> Result<Measured, String> {
+fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -> Result<Measured, Error> {
     // One light block (16 waves) per CU: room beside it for the bystander's 4 waves.
     let choice = KernelChoice {
         state: LpState::Light,
@@ -66,9 +67,11 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
         kernel: choice,
         t_ms: Some(plan.lp_t_ms),
         hp_stream: false,
-    })
-    .map_err(|e| e.to_string())?;
-    let cal = prepared.t.ok_or("the GPU was prepared without T")?.calibration;
+    })?;
+    let cal = prepared
+        .t
+        .ok_or_else(|| failed!("the GPU was prepared without T"))?
+        .calibration;
     let n_lp = plan.lp_commands();
 
     // The bystander ready (its set-up is no part of any window), then the mechanism (dbg-trap
@@ -76,22 +79,22 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
     // busy from its first use on.
     let ready = worker.wait_ready(READY_TIMEOUT)?;
     if ready.pid != worker.pid() {
-        return Err(format!(
+        return Err(failed!(
             "the bystander says it is pid {}, but pid {} was started",
             ready.pid,
             worker.pid()
         ));
     }
-    let PreparedLp { lv3, queue: lp } = prepared
-        .lp(LpRequest {
-            lv3: Some(Lv3Request::required(MechanismChoice::Only(kind), GracePeriod::SHORTEST)),
-            slots: n_lp as usize,
-        })
-        .map_err(|e| e.to_string())?;
+    let PreparedLp { lv3, queue: lp } = prepared.lp(LpRequest {
+        lv3: Some(Lv3Request::required(MechanismChoice::Only(kind), GracePeriod::SHORTEST)),
+        slots: n_lp as usize,
+    })?;
     let pre = lv3
         .and_then(|s| s.preemptor)
-        .ok_or("no Lv3 mechanism was built for the bystander check")?;
-    let binding = lp.binding.ok_or("the LP queue was set up without its KFD queue")?;
+        .ok_or_else(|| failed!("no Lv3 mechanism was built for the bystander check"))?;
+    let binding = lp
+        .binding
+        .ok_or_else(|| failed!("the LP queue was set up without its KFD queue"))?;
 
     // Our LP chain: enqueued at once, it outlasts both windows (Plan::lp_commands).
     let ticks = cal.ticks_for(plan.lp_t_ms);
@@ -113,7 +116,7 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
     drop(pre);
     let (baseline, measured, preemptions, mut suspend_ns, mut resume_ns) = windows?;
     if !lp_done.wait_timeout(DRAIN_TIMEOUT).map_err(h("LP event"))? {
-        return Err(format!(
+        return Err(failed!(
             "our LP commands did not finish within {DRAIN_TIMEOUT:?} after the last resume: check dmesg and \
              /sys/class/kfd/kfd/proc/{}/queues",
             std::process::id()
@@ -128,10 +131,10 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
         .map(|(i, s)| (i, s.status(i, lp.queue.nblocks())))
         .find(|(_, s)| *s != SlotStatus::Complete)
     {
-        return Err(format!("our LP command {i} did not complete exactly once: {s:?}"));
+        return Err(failed!("our LP command {i} did not complete exactly once: {s:?}"));
     }
     if !rec.problems.is_empty() {
-        return Err(format!("the bystander's output: {}", rec.problems.join("; ")));
+        return Err(failed!("the bystander's output: {}", rec.problems.join("; ")));
     }
     let cost = analysis::analyze(&Timeline {
         kernels: &rec.kernels,
@@ -140,7 +143,7 @@ fn measure(device: u32, kind: MechanismKind, plan: &Plan, worker: &mut Worker) -
         preemptions: &preemptions,
         bystander_stopped_ns: rec.stopped_ns,
     })
-    .map_err(|p| format!("{p} ({})", rec.ended))?;
+    .map_err(|p| failed!("{p} ({})", rec.ended))?;
     suspend_ns.sort_unstable();
     resume_ns.sort_unstable();
     Ok(Measured {
@@ -168,7 +171,7 @@ type Windows = (Span, Span, Vec<Span>, Vec<u64>, Vec<u64>);
 
 /// The baseline window, then the measured window with a preemption at each of the plan's
 /// offsets. A suspension is resumed before the next step, or by its guard on an early return.
-fn run_windows(plan: &Plan, pre: &Preemptor, binding: &QueueBinding, worker: &mut Worker) -> Result<Windows, String> {
+fn run_windows(plan: &Plan, pre: &Preemptor, binding: &QueueBinding, worker: &mut Worker) -> Result<Windows, Error> {
     let kind = pre.kind();
     let baseline_from = now_ns();
     std::thread::sleep(Duration::from_nanos(plan.baseline_ns));
@@ -177,7 +180,7 @@ fn run_windows(plan: &Plan, pre: &Preemptor, binding: &QueueBinding, worker: &mu
         to_ns: now_ns(),
     };
     if !worker.running() {
-        return Err(format!(
+        return Err(failed!(
             "the bystander process ended during the baseline window{}",
             worker.stderr_tail()
         ));
@@ -187,14 +190,14 @@ fn run_windows(plan: &Plan, pre: &Preemptor, binding: &QueueBinding, worker: &mu
     for off in plan.preemption_offsets() {
         sleep_until(from + off);
         if crate::measure::control::stop_requested() {
-            return Err("interrupted".into());
+            return Err(failed!("interrupted"));
         }
         let t0 = now_ns();
-        let held = GpuSuspension::suspend(pre, binding).map_err(|e| format!("{kind} suspend: {e}"))?;
+        let held = GpuSuspension::suspend(pre, binding).with_context(|| format!("{kind} suspend"))?;
         let t1 = now_ns();
         std::thread::sleep(Duration::from_nanos(plan.hold_ns));
         let t2 = now_ns();
-        held.resume().map_err(|e| format!("{kind} resume: {e}"))?;
+        held.resume().with_context(|| format!("{kind} resume"))?;
         let t3 = now_ns();
         preemptions.push(Span { from_ns: t0, to_ns: t3 });
         suspend_ns.push(t1 - t0);

@@ -1,13 +1,13 @@
 //! `validate`'s hardware check on a GPU: Lv3 cycles with the correctness check, one line out.
 use super::run::{run, unusable_reason, usable};
 use crate::measure::Params;
-use lv3::MechanismChoice;
+use preempt_api::{GracePeriod, MechanismChoice};
 
 /// `validate`'s hardware check (one line per outcome): `cycles` Lv3 preempt/resume
 /// cycles with `mechanism` on `hip:device` at T, correctness included. Ok: one summary line.
 /// Err((true, why)): cannot run here (skip). Err((false, why)): ran and failed.
 pub fn functional(device: u32, mechanism: MechanismChoice, t_ms: f64, cycles: u32) -> Result<String, (bool, String)> {
-    usable(device).map_err(|why| (true, why))?;
+    usable(device).map_err(|why| (true, why.to_string()))?;
     if let MechanismChoice::Only(kind) = mechanism
         && let Some(why) = unusable_reason(kind)
     {
@@ -24,9 +24,9 @@ pub fn functional(device: u32, mechanism: MechanismChoice, t_ms: f64, cycles: u3
         seed: 1,
         workers: 1,
         gap_t: Params::GAP_T,
-        grace: kfd::GracePeriod::SHORTEST,
+        grace: GracePeriod::SHORTEST,
     };
-    let r = run(&p, device, mechanism, true).map_err(|e| (false, e))?;
+    let r = run(&p, device, mechanism, true).map_err(|e| (false, e.to_string()))?;
     let c = &r.correctness;
     // Stopped by Ctrl-C/SIGTERM: not a pass of the cycles asked for; a skip unless what it
     // checked failed (a check it could not make, its commands abandoned, is not a failure).

@@ -5,7 +5,7 @@
 //! ([`mod@functional`]) and bystander check ([`mod@bystander`]), and the direct launches of
 //! `overhead`'s native run ([`overhead`]).
 //!
-//! Entry points for `main.rs`: [`usable`] (can `hip:N` run here? the reason if not),
+//! Entry points for `main.rs`: [`runnable`] (can `hip:N` run here? the reason if not),
 //! [`run()`] (one measurement, the same `RunResult` as the host device) and [`functional()`]
 //! (`validate`'s hardware check), [`bystander()`] (`validate`'s bystander check), [`run::kernel_choice`]
 //! (the LP kernel of a run, for a device opened once).
@@ -21,7 +21,7 @@ pub mod setup;
 
 pub use bystander::bystander;
 pub use functional::functional;
-pub use run::{run, usable};
+pub use run::{run, runnable};
 
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,7 @@ use gpu_device::{HipLpQueue, SlotStatus, kernel};
 use preempt_api::gpu::GpuDevice;
 
 use super::setup::h;
+use crate::error::{Context, Error};
 
 /// The first of `n` slots that did not complete (`what` names the phase), as an error line.
 fn incomplete(what: &str, slots: &[gpu_device::DelaySlot], nblocks: u32) -> Option<String> {
@@ -27,10 +28,10 @@ pub fn direct_run(
     lpq: &HipLpQueue,
     n: u32,
     ticks: u64,
-) -> Result<(Usage, Option<String>), String> {
+) -> Result<(Usage, Option<String>), Error> {
     let n32 = n.max(1);
     let slots = kernel::slot_buffer(gpu.device(), lpq.stream(), n32 as usize).map_err(h("slot buffer"))?;
-    let usage = || Usage::now().map_err(|e| format!("getrusage: {e}"));
+    let usage = || Usage::now().context("getrusage");
     let before = usage()?;
     for id in 0..n32 {
         k.launch(lpq.stream(), gpu_device::hip_rt::Mem::Device(&slots), id, ticks)
@@ -46,14 +47,12 @@ pub fn direct_run(
 /// `commands` delay commands of T on a stream with a queue of its own, with the device's
 /// calibration (`GpuDevice::ticks_for`, as a session's `submit_delay`). Returns what this process
 /// used and whether every command completed.
-pub fn native(gpu: &GpuDevice, t_ms: f64, commands: u32) -> Result<(Usage, bool), String> {
-    let k = gpu
-        .kernel()
-        .map_err(|e| format!("hip: preparing the delay kernel: {e}"))?;
+pub fn native(gpu: &GpuDevice, t_ms: f64, commands: u32) -> Result<(Usage, bool), Error> {
+    let k = gpu.kernel().context("hip: preparing the delay kernel")?;
     let ticks = gpu
         .ticks_for(crate::num::round_u64(t_ms * 1e6))
-        .map_err(|e| format!("hip: calibrating T: {e}"))?;
-    let lpq = gpu.lp_queue(None, 1).map_err(|e| e.to_string())?.queue;
+        .context("hip: calibrating T")?;
+    let lpq = gpu.lp_queue(None, 1)?.queue;
     let (used, problem) = direct_run(gpu, &k, &lpq, commands, ticks)?;
     Ok((used, problem.is_none()))
 }

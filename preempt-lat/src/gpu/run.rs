@@ -33,6 +33,7 @@ use gpu_device::{ClockMap, DelayCmd, DelayKernel, HpProbe, kernel};
 
 use super::backend::{GpuBackend, Lv3, Report};
 use super::setup::*;
+use crate::error::{Error, failed};
 use crate::measure::samples::{self, keep_ahead};
 use crate::measure::{LpKernel, Params, RunResult};
 use crate::options::Level;
@@ -45,8 +46,26 @@ fn note(quiet: bool, msg: &str) {
 
 /// Whether `hip:device_index` can run a measurement here; the reason if not (for main.rs, before
 /// it starts anything). Does not compile the kernel or touch KFD queues.
-pub fn usable(device_index: u32) -> Result<(), String> {
-    gpu_device::usable(device_index).map_err(|e| e.to_string())
+pub fn usable(device_index: u32) -> Result<(), gpu_device::Error> {
+    gpu_device::usable(device_index)
+}
+
+/// Why `hip:N` cannot run a measurement here.
+#[derive(Debug, thiserror::Error)]
+pub enum Unusable {
+    /// Doctor's facts: no GPU path (no KFD, no GPU node, no HIP device).
+    #[error(transparent)]
+    Path(#[from] crate::doctor::verdict::NoGpuPath),
+    /// The device itself (it does not exist, its target is unknown to this HIP, ...).
+    #[error(transparent)]
+    Device(#[from] gpu_device::Error),
+}
+
+/// Whether `hip:device_index` can run a measurement here, doctor's `facts` first (the first
+/// reason if not).
+pub fn runnable(facts: &crate::doctor::facts::Facts, device_index: u32) -> Result<(), Unusable> {
+    crate::doctor::verdict::gpu_path(facts)?;
+    Ok(usable(device_index)?)
 }
 
 /// Why `kind` cannot run on this machine (doctor's probe, e.g. the patched ioctl on a stock
@@ -61,7 +80,7 @@ pub fn unusable_reason(kind: MechanismKind) -> Option<String> {
 
 /// Runs one measurement on `hip:device_index`. `mechanism` applies to Lv3; Lv1 is progressive
 /// launching and ignores it.
-pub fn run(p: &Params, device_index: u32, mechanism: MechanismChoice, quiet: bool) -> Result<RunResult, String> {
+pub fn run(p: &Params, device_index: u32, mechanism: MechanismChoice, quiet: bool) -> Result<RunResult, Error> {
     let b = set_up(p, device_index, mechanism, quiet)?;
     samples::run(p, b, &format!("hip:{device_index}"), quiet)
 }
@@ -75,7 +94,7 @@ pub(crate) fn kernel_choice(state: gpu_device::LpState) -> KernelChoice {
 }
 
 /// The LP kernel as the result records it, and its report line.
-fn describe_kernel(gpu: &GpuDevice, k: &DelayKernel) -> Result<(LpKernel, String), String> {
+fn describe_kernel(gpu: &GpuDevice, k: &DelayKernel) -> (LpKernel, String) {
     let info = &gpu.device().info;
     let state = gpu.kernel_choice().state;
     let grid = k.grid();
@@ -105,7 +124,7 @@ fn describe_kernel(gpu: &GpuDevice, k: &DelayKernel) -> Result<(LpKernel, String
             String::new()
         }
     );
-    Ok((lp_kernel, note))
+    (lp_kernel, note)
 }
 
 /// T as prepared, reported: a warning when the achieved T is > 5% off or the two clocks
@@ -224,9 +243,14 @@ impl ProbeIndex {
 /// Everything before the samples, in discovery's order (see the module docs): device, kernel,
 /// warm-up and HP streams, T, the HP probe with its clock pairs and floor, the Lv3 mechanism,
 /// the LP queue (and its KFD queue), the co-run check.
-fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -> Result<GpuBackend, String> {
+fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -> Result<GpuBackend, Error> {
     // The options refuse Lv2 on a GPU before anything runs; the refusal again for any other way in.
-    let no_lv2 = || preempt_api::lv2_unavailable(preempt_api::DeviceSpec::Hip(device_index)).message;
+    let no_lv2 = || {
+        failed!(
+            "{}",
+            preempt_api::lv2_unavailable(preempt_api::DeviceSpec::Hip(device_index)).message
+        )
+    };
     if p.level == Level::Lv2 {
         return Err(no_lv2());
     }
@@ -236,24 +260,26 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
         kernel: kernel_choice(p.lp_state.unwrap_or_default()),
         t_ms: Some(p.t_ms),
         hp_stream: true,
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     let gpu = Arc::clone(&prepared.gpu);
     let k = &Arc::clone(&prepared.kernel);
     let dev = Arc::clone(gpu.device());
-    let hip_version = gpu_device::hip_rt::decode_version(gpu.hip().runtime_version().map_err(|e| e.to_string())?);
-    let (lp_kernel, lp_note) = describe_kernel(&gpu, k)?;
+    let hip_version = gpu_device::hip_rt::decode_version(gpu.hip().runtime_version().map_err(gpu_device::Error::from)?);
+    let (lp_kernel, lp_note) = describe_kernel(&gpu, k);
     note(quiet, &lp_note);
-    let calibrated = prepared.t.ok_or("the GPU was prepared without T")?;
+    let calibrated = prepared.t.ok_or_else(|| failed!("the GPU was prepared without T"))?;
     let t_note = report_t(&gpu, &calibrated, p.t_ms, quiet);
     let cal = calibrated.calibration;
     let budget = command_budget(p, keep_ahead(p));
     let check_slots = kernel::slot_buffer(&dev, &prepared.warm, 1).map_err(h("co-run check slot"))?;
     let idx = ProbeIndex::new(p);
-    let hp_stream = prepared.hp.take().ok_or("the GPU was prepared without its HP stream")?;
+    let hp_stream = prepared
+        .hp
+        .take()
+        .ok_or_else(|| failed!("the GPU was prepared without its HP stream"))?;
     let probe = HpProbe::new(Arc::clone(&dev), Arc::clone(k), hp_stream, idx.count).map_err(h("HP probe"))?;
     let pairs = clock_pairs(&probe, idx.pairs_pre, CLOCK_PAIRS)?;
-    let map0 = ClockMap::fit(&pairs, dev.info.wall_clock_khz).map_err(|e| e.to_string())?;
+    let map0 = ClockMap::fit(&pairs, dev.info.wall_clock_khz)?;
     let floor = hp_floor(&probe, &map0, idx.floor)?;
     prepared.warm.synchronize().map_err(h("warm-up"))?;
 
@@ -276,16 +302,16 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
              queue of its own, which it keeps, and its KFD queue is checked before every suspend",
         );
     }
-    let lp = prepared
-        .lp(LpRequest {
-            lv3: lv3_request,
-            slots: budget_usize(budget),
-        })
-        .map_err(|e| e.to_string())?;
+    let lp = prepared.lp(LpRequest {
+        lv3: lv3_request,
+        slots: budget_usize(budget),
+    })?;
     let lv3 = match (lp.lv3, lp.queue.binding) {
         (Some(setup), Some(binding)) => {
             note_mechanism(&setup, choice, p.grace, quiet);
-            let preemptor = setup.preemptor.ok_or("no Lv3 mechanism was built for an Lv3 run")?;
+            let preemptor = setup
+                .preemptor
+                .ok_or_else(|| failed!("no Lv3 mechanism was built for an Lv3 run"))?;
             warn_scratch_reclaim(&preemptor, k, quiet);
             let target = *binding.target();
             note(
@@ -300,7 +326,7 @@ fn set_up(p: &Params, device_index: u32, choice: MechanismChoice, quiet: bool) -
             }
             Some(Lv3 { preemptor, binding })
         }
-        (Some(_), None) => return Err("the LP queue was set up without its KFD queue at Lv3".into()),
+        (Some(_), None) => return Err(failed!("the LP queue was set up without its KFD queue at Lv3")),
         (None, _) => None,
     };
     let lpq = lp.queue.queue;
@@ -394,7 +420,7 @@ mod tests {
             seed: 1,
             workers: 1,
             gap_t: Params::GAP_T,
-            grace: kfd::GracePeriod::SHORTEST,
+            grace: GracePeriod::SHORTEST,
         }
     }
 
@@ -445,6 +471,7 @@ mod tests {
         match usable(0) {
             Ok(()) => eprintln!("a GPU is usable here: {:?}", hip.device_count()),
             Err(e) => {
+                let e = e.to_string();
                 eprintln!("usable(0): {e}");
                 if hip.device_count().is_err_and(|d| d.is_no_device()) {
                     assert!(e.contains("hipGetDeviceCount failed: hipErrorNoDevice (100)"), "{e}");

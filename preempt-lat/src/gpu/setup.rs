@@ -8,6 +8,7 @@ pub use gpu_device::setup::probe_co_ran;
 use gpu_device::verify;
 use gpu_device::{Calibration, ClockMap, ClockPair, DelayKernel, HipLpQueue, HpProbe, calib, kernel};
 
+use crate::error::{Cause, Error, failed};
 use crate::measure::Params;
 
 /// How long the HP probe may take while the LP queue is suspended before the run gives up
@@ -23,9 +24,9 @@ pub(super) const FLOOR_PROBES: u32 = 16;
 /// CU (`gpu_device::setup::lp_grid_for`): it fills the CU's registers and LDS by itself.
 pub(super) const LP_BLOCKS_PER_CU: u32 = 2;
 
-/// Context for a HIP error: `hip: <what>: <error>`.
-pub(crate) fn h<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
-    move |e| format!("hip: {what}: {e}")
+/// Context for a HIP (or GPU device) error: `hip: <what>: <error>`.
+pub(crate) fn h<E: Cause>(what: &'static str) -> impl Fn(E) -> Error {
+    move |e| e.under(format!("hip: {what}"))
 }
 
 pub(super) fn lp_blocks_per_cu() -> u32 {
@@ -44,7 +45,7 @@ pub fn command_budget(p: &Params, keep_ahead: u64) -> u64 {
 
 /// `n` GPU-wall-clock/host-time pairs: host time before the probe's launch, its start stamp,
 /// host time when the stamp became visible in pinned memory (polled, not synchronized).
-pub(super) fn clock_pairs(probe: &HpProbe, first_idx: u32, n: u32) -> Result<Vec<ClockPair>, String> {
+pub(super) fn clock_pairs(probe: &HpProbe, first_idx: u32, n: u32) -> Result<Vec<ClockPair>, Error> {
     let mut v = Vec::with_capacity(n as usize);
     for i in first_idx..first_idx + n {
         let before = calib::host_ns(Instant::now());
@@ -52,7 +53,7 @@ pub(super) fn clock_pairs(probe: &HpProbe, first_idx: u32, n: u32) -> Result<Vec
         let tick = probe.poll_stamp(i, PROBE_TIMEOUT);
         let after = calib::host_ns(Instant::now());
         let tick =
-            tick.ok_or_else(|| format!("the clock-pair probe did not run within {PROBE_TIMEOUT:?} on an idle GPU"))?;
+            tick.ok_or_else(|| failed!("the clock-pair probe did not run within {PROBE_TIMEOUT:?} on an idle GPU"))?;
         v.push(ClockPair {
             gpu_ticks: tick,
             host_before_ns: before,
@@ -65,13 +66,13 @@ pub(super) fn clock_pairs(probe: &HpProbe, first_idx: u32, n: u32) -> Result<Vec
 
 /// Median HP start on an idle GPU (launch + dispatch + clock-map error): the floor under every
 /// HP start figure.
-pub(super) fn hp_floor(probe: &HpProbe, map: &ClockMap, first_idx: u32) -> Result<u64, String> {
+pub(super) fn hp_floor(probe: &HpProbe, map: &ClockMap, first_idx: u32) -> Result<u64, Error> {
     let mut v = Vec::new();
     for i in first_idx..first_idx + FLOOR_PROBES {
         let t = calib::host_ns(Instant::now());
         probe.launch(i).map_err(h("HP probe"))?;
         if !probe.wait(PROBE_TIMEOUT).map_err(h("HP probe"))? {
-            return Err(format!(
+            return Err(failed!(
                 "the HP probe did not finish within {PROBE_TIMEOUT:?} on an idle GPU"
             ));
         }
@@ -93,7 +94,7 @@ pub(super) fn co_run_check(
     cal: &Calibration,
     idx: u32,
     wall_khz: u32,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Error> {
     k.launch(
         lpq.stream(),
         gpu_device::hip_rt::Mem::Device(slots),
@@ -109,7 +110,7 @@ pub(super) fn co_run_check(
     let tick = probe
         .stamp(idx)
         .filter(|_| ok)
-        .ok_or("co-run check: the HP probe did not run")?;
+        .ok_or_else(|| failed!("co-run check: the HP probe did not run"))?;
     let slack = u64::from(wall_khz); // 1 ms
     Ok(probe_co_ran(tick, slot.end, slack).then(|| {
         format!(

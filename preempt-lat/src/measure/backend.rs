@@ -4,13 +4,14 @@
 //! draining) lives in the loop, written once.
 use super::Correctness;
 use crate::env::Environment;
+use crate::error::{Cause, Error};
 use lv1::HwQueue;
 use std::sync::Arc;
 
 /// The LP queue suspended at Lv3 (or, on the host device, Lv2): resumes on
 /// [`Suspended::resume`], and on drop.
 pub trait Suspended {
-    fn resume(self: Box<Self>) -> Result<(), String>;
+    fn resume(self: Box<Self>) -> Result<(), Error>;
     /// The preempting call alone (SUSPEND_QUEUES, UPDATE_QUEUE, PREEMPT_QUEUES), in ns, where
     /// the suspend makes other calls too (dbg-trap's snapshot); `None` where there is no such
     /// split (the host device's SIGSTOP).
@@ -96,7 +97,8 @@ pub struct Finished {
 /// A device set up for one run: an LP hardware queue fed by the Lv1 launcher, an HP probe, and
 /// (for Lv3, and Lv2 on the host device) a way to suspend the LP queue itself.
 pub trait Backend {
-    type Queue: HwQueue;
+    /// Its errors are causes of ours: the Lv1 suspend (drain) fails with one.
+    type Queue: HwQueue<Error: Cause>;
 
     /// The device's clock for request/suspend/resume stamps, in ns.
     fn now_ns(&self) -> u64;
@@ -114,14 +116,14 @@ pub trait Backend {
     /// How many LP commands this run may submit in all (`None`: no limit).
     fn budget(&self) -> Option<u64>;
     /// Waits until the first LP command runs, so that the first preemption finds work.
-    fn wait_first_start(&self, launched: &dyn Fn() -> u64) -> Result<(), String>;
+    fn wait_first_start(&self, launched: &dyn Fn() -> u64) -> Result<(), Error>;
     /// Lv3 (Lv2 on the host device): suspends the LP queue at the run's level. The returned
     /// guard resumes it on drop.
-    fn suspend(&self) -> Result<Box<dyn Suspended + '_>, String>;
+    fn suspend(&self) -> Result<Box<dyn Suspended + '_>, Error>;
     /// Starts HP probe `index` (a device may run it to completion here).
-    fn hp_launch(&self, index: u32) -> Result<(), String>;
+    fn hp_launch(&self, index: u32) -> Result<(), Error>;
     /// Waits for HP probe `index` to finish; when it started, if known now.
-    fn hp_wait(&self, index: u32) -> Result<HpStart, String>;
+    fn hp_wait(&self, index: u32) -> Result<HpStart, Error>;
     /// Appended to the error when the LP queue does not drain: where to look on this device.
     fn drain_hint(&self) -> String {
         String::new()
@@ -134,5 +136,5 @@ pub trait Backend {
     /// After the LP queue drained (or a stop closed it): HP start latencies, the correctness
     /// check of the `settled.ran` commands launched (not made when some were abandoned), the
     /// environment. `completions`: (command id, completed without error) from the launcher.
-    fn finish(&mut self, raw: &[RawSample], settled: Settled, completions: &[(u64, bool)]) -> Result<Finished, String>;
+    fn finish(&mut self, raw: &[RawSample], settled: Settled, completions: &[(u64, bool)]) -> Result<Finished, Error>;
 }

@@ -4,27 +4,26 @@ use super::abandon::{self, Registered};
 use super::backend::{Abandoned, Backend, DeviceSpan, Finished, HpStart, RawSample, Settled, Suspended};
 use super::samples;
 use super::{Correctness, Params, RunResult};
+use crate::error::{Context, Error, failed};
 use crate::options::Level;
-use lv1::clock::now_ns;
 use lv1::{Config, HwQueue, XQueue};
-use preempt_api::Mechanism;
-use preempt_api::WorkerExe;
 use preempt_api::host::{
     HostCommand, HostDevice, HostError, HostHold, HostQueue, HostSuspension, KernelRecord, WORKER_ENV, WORKER_NAME,
 };
+use preempt_api::{Mechanism, WorkerExe, now_ns};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The worker program: `$PREEMPT_HOST_WORKER`, else host-device's `preempt-host-worker` beside
 /// this binary (where cargo builds both). Missing: one line saying how to build it.
-pub fn worker_exe() -> Result<WorkerExe, String> {
+pub fn worker_exe() -> Result<WorkerExe, Error> {
     WorkerExe::find_beside_current_exe().ok_or_else(|| {
         let dir = std::env::current_exe()
             .ok()
             .and_then(|e| e.parent().map(|d| d.display().to_string()));
         let release = if cfg!(debug_assertions) { "" } else { " --release" };
-        format!(
+        failed!(
             "host device: no {WORKER_NAME} beside preempt-lat (in {}) and {WORKER_ENV} is not set: build it with \
              `cargo build{release} -p preempt-lat -p host-device`, or set {WORKER_ENV} to it",
             dir.as_deref().unwrap_or("an unknown directory")
@@ -37,8 +36,12 @@ pub fn default_workers() -> u32 {
     u32::try_from(crate::env::cores().saturating_sub(1).max(1)).unwrap_or(u32::MAX)
 }
 
-fn err(what: &str) -> impl FnOnce(HostError) -> String + '_ {
-    move |e| format!("host device: {what}: {e}")
+/// The host device's error under what was being done: `host device: <what>: <error>`.
+fn err(what: &str) -> impl FnOnce(HostError) -> Error + '_ {
+    move |e| Error::Host {
+        what: format!("host device: {what}"),
+        source: e,
+    }
 }
 
 /// The host device set up for one run (see [`Backend`]).
@@ -66,7 +69,7 @@ fn abandonable(dev: &HostDevice) -> Registered {
 struct HostSuspended<'a>(HostSuspension<'a>);
 
 impl Suspended for HostSuspended<'_> {
-    fn resume(self: Box<Self>) -> Result<(), String> {
+    fn resume(self: Box<Self>) -> Result<(), Error> {
         self.0.resume().map_err(err("resume (SIGCONT)"))
     }
 }
@@ -75,7 +78,7 @@ impl Suspended for HostSuspended<'_> {
 struct HostHeld<'a>(HostHold<'a>);
 
 impl Suspended for HostHeld<'_> {
-    fn resume(self: Box<Self>) -> Result<(), String> {
+    fn resume(self: Box<Self>) -> Result<(), Error> {
         self.0.resume().map_err(err("resume (release the held workers)"))
     }
 }
@@ -108,14 +111,14 @@ impl Backend for HostBackend {
     fn budget(&self) -> Option<u64> {
         None
     }
-    fn wait_first_start(&self, _launched: &dyn Fn() -> u64) -> Result<(), String> {
+    fn wait_first_start(&self, _launched: &dyn Fn() -> u64) -> Result<(), Error> {
         self.dev
             .lp()
             .wait_started(1, Duration::from_secs(30))
             .map(drop)
             .map_err(err("waiting for the first LP command"))
     }
-    fn suspend(&self) -> Result<Box<dyn Suspended + '_>, String> {
+    fn suspend(&self) -> Result<Box<dyn Suspended + '_>, Error> {
         if self.level == Level::Lv2 {
             let held = self.dev.lp().hold().map_err(err("suspend (hold the workers)"))?;
             return Ok(Box::new(HostHeld(held)));
@@ -124,12 +127,12 @@ impl Backend for HostBackend {
             self.dev.lp().suspend().map_err(err("suspend (SIGSTOP)"))?,
         )))
     }
-    fn hp_launch(&self, index: u32) -> Result<(), String> {
+    fn hp_launch(&self, index: u32) -> Result<(), Error> {
         let rec = self.dev.probe_hp(u64::from(index)).map_err(err("HP probe"))?;
         self.probes.lock().unwrap_or_else(|p| p.into_inner()).insert(index, rec);
         Ok(())
     }
-    fn hp_wait(&self, index: u32) -> Result<HpStart, String> {
+    fn hp_wait(&self, index: u32) -> Result<HpStart, Error> {
         let rec = self.probes.lock().unwrap_or_else(|p| p.into_inner()).remove(&index);
         if let Some(r) = &rec {
             self.probe_spans
@@ -138,17 +141,17 @@ impl Backend for HostBackend {
                 .push((index, r.start_ns, r.end_ns));
         }
         rec.map(|r| HpStart::At(r.start_ns))
-            .ok_or_else(|| format!("HP probe {index} was not run"))
+            .ok_or_else(|| failed!("HP probe {index} was not run"))
     }
     fn abandon(&self) -> Abandoned {
         abandon_lp(&self.dev)
     }
-    fn finish(&mut self, raw: &[RawSample], settled: Settled, completions: &[(u64, bool)]) -> Result<Finished, String> {
+    fn finish(&mut self, raw: &[RawSample], settled: Settled, completions: &[(u64, bool)]) -> Result<Finished, Error> {
         let hp_start_ns = raw
             .iter()
             .map(|r| match r.hp {
                 HpStart::At(start) => Ok(start.saturating_sub(r.t_req)),
-                HpStart::Later => Err("the host HP probe's start is known at once".to_string()),
+                HpStart::Later => Err(failed!("the host HP probe's start is known at once")),
             })
             .collect::<Result<_, _>>()?;
         // Every command runs on every LP worker: one record per worker.
@@ -183,7 +186,7 @@ impl Backend for HostBackend {
 }
 
 /// Runs one measurement on the host device. `quiet` hides the progress bar.
-pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
+pub fn run(p: &Params, quiet: bool) -> Result<RunResult, Error> {
     let exe = worker_exe()?;
     let dev = HostDevice::spawn(&exe, p.workers as usize).map_err(err("starting workers"))?;
     // T <= 10 s (checked at parse time): the rounded ns fit a u64.
@@ -205,15 +208,10 @@ pub fn run(p: &Params, quiet: bool) -> Result<RunResult, String> {
 /// `overhead`. Returns what this process used meanwhile (wall and CPU time of every thread,
 /// `getrusage`; the worker processes are the device, not counted) and whether every command ran
 /// exactly once on each of the `workers` workers with the right result (their own records).
-pub fn direct_run(
-    dev: &HostDevice,
-    t_ns: u64,
-    commands: u32,
-    workers: u32,
-) -> Result<(lv1::cost::Usage, bool), String> {
+pub fn direct_run(dev: &HostDevice, t_ns: u64, commands: u32, workers: u32) -> Result<(lv1::cost::Usage, bool), Error> {
     let q = dev.lp();
     drop(q.take_records());
-    let usage = || lv1::cost::Usage::now().map_err(|e| format!("getrusage: {e}"));
+    let usage = || lv1::cost::Usage::now().context("getrusage");
     let before = usage()?;
     for id in 0..u64::from(commands) {
         q.launch(id, HostCommand::delay_ns(t_ns))
@@ -235,7 +233,7 @@ pub fn direct_run(
 /// [`direct_run`] on a host device of its own with `workers` workers of `exe`: `overhead`'s
 /// native run. A stop's close time passing while it runs kills its workers (it waits for up to
 /// commands x T): it then fails, and its caller leaves it out.
-pub fn native(exe: &WorkerExe, t_ms: f64, commands: u32, workers: u32) -> Result<(lv1::cost::Usage, bool), String> {
+pub fn native(exe: &WorkerExe, t_ms: f64, commands: u32, workers: u32) -> Result<(lv1::cost::Usage, bool), Error> {
     let dev = HostDevice::spawn(exe, workers as usize).map_err(err("starting workers"))?;
     let _abandonable = abandonable(&dev);
     direct_run(&dev, crate::num::round_u64(t_ms * 1e6), commands, workers)
@@ -250,41 +248,37 @@ fn abandon_lp(dev: &HostDevice) -> Abandoned {
 /// CPU time of every thread of this process so far, ns: the same source (`getrusage`, through
 /// [`lv1::cost::Usage`]) as the launcher-alone and Fig. 12b figures it is reported beside.
 #[allow(clippy::cast_precision_loss)] // ns of CPU time: exact below 2^53 (104 days)
-fn process_cpu_ns() -> Result<f64, String> {
-    lv1::cost::Usage::now()
-        .map(|u| u.cpu_ns as f64)
-        .map_err(|e| format!("getrusage: {e}"))
+fn process_cpu_ns() -> Result<f64, Error> {
+    lv1::cost::Usage::now().map(|u| u.cpu_ns as f64).context("getrusage")
 }
 
 /// The launcher's own host cost: `commands` through an XQueue over lv1's
 /// [`NullQueue`](lv1::NullQueue) (every command completes the moment it is launched: no device,
 /// no I/O), measured by [`lv1::cost::measure`] (CPU of every thread, context switches, wall,
 /// `submit` latency).
-pub fn launcher_cost_null_device(commands: u32, threshold: u32, batch: u32) -> Result<lv1::cost::Cost, String> {
-    let cfg = Config::new(threshold as usize, batch as usize).map_err(|e| e.to_string())?;
-    lv1::cost::measure(u64::from(commands), cfg).map_err(|e| format!("the launcher over the null queue: {e}"))
+pub fn launcher_cost_null_device(commands: u32, threshold: u32, batch: u32) -> Result<lv1::cost::Cost, Error> {
+    let cfg = Config::new(threshold as usize, batch as usize)?;
+    lv1::cost::measure(u64::from(commands), cfg).context("the launcher over the null queue")
 }
 
 /// XSched's Fig. 12b on the host device: the CPU this process spends (the submitting thread, the
 /// launcher and its completion thread, the worker pipes' reader; not the worker processes) as a
 /// share of one core while LP commands of `t_ms` run back to back through the launcher for
 /// about `window_ms`.
-pub fn launcher_core_share(t_ms: f64, threshold: u32, batch: u32, workers: u32, window_ms: f64) -> Result<f64, String> {
+pub fn launcher_core_share(t_ms: f64, threshold: u32, batch: u32, workers: u32, window_ms: f64) -> Result<f64, Error> {
     let exe = worker_exe()?;
     let dev = HostDevice::spawn(&exe, workers as usize).map_err(err("starting workers"))?;
-    let cfg = Config::new(threshold as usize, batch as usize).map_err(|e| e.to_string())?;
-    let xq = XQueue::new(Arc::clone(dev.lp()), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
+    let cfg = Config::new(threshold as usize, batch as usize)?;
+    let xq = XQueue::new(Arc::clone(dev.lp()), cfg).context("starting the launcher")?;
     drop(xq.take_completions());
     let commands = crate::num::ceil_u32(window_ms / t_ms).max(1);
     let ns = crate::num::round_u64(t_ms * 1e6);
-    let before = lv1::cost::Usage::now().map_err(|e| format!("getrusage: {e}"))?;
+    let before = lv1::cost::Usage::now().context("getrusage")?;
     for _ in 0..commands {
         xq.submit(HostCommand::delay_ns(ns));
     }
-    xq.wait_idle().map_err(|e| e.to_string())?;
-    let used = lv1::cost::Usage::now()
-        .map_err(|e| format!("getrusage: {e}"))?
-        .since(&before);
+    xq.wait_idle()?;
+    let used = lv1::cost::Usage::now().context("getrusage")?.since(&before);
     drop(xq);
     drop(dev.lp().take_records());
     #[allow(clippy::cast_precision_loss)] // ns of one run: far below 2^53
@@ -297,7 +291,7 @@ pub fn launcher_core_share(t_ms: f64, threshold: u32, batch: u32, workers: u32, 
 /// of the worker processes. The difference also holds the host device's extra pipe wake-ups at a
 /// shallow in-flight depth; [`launcher_cost_null_device`] isolates the launcher. Returns
 /// (direct ns, launcher ns).
-pub fn launcher_cost(commands: u32, threshold: u32, batch: u32, workers: u32) -> Result<(f64, f64), String> {
+pub fn launcher_cost(commands: u32, threshold: u32, batch: u32, workers: u32) -> Result<(f64, f64), Error> {
     let cpu = process_cpu_ns;
     let exe = worker_exe()?;
     let dev = HostDevice::spawn(&exe, workers as usize).map_err(err("starting workers"))?;
@@ -312,13 +306,13 @@ pub fn launcher_cost(commands: u32, threshold: u32, batch: u32, workers: u32) ->
     }
     let direct = (cpu()? - c0) / f64::from(commands);
     drop(q.take_records());
-    let cfg = Config::new(threshold as usize, batch as usize).map_err(|e| e.to_string())?;
-    let xq = XQueue::new(Arc::clone(q), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
+    let cfg = Config::new(threshold as usize, batch as usize)?;
+    let xq = XQueue::new(Arc::clone(q), cfg).context("starting the launcher")?;
     let c1 = cpu()?;
     for _ in 0..commands {
         xq.submit(HostCommand::delay_ns(1));
     }
-    xq.wait_idle().map_err(|e| e.to_string())?;
+    xq.wait_idle()?;
     let launcher = (cpu()? - c1) / f64::from(commands);
     Ok((direct, launcher))
 }

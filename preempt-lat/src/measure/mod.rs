@@ -12,7 +12,7 @@ pub mod timeline;
 
 use crate::options::{Common, Level, LpState};
 use crate::stats::Summary;
-use kfd::GracePeriod;
+use preempt_api::GracePeriod;
 use serde::Serialize;
 
 /// Everything that defines a run (written into every output): the options of one point of a
@@ -316,7 +316,7 @@ pub(crate) fn fake_gpu_run(level: Level, state: LpState, kib: u64, suspend_us: u
             seed: 1,
             workers: 0,
             gap_t: Params::GAP_T,
-            grace: kfd::GracePeriod::SHORTEST,
+            grace: GracePeriod::SHORTEST,
         },
         env: crate::env::Environment {
             device: "hip:0".into(),

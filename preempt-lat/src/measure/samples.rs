@@ -13,6 +13,7 @@ use super::rng::SplitMix64;
 use super::settle::settle;
 use super::timeline::{LpSpan, Timeline};
 use super::{Params, RunResult, Sample};
+use crate::error::{Cause, Context, Error, failed};
 use crate::options::Level;
 use lv1::{Config, SuspendMode, XQueue};
 use std::time::Duration;
@@ -23,12 +24,14 @@ pub fn keep_ahead(p: &Params) -> u64 {
 }
 
 /// Runs `p.warmup + p.samples` preemptions on `b`. `label` names the run on the progress bar.
-pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result<RunResult, String> {
+pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result<RunResult, Error> {
     let t_start = std::time::Instant::now();
-    let run_start_ns = lv1::clock::now_ns();
-    let cfg = Config::new(p.threshold as usize, p.batch as usize).map_err(|e| e.to_string())?;
-    let xq = XQueue::new(b.lp_queue(), cfg).map_err(|e| format!("starting the launcher: {e}"))?;
-    let completions = xq.take_completions().ok_or("launcher completions already taken")?;
+    let run_start_ns = preempt_api::now_ns();
+    let cfg = Config::new(p.threshold as usize, p.batch as usize)?;
+    let xq = XQueue::new(b.lp_queue(), cfg).context("starting the launcher")?;
+    let completions = xq
+        .take_completions()
+        .ok_or_else(|| failed!("launcher completions already taken"))?;
     let keep_ahead = keep_ahead(p);
     let t_ns = b.t_ns();
     let total = p.warmup + p.samples;
@@ -68,7 +71,7 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         }
         // A gap is up to 3 x T (T up to 10 s): a stop cuts it short.
         let gap = rng.range(gap_ns(p.gap_t.0, t_ns), gap_ns(p.gap_t.1, t_ns));
-        if sleep_until_or_stop(lv1::clock::now_ns() + gap) {
+        if sleep_until_or_stop(preempt_api::now_ns() + gap) {
             break;
         }
         let sample = if p.level == Level::Lv1 {
@@ -82,7 +85,7 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
             // (the sample is not one), not a failure of the device.
             Err(_) if abandon::happened() => break,
             Err(e) => {
-                loop_err = Some(format!("sample {i}: {e}"));
+                loop_err = Some(e.under(format!("sample {i}")));
                 break;
             }
         }
@@ -96,7 +99,12 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
     let drain_limit = Duration::from_secs(60) + Duration::from_secs_f64(t_ns * 1e-9 * (keep_ahead as f64 + 8.0) * 4.0);
     let settled = match settle(xq, &b, drain_limit) {
         Ok(s) => s,
-        Err(why) => return Err(loop_err.map_or(why.clone(), |le| format!("{le}; then {why}"))),
+        Err(why) => {
+            return Err(match loop_err {
+                Some(le) => le.then(why),
+                None => why,
+            });
+        }
     };
     if let Some(e) = loop_err {
         return Err(e);
@@ -135,7 +143,7 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         samples,
         wall_time_s: t_start.elapsed().as_secs_f64(),
         timeline: Timeline {
-            run_ns: (run_start_ns, lv1::clock::now_ns()),
+            run_ns: (run_start_ns, preempt_api::now_ns()),
             offset_ns,
             warmup: p.warmup,
             lp,
@@ -152,15 +160,15 @@ fn gap_ns(multiple: f64, t_ns: f64) -> u64 {
 
 /// Lv3 and Lv2: suspend through the backend's guard, HP probe, resume. An error between suspend
 /// and resume drops the guard, which resumes the queue.
-fn preempt_guarded<B: Backend>(b: &B, i: u32) -> Result<RawSample, String> {
+fn preempt_guarded<B: Backend>(b: &B, i: u32) -> Result<RawSample, Error> {
     let t_req = b.now_ns();
-    let guard = b.suspend().map_err(|e| format!("suspend: {e}"))?;
+    let guard = b.suspend().context("suspend")?;
     let t_s = b.now_ns();
     let preempt_call_ns = guard.preempt_call_ns();
     b.hp_launch(i)?;
     let hp = b.hp_wait(i)?;
     let t_r = b.now_ns();
-    guard.resume().map_err(|e| format!("resume: {e}"))?;
+    guard.resume().context("resume")?;
     let resume_ns = b.now_ns() - t_r;
     Ok(RawSample {
         index: i,
@@ -175,7 +183,7 @@ fn preempt_guarded<B: Backend>(b: &B, i: u32) -> Result<RawSample, String> {
 
 /// Lv1: stop launching and drain the in-flight commands, HP probe, resume. The launcher is
 /// resumed whatever happened; errors are returned after that.
-fn preempt_lv1<B: Backend>(b: &B, xq: &XQueue<B::Queue>, i: u32) -> Result<RawSample, String> {
+fn preempt_lv1<B: Backend>(b: &B, xq: &XQueue<B::Queue>, i: u32) -> Result<RawSample, Error> {
     let t_req = b.now_ns();
     let drained = xq.suspend(SuspendMode::Drain);
     let t_s = b.now_ns();
@@ -183,7 +191,7 @@ fn preempt_lv1<B: Backend>(b: &B, xq: &XQueue<B::Queue>, i: u32) -> Result<RawSa
     let t_r = b.now_ns();
     xq.resume();
     let resume_ns = b.now_ns() - t_r;
-    drained.map_err(|e| format!("Lv1 suspend (drain): {e}"))?;
+    drained.context("Lv1 suspend (drain)")?;
     launched.unwrap_or(Ok(()))?;
     let hp: HpStart = b.hp_wait(i)?;
     Ok(RawSample {

@@ -13,6 +13,7 @@
 use super::abandon::{self, CLOSE_WAIT};
 use super::backend::{Abandoned, Backend, Settled};
 use super::control::stop_requested;
+use crate::error::{Error, failed};
 use lv1::{HwQueue, WaitIdleError, XQueue};
 use preempt_api::{ErrorKind, LpStream};
 use std::time::{Duration, Instant};
@@ -25,7 +26,7 @@ const SLICE: Duration = Duration::from_millis(50);
 
 /// Ends `xq`, the launcher over `b`'s LP queue: drained within `drain_limit`, or closed as soon
 /// as a stop is requested (before or during the drain). `Err` says why the queue did not drain.
-pub fn settle<B: Backend>(xq: XQueue<B::Queue>, b: &B, drain_limit: Duration) -> Result<Settled, String> {
+pub fn settle<B: Backend>(xq: XQueue<B::Queue>, b: &B, drain_limit: Duration) -> Result<Settled, Error> {
     match idle_or_stop(&xq, Some(drain_limit)) {
         Ok(true) => {
             let ran = xq.stats().submitted;
@@ -36,10 +37,11 @@ pub fn settle<B: Backend>(xq: XQueue<B::Queue>, b: &B, drain_limit: Duration) ->
         Err(e) => {
             // Dropping the launcher would wait for the stuck queue forever: report and leave.
             std::mem::forget(xq);
-            Err(format!(
-                "draining the LP queue: {e} after {drain_limit:?}: the LP queue may have been left suspended{}",
-                b.drain_hint()
-            ))
+            Err(Error::Drain {
+                source: e,
+                after: drain_limit,
+                hint: b.drain_hint(),
+            })
         }
     }
 }
@@ -98,7 +100,7 @@ fn of_stats(s: &lv1::Stats, gave_up: bool) -> Settled {
 /// Waits at most `limit` (`None`: no limit) until every command submitted to `lp`, a stream of
 /// the application API, completed: `Ok(true)`; `Ok(false)` as soon as a stop is requested (the
 /// caller then closes it: [`closed_after_stop`], [`stream_settled`]).
-pub fn stream_idle_or_stop(lp: &LpStream, limit: Option<Duration>) -> Result<bool, String> {
+pub fn stream_idle_or_stop(lp: &LpStream, limit: Option<Duration>) -> Result<bool, Error> {
     let deadline = limit.map(|l| Instant::now() + l);
     loop {
         if stop_requested() {
@@ -114,7 +116,7 @@ pub fn stream_idle_or_stop(lp: &LpStream, limit: Option<Duration>) -> Result<boo
                 if t0.elapsed() >= slice / 2
                     && deadline.is_none_or(|d| Instant::now() < d)
                     && lp.stats().is_some_and(|s| s.pending + s.in_flight > 0) => {}
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -122,11 +124,11 @@ pub fn stream_idle_or_stop(lp: &LpStream, limit: Option<Duration>) -> Result<boo
 /// Waits until every command submitted to `lp` completed (a throughput measurement: up to
 /// commands x T), then for the device ([`LpStream::synchronize`]). A stop ends the wait with
 /// [`STOPPED`]: the caller's close of the session (bounded) ends the work.
-pub fn wait_stream_or_stop(lp: &LpStream) -> Result<(), String> {
+pub fn wait_stream_or_stop(lp: &LpStream) -> Result<(), Error> {
     if !stream_idle_or_stop(lp, None)? {
-        return Err(STOPPED.into());
+        return Err(failed!("{STOPPED}"));
     }
-    lp.synchronize().map_err(|e| e.to_string())
+    Ok(lp.synchronize()?)
 }
 
 /// A close of the application API after a stop: `Ok(true)` when it abandoned commands still

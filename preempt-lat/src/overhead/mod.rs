@@ -19,6 +19,7 @@
 //! processes, which are the device.
 use crate::device::Device;
 use crate::env::Environment;
+use crate::error::Context;
 use crate::exit::{Outcome, Verdict};
 use crate::launcher_cost::Figure;
 use crate::measure::control::stop_requested;
@@ -274,7 +275,7 @@ pub fn run(o: &OverheadOptions, dev: Device) -> Outcome {
     let mut out = io::stdout().lock();
     crate::output::export(o.format, &r, &mut out)
         .and_then(|()| out.flush())
-        .map_err(|e| format!("writing the result: {e}"))?;
+        .context("writing the result")?;
     if !r.correct() {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
     }

@@ -3,6 +3,7 @@
 //! run against a scheduled Lv1 run of the same work.
 use super::{Measured, Setup};
 use crate::device::SessionSource;
+use crate::error::{Context, Error, failed};
 use crate::measure::settle::wait_stream_or_stop;
 use crate::options::{Level, OverheadOptions};
 use lv1::cost::Usage;
@@ -37,8 +38,8 @@ pub(super) fn scheduled(
     o: &Work,
     level: Level,
     workers: u32,
-) -> Result<(Measured, String), String> {
-    let lv1 = lv1::Config::new(o.threshold as usize, o.batch as usize).map_err(|e| e.to_string())?;
+) -> Result<(Measured, String), Error> {
+    let lv1 = lv1::Config::new(o.threshold as usize, o.batch as usize)?;
     let session = src
         .open(Options {
             lv1,
@@ -47,33 +48,33 @@ pub(super) fn scheduled(
             gpu_slots: o.commands as usize,
             ..Options::default()
         })
-        .map_err(|e| format!("{} session: {e}", Setup::Scheduled(level).name()))?;
-    let measured = (|| -> Result<(Measured, String), String> {
+        .with_context(|| format!("{} session", Setup::Scheduled(level).name()))?;
+    let measured = (|| -> Result<(Measured, String), Error> {
         let what = Setup::Scheduled(level).name();
         if level == Level::Lv3 && !session.has_lv3() {
-            return Err(format!(
+            return Err(failed!(
                 "lv3: no Lv3 mechanism here ({}); --levels 1 measures Lv1 alone",
                 session.mechanism().why
             ));
         }
         let lp = session
             .create_lp_stream(level)
-            .map_err(|e| format!("{what}: LP stream: {e}"))?;
+            .with_context(|| format!("{what}: LP stream"))?;
         if level != Level::Lv1 {
             session
                 .helper_register(&lp, 0)
-                .map_err(|e| format!("{what}: registering with the helper: {e}"))?;
+                .with_context(|| format!("{what}: registering with the helper"))?;
         }
         let t_ns = crate::num::round_u64(o.t_ms * 1e6);
-        let usage = || Usage::now().map_err(|e| format!("getrusage: {e}"));
+        let usage = || Usage::now().context("getrusage");
         let before = usage()?;
         for _ in 0..o.commands {
-            lp.submit_delay(t_ns).map_err(|e| format!("{what}: submit: {e}"))?;
+            lp.submit_delay(t_ns).with_context(|| format!("{what}: submit"))?;
         }
         // Up to --commands x T: a stop ends the wait (the close below ends the work).
-        wait_stream_or_stop(&lp).map_err(|e| format!("{what}: waiting: {e}"))?;
+        wait_stream_or_stop(&lp).with_context(|| format!("{what}: waiting"))?;
         let used = usage()?.since(&before);
-        let check = lp.check().map_err(|e| format!("{what}: checking: {e}"))?;
+        let check = lp.check().with_context(|| format!("{what}: checking"))?;
         let mechanism = match level {
             Level::Lv3 => session.mechanism().name.clone().unwrap_or_else(|| "none".into()),
             Level::Lv2 => preempt_api::Mechanism::Lv2Hold.name().into(),
@@ -85,7 +86,7 @@ pub(super) fn scheduled(
     // is left out anyway.
     let closed = session.close();
     let m = measured?;
-    closed.map_err(|e| format!("closing the session: {e}"))?;
+    closed.context("closing the session")?;
     Ok(m)
 }
 
@@ -94,18 +95,22 @@ pub(super) fn scheduled(
 /// s, launcher s, overhead %). Both must run every command exactly once. A batch above the
 /// threshold launches as the threshold allows.
 #[allow(clippy::cast_precision_loss)] // ns of one run: far below 2^53
-pub fn lv1_point(src: &SessionSource, w: Work, workers: u32) -> Result<(f64, f64, f64), String> {
+pub fn lv1_point(src: &SessionSource, w: Work, workers: u32) -> Result<(f64, f64, f64), Error> {
     let w = Work {
         batch: w.batch.min(w.threshold),
         ..w
     };
     let (native, once) = src.native(w.t_ms, w.commands, workers)?;
     if !once {
-        return Err("lv1 overhead (direct): some LP command did not run exactly once".into());
+        return Err(failed!(
+            "lv1 overhead (direct): some LP command did not run exactly once"
+        ));
     }
     let (launcher, _) = scheduled(src, &w, Level::Lv1, workers)?;
     if !launcher.exactly_once {
-        return Err("lv1 overhead (launcher): some LP command did not run exactly once".into());
+        return Err(failed!(
+            "lv1 overhead (launcher): some LP command did not run exactly once"
+        ));
     }
     let (direct_s, launcher_s) = (native.wall_ns as f64 / 1e9, launcher.wall_ns as f64 / 1e9);
     Ok((direct_s, launcher_s, (launcher_s / direct_s - 1.0) * 100.0))

@@ -6,6 +6,7 @@
 //! is sent (the helper's submit hook); the loop says a class idle once its requests are done. One thread, polling every
 //! [`POLL`] for arrivals and completions; the timing is the caller's clock (CLOCK_MONOTONIC, the
 //! launcher's completion stamps' clock).
+use crate::error::{Context, Error};
 use crate::measure::control::stop_requested;
 use crate::options::class::ClassSpec;
 use crate::stats::Recorder;
@@ -76,12 +77,12 @@ pub fn run(
     duration_ns: u64,
     threshold: usize,
     arrivals: impl Fn(usize) -> crate::arrivals::Arrivals,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, Error> {
     let mut classes = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
         let stream = session
             .create_lp_stream(Level::Auto)
-            .map_err(|e| format!("class {}: LP stream: {e}", spec.name))?;
+            .with_context(|| format!("class {}: LP stream", spec.name))?;
         // The helper's messages (a failed suspend) name the class.
         stream.set_label(format!("class {}", spec.name));
         classes.push(ClassRun {
@@ -108,14 +109,14 @@ pub fn run(
     for (c, p) in classes.iter().zip(params) {
         session
             .helper_schedule(&c.stream, *p)
-            .map_err(|e| format!("class {}: {e}", c.spec.name))?;
+            .with_context(|| format!("class {}", c.spec.name))?;
         // A saturating class always has work: said ready for the whole run, so that a moment
         // when its backlog ran dry (this loop descheduled on a loaded machine) does not make it
         // idle to the policy.
         if c.spec.saturates() {
             session
                 .helper_ready(&c.stream)
-                .map_err(|e| format!("class {}: {e}", c.spec.name))?;
+                .with_context(|| format!("class {}", c.spec.name))?;
         }
     }
     let t0 = now_ns();
@@ -125,7 +126,7 @@ pub fn run(
     // GPU's records are its slots, read once at the end.
     let host = session.device().is_host();
     let mut records_taken = std::time::Instant::now();
-    let result = (|| -> Result<(), String> {
+    let result = (|| -> Result<(), Error> {
         loop {
             let now = now_ns().saturating_sub(t0);
             if now >= duration_ns {
@@ -153,7 +154,7 @@ pub fn run(
                         let id = c
                             .stream
                             .submit_delay(t_ns)
-                            .map_err(|e| format!("class {}: submit: {e}", c.spec.name))?;
+                            .with_context(|| format!("class {}: submit", c.spec.name))?;
                         c.pending.insert(id, Some(req));
                     }
                 }
@@ -164,7 +165,7 @@ pub fn run(
                         let id = c
                             .stream
                             .submit_delay(t_ns)
-                            .map_err(|e| format!("class {}: submit: {e}", c.spec.name))?;
+                            .with_context(|| format!("class {}: submit", c.spec.name))?;
                         c.pending.insert(id, None);
                     }
                 }
@@ -199,7 +200,7 @@ pub fn run(
                 if was_busy && c.pending.is_empty() && !c.spec.saturates() {
                     session
                         .helper_idle(&c.stream)
-                        .map_err(|e| format!("class {}: idle: {e}", c.spec.name))?;
+                        .with_context(|| format!("class {}: idle", c.spec.name))?;
                 }
             }
             if host && records_taken.elapsed() >= RECORDS_EVERY {

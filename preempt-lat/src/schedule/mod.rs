@@ -21,6 +21,7 @@ mod row;
 mod standalone;
 
 use crate::device::{Device, SessionSource};
+use crate::error::{Context, Error, failed};
 use crate::exit::{Outcome, Verdict};
 use crate::options::class::ClassSpec;
 use crate::options::{Arrival, Lv1Options, PolicyKind, PriorityOptions, SweepRateOptions};
@@ -96,7 +97,7 @@ impl Experiment {
 /// One run of `x` on a session opened from `src` (every class alone first with
 /// [`Experiment::standalone`], each in a session of its own). Writes nothing; the caller
 /// reports it.
-pub fn run_experiment(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, String> {
+pub fn run_experiment(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Error> {
     if !x.standalone {
         return run_once(x, src);
     }
@@ -121,12 +122,13 @@ fn arrivals_of(x: &Experiment, i: usize, duration_ns: u64) -> crate::arrivals::A
 }
 
 /// One run of `x` (no runs alone).
-fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, String> {
+fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Error> {
     let specs = &x.classes;
-    let (policy, params) = policy::of(x.policy, specs, x.k, x.round_ms)?;
+    // The commands refuse a bad policy before anything starts: here it would be a bug.
+    let (policy, params) = policy::of(x.policy, specs, x.k, x.round_ms).map_err(|e| failed!("{e}"))?;
     let t_start = std::time::Instant::now();
     let duration_ns = crate::num::round_u64(x.duration_s * 1e9);
-    let lv1 = lv1::Config::new(x.lv1.threshold as usize, x.lv1.batch as usize).map_err(|e| e.to_string())?;
+    let lv1 = lv1::Config::new(x.lv1.threshold as usize, x.lv1.batch as usize)?;
     let session = src
         .open(Options {
             lv1,
@@ -137,7 +139,7 @@ fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Strin
             policy: Some(policy),
             ..Options::default()
         })
-        .map_err(|e| format!("session: {e}"))?;
+        .context("session")?;
     let arrivals = |i: usize| arrivals_of(x, i, duration_ns);
     let run = engine::run(
         &session,
@@ -150,7 +152,7 @@ fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Strin
     let checked = run.and_then(|out| result::check_classes(&session, &out).map(|checks| (out, checks)));
     let closed = session.close();
     let (out, checks) = checked?;
-    closed.map_err(|e| format!("closing the session: {e}"))?;
+    closed.context("closing the session")?;
     Ok(ScheduleResult::new(
         x,
         src.environment(),
@@ -226,7 +228,7 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     let mut stdout = std::io::stdout().lock();
     crate::output::export(o.format, &r, &mut stdout)
         .and_then(|()| stdout.flush())
-        .map_err(|e| format!("writing the result: {e}"))?;
+        .context("writing the result")?;
     if !r.correct() {
         eprintln!("preempt-lat: correctness check FAILED: some command did not complete exactly once");
     }

@@ -2,6 +2,7 @@
 //! scheduled with. The session's helper runs it (`preempt_api::Options::policy`, its policy
 //! thread and the policy's own hold on each stream): the same code an application's helper runs,
 //! so what the experiment measures is what an application gets.
+use crate::error::{UsageError, usage};
 use crate::options::PolicyKind;
 use crate::options::class::ClassSpec;
 use preempt_api::{LaxityParams, PolicyChoice, PolicyParams};
@@ -13,15 +14,15 @@ fn ms(v: f64) -> Duration {
 }
 
 /// The policy of `kind` with its settings, and every class's parameters (in class order); the
-/// one-line reason a class lacks what the policy needs.
+/// one-line reason a class lacks what the policy needs (the options refuse it first: bad input).
 pub fn of(
     kind: PolicyKind,
     classes: &[ClassSpec],
     k: usize,
     round_ms: f64,
-) -> Result<(PolicyChoice, Vec<PolicyParams>), String> {
+) -> Result<(PolicyChoice, Vec<PolicyParams>), UsageError> {
     let missing = |c: &ClassSpec| {
-        format!(
+        usage!(
             "--policy {} needs {} in --class {}",
             kind.name(),
             crate::options::class::needs(kind),
@@ -31,7 +32,9 @@ pub fn of(
     let choice = match kind {
         PolicyKind::Up => PolicyChoice::Partition { round: ms(round_ms) },
         PolicyKind::Kedf if k == 0 => {
-            return Err("--k: k must be at least 1 (the number of queues that run at once)".into());
+            return Err(usage!(
+                "--k: k must be at least 1 (the number of queues that run at once)"
+            ));
         }
         PolicyKind::Kedf => PolicyChoice::KEdf { k },
         PolicyKind::Laxity => PolicyChoice::Laxity,
@@ -56,6 +59,6 @@ pub fn of(
                 PolicyKind::Hpf => PolicyParams::Priority(c.prio.ok_or_else(|| missing(c))?),
             })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, UsageError>>()?;
     Ok((choice, params))
 }

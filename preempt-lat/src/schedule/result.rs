@@ -4,6 +4,7 @@
 use super::engine::{ClassRun, Outcome};
 use super::row::Row;
 use crate::env::Environment;
+use crate::error::{Context, Error};
 use crate::measure::backend::Settled;
 use crate::measure::settle::{closed_after_stop, stream_idle_or_stop, stream_settled};
 use crate::num::ms;
@@ -34,19 +35,19 @@ pub struct ClassCheck {
 /// Drains every class's stream (bounded) and checks its commands. Once a stop is requested
 /// (before or during the drain) the session is closed instead, within the API's bounded close
 /// (docs/c-api.md#close): a drain would wait for every class's backlog, 2 x threshold x T.
-pub fn check_classes(session: &Session, out: &Outcome) -> Result<Vec<ClassCheck>, String> {
+pub fn check_classes(session: &Session, out: &Outcome) -> Result<Vec<ClassCheck>, Error> {
     let mut drained = true;
     for c in &out.classes {
         let limit = Duration::from_secs(30) + Duration::from_secs_f64(c.spec.t_ms / 1000.0 * 64.0);
         drained =
-            stream_idle_or_stop(&c.stream, Some(limit)).map_err(|e| format!("class {}: draining: {e}", c.spec.name))?;
+            stream_idle_or_stop(&c.stream, Some(limit)).with_context(|| format!("class {}: draining", c.spec.name))?;
         if !drained {
             break;
         }
     }
     let gave_up = match drained {
         true => None,
-        false => Some(closed_after_stop(session.close()).map_err(|e| format!("closing the session: {e}"))?),
+        false => Some(closed_after_stop(session.close()).context("closing the session")?),
     };
     out.classes
         .iter()
@@ -61,7 +62,7 @@ pub fn check_classes(session: &Session, out: &Outcome) -> Result<Vec<ClassCheck>
             let v = c
                 .stream
                 .verify()
-                .map_err(|e| format!("class {}: checking: {e}", c.spec.name))?;
+                .with_context(|| format!("class {}: checking", c.spec.name))?;
             if settled.abandoned > 0 {
                 return Ok(ClassCheck {
                     submitted: settled.ran,

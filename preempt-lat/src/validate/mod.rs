@@ -8,11 +8,12 @@
 //! Exit status: 0 when no check failed (skips do not fail), 3 when a check failed, 1 when the
 //! suite itself could not run.
 use crate::doctor::facts::{self, Fact, HipInfo};
+use crate::error::Context;
 use crate::exit::{Outcome, Verdict};
 use crate::options::ValidateOptions;
 use crate::output::Export;
-use lv3::MechanismKind;
 use lv3::conformance::{self, Category, Check, Status};
+use preempt_api::{MechanismChoice, MechanismKind};
 use serde::Serialize;
 use std::io::Write;
 
@@ -50,7 +51,7 @@ pub fn run(a: &ValidateOptions, hip: Fact<HipInfo>, w: &mut dyn Write) -> Outcom
         failed,
         skipped,
     };
-    crate::output::export(a.format, &r, w).map_err(|e| format!("writing the report: {e}"))?;
+    crate::output::export(a.format, &r, w).context("writing the report")?;
     Ok(Verdict::from_ok(r.ok))
 }
 
@@ -154,7 +155,7 @@ fn functional_one(a: &ValidateOptions, device: u32, mechanism: MechanismKind) ->
     }
     outcome(
         &name,
-        crate::gpu::functional(device, lv3::MechanismChoice::Only(mechanism), a.t_ms, a.cycles),
+        crate::gpu::functional(device, MechanismChoice::Only(mechanism), a.t_ms, a.cycles),
     )
 }
 

@@ -17,6 +17,7 @@
 //! Written for hardware and NOT yet run on a GPU; docs/hardware-validation.md says what it should
 //! print. The pure pieces (the stream count, the settings, the verdicts) are tested here.
 use super::StageResult;
+use crate::error::{Context, Error, failed};
 use gpu_device::hip_rt::StreamPriority;
 use gpu_device::{DelayCmd, SlotStatus, calib};
 use kfd::sysfs::SysRoot;
@@ -107,9 +108,9 @@ impl Settings {
 }
 
 /// The kept LP binding after the ordinary streams idled: Ok, or a FAIL worth reporting.
-pub fn judge_kept(check: Result<(), Stale>) -> Result<(), String> {
+pub fn judge_kept(check: Result<(), Stale>) -> Result<(), Error> {
     check.map_err(|stale| {
-        format!(
+        failed!(
             "the LP stream's queue binding went stale while ordinary streams idled: {stale}. This is a \
              finding: please send the archive (and a rerun with AMD_LOG_LEVEL=4 in stderr.txt)"
         )
@@ -117,9 +118,9 @@ pub fn judge_kept(check: Result<(), Stale>) -> Result<(), String> {
 }
 
 /// The dropped stream's binding: it must no longer check Ok. The word for the summary.
-pub fn judge_dropped(check: Result<(), Stale>) -> Result<&'static str, String> {
+pub fn judge_dropped(check: Result<(), Stale>) -> Result<&'static str, Error> {
     match check {
-        Ok(()) => Err(format!(
+        Ok(()) => Err(failed!(
             "a dropped LP stream's binding still checks Ok after {GONE_WITHIN:?}: its KFD queue was not \
              destroyed with the stream, so the stale-binding refusal could not be exercised"
         )),
@@ -135,31 +136,31 @@ pub fn judge_dropped(check: Result<(), Stale>) -> Result<&'static str, String> {
                 change: Change::Unverifiable(_),
                 ..
             },
-        ) => Err(format!("the dropped LP stream's binding: {stale}")),
+        ) => Err(stale).context("the dropped LP stream's binding"),
     }
 }
 
 /// A suspend through the stale binding: refused as `QueueRefused`, and nothing suspended
 /// (`suspended`: whether the mechanism holds any of the stage's queues afterwards).
-pub fn judge_refusal(r: Result<(), preempt_api::Error>, suspended: bool) -> Result<(), String> {
+pub fn judge_refusal(r: Result<(), preempt_api::Error>, suspended: bool) -> Result<(), Error> {
     if suspended {
-        return Err("a suspend through a stale binding left a queue suspended".into());
+        return Err(failed!("a suspend through a stale binding left a queue suspended"));
     }
     match r {
         Err(e) if e.kind == ErrorKind::QueueRefused => Ok(()),
-        Err(e) => Err(format!(
-            "a suspend through a stale binding failed, but not as QueueRefused: {e}"
+        Err(e) => Err(e).context("a suspend through a stale binding failed, but not as QueueRefused"),
+        Ok(()) => Err(failed!(
+            "a suspend through a stale binding was not refused (it went to the kernel)"
         )),
-        Ok(()) => Err("a suspend through a stale binding was not refused (it went to the kernel)".into()),
     }
 }
 
 /// The held command: it ran exactly once and stood still while suspended (a command whose
 /// suspend did not take effect ends [`LONG_MS`] after its start, inside the hold; a saved one
 /// ends after the resume).
-pub fn judge_held(status: SlotStatus, span_ms: f64) -> Result<(), String> {
+pub fn judge_held(status: SlotStatus, span_ms: f64) -> Result<(), Error> {
     if status != SlotStatus::Complete {
-        return Err(format!(
+        return Err(failed!(
             "the held LP command did not run exactly once: its slot says {status:?}"
         ));
     }
@@ -167,7 +168,7 @@ pub fn judge_held(status: SlotStatus, span_ms: f64) -> Result<(), String> {
     let (long, end) = (LONG_MS as f64, (SUSPEND_AT + HOLD).as_secs_f64() * 1e3);
     let want = long + (end - long) / 2.0;
     if span_ms < want {
-        return Err(format!(
+        return Err(failed!(
             "the held LP command lasted {span_ms:.1} ms for {LONG_MS} ms of work held {HOLD:?} from {SUSPEND_AT:?}: \
              it did not stand still while suspended (expected >= {want:.0} ms)"
         ));
@@ -194,7 +195,7 @@ fn count(v: &serde_json::Value) -> String {
     v.as_array().map_or("?".into(), |a| a.len().to_string())
 }
 
-fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, String> {
+fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, Error> {
     let settings = Settings::read(|k| std::env::var(k).ok());
     let (n, note) = settings.streams();
     facts["settings"] = json!(settings);
@@ -206,12 +207,9 @@ fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, String> {
         t_ms: None,
         hp_stream: false,
     })
-    .map_err(|e| format!("preparing hip:{index}: {e}"))?;
+    .with_context(|| format!("preparing hip:{index}"))?;
     let gpu = &prepared.gpu;
-    let v = gpu
-        .hip()
-        .runtime_version()
-        .map_err(|e| format!("hipRuntimeGetVersion: {e}"))?;
+    let v = gpu.hip().runtime_version().context("hipRuntimeGetVersion")?;
     let (a, b, c) = gpu_device::hip_rt::decode_version(v);
     let hip = format!("{a}.{b}.{c}");
     facts["hip_version"] = json!(hip);
@@ -221,16 +219,16 @@ fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, String> {
             lv3: Some(Lv3Request::required(MechanismChoice::Auto, GracePeriod::SHORTEST)),
             slots: SLOTS,
         })
-        .map_err(|e| format!("the Lv3 mechanism and the LP queue: {e}"))?;
-    let setup = lv3.ok_or("no Lv3 mechanism was built")?;
+        .context("the Lv3 mechanism and the LP queue")?;
+    let setup = lv3.ok_or_else(|| failed!("no Lv3 mechanism was built"))?;
     let pre = setup
         .preemptor
-        .ok_or_else(|| format!("no Lv3 mechanism works here: {}", setup.info.why))?;
+        .ok_or_else(|| failed!("no Lv3 mechanism works here: {}", setup.info.why))?;
     facts["mechanism"] = json!(pre.kind().name());
     let binding = lp
         .binding
         .clone()
-        .ok_or("the LP queue was set up without its binding")?;
+        .ok_or_else(|| failed!("the LP queue was set up without its binding"))?;
     let t = *binding.target();
     facts["lp_queue"] = json!({"queue_id": t.queue_id, "gpu_id": t.gpu_id, "ring_base_address": t.ring_base_address});
     facts["queues_before"] = queues(t.gpu_id);
@@ -242,7 +240,7 @@ fn steps(index: u32, facts: &mut serde_json::Value) -> Result<String, String> {
     // The LP stream idled too: its synchronize is where clr would release it, were it not exempt.
     lp.queue
         .synchronize()
-        .map_err(|e| format!("the LP stream: synchronize after {IDLE:?} idle: {e}"))?;
+        .with_context(|| format!("the LP stream: synchronize after {IDLE:?} idle"))?;
     facts["queues_after"] = queues(t.gpu_id);
     judge_kept(binding.check())?;
     let (suspend_us, span_ms) = held_command(gpu, &lp, &pre, &binding)?;
@@ -271,20 +269,20 @@ type Ordinary = (gpu_device::hip_rt::Stream, gpu_device::hip_rt::DeviceBuffer);
 
 /// `n` ordinary (pooled) streams, each used once (a memset) and synchronized. They live until
 /// the stage ends.
-fn ordinary_streams(gpu: &GpuDevice, n: usize) -> Result<Vec<Ordinary>, String> {
+fn ordinary_streams(gpu: &GpuDevice, n: usize) -> Result<Vec<Ordinary>, Error> {
     let mut v = Vec::with_capacity(n);
     for i in 0..n {
         let s = gpu
             .stream(StreamPriority::Normal)
-            .map_err(|e| format!("ordinary stream {i} of {n}: {e}"))?;
+            .with_context(|| format!("ordinary stream {i} of {n}"))?;
         let b = gpu
             .device()
             .alloc_device(4096)
-            .map_err(|e| format!("ordinary stream {i}: a buffer: {e}"))?;
+            .with_context(|| format!("ordinary stream {i}: a buffer"))?;
         b.zero_async(&s)
-            .map_err(|e| format!("ordinary stream {i}: memset: {e}"))?;
+            .with_context(|| format!("ordinary stream {i}: memset"))?;
         s.synchronize()
-            .map_err(|e| format!("ordinary stream {i}: synchronize: {e}"))?;
+            .with_context(|| format!("ordinary stream {i}: synchronize"))?;
         v.push((s, b));
     }
     Ok(v)
@@ -292,7 +290,7 @@ fn ordinary_streams(gpu: &GpuDevice, n: usize) -> Result<Vec<Ordinary>, String> 
 
 /// The streams left idle for [`IDLE`], then synchronized again: clr tries to release an idle
 /// pooled queue at each synchronize (docs/kfd-facts.md#dynamic-queues).
-fn idle_then_synchronize(streams: &[Ordinary]) -> Result<(), String> {
+fn idle_then_synchronize(streams: &[Ordinary]) -> Result<(), Error> {
     let until = Instant::now() + IDLE;
     while Instant::now() < until {
         super::interrupted()?;
@@ -300,35 +298,33 @@ fn idle_then_synchronize(streams: &[Ordinary]) -> Result<(), String> {
     }
     for (i, (s, _)) in streams.iter().enumerate() {
         s.synchronize()
-            .map_err(|e| format!("ordinary stream {i}: synchronize after {IDLE:?} idle: {e}"))?;
+            .with_context(|| format!("ordinary stream {i}: synchronize after {IDLE:?} idle"))?;
     }
     Ok(())
 }
 
 /// One LP command of [`LONG_MS`] on the kept queue, suspended [`SUSPEND_AT`] in through the
 /// binding, held [`HOLD`], resumed; its suspend time (us) and its span on the GPU wall clock (ms).
-fn held_command(gpu: &GpuDevice, lp: &LpQueue, pre: &Preemptor, binding: &QueueBinding) -> Result<(f64, f64), String> {
+fn held_command(gpu: &GpuDevice, lp: &LpQueue, pre: &Preemptor, binding: &QueueBinding) -> Result<(f64, f64), Error> {
     let khz = gpu.device().info.wall_clock_khz;
     // The nominal wall clock, as hip-smoke's 1 ms command: no calibration needed for 200 ms.
     let ticks = u64::from(khz) * LONG_MS;
     lp.queue
         .launch(0, DelayCmd { ticks })
-        .map_err(|e| format!("running: launching the LP command: {e}"))?;
+        .context("running: launching the LP command")?;
     std::thread::sleep(SUSPEND_AT);
-    let held = GpuSuspension::suspend(pre, binding).map_err(|e| format!("running: suspend: {e}"))?;
+    let held = GpuSuspension::suspend(pre, binding).context("running: suspend")?;
     let suspend_us = held.report().total.as_secs_f64() * 1e6;
     std::thread::sleep(HOLD);
-    held.resume().map_err(|e| format!("running: resume: {e}"))?;
-    lp.queue
-        .synchronize()
-        .map_err(|e| format!("running: waiting for the LP command: {e}"))?;
+    held.resume().context("running: resume")?;
+    lp.queue.synchronize().context("running: waiting for the LP command")?;
     let slot = lp
         .queue
         .read_slots(1)
-        .map_err(|e| format!("running: reading its slot: {e}"))?
+        .context("running: reading its slot")?
         .first()
         .copied()
-        .ok_or("running: no slot read back")?;
+        .ok_or_else(|| failed!("running: no slot read back"))?;
     let span_ms = calib::ticks_to_ms(slot.wall_ticks(), khz);
     judge_held(slot.status(0, lp.queue.nblocks()), span_ms)?;
     Ok((suspend_us, span_ms))
@@ -341,14 +337,12 @@ fn detection(
     pre: &Preemptor,
     kept: &QueueBinding,
     facts: &mut serde_json::Value,
-) -> Result<&'static str, String> {
-    let second = gpu
-        .lp_queue(Some(pre), 1)
-        .map_err(|e| format!("detection: a second LP queue: {e}"))?;
+) -> Result<&'static str, Error> {
+    let second = gpu.lp_queue(Some(pre), 1).context("detection: a second LP queue")?;
     let stale = second
         .binding
         .clone()
-        .ok_or("detection: the second LP queue was set up without its binding")?;
+        .ok_or_else(|| failed!("detection: the second LP queue was set up without its binding"))?;
     let t = *stale.target();
     facts["dropped_queue"] = json!({"queue_id": t.queue_id, "gpu_id": t.gpu_id});
     drop(second);
@@ -364,7 +358,7 @@ fn detection(
     if let Err(s) = &check {
         facts["dropped_check"] = json!(s.to_string());
     }
-    let word = judge_dropped(check).map_err(|e| format!("detection: {e}"))?;
+    let word = judge_dropped(check).context("detection")?;
     let r = match GpuSuspension::suspend(pre, &stale) {
         // Not refused (a bug): resume at once, then judge.
         Ok(held) => held.resume(),
@@ -374,7 +368,7 @@ fn detection(
     if let Err(e) = &r {
         facts["refusal"] = json!(e.to_string());
     }
-    judge_refusal(r, suspended).map_err(|e| format!("detection: {e}"))?;
+    judge_refusal(r, suspended).context("detection")?;
     Ok(word)
 }
 
@@ -429,20 +423,25 @@ mod tests {
 
     #[test]
     fn a_stale_kept_binding_fails_and_says_so() {
-        assert_eq!(judge_kept(Ok(())), Ok(()));
-        let e = judge_kept(Err(stale(Change::Gone))).unwrap_err();
+        assert!(judge_kept(Ok(())).is_ok());
+        let e = judge_kept(Err(stale(Change::Gone))).unwrap_err().to_string();
         assert!(e.contains("went stale") && e.contains("no longer exists"), "{e}");
     }
 
     #[test]
     fn a_dropped_binding_must_be_gone_or_replaced() {
         let (a, b) = (QueueNode { dev: 1, ino: 10 }, QueueNode { dev: 1, ino: 11 });
-        assert_eq!(judge_dropped(Err(stale(Change::Gone))), Ok("Gone"));
+        assert_eq!(judge_dropped(Err(stale(Change::Gone))).ok(), Some("Gone"));
         assert_eq!(
-            judge_dropped(Err(stale(Change::Replaced { was: a, now: b }))),
-            Ok("Replaced")
+            judge_dropped(Err(stale(Change::Replaced { was: a, now: b }))).ok(),
+            Some("Replaced")
         );
-        assert!(judge_dropped(Ok(())).unwrap_err().contains("still checks Ok"));
+        assert!(
+            judge_dropped(Ok(()))
+                .unwrap_err()
+                .to_string()
+                .contains("still checks Ok")
+        );
         let unreadable = SysfsError {
             path: PathBuf::from("/sys/class/kfd/kfd/proc/1/queues"),
             kind: SysfsErrorKind::Missing,
@@ -453,22 +452,28 @@ mod tests {
     #[test]
     fn a_stale_suspend_must_be_refused_with_nothing_suspended() {
         let refused = || Err(preempt_api::Error::new(ErrorKind::QueueRefused, "stale"));
-        assert_eq!(judge_refusal(refused(), false), Ok(()));
+        assert!(judge_refusal(refused(), false).is_ok());
         assert!(judge_refusal(refused(), true).is_err(), "left suspended");
         assert!(judge_refusal(Ok(()), false).is_err(), "not refused");
         let other = Err(preempt_api::Error::new(ErrorKind::Device, "EIO"));
-        assert!(judge_refusal(other, false).unwrap_err().contains("not as QueueRefused"));
+        assert!(
+            judge_refusal(other, false)
+                .unwrap_err()
+                .to_string()
+                .contains("not as QueueRefused")
+        );
     }
 
     #[test]
     fn the_held_command_must_complete_once_and_stand_still() {
         let end = (SUSPEND_AT + HOLD).as_secs_f64() * 1e3;
-        assert_eq!(judge_held(SlotStatus::Complete, end), Ok(()));
+        assert!(judge_held(SlotStatus::Complete, end).is_ok());
         #[allow(clippy::cast_precision_loss)]
         let long = LONG_MS as f64;
         assert!(
             judge_held(SlotStatus::Complete, long)
                 .unwrap_err()
+                .to_string()
                 .contains("stand still")
         );
         assert!(judge_held(SlotStatus::Duplicated { done: 2, blocks: 4 }, end).is_err());

@@ -266,17 +266,14 @@ fn verdict(
 ) -> Result<String, Error> {
     use preempt_api::DeviceSpec;
     match device {
-        DeviceSpec::Host => crate::measure::host::worker_exe()
-            .map(|w| {
-                format!(
-                    "host device: worker program {}; {}",
-                    w.program.display(),
-                    report.summary
-                )
-            })
-            .map_err(Error::from),
-        DeviceSpec::Hip(n) => crate::doctor::verdict::gpu_path(&report.facts)
-            .and_then(|()| crate::gpu::usable(n))
+        DeviceSpec::Host => crate::measure::host::worker_exe().map(|w| {
+            format!(
+                "host device: worker program {}; {}",
+                w.program.display(),
+                report.summary
+            )
+        }),
+        DeviceSpec::Hip(n) => crate::gpu::runnable(&report.facts, n)
             .map(|()| {
                 format!(
                     "hip:{n} can run: {} GPU node(s), KFD {}, HIP {}, amdgpu {}",

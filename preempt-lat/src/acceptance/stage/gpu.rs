@@ -8,13 +8,14 @@
 //! what each should print.
 use super::StageResult;
 use crate::acceptance::summary::Status;
+use crate::error::{Context, Error, failed};
 use gpu_device::hip_rt::Mem;
 use gpu_device::{LpState, SlotStatus, calib, kernel};
 use preempt_api::gpu::{self, CalibratedT, KernelChoice, LpRequest, Prepare, Prepared, PreparedLp};
 use preempt_api::{GracePeriod, Lv3Request, MechanismChoice, MechanismKind};
 use serde_json::json;
 
-fn result(r: Result<(String, serde_json::Value), String>) -> StageResult {
+fn result(r: Result<(String, serde_json::Value), Error>) -> StageResult {
     match r {
         Ok((reason, facts)) => StageResult {
             status: Status::Pass,
@@ -23,14 +24,14 @@ fn result(r: Result<(String, serde_json::Value), String>) -> StageResult {
         },
         Err(why) => StageResult {
             status: Status::Fail,
-            reason: why,
+            reason: why.to_string(),
             facts: serde_json::Value::Null,
         },
     }
 }
 
 /// `hip:index` prepared with the `state` kernel, and T calibrated where asked.
-fn prepared(index: u32, state: LpState, t_ms: Option<f64>) -> Result<Prepared, String> {
+fn prepared(index: u32, state: LpState, t_ms: Option<f64>) -> Result<Prepared, Error> {
     gpu::prepare(&Prepare {
         device: index,
         kernel: KernelChoice {
@@ -40,7 +41,7 @@ fn prepared(index: u32, state: LpState, t_ms: Option<f64>) -> Result<Prepared, S
         t_ms,
         hp_stream: false,
     })
-    .map_err(|e| format!("preparing hip:{index}: {e}"))
+    .with_context(|| format!("preparing hip:{index}"))
 }
 
 /// HIP loads and opens the device, the light and (where the target has one) heavy delay kernels
@@ -50,23 +51,20 @@ pub fn smoke(index: u32) -> StageResult {
         let p = prepared(index, LpState::Light, None)?;
         let (gpu, k, s) = (&p.gpu, &p.kernel, &p.warm);
         let info = gpu.device().info.clone();
-        let version = gpu
-            .hip()
-            .runtime_version()
-            .map_err(|e| format!("hipRuntimeGetVersion: {e}"))?;
+        let version = gpu.hip().runtime_version().context("hipRuntimeGetVersion")?;
         let (a, b, c) = gpu_device::hip_rt::decode_version(version);
-        let slots = kernel::slot_buffer(gpu.device(), s, 1).map_err(|e| format!("a slot: {e}"))?;
+        let slots = kernel::slot_buffer(gpu.device(), s, 1).context("a slot")?;
         let ticks = u64::from(info.wall_clock_khz); // 1 ms on the nominal wall clock
         k.launch(s, Mem::Device(&slots), 0, ticks)
-            .map_err(|e| format!("launching one delay kernel: {e}"))?;
-        s.synchronize().map_err(|e| format!("waiting for it: {e}"))?;
-        let slot = kernel::read_slots(&slots, 1).map_err(|e| format!("reading its slot: {e}"))?[0];
+            .context("launching one delay kernel")?;
+        s.synchronize().context("waiting for it")?;
+        let slot = kernel::read_slots(&slots, 1).context("reading its slot")?[0];
         let status = slot.status(0, k.grid().blocks);
         if status != SlotStatus::Complete {
-            return Err(format!("the delay kernel ran but its slot says {status:?}"));
+            return Err(failed!("the delay kernel ran but its slot says {status:?}"));
         }
         let ran_ms = calib::ticks_to_ms(slot.wall_ticks(), info.wall_clock_khz);
-        let floor = kernel::event_floor_ms(gpu.device(), s).map_err(|e| format!("event floor: {e}"))?;
+        let floor = kernel::event_floor_ms(gpu.device(), s).context("event floor")?;
         let heavy = match LpState::Heavy.check_target(gpu.arch()) {
             Err(why) => format!("heavy kernel n/a here: {why}"),
             Ok(()) => {
@@ -122,7 +120,7 @@ pub fn calibration(index: u32, t_ms: f64) -> StageResult {
             achieved,
         } = prepared(index, LpState::Light, Some(t_ms))?
             .t
-            .ok_or("the GPU was prepared without T")?;
+            .ok_or_else(|| failed!("the GPU was prepared without T"))?;
         let facts = json!({
             "t_ms": t_ms,
             "ticks_per_ms": cal.ticks_per_ms,
@@ -146,7 +144,7 @@ pub fn calibration(index: u32, t_ms: f64) -> StageResult {
             }
         );
         if achieved.off {
-            return Err(format!("{line}: more than 5 % off"));
+            return Err(failed!("{line}: more than 5 % off"));
         }
         Ok((line, facts))
     })())
@@ -160,12 +158,14 @@ pub fn discovery(index: u32) -> StageResult {
                 lv3: Some(Lv3Request::required(MechanismChoice::Auto, GracePeriod::SHORTEST)),
                 slots: 16,
             })
-            .map_err(|e| format!("the Lv3 mechanism and the LP stream's KFD queue: {e}"))?;
-        let setup = lv3.ok_or("no Lv3 mechanism was built")?;
+            .context("the Lv3 mechanism and the LP stream's KFD queue")?;
+        let setup = lv3.ok_or_else(|| failed!("no Lv3 mechanism was built"))?;
         let pre = setup
             .preemptor
-            .ok_or_else(|| format!("no Lv3 mechanism works here: {}", setup.info.why))?;
-        let t = lp.target.ok_or("the LP queue was set up without its KFD queue")?;
+            .ok_or_else(|| failed!("no Lv3 mechanism works here: {}", setup.info.why))?;
+        let t = lp
+            .target
+            .ok_or_else(|| failed!("the LP queue was set up without its KFD queue"))?;
         let facts = json!({
             "mechanism": pre.kind().name(),
             "why": setup.info.why,
@@ -193,11 +193,9 @@ pub fn discovery(index: u32) -> StageResult {
 
 /// One mechanism's bystander cost (validate's plan), the bystander being this executable.
 pub fn bystander(index: u32, kind: MechanismKind) -> StageResult {
-    let program = match std::env::current_exe() {
+    let program = match std::env::current_exe().context("cannot find this executable to start the bystander") {
         Ok(p) => p,
-        Err(e) => {
-            return result(Err(format!("cannot find this executable to start the bystander: {e}")));
-        }
+        Err(e) => return result(Err(e)),
     };
     match crate::gpu::bystander(index, kind, &crate::bystander::Plan::VALIDATE, &program) {
         Ok(m) => StageResult {
@@ -210,6 +208,6 @@ pub fn bystander(index: u32, kind: MechanismKind) -> StageResult {
             reason: why,
             facts: serde_json::Value::Null,
         },
-        Err((false, why)) => result(Err(why)),
+        Err((false, why)) => result(Err(Error::msg(why))),
     }
 }

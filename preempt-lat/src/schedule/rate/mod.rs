@@ -10,6 +10,7 @@ use super::row::Row;
 use super::{Experiment, ScheduleResult, run_experiment};
 use crate::device::Device;
 use crate::env::Environment;
+use crate::error::{Context, Error, failed};
 use crate::exit::{Outcome, Verdict};
 use crate::measure::control::stop_requested;
 use crate::num::ms;
@@ -75,8 +76,8 @@ impl RateSweep {
 pub fn run(o: &SweepRateOptions, dev: Device) -> Outcome {
     let template = o.template();
     let workers = dev.priority_workers(o.common.workers);
-    let at = |rate: f64| -> Result<Experiment, String> {
-        let classes = class::at_rate(&template, rate).ok_or_else(|| "no class with requests to sweep".to_string())?;
+    let at = |rate: f64| -> Result<Experiment, Error> {
+        let classes = class::at_rate(&template, rate).ok_or_else(|| failed!("no class with requests to sweep"))?;
         Ok(Experiment::of_sweep(o, classes, workers))
     };
     // The first point's policy first: a class it cannot take is refused before anything starts.
@@ -144,7 +145,7 @@ pub fn run(o: &SweepRateOptions, dev: Device) -> Outcome {
             )
         })
         .and_then(|()| out.flush())
-        .map_err(|e| format!("writing the result: {e}"))?;
+        .context("writing the result")?;
     Ok(Verdict::from_ok(sweep.correct()))
 }
 

@@ -1,6 +1,7 @@
 //! sweep-rate.svg: per-class P99 with its p50 band against the offered rate (small multiples
 //! sharing axes) above the requests completed per second against it.
 use super::{RatePoint, RateSweep};
+use crate::error::Error;
 use crate::num::ms;
 use crate::plot::{self, Axis, Grid, Panel, RefLine, Scale, Series};
 use crate::schedule::result::ClassResult;
@@ -120,7 +121,7 @@ pub fn throughput_panel(s: &RateSweep) -> Panel {
 }
 
 /// Draws sweep-rate.svg at `path`: the latency panels above the throughput panel.
-pub fn draw(s: &RateSweep, path: &Path) -> Result<(), String> {
+pub fn draw(s: &RateSweep, path: &Path) -> Result<(), Error> {
     let device = plot::device_label(&s.env.device, s.env.host_figures);
     let p = &s.params;
     let policy = if p.policy == preempt_api::Policy::KEdf.name() {
@@ -164,5 +165,5 @@ pub fn draw(s: &RateSweep, path: &Path) -> Result<(), String> {
         cols: 1,
         x_names: &[],
     });
-    plot::draw_stack(path, &grids)
+    Ok(plot::draw_stack(path, &grids)?)
 }
