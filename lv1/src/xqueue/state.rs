@@ -97,6 +97,10 @@ pub(super) struct State<Q: HwQueue> {
     pub suspended: bool,
     /// The launcher is inside hardware calls (launch or record) without the lock.
     pub launcher_busy: bool,
+    /// Commands the launcher took from `pending` for the launches under way: they count as
+    /// pending until it takes the lock again and counts the ones it launched in flight, so that
+    /// no snapshot of the counts shows a queue with work as empty.
+    launching: usize,
     /// The launcher sleeps on `cv_launcher` and nobody has woken it yet.
     launcher_asleep: bool,
     /// The completion thread sleeps on `cv_completer` and nobody has woken it yet.
@@ -152,6 +156,7 @@ impl<Q: HwQueue> Shared<Q> {
             in_flight: 0,
             suspended: false,
             launcher_busy: false,
+            launching: 0,
             launcher_asleep: false,
             completer_asleep: false,
             ext_waiters: 0,
@@ -189,7 +194,7 @@ impl<Q: HwQueue> Shared<Q> {
     /// `st` is the state's guard: with it held, no launch run starts or ends meanwhile.
     pub fn counts(&self, st: &State<Q>) -> (u64, usize) {
         let ib = self.inbox();
-        (ib.next_id, st.pending.len() + ib.cmds.len())
+        (ib.next_id, st.pending.len() + st.launching + ib.cmds.len())
     }
 
     /// Remove every command not launched yet, in id order.
@@ -338,6 +343,7 @@ impl<Q: HwQueue> Shared<Q> {
     ) -> Guard<'a, Q> {
         let batch = st.cfg.batch();
         st.launcher_busy = true;
+        st.launching = run.len();
         drop(st);
         let before = uncovered.len();
         let mut failed = Vec::new();
@@ -357,6 +363,7 @@ impl<Q: HwQueue> Shared<Q> {
         let fence = (uncovered.len() >= batch).then(|| self.make_fence(uncovered.len()));
         let mut st = self.lock();
         st.launcher_busy = false;
+        st.launching = 0;
         while let Some(p) = run.pop_back() {
             st.pending.push_front(p);
         }

@@ -43,6 +43,10 @@ enum Ready {
 struct Member {
     stream: Arc<LpStream>,
     ready: Ready,
+    /// Commands of the stream announced to the policy (counted from the launcher's own count at
+    /// scheduling): the stream is drained only once the launcher has had them all, since a
+    /// command is announced before it reaches the launcher.
+    announced: u64,
 }
 
 struct State {
@@ -143,7 +147,7 @@ impl State {
         let done: Vec<u64> = self
             .members
             .iter()
-            .filter(|(_, m)| m.ready == Ready::Submitted && m.stream.drained())
+            .filter(|(_, m)| m.ready == Ready::Submitted && m.stream.drained(m.announced))
             .map(|(&id, _)| id)
             .collect();
         let mut out = Vec::new();
@@ -240,8 +244,18 @@ impl Shared {
 
 impl SubmitHook for Shared {
     fn submitted(&self, stream: u64) {
+        if let Some(m) = self.state().members.get_mut(&stream) {
+            m.announced += 1;
+        }
         // A failed action is kept in the status and retried; the submit itself goes on.
         let _ = self.mark_ready(stream, Ready::Submitted);
+    }
+
+    fn withdrawn(&self, stream: u64) {
+        if let Some(m) = self.state().members.get_mut(&stream) {
+            m.announced = m.announced.saturating_sub(1);
+        }
+        self.wake.notify_one();
     }
 }
 
@@ -305,6 +319,7 @@ impl Driver {
         st.members.entry(s.id()).or_insert_with(|| Member {
             stream: Arc::clone(s),
             ready: Ready::Idle,
+            announced: s.submitted_count(),
         });
         let hook: Weak<dyn SubmitHook> = Arc::downgrade(&self.shared) as Weak<dyn SubmitHook>;
         s.set_submit_hook(Some(hook));

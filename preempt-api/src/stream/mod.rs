@@ -28,6 +28,9 @@ use std::time::{Duration, Instant};
 /// not depend on the helper).
 pub(crate) trait SubmitHook: Send + Sync {
     fn submitted(&self, stream: u64);
+    /// The command announced by the last [`SubmitHook::submitted`] was not submitted after all
+    /// (its submit failed).
+    fn withdrawn(&self, stream: u64);
 }
 
 /// What one suspend did.
@@ -269,8 +272,17 @@ impl LpStream {
 
     /// Whether everything submitted through the library completed (none pending, none in
     /// flight); `false` for a bound KFD queue, which has no launcher to tell.
-    pub(crate) fn drained(&self) -> bool {
-        self.stats().is_some_and(|s| s.pending == 0 && s.in_flight == 0)
+    /// Whether the launcher ran out of work, and had been given the first `announced` commands
+    /// (a command announced to a policy is pushed to the launcher just after: until it is, the
+    /// launcher being empty says nothing).
+    pub(crate) fn drained(&self, announced: u64) -> bool {
+        self.stats()
+            .is_some_and(|s| s.submitted >= announced && s.pending == 0 && s.in_flight == 0)
+    }
+
+    /// Commands submitted through the launcher so far.
+    pub(crate) fn submitted_count(&self) -> u64 {
+        self.stats().map_or(0, |s| s.submitted)
     }
 
     /// The scheduler daemon's suspend (an order carried out by [`crate::sched::SchedClient`]).
@@ -374,10 +386,14 @@ impl LpStream {
         // The policy hears of the work before it is submitted, so that a stream it suspends
         // does not start it (policies::TimedPolicy::ready).
         let hook = self.dev_hook().as_ref().and_then(Weak::upgrade);
-        if let Some(h) = hook {
+        if let Some(h) = &hook {
             h.submitted(self.id);
         }
-        self.dev.body.submit_delay(ns).map_err(|e| e.context(self.label()))
+        let r = self.dev.body.submit_delay(ns).map_err(|e| e.context(self.label()));
+        if let (Err(_), Some(h)) = (&r, hook) {
+            h.withdrawn(self.id);
+        }
+        r
     }
 
     /// Waits until every command submitted through the library completed (GPU: and everything
