@@ -350,15 +350,20 @@ impl Export for ScheduleResult {
             standalone_text(self, s, w)?;
         }
         let mut judged = crate::targets::judge(&serde_json::to_value(self).map_err(io::Error::other)?, "this run");
-        judged.retain(|j| j.target == "partition");
+        // The partition's own targets: each class's share, and (with --standalone) its cost.
+        judged.retain(|j| j.target == "partition" || j.target == "partition-overhead");
         if !judged.is_empty() {
             for j in judged {
+                let measured = if j.target == "partition" {
+                    format!("{:+.2} {}", j.measured, j.unit)
+                } else {
+                    format!("{:.2} {}", j.measured, j.unit)
+                };
                 writeln!(
                     w,
-                    "target {} ({}): {:+.2} points, bound {}: {}{}",
+                    "target {} ({}): {measured}, bound {}: {}{}",
                     j.target,
                     j.source,
-                    j.measured,
                     j.bound,
                     if j.pass { "PASS" } else { "FAIL" },
                     if j.host_figures { " (host figure)" } else { "" }

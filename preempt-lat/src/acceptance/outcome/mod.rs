@@ -260,6 +260,8 @@ pub fn targets(stages: &[Stage], records: &[StageRecord], top: &Path) -> Vec<Jud
         }
     }
     from("sweep-t", "sweep-t.json", "lv3-flat-in-t", "lv3", all);
+    // 4.1.1's ratio at each T the sweep ran both levels at.
+    from("sweep-t", "sweep-t.json", "lv3-vs-lv1", "lv3 vs lv1", all);
     from("latency-lv1", "run.json", "lv1-threshold-x-t", "lv1", all);
     // Lv2's targets where the plan runs Lv2 (the host device); a GPU's plan skips latency-lv2
     // with its reason and has no lv2 mode, so nothing there could ever measure them.
@@ -281,6 +283,14 @@ pub fn targets(stages: &[Stage], records: &[StageRecord], top: &Path) -> Vec<Jud
     // One partition row: with two queues their errors are equal and opposite (the achieved
     // shares add up to 100 % as the asked ones do); a class off by more stands for both.
     from("partition", "schedule.json", "partition", &format!("up {SHARES}"), all);
+    // 7.2.2's cost of the partition: the stage runs each class alone first (--standalone).
+    from(
+        "partition",
+        "schedule.json",
+        "partition-overhead",
+        &format!("up {SHARES}"),
+        all,
+    );
     // overhead's scheduled setups, the levels the plan runs it with (lv2 where the device has it).
     let setups: Vec<&str> = [Level::Lv1, Level::Lv2, Level::Lv3]
         .into_iter()

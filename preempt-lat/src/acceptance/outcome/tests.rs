@@ -150,6 +150,7 @@ fn schedule(device: &str, got: [f64; 2], failed: &[&str]) -> Value {
         "classes": [class("q0", 75.0, got[0]), class("q1", 25.0, got[1])],
         "suspends": 300, "resumes": 299,
         "failed_actions": failed,
+        "standalone": {"throughput_loss_percent": 0.8, "reference": "the classes alone"},
     })
 }
 
@@ -200,6 +201,7 @@ fn partition_and_overhead_are_judged_per_device() {
     };
     let (pass, fail) = (targets::Verdict::Pass, targets::Verdict::Fail);
     assert_eq!(rows("partition"), [(format!("up {SHARES}"), pass, Some(1.0))]);
+    assert_eq!(rows("partition-overhead"), [(format!("up {SHARES}"), pass, Some(0.8))]);
     assert_eq!(
         rows("overhead"),
         [
@@ -216,7 +218,9 @@ fn partition_and_overhead_are_judged_per_device() {
             ("lv3".into(), fail, Some(6.0))
         ]
     );
-    let mine = |j: &&Judged| ["partition", "overhead", "scheduler-cpu"].contains(&j.id.as_str());
+    let mine = |j: &&Judged| {
+        ["partition", "partition-overhead", "overhead", "scheduler-cpu"].contains(&j.id.as_str())
+    };
     assert!(t.iter().filter(mine).all(|j| j.host_figures), "{t:?}");
 
     // A GPU: a share 7 points off fails, lv1 and lv3 only, nothing labelled host; a stage that
@@ -251,7 +255,7 @@ fn partition_and_overhead_are_judged_per_device() {
             ("scheduler-cpu", "lv3")
         ]
     );
-    for j in t.iter().filter(|j| j.id != "partition") {
+    for j in t.iter().filter(|j| !j.id.starts_with("partition")) {
         assert_eq!(j.verdict, targets::Verdict::NotMeasured);
         assert!(
             j.note.contains("stage overhead: FAIL (overhead said why)"),

@@ -140,6 +140,7 @@ pub fn args(stage: &Stage, device: DeviceSpec, quick: bool, dir: &Path, chosen: 
                 T_MS,
                 "--duration-s",
                 &z.partition_s.to_string(),
+                "--standalone",
                 "--out-dir",
                 &out_dir,
             ]);

@@ -316,7 +316,9 @@ pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
     // auto: the session's mechanism), so one Lv3 latency that passed is all it needs.
     v.push(with_lv3(s(
         "partition",
-        &format!("priority --policy up --shares {SHARES}: the application helper's bandwidth partition"),
+        &format!(
+            "priority --policy up --shares {SHARES} --standalone: the application helper's bandwidth partition, and its cost against each queue alone"
+        ),
         Work::Partition,
         &[],
         600,
