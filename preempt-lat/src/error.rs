@@ -5,11 +5,15 @@
 //!
 //! Call sites add what they were doing with [`Context`]:
 //! `std::fs::read(p).with_context(|| format!("{}: cannot read", p.display()))?`.
-use crate::plot::DrawError;
 use gpu_device::hip_rt::HipError;
 use preempt_api::host::HostError;
 use std::io;
+
 use std::time::Duration;
+
+/// What plotters fails with while drawing in memory (`crate::plot`'s `DrawError`; named here so
+/// that this module, which every other one uses, uses none of them).
+type DrawError = plotters::drawing::DrawingAreaErrorKind<std::io::Error>;
 
 /// Bad input (a flag combination, a value out of range), found before anything started: one
 /// line, exit status 2.

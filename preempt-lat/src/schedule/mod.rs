@@ -17,7 +17,6 @@ mod engine;
 mod policy;
 pub mod rate;
 mod result;
-mod row;
 mod standalone;
 
 use crate::device::{Device, SessionSource};

@@ -2,7 +2,7 @@
 //! device share (asked and achieved) and exactly-once check; the run's parameters, environment
 //! and totals. JSON whole, CSV a row per class, text a table.
 use super::engine::{ClassRun, Outcome};
-use super::row::Row;
+mod row;
 use crate::env::Environment;
 use crate::error::{Context, Error};
 use crate::measure::backend::Settled;
@@ -13,6 +13,7 @@ use crate::options::class::ClassSpec;
 use crate::output::Export;
 use crate::stats::{Summary, p99_ratio};
 use preempt_api::Session;
+pub use row::Row;
 use serde::Serialize;
 use std::io::{self, Write};
 use std::time::Duration;

@@ -218,9 +218,7 @@ fn partition_and_overhead_are_judged_per_device() {
             ("lv3".into(), fail, Some(6.0))
         ]
     );
-    let mine = |j: &&Judged| {
-        ["partition", "partition-overhead", "overhead", "scheduler-cpu"].contains(&j.id.as_str())
-    };
+    let mine = |j: &&Judged| ["partition", "partition-overhead", "overhead", "scheduler-cpu"].contains(&j.id.as_str());
     assert!(t.iter().filter(mine).all(|j| j.host_figures), "{t:?}");
 
     // A GPU: a share 7 points off fails, lv1 and lv3 only, nothing labelled host; a stage that

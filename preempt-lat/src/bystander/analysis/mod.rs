@@ -15,6 +15,7 @@
 //!
 //! A bystander that stopped (no `done` line, or stopped before the measured window ended) gives
 //! no figures: its timeline does not cover the window.
+use crate::stats::nearest_rank;
 use serde::Serialize;
 
 /// A closed interval of `CLOCK_MONOTONIC` ns.
@@ -110,16 +111,6 @@ pub struct Cost {
     pub throughput_loss_fraction: f64,
     /// The throughput loss as bystander time lost per preemption.
     pub lost_time_per_preemption_ns: Option<f64>,
-}
-
-/// The nearest-rank `q` quantile (0 < q <= 1) of sorted values.
-pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let n = sorted.len();
-    let rank = crate::num::ceil_u32(q * n as f64).max(1) as usize;
-    sorted.get(rank.min(n) - 1).copied()
 }
 
 /// A duration difference in ns; durations are far below i64::MAX.

@@ -262,15 +262,3 @@ fn no_preemption_no_per_preemption_figures() {
     assert_eq!(c.lost_time_per_preemption_ns, None);
     assert_eq!(c.delay_per_preemption_p50_ns, None);
 }
-
-#[test]
-fn nearest_rank_of_one_to_n() {
-    for n in [1usize, 2, 7, 100, 1000] {
-        let v: Vec<usize> = (1..=n).collect();
-        for q in [0.5, 0.99, 1.0] {
-            let want = (crate::num::ceil_u32(q * n as f64) as usize).max(1);
-            assert_eq!(nearest_rank(&v, q), Some(want), "n {n} q {q}");
-        }
-    }
-    assert_eq!(nearest_rank::<u64>(&[], 0.5), None);
-}

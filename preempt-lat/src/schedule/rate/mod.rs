@@ -6,7 +6,7 @@
 //! the requests completed per second against the rate ([`mod@plot`]).
 mod plot;
 
-use super::row::Row;
+use super::result::Row;
 use super::{Experiment, ScheduleResult, run_experiment};
 use crate::device::Device;
 use crate::env::Environment;

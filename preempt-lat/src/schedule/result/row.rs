@@ -1,6 +1,6 @@
 //! The CSV row of the class experiment, one type for both files that have a row per class:
 //! `schedule.csv` (one run) and `sweep-rate.csv` (one run per offered rate).
-use super::result::{ClassResult, ScheduleResult};
+use super::{ClassResult, ScheduleResult};
 use crate::num::ms;
 use serde::Serialize;
 
