@@ -162,16 +162,17 @@ impl Error {
     }
 }
 
-/// For the modules that still return their errors as a line of text (a `String`): the line, as
-/// it is. Still needed by `plot::draw_stack` (its callers: `schedule::rate::plot`, ...).
+/// For the modules that still return their errors as a line of text (a `String`: the archive
+/// reader, whose error the fleet report keeps as an archive's reason for being skipped): the
+/// line, as it is.
 impl From<String> for Error {
     fn from(line: String) -> Self {
         Error::Failed(line)
     }
 }
 
-/// The other way for the same modules: `?` on ours where a line of text is returned. Still
-/// needed by `plot::draw_stack` and `acceptance::fleet`.
+/// The other way for the same modules: `?` on ours where a line of text is returned
+/// (`acceptance::fleet`).
 impl From<Error> for String {
     fn from(e: Error) -> Self {
         e.to_string()

@@ -179,7 +179,7 @@ fn grid_ranges(g: &Grid) -> Option<((f64, f64), (f64, f64))> {
 /// Draws the panels of `g` into an SVG file at `path`, sharing axes, with one legend below them
 /// (outside every panel's data): each line's label once, in the same colour in every panel.
 pub fn draw_grid(path: &Path, g: &Grid) -> Result<(), Error> {
-    stack(path, std::slice::from_ref(g))
+    draw_stack(path, std::slice::from_ref(g))
 }
 
 /// Panel sizes of a grid in pixels: one large panel, or small multiples.
@@ -196,14 +196,7 @@ fn shape(g: &Grid) -> (usize, usize) {
 /// Draws `grids` one below the other into one SVG file at `path`, each as [`draw_grid`] draws it
 /// (its title, its panels sharing its axes, its legend below them): figures whose y axes differ
 /// (latency panels above a throughput panel) in one file. The figure is as wide as the widest.
-///
-/// The error as its line: the rate sweep's plot, which calls this, says its failures as text.
-pub fn draw_stack(path: &Path, grids: &[Grid]) -> Result<(), String> {
-    Ok(stack(path, grids)?)
-}
-
-/// [`draw_stack`].
-fn stack(path: &Path, grids: &[Grid]) -> Result<(), Error> {
+pub fn draw_stack(path: &Path, grids: &[Grid]) -> Result<(), Error> {
     let no_data = || failed!("plot {}: no data", path.display());
     let e = |x| Error::Plot {
         what: format!("plot {}", path.display()),

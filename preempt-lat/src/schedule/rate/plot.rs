@@ -165,5 +165,5 @@ pub fn draw(s: &RateSweep, path: &Path) -> Result<(), Error> {
         cols: 1,
         x_names: &[],
     });
-    Ok(plot::draw_stack(path, &grids)?)
+    plot::draw_stack(path, &grids)
 }
