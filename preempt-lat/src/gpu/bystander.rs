@@ -50,7 +50,8 @@ pub fn bystander(device: u32, kind: MechanismKind, plan: &Plan, program: &Path) 
     if let Some(why) = unusable_reason(kind) {
         return Err((true, why));
     }
-    let mut worker = Worker::spawn(program, &plan.worker_args(&format!("hip:{device}"))).map_err(|e| (false, e))?;
+    let mut worker =
+        Worker::spawn(program, &plan.worker_args(&format!("hip:{device}"))).map_err(|e| (false, e.to_string()))?;
     // `worker` is stopped on the way through, and dropped (killed if still running) on every
     // early return.
     measure(device, kind, plan, &mut worker).map_err(|e| (false, e.to_string()))

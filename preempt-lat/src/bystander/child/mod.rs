@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::analysis::Span;
 use super::protocol::Line;
-use crate::error::{Error, failed};
+use crate::error::{Context, Error, failed};
 
 /// Lines of the worker's stderr kept for an error message.
 const STDERR_TAIL: usize = 8;
@@ -45,19 +45,24 @@ pub struct Record {
 }
 
 impl Worker {
-    /// Starts `program args...`. The error is a line of text: the GPU measurement that starts
-    /// workers pairs it with whether the check was skipped.
-    pub fn spawn(program: &Path, args: &[String]) -> Result<Worker, String> {
+    /// Starts `program args...`.
+    pub fn spawn(program: &Path, args: &[String]) -> Result<Worker, Error> {
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("starting the bystander process {}: {e}", program.display()))?;
+            .with_context(|| format!("starting the bystander process {}", program.display()))?;
         let (tx, lines) = channel();
-        let out = child.stdout.take().ok_or("the bystander's stdout was not piped")?;
-        let err = child.stderr.take().ok_or("the bystander's stderr was not piped")?;
+        let out = child
+            .stdout
+            .take()
+            .ok_or_else(|| failed!("the bystander's stdout was not piped"))?;
+        let err = child
+            .stderr
+            .take()
+            .ok_or_else(|| failed!("the bystander's stderr was not piped"))?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let tail = Arc::clone(&stderr);
         // Detached readers: each ends at its pipe's end of file.

@@ -101,7 +101,10 @@ fn unreadable_lines_are_problems() {
 
 #[test]
 fn a_missing_program_is_an_error() {
-    let e = Worker::spawn(Path::new("/nonexistent/preempt-lat"), &[]).err().unwrap();
+    let e = Worker::spawn(Path::new("/nonexistent/preempt-lat"), &[])
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
         e.contains("starting the bystander process /nonexistent/preempt-lat"),
         "{e}"
