@@ -339,7 +339,7 @@ mod tests {
         // The first Lv3 latency that passed names the mechanism of the sweep.
         assert_eq!(
             needs(&cx, stage("sweep-t"), &done, &plan),
-            Ok(Some(Mech::Kfd(lv3::MechanismKind::DbgTrap)))
+            Ok(Some(Mech::Kfd(preempt_api::MechanismKind::DbgTrap)))
         );
         let none_lv3 = [rec("latency-lv1", Status::Pass)];
         assert!(

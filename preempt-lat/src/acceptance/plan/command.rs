@@ -1,6 +1,6 @@
 //! Each stage's child: its command line (an existing subcommand, or `__acceptance-stage`), the
 //! file its stdout goes to, and the result files `report` merges.
-use super::{Mech, SHARES, Sizes, Stage, T_MS, Work};
+use super::{Mech, SHARES, Sizes, Stage, T_MS, Work, mechanism_arg};
 use clap::ValueEnum;
 use preempt_api::DeviceSpec;
 use std::path::Path;
@@ -21,7 +21,7 @@ pub fn args(stage: &Stage, device: DeviceSpec, quick: bool, dir: &Path, chosen: 
     let dev = device.to_string();
     let path = |f: &str| dir.join(f).display().to_string();
     let out_dir = dir.display().to_string();
-    let chosen = chosen.map(Mech::arg).unwrap_or_default();
+    let chosen = chosen.map(mechanism_arg).unwrap_or_default();
     let mut a = match stage.work {
         Work::Internal(which, mech) => {
             let name = which.to_possible_value().map(|v| v.get_name().to_string())?;
@@ -35,7 +35,7 @@ pub fn args(stage: &Stage, device: DeviceSpec, quick: bool, dir: &Path, chosen: 
                 "--out-dir",
             ]);
             a.push(out_dir);
-            a.extend(mech.map(Mech::arg).unwrap_or_default());
+            a.extend(mech.map(mechanism_arg).unwrap_or_default());
             return Some(a);
         }
         Work::Latency(level, mech) => {
@@ -57,7 +57,7 @@ pub fn args(stage: &Stage, device: DeviceSpec, quick: bool, dir: &Path, chosen: 
                 "--trace",
                 &path("run.trace.json"),
             ]);
-            a.extend(mech.map(Mech::arg).unwrap_or_default());
+            a.extend(mech.map(mechanism_arg).unwrap_or_default());
             a
         }
         Work::SweepT => {

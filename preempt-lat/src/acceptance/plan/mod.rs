@@ -5,44 +5,31 @@
 //! preempt-api's `gpu` module and `Session`): there is one GPU set-up path, and `acceptance` only
 //! runs it.
 use crate::options::{HOST_HAS_NO_LP_STATE, InternalStage, Level};
-use lv3::MechanismKind;
-use preempt_api::DeviceSpec;
+use preempt_api::{DeviceSpec, MechanismKind};
 use std::time::Duration;
 
 mod command;
 pub use command::{args, result_files, stdout_file};
 
-/// How a Lv3 stage suspends: the host device's SIGSTOP, or a KFD mechanism on a GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mech {
-    Sigstop,
-    Kfd(MechanismKind),
+/// How a Lv3 stage suspends: the host device's SIGSTOP, or a KFD mechanism on a GPU (the API's
+/// one table of mechanism words).
+pub use preempt_api::Mechanism as Mech;
+
+/// `--mechanism NAME`, which the host device does not take (its one mechanism is `auto`).
+fn mechanism_arg(m: Mech) -> Vec<String> {
+    match m {
+        Mech::Kfd(k) => vec!["--mechanism".into(), k.name().into()],
+        _ => Vec::new(),
+    }
 }
 
-impl Mech {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mech::Sigstop => "sigstop",
-            Mech::Kfd(k) => k.name(),
-        }
-    }
-
-    /// `--mechanism NAME`, which the host device does not take (its one mechanism is `auto`).
-    fn arg(self) -> Vec<String> {
-        match self {
-            Mech::Sigstop => Vec::new(),
-            Mech::Kfd(k) => vec!["--mechanism".into(), k.name().into()],
-        }
-    }
-
-    /// The mechanisms of a device: SIGSTOP on the host, every KFD mechanism in `auto`'s order on a
-    /// GPU (one this kernel does not offer is skipped by its stage, with the reason).
-    pub fn of(device: DeviceSpec) -> Vec<Mech> {
-        if device.is_host() {
-            vec![Mech::Sigstop]
-        } else {
-            MechanismKind::AUTO_ORDER.into_iter().map(Mech::Kfd).collect()
-        }
+/// The Lv3 mechanisms of a device: SIGSTOP on the host, every KFD mechanism in `auto`'s order on
+/// a GPU (one this kernel does not offer is skipped by its stage, with the reason).
+pub fn mechanisms_of(device: DeviceSpec) -> Vec<Mech> {
+    if device.is_host() {
+        vec![Mech::Sigstop]
+    } else {
+        MechanismKind::AUTO_ORDER.into_iter().map(Mech::Kfd).collect()
     }
 }
 
@@ -170,7 +157,7 @@ pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
         bound: secs(bound, &z),
         not_here: None,
     };
-    let mechs = Mech::of(device);
+    let mechs = mechanisms_of(device);
     let mut v = vec![s(
         "environment",
         "kernel, amdgpu/KFD versions and parameters, ROCm/HIP, GPUs and visibility, doctor",
