@@ -265,7 +265,10 @@ impl GpuBackend {
     fn mechanism_name(&self) -> &'static str {
         self.lv3
             .as_ref()
-            .map_or("progressive-launch", |l| l.preemptor.kind().name())
+            .map_or(preempt_api::Mechanism::Launcher, |l| {
+                preempt_api::Mechanism::Kfd(l.preemptor.kind())
+            })
+            .name()
     }
 
     /// Undoes the mechanism's process-wide set-up (dbg-trap: debug mode off). Idempotent; runs
