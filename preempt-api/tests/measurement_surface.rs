@@ -171,6 +171,18 @@ fn the_gpu_layer_without_a_gpu_says_no_device() {
         Ok(g) => eprintln!("a GPU is here: {}", g.describe()),
         Err(e) => assert_eq!(e.kind, ErrorKind::NoDevice, "{e}"),
     }
+    // The one preparation of a run starts with the same open: the same answer, before any
+    // stream, calibration or mechanism.
+    let p = preempt_api::gpu::Prepare {
+        device: 0,
+        kernel: KernelChoice::default(),
+        t_ms: Some(0.5),
+        hp_stream: true,
+    };
+    match preempt_api::gpu::prepare(&p) {
+        Ok(p) => eprintln!("a GPU is here: {}", p.gpu.describe()),
+        Err(e) => assert_eq!(e.kind, ErrorKind::NoDevice, "{e}"),
+    }
 }
 
 /// Stream ids start at 1 in every session, so a session must check the stream object itself:
