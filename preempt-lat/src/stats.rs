@@ -53,6 +53,36 @@ impl Recorder {
     }
 }
 
+/// One point of a latency distribution: the fraction `q` of the samples at or below `ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CdfPoint {
+    pub q: f64,
+    pub ns: u64,
+}
+
+/// The fractions a CDF is drawn at: every 5 % and, for the tail the targets are about, finer
+/// steps up to the maximum.
+const CDF_QUANTILES: [f64; 27] = [
+    0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.96,
+    0.97, 0.98, 0.99, 0.995, 0.999, 1.0,
+];
+
+impl Recorder {
+    /// The distribution at [`CDF_QUANTILES`] (empty without samples): what a CDF plot draws.
+    pub fn cdf(&self) -> Vec<CdfPoint> {
+        if self.h.is_empty() {
+            return Vec::new();
+        }
+        CDF_QUANTILES
+            .iter()
+            .map(|&q| CdfPoint {
+                q,
+                ns: self.h.value_at_quantile(q),
+            })
+            .collect()
+    }
+}
+
 /// `s`'s P99 over `base`'s: how much worse a tail got (`None`: either has no samples, or the base
 /// P99 is 0).
 #[allow(clippy::cast_precision_loss)] // ns: far below 2^52

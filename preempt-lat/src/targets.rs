@@ -1,7 +1,7 @@
 //! The seeds' targets in one place, and the one judge of a result against them.
 //!
 //! Every target is a bound on one measured figure, named after the test plan's section or the
-//! XSched figure it comes from. [`judge`] reads a result of any kind (one run, a sweep, the
+//! XSched figure it comes from. [`judge()`] reads a result of any kind (one run, a sweep, the
 //! threshold sweep, `priority`, the class experiment and `sweep rate`, `launcher-cost`, `overhead`,
 //! the Example 5 example's JSON) and returns one
 //! [`Judgement`] per target it measures; `report` prints them over a whole directory and the

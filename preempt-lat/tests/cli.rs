@@ -801,6 +801,27 @@ fn priority_runs_every_mode_and_writes_json_csv_svg_and_trace() {
     ] {
         assert!(svg.contains(want), "the plot lacks {want:?}");
     }
+    // Fig. 9 as the seeds draw it: each mode's HP latency distribution, from the JSON's points.
+    let cdf = std::fs::read_to_string(dir.join("priority-cdf.svg")).unwrap();
+    for want in [
+        "HP latency CDF per mode",
+        "host figures, not GPU figures",
+        "standalone-hp",
+        "lv3",
+    ] {
+        assert!(cdf.contains(want), "the CDF plot lacks {want:?}");
+    }
+    for m in json["modes"].as_array().unwrap() {
+        let Some(points) = m["hp_latency_cdf"].as_array() else {
+            assert!(m["hp_latency_ns"].is_null(), "{m}");
+            continue;
+        };
+        let qs: Vec<f64> = points.iter().map(|p| p["q"].as_f64().unwrap()).collect();
+        let ns: Vec<u64> = points.iter().map(|p| p["ns"].as_u64().unwrap()).collect();
+        assert_eq!((qs.first(), qs.last()), (Some(&0.0), Some(&1.0)), "{m}");
+        assert!(ns.windows(2).all(|w| w[0] <= w[1]), "a CDF never goes down: {ns:?}");
+        assert_eq!(ns.last().copied(), m["hp_latency_ns"]["max"].as_u64(), "{m}");
+    }
     let t = assert_trace_inside_runs(&trace);
     let c = cats(&t);
     for want in ["run", "lp", "hp", "scheduler", "suspended"] {

@@ -107,6 +107,10 @@ fn priority_without_an_hp_request_writes_its_results_and_no_plot() {
     assert_eq!(r.status.and_then(|s| s.code()), Some(0), "{}", r.stderr);
     assert!(r.stdout.contains("priority.{csv,json}"), "{}", r.stdout);
     assert!(dir.join("priority.json").is_file() && !dir.join("priority.svg").exists());
+    assert!(
+        !dir.join("priority-cdf.svg").exists(),
+        "no HP request, no distribution to draw"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

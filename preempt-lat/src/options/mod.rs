@@ -94,7 +94,7 @@ pub enum Command {
     /// in modes standalone-hp, standalone-lp, native (no scheduling), lv1, lv2 (host device only)
     /// and lv3 (highest priority first: the LP queue is suspended while HP work is pending). Reports HP request
     /// latency, its P99 against standalone, LP throughput against standalone, preemptions and
-    /// the LP correctness check; writes priority.{csv,json,svg}. Each mode runs in a session of the
+    /// the LP correctness check; writes priority.{csv,json,svg} and priority-cdf.svg. Each mode runs in a session of the
     /// application API (host device, or hip:N: written for hardware, not yet run on a GPU). On the
     /// host device the LP queue has one worker per core unless --workers says otherwise, so HP and
     /// LP share the CPUs. With --class (or --policy up|kedf|laxity): the class experiment instead

@@ -37,7 +37,7 @@ pub struct PriorityOptions {
     /// Output format on stdout: text for people; json and csv carry every parameter and the environment.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Directory for priority.csv, priority.json and priority.svg (created if missing).
+    /// Directory for priority.csv, priority.json, priority.svg and priority-cdf.svg (created if missing).
     #[arg(long, default_value = "preempt-lat-results")]
     pub out_dir: PathBuf,
     /// Also write a timeline of every mode as Chrome trace-event JSON (Perfetto, chrome://tracing):

@@ -18,7 +18,7 @@ use crate::error::{Context, Error, failed};
 use crate::exit::{Outcome, Verdict};
 use crate::measure::Correctness;
 use crate::options::{Arrival, Mode, PriorityOptions};
-use crate::stats::Summary;
+use crate::stats::{CdfPoint, Summary};
 use crate::trace::Trace;
 use preempt_api::{Options, Session};
 use serde::Serialize;
@@ -57,6 +57,8 @@ pub struct Measured {
     pub hp_requests: u64,
     /// Their latency, arrival to completion, in ns (`None` without requests).
     pub hp_latency_ns: Option<Summary>,
+    /// The same latencies as a distribution (empty without requests): Fig. 9's CDF.
+    pub hp_latency_cdf: Vec<CdfPoint>,
     /// LP commands completed within the measured window.
     pub lp_completed: u64,
     pub window_ns: u64,
@@ -77,6 +79,10 @@ pub struct ModeResult {
     pub hp_requests: u64,
     /// HP request latency, arrival to completion, in ns.
     pub hp_latency_ns: Option<Summary>,
+    /// Its distribution (the fraction of requests at or below each latency; empty without
+    /// requests).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hp_latency_cdf: Vec<CdfPoint>,
     /// HP P99 / standalone-hp P99.
     pub hp_p99_vs_standalone: Option<f64>,
     pub lp_completed: u64,
@@ -125,6 +131,7 @@ pub fn summarize(measured: Vec<(Mode, Measured)>) -> Vec<ModeResult> {
                 mechanism: m.mechanism,
                 hp_requests: m.hp_requests,
                 hp_latency_ns: m.hp_latency_ns,
+                hp_latency_cdf: m.hp_latency_cdf,
                 hp_p99_vs_standalone: None,
                 lp_completed: m.lp_completed,
                 lp_throughput_per_s: (mode.has_lp() && window_s > 0.0).then(|| m.lp_completed as f64 / window_s),
@@ -176,7 +183,7 @@ fn session(src: &SessionSource, p: &PriorityParams, mode: Mode) -> Result<Sessio
     src.open(opts).with_context(|| format!("{} session", mode.name()))
 }
 
-/// Runs every mode of `o` on `dev`, writes priority.{csv,json,svg} (and the trace), and prints
+/// Runs every mode of `o` on `dev`, writes priority.{csv,json,svg} and priority-cdf.svg (and the trace), and prints
 /// the report on stdout in `o.format`. On a GPU (written for hardware, not yet run on one) the
 /// device is opened once and each mode runs in a session of its own on it.
 pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
@@ -258,6 +265,7 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     };
     crate::output::files::write_all(&o.out_dir, "priority", &result)?;
     report::plot(&result, &o.out_dir.join("priority.svg"))?;
+    report::plot_cdf(&result, &o.out_dir.join("priority-cdf.svg"))?;
     if let Some(path) = &o.trace {
         let what = target.trace_note("preempt-lat priority");
         crate::trace::write_file(&trace, &what, path)?;
@@ -286,6 +294,7 @@ mod tests {
             mechanism: "-".into(),
             hp_requests: lat.len() as u64,
             hp_latency_ns: r.summary(),
+            hp_latency_cdf: r.cdf(),
             lp_completed: lp,
             window_ns: 1_000_000_000,
             preemptions: 0,
@@ -312,6 +321,13 @@ mod tests {
         assert_eq!(rows[2].lp_throughput_vs_standalone, Some(0.75));
         assert_eq!(rows[0].lp_throughput_per_s, None, "standalone-hp runs no LP");
         assert!(rows[1].hp_latency_ns.is_none() && rows[1].hp_p99_vs_standalone.is_none());
+        assert!(rows[1].hp_latency_cdf.is_empty(), "no requests, no distribution");
+        let cdf = &rows[2].hp_latency_cdf;
+        assert_eq!(
+            (cdf.first().map(|p| p.q), cdf.last().map(|p| p.q)),
+            (Some(0.0), Some(1.0))
+        );
+        assert!(cdf.windows(2).all(|w| w[0].q < w[1].q && w[0].ns <= w[1].ns), "{cdf:?}");
         assert_eq!(
             (rows[2].policy, rows[2].mechanism.as_str()),
             ("highest-priority-first", "sigstop")

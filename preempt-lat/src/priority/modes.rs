@@ -197,6 +197,7 @@ pub fn run_mode(
             },
             hp_requests: hp_latency.summary().map_or(0, |s| s.count),
             hp_latency_ns: hp_latency.summary(),
+            hp_latency_cdf: hp_latency.cdf(),
             lp_completed,
             window_ns,
             preemptions: sched.preemptions,

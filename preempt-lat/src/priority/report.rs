@@ -282,3 +282,66 @@ pub fn plot(r: &PriorityResult, path: &std::path::Path) -> std::result::Result<(
         },
     )
 }
+
+/// Fig. 9 as the seeds draw it: the HP request latency's distribution per mode (the fraction of
+/// requests at or below each latency), beside [`plot()`]'s bars; the target (1.30 x standalone-hp
+/// P99) as a vertical line. Like [`plot()`], nothing where no mode has an HP latency.
+pub fn plot_cdf(r: &PriorityResult, path: &std::path::Path) -> std::result::Result<(), crate::error::Error> {
+    if !has_plot(r) {
+        return match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_context(|| path.display().to_string()),
+            _ => Ok(()),
+        };
+    }
+    let series: Vec<Series> = r
+        .modes
+        .iter()
+        .filter(|m| !m.hp_latency_cdf.is_empty())
+        .map(|m| Series {
+            label: m.mode.name().to_string(),
+            points: m.hp_latency_cdf.iter().map(|p| (ms(p.ns), p.q)).collect(),
+            spread: Vec::new(),
+            connect: true,
+        })
+        .collect();
+    let mut refs = Vec::new();
+    let alone = r
+        .modes
+        .iter()
+        .find(|m| m.mode == crate::options::Mode::StandaloneHp)
+        .and_then(|m| m.hp_latency_ns);
+    if let Some(s) = alone {
+        let x = ms(s.p99) * r.target_p99_ratio;
+        refs.push(RefLine {
+            label: format!("target: {:.2} x standalone-hp P99", r.target_p99_ratio),
+            points: vec![(x, 0.0), (x, 1.0)],
+        });
+    }
+    let p = &r.params;
+    let title = format!(
+        "HP latency CDF per mode: {}/s {}, HP {} x {} ms, LP T = {} ms ({})",
+        p.hp_rate,
+        p.arrival.name(),
+        p.hp_cmds,
+        p.hp_t_ms,
+        p.t_ms,
+        plot::device_label(&r.env.device, r.env.host_figures)
+    );
+    plot::draw(
+        path,
+        &plot::Figure {
+            title: &title,
+            x: Axis {
+                title: "HP request latency, arrival to completion (ms)".into(),
+                scale: Scale::Log,
+            },
+            y: Axis {
+                title: "fraction of HP requests at or below".into(),
+                scale: Scale::Linear,
+            },
+            series: &series,
+            refs: &refs,
+            x_names: &[],
+        },
+    )
+}
