@@ -201,18 +201,45 @@ pub fn rows(r: &PriorityResult) -> Vec<Row<'_>> {
         .collect()
 }
 
+/// Removes a plot an earlier run left at `path`, when this run has nothing to draw (no HP request
+/// completed: standalone-lp alone, or stopped before the first): it would not be this run's.
+fn remove_stale(path: &std::path::Path) -> std::result::Result<(), crate::error::Error> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_context(|| path.display().to_string()),
+        _ => Ok(()),
+    }
+}
+
+/// The target's latency: `target_p99_ratio` x standalone-hp's P99, in ms (none without it).
+fn target_ms(r: &PriorityResult) -> Option<f64> {
+    r.modes
+        .iter()
+        .find(|m| m.mode == crate::options::Mode::StandaloneHp)
+        .and_then(|m| m.hp_latency_ns)
+        .map(|s| ms(s.p99) * r.target_p99_ratio)
+}
+
+/// A plot's title: `what`, then the run's HP and LP load and the device.
+fn title(r: &PriorityResult, what: &str) -> String {
+    let p = &r.params;
+    format!(
+        "{what}: {}/s {}, HP {} x {} ms, LP T = {} ms ({})",
+        p.hp_rate,
+        p.arrival.name(),
+        p.hp_cmds,
+        p.hp_t_ms,
+        p.t_ms,
+        plot::device_label(&r.env.device, r.env.host_figures)
+    )
+}
+
 /// HP request latency per mode: P99 (with the p50-p99 spread as an error bar), max, and the
 /// target (1.30 x standalone-hp P99) as a reference line; each mode's LP throughput against
 /// standalone is in its axis label. None where no mode has an HP latency (standalone-lp alone,
 /// or a run stopped before its first HP request).
 pub fn plot(r: &PriorityResult, path: &std::path::Path) -> std::result::Result<(), crate::error::Error> {
     if !has_plot(r) {
-        // No HP request completed (standalone-lp alone, or stopped before the first): nothing to
-        // draw, and a plot left from an earlier run would not be this one's.
-        return match std::fs::remove_file(path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_context(|| path.display().to_string()),
-            _ => Ok(()),
-        };
+        return remove_stale(path);
     }
     let names: Vec<String> = r
         .modes
@@ -241,29 +268,14 @@ pub fn plot(r: &PriorityResult, path: &std::path::Path) -> std::result::Result<(
         },
     ];
     let mut refs = Vec::new();
-    let alone = r
-        .modes
-        .iter()
-        .find(|m| m.mode == crate::options::Mode::StandaloneHp)
-        .and_then(|m| m.hp_latency_ns);
-    if let Some(s) = alone {
-        let y = ms(s.p99) * r.target_p99_ratio;
+    if let Some(y) = target_ms(r) {
         let last = f64::from(u32::try_from(r.modes.len()).unwrap_or(1));
         refs.push(RefLine {
             label: format!("target: {:.2} x standalone-hp P99", r.target_p99_ratio),
             points: vec![(-0.5, y), (last - 0.5, y)],
         });
     }
-    let p = &r.params;
-    let title = format!(
-        "HP request latency per mode: {}/s {}, HP {} x {} ms, LP T = {} ms ({})",
-        p.hp_rate,
-        p.arrival.name(),
-        p.hp_cmds,
-        p.hp_t_ms,
-        p.t_ms,
-        plot::device_label(&r.env.device, r.env.host_figures)
-    );
+    let title = title(r, "HP request latency per mode");
     plot::draw(
         path,
         &plot::Figure {
@@ -288,10 +300,7 @@ pub fn plot(r: &PriorityResult, path: &std::path::Path) -> std::result::Result<(
 /// P99) as a vertical line. Like [`plot()`], nothing where no mode has an HP latency.
 pub fn plot_cdf(r: &PriorityResult, path: &std::path::Path) -> std::result::Result<(), crate::error::Error> {
     if !has_plot(r) {
-        return match std::fs::remove_file(path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_context(|| path.display().to_string()),
-            _ => Ok(()),
-        };
+        return remove_stale(path);
     }
     let series: Vec<Series> = r
         .modes
@@ -305,28 +314,13 @@ pub fn plot_cdf(r: &PriorityResult, path: &std::path::Path) -> std::result::Resu
         })
         .collect();
     let mut refs = Vec::new();
-    let alone = r
-        .modes
-        .iter()
-        .find(|m| m.mode == crate::options::Mode::StandaloneHp)
-        .and_then(|m| m.hp_latency_ns);
-    if let Some(s) = alone {
-        let x = ms(s.p99) * r.target_p99_ratio;
+    if let Some(x) = target_ms(r) {
         refs.push(RefLine {
             label: format!("target: {:.2} x standalone-hp P99", r.target_p99_ratio),
             points: vec![(x, 0.0), (x, 1.0)],
         });
     }
-    let p = &r.params;
-    let title = format!(
-        "HP latency CDF per mode: {}/s {}, HP {} x {} ms, LP T = {} ms ({})",
-        p.hp_rate,
-        p.arrival.name(),
-        p.hp_cmds,
-        p.hp_t_ms,
-        p.t_ms,
-        plot::device_label(&r.env.device, r.env.host_figures)
-    );
+    let title = title(r, "HP latency CDF per mode");
     plot::draw(
         path,
         &plot::Figure {
