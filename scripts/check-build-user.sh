@@ -57,11 +57,11 @@ chmod 777 "$W/trap"; rm -f "$W/trap/called"
 # The user's own things: cargo's registry (for --offline), the sources, a venv, the target dir.
 mkdir -p "$W/user"; chown "$U:" "$W/user"
 as_user() { runuser -u "$U" -- "$@"; }
-if [ ! -d "$W/user/cargo/registry/cache" ]; then
-  mkdir -p "$W/user/cargo/registry"
-  cp -a "${CARGO_HOME:-$HOME/.cargo}/registry/cache" "${CARGO_HOME:-$HOME/.cargo}/registry/index" "$W/user/cargo/registry/"
-  chown -R "$U:" "$W/user/cargo"
-fi
+# Brought up to date at every run (only what is new is copied): a copy from an earlier run lacks
+# the crates the workspace has come to depend on since, and the offline build would not find them.
+mkdir -p "$W/user/cargo/registry"
+cp -a -u "${CARGO_HOME:-$HOME/.cargo}/registry/cache" "${CARGO_HOME:-$HOME/.cargo}/registry/index" "$W/user/cargo/registry/"
+chown -R "$U:" "$W/user/cargo"
 # The sources as a user would have them: every tracked and new file, mtimes kept (so the cached
 # target directory stays valid for what did not change).
 rm -rf "$W/user/src"; mkdir -p "$W/user/src"
