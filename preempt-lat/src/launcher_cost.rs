@@ -38,7 +38,7 @@ impl Figure {
             name: name.into(),
             unit,
             min: at(0),
-            median: at(values.len() / 2),
+            median: crate::stats::median(&values).unwrap_or(0.0),
             max: at(values.len().saturating_sub(1)),
         }
     }

@@ -370,7 +370,7 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
             let median = |f: fn(&(f64, f64, f64)) -> f64| {
                 let mut v: Vec<f64> = runs.iter().map(f).collect();
                 v.sort_by(f64::total_cmp);
-                v[1]
+                crate::stats::median(&v).unwrap_or(f64::NAN)
             };
             let (direct_s, launcher_s) = (median(|r| r.0), median(|r| r.1));
             let overhead_percent = (launcher_s / direct_s - 1.0) * 100.0;

@@ -146,17 +146,13 @@ pub fn summarize(measured: Vec<(Mode, Measured)>) -> Vec<ModeResult> {
     let hp_ref = rows
         .iter()
         .find(|r| r.mode == Mode::StandaloneHp)
-        .and_then(|r| r.hp_latency_ns)
-        .map(|s| s.p99);
+        .and_then(|r| r.hp_latency_ns);
     let lp_ref = rows
         .iter()
         .find(|r| r.mode == Mode::StandaloneLp)
         .and_then(|r| r.lp_throughput_per_s);
     for r in &mut rows {
-        r.hp_p99_vs_standalone = match (r.hp_latency_ns, hp_ref) {
-            (Some(s), Some(base)) if base > 0 => Some(s.p99 as f64 / base as f64),
-            _ => None,
-        };
+        r.hp_p99_vs_standalone = crate::stats::p99_ratio(r.hp_latency_ns, hp_ref);
         r.lp_throughput_vs_standalone = match (r.lp_throughput_per_s, lp_ref) {
             (Some(t), Some(base)) if base > 0.0 => Some(t / base),
             _ => None,

@@ -1,15 +1,11 @@
 //! The outputs of `preempt-lat priority`: text for people, one CSV row per mode, and the SVG.
 use super::PriorityResult;
 use crate::error::Context as _;
+use crate::num::ms;
 use crate::output::Export;
 use crate::plot::{self, Axis, RefLine, Scale, Series};
 use serde::Serialize;
 use std::io::{Result, Write};
-
-#[allow(clippy::cast_precision_loss)] // ns: far below 2^52
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
 
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.digits$}"))
