@@ -32,17 +32,8 @@ impl Device {
     /// once, a GPU with the sweep's LP kernel (`lp_state`); its sessions run at Lv1 only.
     pub fn lv1_source(self, lp_state: Option<LpState>) -> Result<SessionSource, Error> {
         let defaults = Options::default();
-        Ok(match self {
-            Device::Host(_) => SessionSource::Host(crate::measure::host::worker_exe()?),
-            Device::Hip(i) => SessionSource::Gpu {
-                gpu: Arc::new(GpuDevice::open(
-                    i,
-                    crate::gpu::run::kernel_choice(lp_state.unwrap_or_default()),
-                )?),
-                mechanism: defaults.mechanism,
-                grace: defaults.grace,
-            },
-        })
+        let kernel = crate::gpu::run::kernel_choice(lp_state.unwrap_or_default());
+        self.source(kernel, defaults.mechanism, defaults.grace)
     }
 
     /// `priority`'s LP workers: on the host device one per core unless `--workers` says
@@ -57,10 +48,21 @@ impl Device {
     /// Where a run that opens several application-API sessions (`priority`: one per mode) gets
     /// them: the device opened once.
     pub fn session_source(self, mechanism: MechanismChoice, grace: GracePeriod) -> Result<SessionSource, Error> {
+        self.source(KernelChoice::default(), mechanism, grace)
+    }
+
+    /// The device opened once for sessions: the host device's worker program, or `hip:N` with
+    /// `kernel`, its sessions' mechanism and grace period.
+    fn source(
+        self,
+        kernel: KernelChoice,
+        mechanism: MechanismChoice,
+        grace: GracePeriod,
+    ) -> Result<SessionSource, Error> {
         Ok(match self {
             Device::Host(_) => SessionSource::Host(crate::measure::host::worker_exe()?),
             Device::Hip(i) => SessionSource::Gpu {
-                gpu: Arc::new(GpuDevice::open(i, KernelChoice::default())?),
+                gpu: Arc::new(GpuDevice::open(i, kernel)?),
                 mechanism,
                 grace,
             },

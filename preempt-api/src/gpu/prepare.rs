@@ -19,7 +19,6 @@ use crate::options::KernelChoice;
 use gpu_device::kernel::{self, DelayKernel};
 use gpu_device::{Achieved, Calibration, setup};
 use hip_rt::{Stream, StreamPriority};
-use lv3::mechanism::Preemptor;
 use std::sync::Arc;
 
 /// Commands of T a calibration checks T with (median of them against the request).
@@ -78,13 +77,6 @@ pub struct PreparedLp {
     /// request was `required`).
     pub lv3: Option<Lv3Setup>,
     pub queue: LpQueue,
-}
-
-impl PreparedLp {
-    /// The mechanism, for a caller that asked for a required one.
-    pub fn preemptor(&self) -> Option<&Arc<Preemptor>> {
-        self.lv3.as_ref().and_then(|s| s.preemptor.as_ref())
-    }
 }
 
 /// Step 1 of the module's order: the device, its kernel, the caller's streams and T.
