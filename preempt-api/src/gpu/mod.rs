@@ -14,17 +14,22 @@
 //!   the one discovery bound it to ([`QueueBinding::check`]: one `stat`, a refusal when the queue
 //!   was destroyed or its id reused), the null-stream fence, then the mechanism's suspension;
 //!   resume drops the fence only after a successful resume.
+//! - [`GpuDevice::own_queue_stream`]: a stream of the program's own (no delay kernel, no slots)
+//!   on a queue of its own with its KFD queue found, the same way: what the HIP interposer gives
+//!   a program's low-priority stream.
 //! - The mechanism itself comes from [`crate::Lv3Setup::build`].
 //! - [`prepare`] and [`Prepared::lp`]: a run of delay commands (a latency run, the threshold
 //!   sweep, the bystander check, `acceptance`'s GPU stages) prepares its GPU with these two calls.
 //!
 //! Written from the kernel and ROCm sources and gpu-device's tested pieces; it has not run on a
 //! GPU yet (docs/c-api.md#on-a-gpu and docs/hardware-validation.md say what to expect).
+mod own_queue;
 mod prepare;
 mod streams;
 mod suspension;
 
 pub use crate::options::{DEFAULT_BLOCKS_PER_CU, KernelChoice};
+pub use own_queue::OwnQueueStream;
 pub use prepare::{CalibratedT, LpRequest, Prepare, Prepared, PreparedLp, prepare};
 pub(crate) use streams::GpuBackend;
 pub use suspension::GpuSuspension;
@@ -173,26 +178,7 @@ impl GpuDevice {
     /// discovered, as that mechanism needs (dbg-trap: debugging is on already and ours).
     pub fn lp_queue(&self, lv3: Option<&Preemptor>, slots: usize) -> Result<LpQueue> {
         let k = self.kernel()?;
-        let _one_at_a_time = lock(&self.creating);
-        // The first use creates the hardware queue (HIP creates it lazily) and must finish
-        // before discovery's second look.
-        let first_use = |s: &Stream| -> std::result::Result<(), gpu_device::Error> {
-            let b = self.dev.alloc_device(4096)?;
-            b.zero_async(s)?;
-            Ok(s.synchronize()?)
-        };
-        let (stream, binding, notes) = match lv3 {
-            Some(p) => {
-                let d = discover::lp_stream_with_queue(&self.dev, first_use, p.kind())
-                    .map_err(|e| Error::new(ErrorKind::Unavailable, e.to_string()))?;
-                (d.stream, Some(d.binding), d.notes)
-            }
-            None => {
-                let s = self.dev.stream_own_queue()?;
-                first_use(&s)?;
-                (s, None, Vec::new())
-            }
-        };
+        let (stream, binding, notes) = self.queue_of_its_own(lv3)?;
         let n = if slots == 0 { DEFAULT_SLOTS } else { slots };
         let buf = kernel::slot_buffer(&self.dev, &stream, n)?;
         Ok(LpQueue {
@@ -201,6 +187,32 @@ impl GpuDevice {
             binding,
             notes,
         })
+    }
+
+    /// A stream with a hardware queue of its own, used once; with `lv3`, its KFD queue found by
+    /// discovery as that mechanism needs it. What [`GpuDevice::lp_queue`] and
+    /// [`GpuDevice::own_queue_stream`] both start from.
+    fn queue_of_its_own(&self, lv3: Option<&Preemptor>) -> Result<(Stream, Option<QueueBinding>, Vec<String>)> {
+        let _one_at_a_time = lock(&self.creating);
+        // The first use creates the hardware queue (HIP creates it lazily) and must finish
+        // before discovery's second look.
+        let first_use = |s: &Stream| -> std::result::Result<(), gpu_device::Error> {
+            let b = self.dev.alloc_device(4096)?;
+            b.zero_async(s)?;
+            Ok(s.synchronize()?)
+        };
+        match lv3 {
+            Some(p) => {
+                let d = discover::lp_stream_with_queue(&self.dev, first_use, p.kind())
+                    .map_err(|e| Error::new(ErrorKind::Unavailable, e.to_string()))?;
+                Ok((d.stream, Some(d.binding), d.notes))
+            }
+            None => {
+                let s = self.dev.stream_own_queue()?;
+                first_use(&s)?;
+                Ok((s, None, Vec::new()))
+            }
+        }
     }
 
     /// A high-priority stream running the delay kernel directly, with `slots` command slots

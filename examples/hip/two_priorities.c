@@ -1,0 +1,161 @@
+/* An ordinary HIP program with two streams at two priorities, written against HIP's own API
+ * and nothing of this project: what the interposer (libpreempt_hip.so, docs/interposer.md) is
+ * tested and measured with, unmodified.
+ *
+ * The low-priority stream is given N delay kernels of T ms up front; meanwhile the program makes
+ * K high-priority requests (one delay kernel of H ms each, G ms apart) and times each from its
+ * launch to the end of hipStreamSynchronize on the host clock. At the end every LP command's
+ * slot must say it completed exactly once.
+ *
+ *   two_priorities CODE_OBJECT [--lp N] [--lp-ms T] [--hp K] [--hp-ms H] [--gap-ms G]
+ *                  [--no-lp] [--hp-waits-on-lp]
+ *
+ * CODE_OBJECT holds the project's delay kernels (gpu-device/kernels/delay.hip, compiled for the
+ * GPU; the stand-in runtime accepts any file). --hp-waits-on-lp makes the first request wait on
+ * an event recorded on the LP stream (hipStreamWaitEvent): a high-priority stream that depends
+ * on low-priority work, which must not deadlock when the LP stream is suspended.
+ *
+ * Prints one line: key=value pairs (latencies in microseconds, host clock). Exit 0 when every
+ * LP command completed exactly once, 1 when one did not, 2 on bad arguments, 3 on a HIP error.
+ * Build: cc -D__HIP_PLATFORM_AMD__ two_priorities.c -lamdhip64 -lpthread -o two_priorities */
+#define __HIP_PLATFORM_AMD__ 1
+#include <hip/hip_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK(call)                                                                      \
+  do {                                                                                   \
+    hipError_t e_ = (call);                                                              \
+    if (e_ != hipSuccess) {                                                              \
+      fprintf(stderr, "two_priorities: %s failed: %s\n", #call, hipGetErrorString(e_)); \
+      exit(3);                                                                           \
+    }                                                                                    \
+  } while (0)
+
+/* struct DelaySlot of delay.hip. */
+struct slot {
+  uint64_t start, end;
+  uint32_t blocks, done;
+  uint64_t tag;
+};
+#define TAG_MAGIC 0x5052454d50544c41ull
+/* MI300's wall clock (s_memrealtime) ticks at 100 MHz. */
+#define TICKS_PER_MS 100000ull
+#define NBLOCKS 1u
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static void sleep_ms(double ms) {
+  struct timespec t = {(time_t)(ms / 1e3), (long)((ms - (time_t)(ms / 1e3) * 1e3) * 1e6)};
+  nanosleep(&t, NULL);
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void launch(hipFunction_t f, hipStream_t s, struct slot *slots, uint32_t id, uint64_t ticks) {
+  uint32_t nblocks = NBLOCKS;
+  void *args[] = {&slots, &id, &ticks, &nblocks};
+  CHECK(hipModuleLaunchKernel(f, NBLOCKS, 1, 1, 64, 1, 1, 0, s, args, NULL));
+}
+
+static long arg(int argc, char **argv, const char *name, long dflt) {
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], name)) {
+      char *end;
+      long v = strtol(argv[i + 1], &end, 10);
+      if (*end || v < 0 || v > 1000000) {
+        fprintf(stderr, "two_priorities: %s wants a number from 0 to 1000000, not '%s'\n", name, argv[i + 1]);
+        exit(2);
+      }
+      return v;
+    }
+  return dflt;
+}
+
+static int flag(int argc, char **argv, const char *name) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], name)) return 1;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || argv[1][0] == '-') {
+    fprintf(stderr, "usage: two_priorities CODE_OBJECT [--lp N] [--lp-ms T] [--hp K] [--hp-ms H] [--gap-ms G] [--no-lp] [--hp-waits-on-lp]\n");
+    return 2;
+  }
+  long n_lp = flag(argc, argv, "--no-lp") ? 0 : arg(argc, argv, "--lp", 100);
+  long lp_ms = arg(argc, argv, "--lp-ms", 20), k_hp = arg(argc, argv, "--hp", 50);
+  long hp_ms = arg(argc, argv, "--hp-ms", 1), gap_ms = arg(argc, argv, "--gap-ms", 10);
+  int waits = flag(argc, argv, "--hp-waits-on-lp");
+  if (k_hp < 1) {
+    fprintf(stderr, "two_priorities: --hp wants at least 1 request\n");
+    return 2;
+  }
+
+  int least, greatest;
+  CHECK(hipDeviceGetStreamPriorityRange(&least, &greatest));
+  hipStream_t lp, hp;
+  CHECK(hipStreamCreateWithPriority(&lp, hipStreamNonBlocking, least));
+  CHECK(hipStreamCreateWithPriority(&hp, hipStreamNonBlocking, greatest));
+  hipModule_t mod;
+  hipFunction_t delay;
+  CHECK(hipModuleLoad(&mod, argv[1]));
+  CHECK(hipModuleGetFunction(&delay, mod, "delay_kernel"));
+
+  struct slot *lp_slots, *hp_slots;
+  size_t lp_bytes = sizeof(struct slot) * (size_t)(n_lp ? n_lp : 1), hp_bytes = sizeof(struct slot) * (size_t)k_hp;
+  CHECK(hipMalloc((void **)&lp_slots, lp_bytes));
+  CHECK(hipMalloc((void **)&hp_slots, hp_bytes));
+  CHECK(hipMemset(lp_slots, 0, lp_bytes));
+  CHECK(hipMemset(hp_slots, 0, hp_bytes));
+
+  hipEvent_t lp_mark;
+  CHECK(hipEventCreateWithFlags(&lp_mark, hipEventDisableTiming));
+  for (long i = 0; i < n_lp; i++) {
+    launch(delay, lp, lp_slots, (uint32_t)i, (uint64_t)lp_ms * TICKS_PER_MS);
+    if (i == 0) CHECK(hipEventRecord(lp_mark, lp));
+  }
+  if (n_lp) sleep_ms(lp_ms / 2.0); /* the first LP kernel is running */
+
+  double *lat = calloc((size_t)k_hp, sizeof(double));
+  for (long r = 0; r < k_hp; r++) {
+    double t0 = now_us();
+    if (waits && r == 0 && n_lp) CHECK(hipStreamWaitEvent(hp, lp_mark, 0));
+    launch(delay, hp, hp_slots, (uint32_t)r, (uint64_t)hp_ms * TICKS_PER_MS);
+    CHECK(hipStreamSynchronize(hp));
+    lat[r] = now_us() - t0;
+    sleep_ms((double)gap_ms);
+  }
+  CHECK(hipStreamSynchronize(lp));
+
+  struct slot *host = malloc(lp_bytes);
+  CHECK(hipMemcpy(host, lp_slots, lp_bytes, hipMemcpyDeviceToHost));
+  long once = 0, bad = 0;
+  for (long i = 0; i < n_lp; i++) {
+    int ok = host[i].done == 1 && host[i].blocks == NBLOCKS && host[i].tag == ((uint64_t)i ^ TAG_MAGIC);
+    once += ok;
+    bad += !ok;
+  }
+  qsort(lat, (size_t)k_hp, sizeof(double), cmp);
+  long p99 = (99 * k_hp + 99) / 100 - 1; /* nearest rank */
+  printf("hp_requests=%ld hp_ms=%ld p50_us=%.0f p99_us=%.0f max_us=%.0f lp_commands=%ld lp_ms=%ld lp_exactly_once=%ld lp_bad=%ld\n",
+         k_hp, hp_ms, lat[(k_hp - 1) / 2], lat[p99], lat[k_hp - 1], n_lp, lp_ms, once, bad);
+  CHECK(hipStreamDestroy(lp));
+  CHECK(hipStreamDestroy(hp));
+  CHECK(hipEventDestroy(lp_mark));
+  CHECK(hipFree(lp_slots));
+  CHECK(hipFree(hp_slots));
+  free(lat);
+  free(host);
+  return bad ? 1 : 0;
+}

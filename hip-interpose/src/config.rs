@@ -1,0 +1,170 @@
+//! The interposer's settings, from the environment, read once per process.
+use std::fmt;
+
+/// HIP's priority range as clr reports it: 1 is the least urgent, -1 the most (a lower number
+/// is more urgent); a priority outside it is clamped, as clr clamps it.
+pub const LEAST: i32 = 1;
+pub const GREATEST: i32 = -1;
+
+/// The most streams given a queue of their own by default (KFD queues are a per-process
+/// resource; past this a stream is created as the program asked and never suspended).
+pub const DEFAULT_MAX_OWN_QUEUES: usize = 64;
+
+/// What is scheduled as one unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Granularity {
+    /// A stream of lower priority is suspended while a stream of higher priority of the same
+    /// process has work in flight.
+    Stream,
+    /// The process's streams are one unit: none suspends another.
+    Process,
+}
+
+/// Which streams get a queue of their own (and so can be suspended).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnQueues {
+    /// Low-priority streams (HIP priority 1), and normal ones (0) created while a
+    /// high-priority stream exists.
+    Lower,
+    /// Every stream below the greatest priority.
+    Always,
+    /// None: the interposer only passes calls on.
+    Never,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `PREEMPT_INTERPOSE=0|off`: everything passes through untouched.
+    pub enabled: bool,
+    /// `PREEMPT_PRIORITY`: the priority of streams the program creates without one.
+    pub default_priority: i32,
+    /// `PREEMPT_GRANULARITY=stream|process`.
+    pub granularity: Granularity,
+    /// `PREEMPT_OWN_QUEUES=lower|always|never`.
+    pub own_queues: OwnQueues,
+    /// `PREEMPT_MAX_OWN_QUEUES`.
+    pub max_own_queues: usize,
+    /// `PREEMPT_INTERPOSE_LOG=1`: one stderr line per stream, suspension failure and at exit.
+    pub log: bool,
+}
+
+/// A setting that does not parse: the interposer stays out of the way and says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadSetting {
+    pub name: &'static str,
+    pub value: String,
+    pub expected: &'static str,
+}
+
+impl fmt::Display for BadSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={:?}: expected {}", self.name, self.value, self.expected)
+    }
+}
+
+impl Config {
+    /// From `get` (the environment in the library, a map in tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, BadSetting> {
+        let bad = |name: &'static str, value: &str, expected: &'static str| BadSetting {
+            name,
+            value: value.to_string(),
+            expected,
+        };
+        let enabled = match get("PREEMPT_INTERPOSE").as_deref() {
+            None | Some("" | "1" | "on") => true,
+            Some("0" | "off") => false,
+            Some(v) => return Err(bad("PREEMPT_INTERPOSE", v, "1, on, 0 or off")),
+        };
+        let default_priority = match get("PREEMPT_PRIORITY") {
+            None => 0,
+            Some(v) => v
+                .trim()
+                .parse::<i32>()
+                .map_err(|_| bad("PREEMPT_PRIORITY", &v, "a HIP priority: -1 (high), 0 (normal) or 1 (low)"))?
+                .clamp(GREATEST, LEAST),
+        };
+        let granularity = match get("PREEMPT_GRANULARITY").as_deref() {
+            None | Some("" | "stream") => Granularity::Stream,
+            Some("process") => Granularity::Process,
+            Some(v) => return Err(bad("PREEMPT_GRANULARITY", v, "stream or process")),
+        };
+        let own_queues = match get("PREEMPT_OWN_QUEUES").as_deref() {
+            None | Some("" | "lower") => OwnQueues::Lower,
+            Some("always") => OwnQueues::Always,
+            Some("never") => OwnQueues::Never,
+            Some(v) => return Err(bad("PREEMPT_OWN_QUEUES", v, "lower, always or never")),
+        };
+        let max_own_queues = match get("PREEMPT_MAX_OWN_QUEUES") {
+            None => DEFAULT_MAX_OWN_QUEUES,
+            Some(v) => v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n <= 1024)
+                .ok_or_else(|| bad("PREEMPT_MAX_OWN_QUEUES", &v, "a number from 0 to 1024"))?,
+        };
+        let log = matches!(get("PREEMPT_INTERPOSE_LOG").as_deref(), Some("1" | "on"));
+        Ok(Config {
+            enabled,
+            default_priority,
+            granularity,
+            own_queues,
+            max_own_queues,
+            log,
+        })
+    }
+
+    pub fn from_env() -> Result<Config, BadSetting> {
+        Config::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Whether a stream of `priority` created now gets a queue of its own, given whether a
+    /// stream of the greatest priority exists.
+    pub fn wants_own_queue(&self, priority: i32, high_exists: bool) -> bool {
+        if self.granularity == Granularity::Process || priority <= GREATEST {
+            return false;
+        }
+        match self.own_queues {
+            OwnQueues::Never => false,
+            OwnQueues::Always => true,
+            OwnQueues::Lower => priority >= LEAST || high_exists,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, BadSetting> {
+        Config::from_lookup(|k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn defaults_schedule_streams_and_give_low_ones_their_own_queue() {
+        let c = cfg(&[]).unwrap();
+        assert!(c.enabled && !c.log);
+        assert_eq!((c.default_priority, c.granularity, c.max_own_queues), (0, Granularity::Stream, 64));
+        assert!(c.wants_own_queue(1, false), "a low stream always");
+        assert!(!c.wants_own_queue(0, false), "a normal stream only once a high one exists");
+        assert!(c.wants_own_queue(0, true));
+        assert!(!c.wants_own_queue(-1, true), "the most urgent streams are never suspended");
+    }
+
+    #[test]
+    fn settings_parse_and_clamp_as_documented() {
+        let c = cfg(&[("PREEMPT_PRIORITY", "-5"), ("PREEMPT_GRANULARITY", "process"), ("PREEMPT_INTERPOSE", "off")]).unwrap();
+        assert_eq!(c.default_priority, -1, "clamped into HIP's range as clr does");
+        assert!(!c.enabled);
+        assert!(!c.wants_own_queue(1, true), "process granularity: no stream suspends another");
+        assert!(cfg(&[("PREEMPT_OWN_QUEUES", "always")]).unwrap().wants_own_queue(0, false));
+    }
+
+    #[test]
+    fn a_bad_setting_names_itself_and_what_is_expected() {
+        let e = cfg(&[("PREEMPT_GRANULARITY", "thread")]).unwrap_err();
+        assert_eq!(e.to_string(), "PREEMPT_GRANULARITY=\"thread\": expected stream or process");
+        assert!(cfg(&[("PREEMPT_PRIORITY", "high")]).is_err());
+        assert!(cfg(&[("PREEMPT_MAX_OWN_QUEUES", "5000")]).is_err());
+    }
+}

@@ -1,0 +1,166 @@
+//! The exported HIP calls (the module's safety contract, `ffi/mod.rs`, covers each). What is
+//! intercepted and why, and what passes through untouched: docs/interposer.md#what-is-intercepted.
+use super::next::{self, NOT_SUPPORTED};
+use super::{Code, Dim3, Raw};
+use crate::interposer::{self, Interposer};
+use std::ffi::{c_int, c_uint, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// The interposer's part of a call never unwinds into C: a panic there is reported and the
+/// program's call goes on as if the interposer were not there.
+fn quietly<T>(f: impl FnOnce() -> Option<T>) -> Option<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        eprintln!("preempt-hip: internal error (a panic); this call passes through unscheduled");
+        None
+    })
+}
+
+/// Runs the program's submission `call` on `stream`, with the marks and suspensions it needs.
+fn submit(stream: Raw, call: impl FnOnce() -> Code) -> Code {
+    if !interposer::active() {
+        return call();
+    }
+    let key = stream as usize;
+    let ticket = quietly(|| interposer::get().and_then(|ip| ip.before_submit(key).map(|t| (ip, t))));
+    let c = call();
+    if let Some((ip, t)) = ticket {
+        quietly(|| {
+            ip.after_submit(t);
+            Some(())
+        });
+    }
+    c
+}
+
+/// Stream creation: a queue of its own where the interposer takes the stream over, else the
+/// runtime's stream, registered.
+fn create(s: *mut Raw, flags: c_uint, priority: c_int) -> Code {
+    let Some(f) = next::next().stream_create_with_priority else {
+        return NOT_SUPPORTED;
+    };
+    let ip: Option<&Interposer> = if s.is_null() { None } else { interposer::get() };
+    if let Some(ip) = ip
+        && let Some(Ok(key)) = quietly(|| ip.create_own(flags, priority))
+    {
+        // SAFETY: not null; the program's out-parameter (the module's contract).
+        unsafe { s.write(key as Raw) };
+        return 0;
+    }
+    // SAFETY: the program's arguments (the module's contract).
+    let c = unsafe { f(s, flags, priority) };
+    if c == 0
+        && let Some(ip) = ip
+    {
+        // SAFETY: the runtime just wrote it.
+        let key = unsafe { s.read() } as usize;
+        quietly(|| {
+            ip.register_plain(key, flags, priority);
+            Some(())
+        });
+    }
+    c
+}
+
+fn default_priority() -> c_int {
+    interposer::get().map_or(0, |ip| ip.cfg.default_priority)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipStreamCreate(s: *mut Raw) -> Code {
+    create(s, 0, default_priority())
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipStreamCreateWithFlags(s: *mut Raw, flags: c_uint) -> Code {
+    create(s, flags, default_priority())
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipStreamCreateWithPriority(s: *mut Raw, flags: c_uint, priority: c_int) -> Code {
+    create(s, flags, priority)
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipStreamDestroy(s: Raw) -> Code {
+    if let Some(r) = quietly(|| interposer::get().and_then(|ip| ip.destroy(s as usize))) {
+        return match r {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("preempt-hip: destroying stream {:#x}: {e}", s as usize);
+                400 // hipErrorInvalidHandle
+            }
+        };
+    }
+    match next::next().stream_destroy {
+        // SAFETY: the program's argument.
+        Some(f) => unsafe { f(s) },
+        None => NOT_SUPPORTED,
+    }
+}
+
+/// A hook for a call that submits work on the stream given as `$stream`.
+macro_rules! submission {
+    ($name:ident, $field:ident, ($($arg:ident : $ty:ty),*), $stream:ident) => {
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)] // HIP's signature
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> Code {
+            let Some(f) = next::next().$field else {
+                return NOT_SUPPORTED;
+            };
+            // SAFETY: the program's arguments, passed on unchanged (the module's contract).
+            submit($stream as Raw, || unsafe { f($($arg),*) })
+        }
+    };
+}
+
+submission!(hipLaunchKernel, launch_kernel, (func: *const c_void, grid: Dim3, block: Dim3, args: *mut *mut c_void, shared: usize, stream: Raw), stream);
+submission!(hipLaunchKernel_spt, launch_kernel_spt, (func: *const c_void, grid: Dim3, block: Dim3, args: *mut *mut c_void, shared: usize, stream: Raw), stream);
+submission!(hipExtLaunchKernel, ext_launch_kernel, (func: *const c_void, grid: Dim3, block: Dim3, args: *mut *mut c_void, shared: usize, stream: Raw, start: Raw, stop: Raw, flags: c_int), stream);
+submission!(hipLaunchCooperativeKernel, launch_cooperative_kernel, (func: *const c_void, grid: Dim3, block: Dim3, args: *mut *mut c_void, shared: c_uint, stream: Raw), stream);
+submission!(hipModuleLaunchKernel, module_launch_kernel, (f_: Raw, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shared: c_uint, stream: Raw, params: *mut *mut c_void, extra: *mut *mut c_void), stream);
+submission!(hipExtModuleLaunchKernel, ext_module_launch_kernel, (f_: Raw, gx: u32, gy: u32, gz: u32, lx: u32, ly: u32, lz: u32, shared: usize, stream: Raw, params: *mut *mut c_void, extra: *mut *mut c_void, start: Raw, stop: Raw, flags: u32), stream);
+submission!(hipMemcpyAsync, memcpy_async, (dst: *mut c_void, src: *const c_void, n: usize, kind: c_int, stream: Raw), stream);
+submission!(hipMemsetAsync, memset_async, (dst: *mut c_void, value: c_int, n: usize, stream: Raw), stream);
+submission!(hipMemcpyHtoDAsync, memcpy_htod_async, (dst: *mut c_void, src: *mut c_void, n: usize, stream: Raw), stream);
+submission!(hipMemcpyDtoHAsync, memcpy_dtoh_async, (dst: *mut c_void, src: *mut c_void, n: usize, stream: Raw), stream);
+submission!(hipMemcpyDtoDAsync, memcpy_dtod_async, (dst: *mut c_void, src: *mut c_void, n: usize, stream: Raw), stream);
+submission!(hipMemsetD32Async, memset_d32_async, (dst: *mut c_void, value: c_int, n: usize, stream: Raw), stream);
+submission!(hipGraphLaunch, graph_launch, (graph: Raw, stream: Raw), stream);
+submission!(hipLaunchHostFunc, launch_host_func, (stream: Raw, func: *mut c_void, data: *mut c_void), stream);
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipEventRecord(e: Raw, s: Raw) -> Code {
+    let Some(f) = next::next().event_record else {
+        return NOT_SUPPORTED;
+    };
+    // SAFETY: the program's arguments.
+    let c = submit(s, || unsafe { f(e, s) });
+    if c == 0 && interposer::active() {
+        quietly(|| interposer::get().map(|ip| ip.event_recorded(e as usize, s as usize)));
+    }
+    c
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipStreamWaitEvent(s: Raw, e: Raw, flags: c_uint) -> Code {
+    let Some(f) = next::next().stream_wait_event else {
+        return NOT_SUPPORTED;
+    };
+    if interposer::active() {
+        quietly(|| interposer::get().map(|ip| ip.before_wait(s as usize, e as usize)));
+    }
+    // SAFETY: the program's arguments.
+    submit(s, || unsafe { f(s, e, flags) })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipEventDestroy(e: Raw) -> Code {
+    let Some(f) = next::next().event_destroy else {
+        return NOT_SUPPORTED;
+    };
+    if interposer::active() {
+        quietly(|| interposer::get().map(|ip| ip.event_destroyed(e as usize)));
+    }
+    // SAFETY: the program's argument.
+    unsafe { f(e) }
+}

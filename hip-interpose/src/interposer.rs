@@ -1,0 +1,305 @@
+//! The interposer's state: the rule ([`crate::sched`]) over the process's streams, the device
+//! that carries its actions out, the marks in flight ([`crate::watch`]) and which stream each
+//! program event was last recorded on. The hooks (`ffi/`) call in here with plain numbers.
+use crate::config::{Config, GREATEST, Granularity, LEAST};
+use crate::device::{self, Device};
+use crate::ffi::next;
+use crate::sched::{Action, Key, Scheduler};
+use crate::watch::{Done, Pending, Watch};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Set once a preemptible stream exists: until then every hook is a plain pass-through (one
+/// relaxed load on the launch path).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Set in a fork child: the parent's streams, threads and queues are not the child's.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// Counters for the exit line.
+#[derive(Default)]
+pub struct Counters {
+    pub own_queues: AtomicUsize,
+    pub suspends: AtomicU64,
+    pub resumes: AtomicU64,
+    pub failures: AtomicU64,
+    pub marks: AtomicU64,
+}
+
+pub struct Interposer {
+    pub cfg: Config,
+    device: Box<dyn Device>,
+    sched: Mutex<Scheduler>,
+    watch: Watch,
+    /// Program event -> the stream it was last recorded on.
+    events: Mutex<HashMap<usize, Key>>,
+    /// The interposer's own events, free for reuse.
+    pool: Mutex<Vec<usize>>,
+    high_exists: AtomicBool,
+    pub counters: Counters,
+}
+
+/// The process's interposer; `None` when it is off (`PREEMPT_INTERPOSE=0`, a bad setting, a
+/// fork child): every hook then passes its call on untouched.
+pub fn get() -> Option<&'static Interposer> {
+    static IP: OnceLock<Option<Interposer>> = OnceLock::new();
+    if FORKED.load(Ordering::Relaxed) {
+        return None;
+    }
+    IP.get_or_init(|| {
+        let cfg = match Config::from_env() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("preempt-hip: {e}; the interposer is off for this process");
+                return None;
+            }
+        };
+        if !cfg.enabled {
+            return None;
+        }
+        crate::ffi::at_fork_and_exit();
+        let ip = Interposer::new(cfg, device::open());
+        if ip.cfg.log {
+            eprintln!(
+                "preempt-hip: pid {} on {}; granularity {:?}",
+                std::process::id(),
+                ip.device.describe(),
+                ip.cfg.granularity
+            );
+        }
+        Some(ip)
+    })
+    .as_ref()
+}
+
+/// Whether hooks must look at a launch at all.
+pub fn active() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
+/// In a fork child: off from now on.
+pub fn forked() {
+    FORKED.store(true, Ordering::Relaxed);
+    ACTIVE.store(false, Ordering::Relaxed);
+}
+
+/// What a submission's hook carries from before the call to after it.
+pub struct Ticket {
+    key: Key,
+    mark: u64,
+}
+
+impl Interposer {
+    pub fn new(cfg: Config, device: Box<dyn Device>) -> Interposer {
+        let mut sched = Scheduler::default();
+        // The null stream: normal priority, blocking (legacy semantics), never suspended.
+        sched.add(0, 0, false, true);
+        Interposer {
+            cfg,
+            device,
+            sched: Mutex::new(sched),
+            watch: Watch::default(),
+            events: Mutex::new(HashMap::new()),
+            pool: Mutex::new(Vec::new()),
+            high_exists: AtomicBool::new(false),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Creates a stream the interposer takes over: `Some` when it gets a queue of its own (the
+    /// handle, or the device's failure: the hook then creates a plain stream), `None` when it
+    /// does not.
+    pub fn create_own(&self, flags: u32, priority: i32) -> Option<Result<usize, String>> {
+        let p = priority.clamp(GREATEST, LEAST);
+        if !self.cfg.wants_own_queue(p, self.high_exists.load(Ordering::Relaxed)) {
+            return None;
+        }
+        let n = &self.counters.own_queues;
+        if n.load(Ordering::Relaxed) >= self.cfg.max_own_queues {
+            return None;
+        }
+        let made = self.device.create(flags, priority);
+        match &made {
+            Ok(key) => {
+                n.fetch_add(1, Ordering::Relaxed);
+                let blocking = flags & 1 == 0; // hipStreamNonBlocking
+                let actions = lock(&self.sched).add(*key, p, true, blocking);
+                self.carry_out_unlocked(actions);
+                ACTIVE.store(true, Ordering::Relaxed);
+                if self.cfg.log {
+                    eprintln!("preempt-hip: stream {key:#x} (priority {priority}) has a queue of its own");
+                }
+            }
+            Err(e) => eprintln!("preempt-hip: a queue of its own for a priority-{priority} stream failed ({e}); created as asked, never suspended"),
+        }
+        Some(made)
+    }
+
+    /// A stream the runtime created as asked: known to the rule, never suspended.
+    pub fn register_plain(&self, key: Key, flags: u32, priority: i32) {
+        let p = priority.clamp(GREATEST, LEAST);
+        if p <= GREATEST {
+            self.high_exists.store(true, Ordering::Relaxed);
+        }
+        if self.cfg.granularity == Granularity::Stream {
+            let actions = lock(&self.sched).add(key, p, false, flags & 1 == 0);
+            self.carry_out_unlocked(actions);
+        }
+    }
+
+    /// The program destroys `key`: resumed first if suspended; `Some` when the device made it
+    /// (and destroyed it now), `None` when the runtime must.
+    pub fn destroy(&self, key: Key) -> Option<Result<(), String>> {
+        let (mine, actions) = {
+            let mut s = lock(&self.sched);
+            let mine = s.is_preemptible(key);
+            (mine, s.remove(key))
+        };
+        self.carry_out_unlocked(actions);
+        mine.then(|| {
+            self.counters.own_queues.fetch_sub(1, Ordering::Relaxed);
+            self.device.destroy(key)
+        })
+    }
+
+    /// Before a submission on `key`: when it can suspend others, they are suspended now (before
+    /// the work reaches the device) and a ticket says to mark it afterwards.
+    pub fn before_submit(&self, key: Key) -> Option<Ticket> {
+        let mut s = lock(&self.sched);
+        if !s.needs_mark(key) {
+            return None;
+        }
+        let (mark, actions) = s.submit(key)?;
+        self.carry_out(&mut s, actions);
+        Some(Ticket { key, mark })
+    }
+
+    /// After the submission: an event of ours recorded behind it, watched until it completes.
+    pub fn after_submit(&'static self, t: Ticket) {
+        self.counters.marks.fetch_add(1, Ordering::Relaxed);
+        let ev = lock(&self.pool).pop().map_or_else(next::create_event, Ok);
+        let recorded = ev.and_then(|e| next::record_event(e, t.key).map(|()| e).inspect_err(|_| self.recycle(e)));
+        match recorded {
+            Ok(e) => self.watch.add(e, Pending::Mark { key: t.key, mark: t.mark }, true, &on_done),
+            Err(c) => {
+                // Without an event the work cannot be followed: taken as completed, so that
+                // nothing stays suspended on its account.
+                eprintln!("preempt-hip: a mark on stream {:#x} failed ({}); taken as complete", t.key, next::error_name(c));
+                let actions = lock(&self.sched).completed(t.key, t.mark);
+                self.carry_out_unlocked(actions);
+            }
+        }
+    }
+
+    fn recycle(&self, e: usize) {
+        lock(&self.pool).push(e);
+    }
+
+    /// The program recorded `event` on `key`.
+    pub fn event_recorded(&self, event: usize, key: Key) {
+        lock(&self.events).insert(event, key);
+    }
+
+    /// `waiter` is about to wait on `event`: if that event's stream is less urgent than the
+    /// waiter, it is pinned (and resumed) until the event completes.
+    pub fn before_wait(&'static self, waiter: Key, event: usize) {
+        let Some(producer) = lock(&self.events).get(&event).copied() else {
+            return;
+        };
+        {
+            let mut s = lock(&self.sched);
+            let (Some(w), Some(p)) = (s.priority(waiter), s.priority(producer)) else {
+                return;
+            };
+            if !s.is_preemptible(producer) || p <= w {
+                return;
+            }
+            let actions = s.pin(producer);
+            self.carry_out(&mut s, actions);
+        }
+        self.watch.add(event, Pending::Pin { key: producer }, false, &on_done);
+    }
+
+    /// The program destroys `event`: pins on it end.
+    pub fn event_destroyed(&self, event: usize) {
+        lock(&self.events).remove(&event);
+        let gone = self.watch.forget_event(event);
+        self.completed(gone);
+    }
+
+    fn completed(&self, done: Vec<Done>) {
+        let mut s = lock(&self.sched);
+        for d in done {
+            let actions = match d.what {
+                Pending::Mark { key, mark } => s.completed(key, mark),
+                Pending::Pin { key } => s.unpin(key),
+            };
+            self.carry_out(&mut s, actions);
+            if d.owned {
+                self.recycle(d.event);
+            }
+        }
+    }
+
+    fn carry_out_unlocked(&self, actions: Vec<Action>) {
+        if !actions.is_empty() {
+            let mut s = lock(&self.sched);
+            self.carry_out(&mut s, actions);
+        }
+    }
+
+    /// Carries actions out in order, under the rule's lock (so that a suspend decided before a
+    /// resume is never carried out after it); a failure leaves the stream running for good.
+    fn carry_out(&self, s: &mut Scheduler, actions: Vec<Action>) {
+        for a in actions {
+            let (key, r, n) = match a {
+                Action::Suspend(k) => (k, self.device.suspend(k), &self.counters.suspends),
+                Action::Resume(k) => (k, self.device.resume(k), &self.counters.resumes),
+            };
+            match r {
+                Ok(()) => {
+                    n.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                    eprintln!("preempt-hip: {a:?} failed ({e}); stream {key:#x} is left running from now on");
+                    if matches!(a, Action::Suspend(_)) {
+                        // Whatever state the failed suspend left, try to have it running.
+                        let _ = self.device.resume(key);
+                    }
+                    s.failed(key);
+                }
+            }
+        }
+    }
+
+    /// Resumes everything and stops scheduling (process exit).
+    pub fn release_all(&self) {
+        ACTIVE.store(false, Ordering::Relaxed);
+        let mut s = lock(&self.sched);
+        let actions = s.release_all();
+        self.carry_out(&mut s, actions);
+        if self.cfg.log {
+            let c = &self.counters;
+            eprintln!(
+                "preempt-hip: pid {} exits: {} marks, {} suspends, {} resumes, {} failures",
+                std::process::id(),
+                c.marks.load(Ordering::Relaxed),
+                c.suspends.load(Ordering::Relaxed),
+                c.resumes.load(Ordering::Relaxed),
+                c.failures.load(Ordering::Relaxed)
+            );
+        }
+    }
+}
+
+/// The watcher's report, handed to the process's interposer.
+fn on_done(done: Vec<Done>) {
+    if let Some(ip) = get() {
+        ip.completed(done);
+    }
+}

@@ -1,0 +1,255 @@
+//! Streams and events. A stream is one host queue (worker processes: host-device's
+//! [`HostQueue`]) fed by one dispatcher thread that takes the stream's operations in order: a
+//! kernel is launched on the queue and awaited, then its side effects are written; an event
+//! record marks the event complete; an event wait blocks the stream until that event completes
+//! (as a GPU stream waits, so a wait on a stopped stream's event stops this one too).
+use crate::code::{self, Code};
+use crate::kernels::Call;
+use crate::memory::Memory;
+use host_device::{HostCommand, HostQueue, SharedHostSuspension, WorkerExe};
+use lv1::HwQueue;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// An event: a generation count of records and of completions.
+#[derive(Default)]
+pub struct Event {
+    state: Mutex<EventState>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct EventState {
+    recorded: u64,
+    completed: u64,
+    /// When the latest completion happened, on the process's monotonic clock.
+    at: Option<Instant>,
+}
+
+impl Event {
+    /// A new record: the generation its completion must reach.
+    fn record(&self) -> u64 {
+        let mut s = lock(&self.state);
+        s.recorded += 1;
+        s.recorded
+    }
+
+    fn complete(&self, generation: u64) {
+        let mut s = lock(&self.state);
+        if generation > s.completed {
+            s.completed = generation;
+            s.at = Some(Instant::now());
+        }
+        self.cv.notify_all();
+    }
+
+    /// Whether every record so far has completed (`hipEventQuery`).
+    pub fn is_complete(&self) -> bool {
+        let s = lock(&self.state);
+        s.completed >= s.recorded
+    }
+
+    /// Blocks until every record made before the call has completed.
+    pub fn synchronize(&self) {
+        let mut s = lock(&self.state);
+        let target = s.recorded;
+        while s.completed < target {
+            s = self.cv.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    fn wait_for(&self, generation: u64) {
+        let mut s = lock(&self.state);
+        while s.completed < generation {
+            s = self.cv.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Milliseconds from `start`'s completion to this one's (`hipEventElapsedTime`).
+    pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32, Code> {
+        let (a, b) = (lock(&start.state), lock(&self.state));
+        if a.recorded == 0 || b.recorded == 0 {
+            return Err(code::INVALID_HANDLE);
+        }
+        match (a.at, b.at) {
+            (Some(a0), Some(b0)) if a.completed >= a.recorded && b.completed >= b.recorded => {
+                let ms = if b0 >= a0 {
+                    (b0 - a0).as_secs_f64() * 1e3
+                } else {
+                    -((a0 - b0).as_secs_f64() * 1e3)
+                };
+                #[allow(clippy::cast_possible_truncation)] // hipEventElapsedTime's result is a float
+                Ok(ms as f32)
+            }
+            _ => Err(code::NOT_READY),
+        }
+    }
+}
+
+enum Op {
+    Kernel(Call),
+    Record(Arc<Event>, u64),
+    Wait(Arc<Event>, u64),
+}
+
+#[derive(Default)]
+struct Progress {
+    submitted: u64,
+    done: u64,
+    /// The first error a kernel met (reported by the next synchronize, as a GPU fault would be).
+    error: Option<Code>,
+}
+
+/// One stream.
+pub struct Stream {
+    queue: Arc<HostQueue>,
+    tx: Mutex<Sender<Op>>,
+    progress: Arc<(Mutex<Progress>, Condvar)>,
+    suspension: Mutex<Option<SharedHostSuspension>>,
+    /// The priority given at creation (kept for `hipStreamGetPriority`).
+    pub priority: i32,
+    /// The flags given at creation.
+    pub flags: u32,
+}
+
+impl Stream {
+    /// A stream of `workers` worker processes.
+    pub fn spawn(exe: &WorkerExe, workers: usize, mem: Arc<Memory>, flags: u32, priority: i32) -> Result<Stream, Code> {
+        let queue = Arc::new(HostQueue::spawn(exe, workers).map_err(|e| {
+            crate::warn(&format!("starting a stream's workers: {e}"));
+            code::OUT_OF_MEMORY
+        })?);
+        let (tx, rx) = channel();
+        let progress = Arc::new((Mutex::new(Progress::default()), Condvar::new()));
+        let (q, p) = (Arc::clone(&queue), Arc::clone(&progress));
+        std::thread::Builder::new()
+            .name("hip-standin stream".into())
+            .spawn(move || dispatch(&q, &rx, &p, &mem))
+            .map_err(|_| code::OUT_OF_MEMORY)?;
+        Ok(Stream {
+            queue,
+            tx: Mutex::new(tx),
+            progress,
+            suspension: Mutex::new(None),
+            priority,
+            flags,
+        })
+    }
+
+    fn push(&self, op: Op) -> Result<(), Code> {
+        lock(&self.progress.0).submitted += 1;
+        lock(&self.tx).send(op).map_err(|_| code::LAUNCH_FAILURE)
+    }
+
+    pub fn launch(&self, call: Call) -> Result<(), Code> {
+        self.push(Op::Kernel(call))
+    }
+
+    pub fn record(&self, ev: &Arc<Event>) -> Result<(), Code> {
+        let g = ev.record();
+        self.push(Op::Record(Arc::clone(ev), g))
+    }
+
+    /// Makes later work on this stream wait for `ev`'s latest record.
+    pub fn wait_event(&self, ev: &Arc<Event>) -> Result<(), Code> {
+        let g = lock(&ev.state).recorded;
+        self.push(Op::Wait(Arc::clone(ev), g))
+    }
+
+    /// Whether everything submitted has completed (`hipStreamQuery`).
+    pub fn is_idle(&self) -> bool {
+        let p = lock(&self.progress.0);
+        p.done >= p.submitted
+    }
+
+    /// Blocks until everything submitted before the call has completed; reports the first
+    /// kernel error once.
+    pub fn synchronize(&self) -> Result<(), Code> {
+        let (m, cv) = &*self.progress;
+        let mut p = lock(m);
+        let target = p.submitted;
+        while p.done < target {
+            p = cv.wait(p).unwrap_or_else(PoisonError::into_inner);
+        }
+        p.error.take().map_or(Ok(()), Err)
+    }
+
+    /// Stops the stream's workers (host Lv3: SIGSTOP, waited for); idempotent.
+    pub fn suspend(&self) -> Result<(), Code> {
+        let mut s = lock(&self.suspension);
+        if s.is_none() {
+            *s = Some(self.queue.suspend_shared().map_err(|e| {
+                crate::warn(&format!("suspending a stream: {e}"));
+                code::LAUNCH_FAILURE
+            })?);
+        }
+        Ok(())
+    }
+
+    /// Continues the stream's workers; idempotent.
+    pub fn resume(&self) -> Result<(), Code> {
+        match lock(&self.suspension).take() {
+            Some(s) => s.resume().map_err(|e| {
+                crate::warn(&format!("resuming a stream: {e}"));
+                code::LAUNCH_FAILURE
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the stream is suspended.
+    pub fn is_suspended(&self) -> bool {
+        lock(&self.suspension).is_some()
+    }
+
+    /// The worker processes' pids (what a test checks the state of).
+    pub fn pids(&self) -> Vec<i32> {
+        self.queue.pids()
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // A destroyed stream never leaves its workers stopped.
+        let _ = self.resume();
+    }
+}
+
+fn dispatch(q: &HostQueue, rx: &Receiver<Op>, progress: &(Mutex<Progress>, Condvar), mem: &Memory) {
+    let mut next_id = 0u64;
+    while let Ok(op) = rx.recv() {
+        let res = match op {
+            Op::Kernel(call) => {
+                next_id += 1;
+                q.run(next_id, HostCommand::delay_ns(call.work_ns()))
+                    .map_err(|e| {
+                        crate::warn(&format!("a kernel on the host queue failed: {e}"));
+                        code::LAUNCH_FAILURE
+                    })
+                    .and_then(|records| call.complete(mem, &records))
+            }
+            Op::Record(ev, g) => {
+                ev.complete(g);
+                Ok(())
+            }
+            Op::Wait(ev, g) => {
+                ev.wait_for(g);
+                Ok(())
+            }
+        };
+        let (m, cv) = progress;
+        let mut p = lock(m);
+        p.done += 1;
+        if let Err(c) = res {
+            p.error.get_or_insert(c);
+        }
+        cv.notify_all();
+    }
+    // The sender is gone (the stream was destroyed): the workers go with the queue.
+    let _ = q.synchronize();
+}
