@@ -34,21 +34,35 @@ pub struct Runtime {
     next: AtomicUsize,
 }
 
+static RT: OnceLock<Result<Runtime, Code>> = OnceLock::new();
+
 /// The runtime, started at the first call; `hipErrorNotInitialized` when no worker program is
 /// found (`$PREEMPT_HOST_WORKER`, else `preempt-host-worker` beside the program).
 pub fn get() -> Result<&'static Runtime, Code> {
-    static RT: OnceLock<Result<Runtime, Code>> = OnceLock::new();
-    RT.get_or_init(|| {
-        let Some(exe) = WorkerExe::find_beside_current_exe() else {
+    RT.get_or_init(|| match WorkerExe::find_beside_current_exe() {
+        Some(exe) => Ok(Runtime::new(exe)),
+        None => {
             crate::warn("no worker program: set PREEMPT_HOST_WORKER to preempt-host-worker's path");
-            return Err(code::NOT_INITIALIZED);
-        };
+            Err(code::NOT_INITIALIZED)
+        }
+    })
+    .as_ref()
+    .map_err(|c| *c)
+}
+
+/// Starts the runtime with `exe` as the worker (a Rust test's way in; the first start wins).
+pub fn start_with(exe: WorkerExe) -> Result<&'static Runtime, Code> {
+    RT.get_or_init(|| Ok(Runtime::new(exe))).as_ref().map_err(|c| *c)
+}
+
+impl Runtime {
+    fn new(exe: WorkerExe) -> Runtime {
         let workers = std::env::var(WORKERS_ENV)
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
             .filter(|n| (1..=64).contains(n))
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
-        Ok(Runtime {
+        Runtime {
             exe,
             workers,
             mem: Arc::new(Memory::default()),
@@ -57,13 +71,9 @@ pub fn get() -> Result<&'static Runtime, Code> {
             events: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
             next: AtomicUsize::new(0),
-        })
-    })
-    .as_ref()
-    .map_err(|c| *c)
-}
+        }
+    }
 
-impl Runtime {
     fn handle(&self) -> usize {
         HANDLE_BASE + 16 * self.next.fetch_add(1, Ordering::Relaxed)
     }

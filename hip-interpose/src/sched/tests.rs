@@ -48,9 +48,10 @@ fn a_wait_on_a_suspended_streams_event_resumes_it_until_the_pin_goes() {
 fn null_stream_work_keeps_blocking_streams_running() {
     let mut s = sched(&[(0, NORMAL, false, true), (10, HP, false, false), (20, LOW, true, true), (30, LOW, true, false)]);
     assert!(s.needs_mark(0), "the null stream waits for the blocking LP stream");
-    let (mn, _) = s.submit(0).unwrap();
+    let (mn, a) = s.submit(0).unwrap();
+    assert_eq!(a, [Action::Suspend(30)], "normal work stops the low streams, but not the blocking one it waits for");
     let (mh, a) = s.submit(10).unwrap();
-    assert_eq!(a, [Action::Suspend(30)], "only the non-blocking LP stream may stop");
+    assert!(a.is_empty(), "the blocking LP stream still runs: the null stream's work waits for it");
     assert_eq!(s.completed(0, mn), [Action::Suspend(20)], "null work done: the blocking one stops too");
     assert_eq!(s.completed(10, mh), [Action::Resume(20), Action::Resume(30)]);
 }
