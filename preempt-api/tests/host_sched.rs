@@ -139,7 +139,7 @@ impl Drop for HpProcess {
 }
 
 fn scheduled(socket: &Path) -> Session {
-    Session::open(DeviceSpec::Host, scheduled_options(socket)).expect("a session scheduled by the daemon")
+    Session::open(DeviceSpec::HOST, scheduled_options(socket)).expect("a session scheduled by the daemon")
 }
 
 fn scheduled_options(socket: &Path) -> Options {
@@ -267,7 +267,7 @@ fn a_daemon_that_cannot_be_reached_fails_the_open_and_a_second_client_is_refused
         scheduler: Some(socket.clone()),
         ..Options::default()
     };
-    let e = Session::open(DeviceSpec::Host, opts).unwrap_err();
+    let e = Session::open(DeviceSpec::HOST, opts).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Scheduler);
     assert!(
         e.message.contains(&socket.display().to_string()) && !e.message.contains('\n'),
@@ -289,7 +289,7 @@ fn the_policy_runs_in_process_beside_the_daemon_s_blocks() {
     let socket = dir.0.join("s.sock");
     let mut daemon = Daemon::start(&socket);
     let s = Session::open(
-        DeviceSpec::Host,
+        DeviceSpec::HOST,
         Options {
             policy: Some(preempt_api::PolicyChoice::KEdf { k: 1 }),
             ..scheduled_options(&socket)

@@ -15,7 +15,7 @@ fn opts() -> Options {
 }
 
 fn host() -> Session {
-    Session::open(DeviceSpec::Host, opts()).expect("the host device opens")
+    Session::open(DeviceSpec::HOST, opts()).expect("the host device opens")
 }
 
 fn stopped(pids: &[i32]) -> bool {
@@ -175,7 +175,7 @@ fn set_suspend_is_all_or_nothing() {
 #[test]
 fn host_errors_are_typed() {
     let bad = Session::open(
-        DeviceSpec::Host,
+        DeviceSpec::HOST,
         Options {
             mechanism: lv3::MechanismChoice::Only(lv3::MechanismKind::DbgTrap),
             ..opts()
@@ -192,7 +192,7 @@ fn host_errors_are_typed() {
         worker: Some(WorkerExe::new("/nonexistent/worker")),
         ..opts()
     };
-    let e = Session::open(DeviceSpec::Host, missing)
+    let e = Session::open(DeviceSpec::HOST, missing)
         .unwrap()
         .create_lp_stream(Level::Auto)
         .unwrap_err();
