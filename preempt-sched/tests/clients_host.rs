@@ -58,12 +58,13 @@ fn a_block_suspends_only_the_streams_on_its_own_device() {
     lp1.submit(3, 2_000_000);
     assert_eq!(hp0.enter(1), (true, 1, 0, 0), "one stream on host:0 to suspend");
     assert!(lp0.workers.iter().all(|&w| stopped(w)));
-    assert!(
-        lp1.workers.iter().all(|&w| !stopped(w)),
-        "the stream on host:1 runs on"
-    );
+    assert!(lp1.workers.iter().all(|&w| !stopped(w)), "the stream on host:1 runs on");
     assert_eq!(lp1.cmd("held"), "held 0");
-    assert_eq!(hp1.enter(1), (true, 1, 0, 0), "host:1's block waits for host:1's stream only");
+    assert_eq!(
+        hp1.enter(1),
+        (true, 1, 0, 0),
+        "host:1's block waits for host:1's stream only"
+    );
     assert!(lp1.workers.iter().all(|&w| stopped(w)));
     assert_eq!(hp0.cmd("leave 1"), "left");
     assert!(wait_until(STEP, || lp0.workers.iter().all(|&w| !stopped(w))));
@@ -76,7 +77,10 @@ fn a_block_suspends_only_the_streams_on_its_own_device() {
     assert!(wait_until(STEP, || lp1.workers.iter().all(|&w| !stopped(w))));
     match common::status(&d) {
         preempt_sched::proto::Notice::Status {
-            streams, blocks, devices, ..
+            streams,
+            blocks,
+            devices,
+            ..
         } => assert_eq!((streams, blocks, devices), (2, 0, 2)),
         n => panic!("{n:?}"),
     }

@@ -152,17 +152,21 @@ fn fuzzed_payloads_never_panic() {
 #[test]
 fn devices_are_required_and_checked_at_the_door() {
     let ok = [
-        (
-            r#"{"kind":"kfd","id":48063}"#,
-            Device::kfd(48063),
-        ),
+        (r#"{"kind":"kfd","id":48063}"#, Device::kfd(48063)),
         (r#"{"kind":"host","id":0}"#, Device::host(0)),
         (r#"{"kind":"host","id":4294967295}"#, Device::host(u32::MAX)),
     ];
     for (dev, want) in ok {
         let text = format!(r#"{{"v":2,"seq":1,"msg":{{"type":"enter","priority":1,"device":{dev}}}}}"#);
         let f = decode_request(text.as_bytes()).unwrap();
-        assert_eq!(f.msg, Request::Enter { priority: 1, device: want }, "{dev}");
+        assert_eq!(
+            f.msg,
+            Request::Enter {
+                priority: 1,
+                device: want
+            },
+            "{dev}"
+        );
     }
     let bad = [
         // Missing, on each request that needs one.
@@ -192,7 +196,13 @@ fn devices_are_required_and_checked_at_the_door() {
         assert!(e.message.len() <= MAX_TEXT);
     }
     let v1 = r#"{"v":1,"seq":4,"msg":{"type":"enter","priority":1}}"#;
-    assert_eq!(decode_request(v1.as_bytes()).unwrap_err(), (Some(4), ProtoError::new(Code::Version, "protocol version 1; this daemon speaks 2")));
+    assert_eq!(
+        decode_request(v1.as_bytes()).unwrap_err(),
+        (
+            Some(4),
+            ProtoError::new(Code::Version, "protocol version 1; this daemon speaks 2")
+        )
+    );
     assert_eq!(Device::kfd(0xbeef).to_string(), "gpu 0xbeef");
     assert_eq!(Device::host(1).to_string(), "host:1");
 }

@@ -399,7 +399,15 @@ pub fn status(d: &Daemon) -> Notice {
 /// after it came; the thread returns how many orders it got once the connection ends.
 pub fn acker(d: &Daemon, name: &str, delay: Duration) -> std::thread::JoinHandle<usize> {
     let (mut lp, mut dec) = hello(d, name);
-    send(&mut lp, 2, Request::Register { stream: 1, priority: 0, device: HOST0 });
+    send(
+        &mut lp,
+        2,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: HOST0,
+        },
+    );
     let mut w = lp.try_clone().unwrap();
     std::thread::spawn(move || {
         let mut orders = 0;

@@ -407,7 +407,9 @@ impl Plan {
                 if let Some(on) = self.device_of((c, stream)).filter(|&on| on != device) {
                     return Err(ProtoError::new(
                         Code::OutOfOrder,
-                        format!("stream {stream} is registered on {on}: unregister it before registering it on {device}"),
+                        format!(
+                            "stream {stream} is registered on {on}: unregister it before registering it on {device}"
+                        ),
                     ));
                 }
                 if new && client.streams.len() >= self.limits.streams_per_client {
