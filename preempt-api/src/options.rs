@@ -62,7 +62,9 @@ impl DeviceSpec {
     pub const fn summary(self) -> &'static str {
         match self {
             DeviceSpec::Auto => "an AMD GPU (hip:0) if usable, else the host device",
-            DeviceSpec::Host(_) => "the host device: CPU worker processes; host figures, not GPU figures (host = host:0)",
+            DeviceSpec::Host(_) => {
+                "the host device: CPU worker processes; host figures, not GPU figures (host = host:0)"
+            }
             DeviceSpec::Kfd => "/dev/kfd alone: binds KFD queue ids a scheduler already has",
             DeviceSpec::Hip(_) => "HIP device N (hip = hip:0)",
         }
@@ -425,7 +427,18 @@ mod tests {
         assert_eq!("host:7".parse::<DeviceSpec>().unwrap(), DeviceSpec::Host(7));
         assert_eq!(DeviceSpec::Host(7).to_string(), "host:7");
         assert!(DeviceSpec::Host(7).is_host() && DeviceSpec::Host(7).has_lv2());
-        for bad in ["gpu", "hip:", "hip:-1", "hip:x", "", "host:", "host:-1", "host:x", "host:4294967296", "host0"] {
+        for bad in [
+            "gpu",
+            "hip:",
+            "hip:-1",
+            "hip:x",
+            "",
+            "host:",
+            "host:-1",
+            "host:x",
+            "host:4294967296",
+            "host0",
+        ] {
             let e = bad.parse::<DeviceSpec>().unwrap_err();
             assert_eq!(e.kind, crate::ErrorKind::InvalidArgument, "{bad}");
         }
