@@ -21,13 +21,15 @@ fn unknown(what: &str, given: &str, expected: &str) -> Error {
 }
 
 /// Where a session runs. `FromStr`: the words of [`DeviceSpec::WORDS`] (`auto`, `host`, `kfd`,
-/// `hip:N`), and `hip` (= `hip:0`).
+/// `hip:N`), `hip` (= `hip:0`) and `host:N` (`host` = `host:0`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceSpec {
     /// `hip:0` when it can run here, else the host device.
     Auto,
-    /// The host device: CPU worker processes standing in for a GPU (host Lv3 = SIGSTOP/SIGCONT).
-    Host,
+    /// Host device N: CPU worker processes standing in for a GPU (host Lv3 = SIGSTOP/SIGCONT).
+    /// Every N runs the same way; N is the device's identity for the scheduler daemon, which
+    /// schedules each device apart (`host:0` and `host:1` stand in for two GPUs of one node).
+    Host(u32),
     /// HIP device N: low-priority streams whose KFD queues are discovered, Lv3 through lv3.
     Hip(u32),
     /// `/dev/kfd` alone, no HIP: only explicit KFD queue ids can be bound (a scheduler that
@@ -41,13 +43,16 @@ pub enum DeviceSpec {
 impl DeviceSpec {
     /// Every word of the grammar, in the order messages and help list them: `Hip(0)` stands for
     /// every `hip:N`.
-    pub const WORDS: [DeviceSpec; 4] = [DeviceSpec::Auto, DeviceSpec::Host, DeviceSpec::Kfd, DeviceSpec::Hip(0)];
+    pub const WORDS: [DeviceSpec; 4] = [DeviceSpec::Auto, DeviceSpec::HOST, DeviceSpec::Kfd, DeviceSpec::Hip(0)];
+
+    /// The host device `host` (= `host:0`).
+    pub const HOST: DeviceSpec = DeviceSpec::Host(0);
 
     /// The device's word in the grammar (`hip:N` for every HIP device).
     pub const fn word(self) -> &'static str {
         match self {
             DeviceSpec::Auto => "auto",
-            DeviceSpec::Host => "host",
+            DeviceSpec::Host(_) => "host",
             DeviceSpec::Kfd => "kfd",
             DeviceSpec::Hip(_) => "hip:N",
         }
@@ -57,7 +62,9 @@ impl DeviceSpec {
     pub const fn summary(self) -> &'static str {
         match self {
             DeviceSpec::Auto => "an AMD GPU (hip:0) if usable, else the host device",
-            DeviceSpec::Host => "the host device: CPU worker processes; host figures, not GPU figures",
+            DeviceSpec::Host(_) => {
+                "the host device: CPU worker processes; host figures, not GPU figures (host = host:0)"
+            }
             DeviceSpec::Kfd => "/dev/kfd alone: binds KFD queue ids a scheduler already has",
             DeviceSpec::Hip(_) => "HIP device N (hip = hip:0)",
         }
@@ -68,7 +75,7 @@ impl DeviceSpec {
     /// period) and its LP commands have no GPU wave state (no LP state).
     pub const fn is_host(self) -> bool {
         match self {
-            DeviceSpec::Host => true,
+            DeviceSpec::Host(_) => true,
             DeviceSpec::Auto | DeviceSpec::Hip(_) | DeviceSpec::Kfd => false,
         }
     }
@@ -79,7 +86,7 @@ impl DeviceSpec {
     /// whichever device it resolves to, so not known here: false.
     pub const fn has_lv2(self) -> bool {
         match self {
-            DeviceSpec::Host => true,
+            DeviceSpec::Host(_) => true,
             DeviceSpec::Auto | DeviceSpec::Hip(_) | DeviceSpec::Kfd => false,
         }
     }
@@ -92,7 +99,7 @@ impl DeviceSpec {
             Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
             _ => words.join(""),
         };
-        format!("{listed} (N = HIP device index, e.g. hip:0; hip = hip:0)")
+        format!("{listed} (N = HIP device index, e.g. hip:0; hip = hip:0; host:N = host device N, host = host:0)")
     }
 }
 
@@ -102,12 +109,12 @@ impl FromStr for DeviceSpec {
         if let Some(d) = Self::WORDS.into_iter().find(|d| d.word() == s) {
             return Ok(d);
         }
+        let indexed = |prefix: &str| s.strip_prefix(prefix).and_then(|n| n.parse().ok());
         match s {
             "hip" => Ok(DeviceSpec::Hip(0)),
-            _ => s
-                .strip_prefix("hip:")
-                .and_then(|n| n.parse().ok())
+            _ => indexed("hip:")
                 .map(DeviceSpec::Hip)
+                .or_else(|| indexed("host:").map(DeviceSpec::Host))
                 .ok_or_else(|| unknown("device", s, &Self::expected())),
         }
     }
@@ -117,6 +124,8 @@ impl fmt::Display for DeviceSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DeviceSpec::Hip(n) => write!(f, "hip:{n}"),
+            // `host` stays `host` (what results and the front ends have always said).
+            DeviceSpec::Host(n) if *n > 0 => write!(f, "host:{n}"),
             d => f.write_str(d.word()),
         }
     }
@@ -413,7 +422,23 @@ mod tests {
         }
         assert_eq!("hip:3".parse::<DeviceSpec>().unwrap().to_string(), "hip:3");
         assert_eq!("hip".parse::<DeviceSpec>().unwrap(), DeviceSpec::Hip(0));
-        for bad in ["gpu", "hip:", "hip:-1", "hip:x", ""] {
+        assert_eq!("host:0".parse::<DeviceSpec>().unwrap(), DeviceSpec::HOST);
+        assert_eq!("host".parse::<DeviceSpec>().unwrap(), DeviceSpec::Host(0));
+        assert_eq!("host:7".parse::<DeviceSpec>().unwrap(), DeviceSpec::Host(7));
+        assert_eq!(DeviceSpec::Host(7).to_string(), "host:7");
+        assert!(DeviceSpec::Host(7).is_host() && DeviceSpec::Host(7).has_lv2());
+        for bad in [
+            "gpu",
+            "hip:",
+            "hip:-1",
+            "hip:x",
+            "",
+            "host:",
+            "host:-1",
+            "host:x",
+            "host:4294967296",
+            "host0",
+        ] {
             let e = bad.parse::<DeviceSpec>().unwrap_err();
             assert_eq!(e.kind, crate::ErrorKind::InvalidArgument, "{bad}");
         }
@@ -440,7 +465,8 @@ mod tests {
         // The words listed once each, in the table's order; the last after "or".
         assert_eq!(
             DeviceSpec::expected(),
-            "auto, host, kfd or hip:N (N = HIP device index, e.g. hip:0; hip = hip:0)"
+            "auto, host, kfd or hip:N (N = HIP device index, e.g. hip:0; hip = hip:0; host:N = host device N, host = \
+             host:0)"
         );
         assert_eq!(
             "gpu".parse::<DeviceSpec>().unwrap_err().message,
@@ -449,11 +475,11 @@ mod tests {
         let hosts: Vec<_> = DeviceSpec::WORDS.into_iter().filter(|d| d.is_host()).collect();
         assert_eq!(
             hosts,
-            [DeviceSpec::Host],
+            [DeviceSpec::HOST],
             "only the host device is CPU worker processes"
         );
         let lv2: Vec<_> = DeviceSpec::WORDS.into_iter().filter(|d| d.has_lv2()).collect();
-        assert_eq!(lv2, [DeviceSpec::Host], "Lv2 on the host device only");
+        assert_eq!(lv2, [DeviceSpec::HOST], "Lv2 on the host device only");
         assert_eq!(mechanism_names(), lv3::MechanismKind::names_where(|_| true));
         assert!(parse_mechanism("dbg-trap").is_ok());
         assert!(

@@ -15,7 +15,7 @@ fn host() -> Session {
         host_workers: 1,
         ..Options::default()
     };
-    Session::open(DeviceSpec::Host, o).expect("the host device opens")
+    Session::open(DeviceSpec::HOST, o).expect("the host device opens")
 }
 
 /// Every worker of `lp` is stopped (state `T`), or every one runs.

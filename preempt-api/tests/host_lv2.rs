@@ -19,7 +19,7 @@ fn opts() -> Options {
 }
 
 fn host(o: Options) -> Session {
-    Session::open(DeviceSpec::Host, o).expect("the host device opens")
+    Session::open(DeviceSpec::HOST, o).expect("the host device opens")
 }
 
 #[test]

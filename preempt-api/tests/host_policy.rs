@@ -26,7 +26,7 @@ fn opts(policy: Option<PolicyChoice>) -> Options {
 }
 
 fn host(policy: Option<PolicyChoice>) -> Session {
-    Session::open(DeviceSpec::Host, opts(policy)).expect("the host device opens")
+    Session::open(DeviceSpec::HOST, opts(policy)).expect("the host device opens")
 }
 
 fn share(n: u32) -> PolicyParams {
@@ -248,7 +248,7 @@ fn misuse_is_refused_with_what_to_do() {
         let e = s.helper_ready(&lp).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Closed);
 
-        let e = Session::open(DeviceSpec::Host, opts(Some(PolicyChoice::KEdf { k: 0 }))).unwrap_err();
+        let e = Session::open(DeviceSpec::HOST, opts(Some(PolicyChoice::KEdf { k: 0 }))).unwrap_err();
         assert_eq!(e.kind, ErrorKind::InvalidArgument);
         assert!(e.message.contains("k must be at least 1"), "{e}");
         hpf.close().unwrap();

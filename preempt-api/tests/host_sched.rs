@@ -94,10 +94,24 @@ struct HpProcess {
 
 impl HpProcess {
     fn spawn(socket: &Path) -> HpProcess {
+        Self::spawn_on(socket, "host")
+    }
+
+    /// [`HpProcess::spawn`] with its session on `device` (`host:N`).
+    fn spawn_on(socket: &Path, device: &str) -> HpProcess {
         let mut child = Command::new(built("examples/preempt-sched-client"))
             .arg("--socket")
             .arg(socket)
-            .args(["--lp", "0", "--lease-ms", "20000", "--timeout-ms", "20000"])
+            .args([
+                "--lp",
+                "0",
+                "--lease-ms",
+                "20000",
+                "--timeout-ms",
+                "20000",
+                "--device",
+                device,
+            ])
             .env(host_device::WORKER_ENV, &host_device::testing::built_worker().program)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -139,7 +153,7 @@ impl Drop for HpProcess {
 }
 
 fn scheduled(socket: &Path) -> Session {
-    Session::open(DeviceSpec::Host, scheduled_options(socket)).expect("a session scheduled by the daemon")
+    Session::open(DeviceSpec::HOST, scheduled_options(socket)).expect("a session scheduled by the daemon")
 }
 
 fn scheduled_options(socket: &Path) -> Options {
@@ -219,6 +233,52 @@ fn another_process_s_block_suspends_the_session_and_the_daemon_s_death_resumes_i
     );
 }
 
+/// Sessions on `host:0` and `host:1` (two GPUs' stand-ins) in this process, scheduled by one
+/// daemon: another process's block on `host:1` suspends the `host:1` session's stream only, and
+/// this process's own block on `host:0` the `host:0` session's only.
+#[test]
+fn a_block_suspends_only_the_sessions_on_its_device() {
+    let dir = temp_dir("devices");
+    let socket = dir.0.join("s.sock");
+    let _daemon = Daemon::start(&socket);
+    let open = |n| Session::open(DeviceSpec::Host(n), scheduled_options(&socket)).unwrap();
+    let (s0, s1) = (open(0), open(1));
+    assert_eq!(s1.device().to_string(), "host:1");
+    assert_eq!(s1.sched_device(), Some(preempt_api::sched::proto::Device::host(1)));
+    let lp0 = s0.create_lp_stream(Level::Lv3).unwrap();
+    let lp1 = s1.create_lp_stream(Level::Lv3).unwrap();
+    s0.helper_register(&lp0, 0).unwrap();
+    s1.helper_register(&lp1, 0).unwrap();
+    for lp in [&lp0, &lp1] {
+        for _ in 0..4 {
+            lp.submit_delay(5 * MS).unwrap();
+        }
+    }
+    let mut hp1 = HpProcess::spawn_on(&socket, "host:1");
+    let entered = hp1.cmd("enter 1");
+    assert!(
+        entered.starts_with("entered scheduled=true suspended=1 failed=0 late=0"),
+        "{entered}"
+    );
+    assert!(lp1.is_suspended() && !lp0.is_suspended());
+    assert!(states(&lp1.host_pids()).iter().all(|&st| st == Some('T')));
+    assert!(states(&lp0.host_pids()).iter().all(|&st| st != Some('T')));
+    assert_eq!(hp1.cmd("leave 1"), "left");
+    assert!(wait_until(STEP, || !lp1.is_suspended()));
+    // This process's own block on host:0: its host:1 session's stream runs on.
+    s0.helper_enter(1).unwrap();
+    assert!(lp0.is_suspended() && !lp1.is_suspended());
+    s0.helper_leave(1).unwrap();
+    assert!(wait_until(STEP, || !lp0.is_suspended()));
+    for lp in [&lp0, &lp1] {
+        lp.wait_idle_for(STEP).unwrap();
+        let c = lp.check().unwrap();
+        assert!(c.ok() && c.exactly_once == 4, "{c:?}");
+    }
+    s0.close().unwrap();
+    s1.close().unwrap();
+}
+
 #[test]
 fn closing_a_stream_unregisters_it_and_closing_the_session_resumes_first() {
     let dir = temp_dir("close");
@@ -267,7 +327,7 @@ fn a_daemon_that_cannot_be_reached_fails_the_open_and_a_second_client_is_refused
         scheduler: Some(socket.clone()),
         ..Options::default()
     };
-    let e = Session::open(DeviceSpec::Host, opts).unwrap_err();
+    let e = Session::open(DeviceSpec::HOST, opts).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Scheduler);
     assert!(
         e.message.contains(&socket.display().to_string()) && !e.message.contains('\n'),
@@ -289,7 +349,7 @@ fn the_policy_runs_in_process_beside_the_daemon_s_blocks() {
     let socket = dir.0.join("s.sock");
     let mut daemon = Daemon::start(&socket);
     let s = Session::open(
-        DeviceSpec::Host,
+        DeviceSpec::HOST,
         Options {
             policy: Some(preempt_api::PolicyChoice::KEdf { k: 1 }),
             ..scheduled_options(&socket)

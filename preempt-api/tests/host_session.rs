@@ -15,7 +15,7 @@ fn opts() -> Options {
 }
 
 fn host() -> Session {
-    Session::open(DeviceSpec::Host, opts()).expect("the host device opens")
+    Session::open(DeviceSpec::HOST, opts()).expect("the host device opens")
 }
 
 fn stopped(pids: &[i32]) -> bool {
@@ -119,6 +119,42 @@ fn the_helper_suspends_every_registered_stream_during_a_high_priority_block() {
     }
 }
 
+/// The in-process helper is the session's own: a block of a session on `host:0` suspends its
+/// streams and none of a session on `host:1` in the same process (nor does the `host:1`
+/// session's block touch `host:0`'s), so two devices' sessions in one process do not interact.
+#[test]
+fn the_in_process_helper_of_one_device_s_session_leaves_another_device_s_alone() {
+    let open = |n| Session::open(DeviceSpec::Host(n), opts()).unwrap();
+    let (s0, s1) = (open(0), open(1));
+    assert_eq!(
+        (s0.device().to_string(), s1.device().to_string()),
+        ("host".into(), "host:1".into())
+    );
+    let lp0 = s0.create_lp_stream(Level::Lv3).unwrap();
+    let lp1 = s1.create_lp_stream(Level::Lv3).unwrap();
+    s0.helper_register(&lp0, 0).unwrap();
+    s1.helper_register(&lp1, 0).unwrap();
+    assert_eq!(
+        s0.helper_register(&lp1, 0).unwrap_err().kind,
+        ErrorKind::InvalidArgument,
+        "a session's helper takes only its own streams"
+    );
+    s0.helper_enter(1).unwrap();
+    assert!(lp0.is_suspended() && stopped(&lp0.host_pids()));
+    assert!(!lp1.is_suspended() && !stopped(&lp1.host_pids()));
+    s1.helper_enter(1).unwrap();
+    assert!(lp1.is_suspended());
+    s0.helper_leave(1).unwrap();
+    assert!(
+        !lp0.is_suspended() && lp1.is_suspended(),
+        "host:0's leave resumes host:0's only"
+    );
+    s1.helper_leave(1).unwrap();
+    assert!(!lp1.is_suspended());
+    s0.close().unwrap();
+    s1.close().unwrap();
+}
+
 #[test]
 fn many_cycles_keep_every_command_exactly_once() {
     let s = host();
@@ -175,7 +211,7 @@ fn set_suspend_is_all_or_nothing() {
 #[test]
 fn host_errors_are_typed() {
     let bad = Session::open(
-        DeviceSpec::Host,
+        DeviceSpec::HOST,
         Options {
             mechanism: lv3::MechanismChoice::Only(lv3::MechanismKind::DbgTrap),
             ..opts()
@@ -192,7 +228,7 @@ fn host_errors_are_typed() {
         worker: Some(WorkerExe::new("/nonexistent/worker")),
         ..opts()
     };
-    let e = Session::open(DeviceSpec::Host, missing)
+    let e = Session::open(DeviceSpec::HOST, missing)
         .unwrap()
         .create_lp_stream(Level::Auto)
         .unwrap_err();

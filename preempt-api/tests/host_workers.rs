@@ -15,7 +15,7 @@ fn host(workers: usize) -> Session {
         host_workers: workers,
         ..Options::default()
     };
-    Session::open(DeviceSpec::Host, opts).expect("the host device opens")
+    Session::open(DeviceSpec::HOST, opts).expect("the host device opens")
 }
 
 /// Gone from /proc, or a zombie.

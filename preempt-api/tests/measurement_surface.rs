@@ -19,7 +19,7 @@ fn opts() -> Options {
 #[test]
 fn kept_records_account_for_every_command_and_worker() {
     let s = Session::open(
-        DeviceSpec::Host,
+        DeviceSpec::HOST,
         Options {
             keep_records: true,
             ..opts()
@@ -67,7 +67,7 @@ fn kept_records_account_for_every_command_and_worker() {
 
 #[test]
 fn without_keep_records_nothing_accumulates() {
-    let s = Session::open(DeviceSpec::Host, opts()).unwrap();
+    let s = Session::open(DeviceSpec::HOST, opts()).unwrap();
     let lp = s.create_lp_stream(Level::Lv1).unwrap();
     lp.submit_delay(MS).unwrap();
     lp.synchronize().unwrap();
@@ -83,7 +83,7 @@ fn without_keep_records_nothing_accumulates() {
 #[test]
 fn without_keep_records_a_long_stream_keeps_no_record_per_command() {
     let s = Session::open(
-        DeviceSpec::Host,
+        DeviceSpec::HOST,
         Options {
             host_workers: 1,
             ..opts()
@@ -108,7 +108,7 @@ fn without_keep_records_a_long_stream_keeps_no_record_per_command() {
 #[test]
 fn lv1_no_wait_returns_with_commands_still_running() {
     let s = Session::open(
-        DeviceSpec::Host,
+        DeviceSpec::HOST,
         Options {
             lv1_no_wait: true,
             host_workers: 1,
@@ -135,7 +135,7 @@ fn lv1_no_wait_returns_with_commands_still_running() {
 
 #[test]
 fn no_lv3_sessions_refuse_lv3_and_default_to_lv1() {
-    let s = Session::open(DeviceSpec::Host, Options { no_lv3: true, ..opts() }).unwrap();
+    let s = Session::open(DeviceSpec::HOST, Options { no_lv3: true, ..opts() }).unwrap();
     assert!(!s.has_lv3());
     assert_eq!(s.create_lp_stream(Level::Lv3).unwrap_err().kind, ErrorKind::Unavailable);
     assert_eq!(s.create_lp_stream(Level::Auto).unwrap().level(), Level::Lv1);
@@ -144,7 +144,7 @@ fn no_lv3_sessions_refuse_lv3_and_default_to_lv1() {
 
 #[test]
 fn the_hp_stream_reports_its_records_and_checks_them() {
-    let s = Session::open(DeviceSpec::Host, opts()).unwrap();
+    let s = Session::open(DeviceSpec::HOST, opts()).unwrap();
     let hp = s.hp_stream().unwrap();
     for _ in 0..3 {
         hp.submit_delay(MS).unwrap();
@@ -190,8 +190,8 @@ fn the_gpu_layer_without_a_gpu_says_no_device() {
 /// (otherwise B's helper could suspend A's stream, and a set could mix two sessions).
 #[test]
 fn a_session_takes_only_its_own_streams() {
-    let a = Session::open(DeviceSpec::Host, opts()).unwrap();
-    let b = Session::open(DeviceSpec::Host, opts()).unwrap();
+    let a = Session::open(DeviceSpec::HOST, opts()).unwrap();
+    let b = Session::open(DeviceSpec::HOST, opts()).unwrap();
     let la = a.create_lp_stream(Level::Lv3).unwrap();
     let lb = b.create_lp_stream(Level::Lv3).unwrap();
     assert_eq!(la.id(), lb.id(), "the same id in both sessions");

@@ -68,7 +68,8 @@
  * anything; the kernel then tears its queues down (host device: its workers are killed).
  *
  * DEVICES. "host": the host device (Lv3 = SIGSTOP/SIGCONT of a stream's worker processes;
- * figures are host figures). "hip:N": HIP device N; an Lv3 stream is a HIP stream with a
+ * figures are host figures); "host:N": host device N ("host" = "host:0"), the same but for a
+ * scheduler daemon, which schedules each device apart. "hip:N": HIP device N; an Lv3 stream is a HIP stream with a
  * hardware queue of its own, whose KFD queue is found when the stream is created. "kfd": only
  * /dev/kfd, no HIP: bind explicit KFD queue ids (preempt_queue_bind). "auto": hip:0 where it can
  * run, else host. Mechanisms (Lv3 on hip:N and kfd): "auto" (the first usable of preempt-queues,
@@ -300,7 +301,8 @@ extern "C" {
 // `opts` is NULL (refused) or valid for writing a `preempt_options`.
 int preempt_options_init(struct preempt_options *opts);
 
-// Opens a session on `device`: `"host"`, `"hip:N"` (`"hip"` = `"hip:0"`), `"kfd"` (no HIP:
+// Opens a session on `device`: `"host"` (= `"host:0"`; `"host:N"`: host device N, which a
+// scheduler daemon schedules apart), `"hip:N"` (`"hip"` = `"hip:0"`), `"kfd"` (no HIP:
 // bind explicit queue ids) or `"auto"` (hip:0 where it can run, else host). On a GPU the Lv3
 // mechanism is set up now (dbg-trap enables this process's debug trap); with `"auto"` and no
 // usable mechanism the session still opens (streams default to Lv1, see

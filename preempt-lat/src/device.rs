@@ -73,7 +73,7 @@ impl Device {
     /// it is like ([`DeviceSpec::is_host`]).
     pub fn spec(self) -> DeviceSpec {
         match self {
-            Device::Host(_) => DeviceSpec::Host,
+            Device::Host(_) => DeviceSpec::HOST,
             Device::Hip(i) => DeviceSpec::Hip(i),
         }
     }
@@ -147,7 +147,7 @@ impl SessionSource {
     pub fn open(&self, opts: Options) -> preempt_api::Result<Session> {
         match self {
             SessionSource::Host(exe) => Session::open(
-                preempt_api::DeviceSpec::Host,
+                preempt_api::DeviceSpec::HOST,
                 Options {
                     worker: Some(exe.clone()),
                     ..opts
@@ -248,7 +248,7 @@ pub fn select(
 ) -> Result<Device, Failure> {
     let host = Device::Host(workers.unwrap_or_else(crate::measure::host::default_workers));
     let index = match device {
-        DeviceSpec::Host => return Ok(host),
+        DeviceSpec::Host(_) => return Ok(host),
         DeviceSpec::Auto => 0,
         DeviceSpec::Hip(n) => n,
         DeviceSpec::Kfd => return Err(Failure::Usage(format!("--device kfd: {KFD_IS_FOR_APPLICATIONS}"))),

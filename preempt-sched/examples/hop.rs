@@ -149,7 +149,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     // In-process: the helper suspends the session's own LP streams.
-    let s = Session::open(DeviceSpec::Host, opts.clone())?;
+    let s = Session::open(DeviceSpec::HOST, opts.clone())?;
     let streams = (0..lp_clients)
         .map(|_| s.create_lp_stream(Level::Lv3))
         .collect::<Result<Vec<_>, _>>()?;
@@ -197,7 +197,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         clients.push(c);
     }
     let hp = Session::open(
-        DeviceSpec::Host,
+        DeviceSpec::HOST,
         Options {
             scheduler: Some(daemon.socket().to_path_buf()),
             scheduler_client: preempt_api::sched::hop::measuring_client(),

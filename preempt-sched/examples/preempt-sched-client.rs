@@ -1,7 +1,7 @@
 //! `preempt-sched-client`: a small client of the daemon on the host device, driven line by line
 //! from stdin, for the crate's tests and for trying a daemon by hand (docs/scheduler-daemon.md).
 //!
-//! It opens a host session scheduled by the daemon (`Options::scheduler`: the client inside
+//! It opens a host session (`--device host:N`, default `host`) scheduled by the daemon (`Options::scheduler`: the client inside
 //! preempt-api that C and Python sessions use too; with `--no-wait` a `SchedClient` started
 //! beside an unscheduled session), creates `--lp` low-priority streams of `--workers` worker
 //! processes each, registers them at `--priority`, prints
@@ -27,6 +27,9 @@ struct Args {
     /// The daemon's socket.
     #[arg(long, value_name = "PATH")]
     socket: PathBuf,
+    /// The host device (`host` = `host:0`, `host:N`): the daemon schedules each device apart.
+    #[arg(long, default_value = "host", value_parser = host_device)]
+    device: DeviceSpec,
     /// Low-priority streams to create and register.
     #[arg(long, default_value_t = 1)]
     lp: usize,
@@ -49,6 +52,15 @@ struct Args {
     /// The client's name in the daemon's log.
     #[arg(long, value_name = "TEXT")]
     name: Option<String>,
+}
+
+/// `--device`: the API's device words, host devices only (this client runs host workers).
+fn host_device(word: &str) -> Result<DeviceSpec, String> {
+    match word.parse::<DeviceSpec>() {
+        Ok(d) if d.is_host() => Ok(d),
+        Ok(d) => Err(format!("{d} is not a host device (host or host:N)")),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn main() -> ExitCode {
@@ -96,7 +108,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         scheduler_client: copts.clone(),
         ..Options::default()
     };
-    let session = Session::open(DeviceSpec::Host, opts)?;
+    let session = Session::open(args.device, opts)?;
     let streams = (0..args.lp)
         .map(|_| session.create_lp_stream(Level::Lv3))
         .collect::<Result<Vec<_>, _>>()?;

@@ -19,7 +19,7 @@
 //! target/release/examples/storm register --clients 64 --streams 1024
 //! target/release/examples/storm flood --seconds 10
 //! ```
-use preempt_api::sched::proto::{Decoder, Notice, Request, decode_notice, encode_request};
+use preempt_api::sched::proto::{Decoder, Device, Notice, Request, decode_notice, encode_request};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -27,6 +27,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+
+/// The device every stream and block of the storm is on (one device: the worst case for the plan).
+const HOST0: Device = Device::host(0);
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
@@ -158,7 +161,14 @@ fn registrars(socket: &Path, clients: u64, streams: u64, go: &Arc<Barrier>) -> (
                 let mut all = Vec::new();
                 for s in 0..streams {
                     c.seq += 1;
-                    all.extend(encode_request(c.seq, Request::Register { stream: s, priority: 5 }));
+                    all.extend(encode_request(
+                        c.seq,
+                        Request::Register {
+                            stream: s,
+                            priority: 5,
+                            device: HOST0,
+                        },
+                    ));
                 }
                 go.wait();
                 c.s.write_all(&all).unwrap();
@@ -181,7 +191,11 @@ fn registrars(socket: &Path, clients: u64, streams: u64, go: &Arc<Barrier>) -> (
 fn register(socket: &Path, clients: u64, streams: u64, storm: &Path) {
     // The LP client: one stream below the HP blocks, every order acknowledged at once.
     let mut lp = Conn::hello(socket, "lp");
-    lp.send(Request::Register { stream: 1, priority: 0 });
+    lp.send(Request::Register {
+        stream: 1,
+        priority: 0,
+        device: HOST0,
+    });
     assert!(matches!(lp.recv(), Notice::Done { .. }));
     std::thread::spawn(move || {
         while let Some(n) = lp.try_recv() {
@@ -201,10 +215,16 @@ fn register(socket: &Path, clients: u64, streams: u64, storm: &Path) {
         let mut lat = Vec::new();
         while !hp_done.load(Ordering::Relaxed) {
             let t0 = Instant::now();
-            hp.send(Request::Enter { priority: 1 });
+            hp.send(Request::Enter {
+                priority: 1,
+                device: HOST0,
+            });
             while !matches!(hp.recv(), Notice::Entered { .. }) {}
             lat.push((t0, t0.elapsed()));
-            hp.send(Request::Leave { priority: 1 });
+            hp.send(Request::Leave {
+                priority: 1,
+                device: HOST0,
+            });
             while !matches!(hp.recv(), Notice::Done { .. }) {}
         }
         lat
@@ -365,7 +385,14 @@ fn span(socket: &Path, clients: u64, streams: u64, seconds: u64) {
         let mut c = Conn::hello(socket, &format!("span {i}"));
         let mut all = Vec::new();
         for s in 0..streams {
-            all.extend(encode_request(s + 1, Request::Register { stream: s, priority: 0 }));
+            all.extend(encode_request(
+                s + 1,
+                Request::Register {
+                    stream: s,
+                    priority: 0,
+                    device: HOST0,
+                },
+            ));
         }
         c.s.write_all(&all).unwrap();
         let mut answered = 0;
@@ -395,8 +422,14 @@ fn span(socket: &Path, clients: u64, streams: u64, seconds: u64) {
     let end = Instant::now() + Duration::from_secs(seconds);
     let mut flips = 0u64;
     while Instant::now() < end {
-        t.send(Request::Enter { priority: 1 });
-        t.send(Request::Leave { priority: 1 });
+        t.send(Request::Enter {
+            priority: 1,
+            device: HOST0,
+        });
+        t.send(Request::Leave {
+            priority: 1,
+            device: HOST0,
+        });
         flips += 1;
         std::thread::sleep(Duration::from_micros(200));
     }

@@ -4,7 +4,7 @@
 //! file). The attacks on the log are in `attacks_log.rs`, those that need a second uid in
 //! `attacks_uid.rs`.
 mod common;
-use common::{Client, Daemon, STEP, hello, recv, send, status, stopped, temp_dir, wait_until};
+use common::{Client, Daemon, HOST0, STEP, hello, recv, send, status, stopped, temp_dir, wait_until};
 use preempt_sched::proto::{self, Decoder, Notice, Request, encode_request};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -97,11 +97,21 @@ fn nothing_after_a_fatal_refusal_in_the_same_read_is_acted_on() {
     let dir = temp_dir("fatal");
     let d = Daemon::start(&dir, &[]);
     let mut s = d.raw();
-    let bad = br#"{"v":2,"seq":1,"msg":{"type":"hello","name":"future"}}"#;
+    let bad = format!(
+        r#"{{"v":{},"seq":1,"msg":{{"type":"hello","name":"future"}}}}"#,
+        proto::VERSION + 1
+    );
     let mut all = u32::try_from(bad.len()).unwrap().to_be_bytes().to_vec();
-    all.extend_from_slice(bad);
+    all.extend_from_slice(bad.as_bytes());
     all.extend(encode_request(2, Request::Hello { name: "after".into() }));
-    all.extend(encode_request(3, Request::Register { stream: 1, priority: 0 }));
+    all.extend(encode_request(
+        3,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: HOST0,
+        },
+    ));
     s.write_all(&all).unwrap();
     let mut dec = Decoder::new();
     match recv(&mut s, &mut dec) {
@@ -129,8 +139,20 @@ fn a_flood_of_blocks_does_not_disconnect_a_reading_lp_client() {
     let mut flood = d.raw();
     let mut bytes = Vec::new();
     for i in 0..20_000 {
-        bytes.extend(encode_request(2 * i, Request::Enter { priority: 1 }));
-        bytes.extend(encode_request(2 * i + 1, Request::Leave { priority: 1 }));
+        bytes.extend(encode_request(
+            2 * i,
+            Request::Enter {
+                priority: 1,
+                device: HOST0,
+            },
+        ));
+        bytes.extend(encode_request(
+            2 * i + 1,
+            Request::Leave {
+                priority: 1,
+                device: HOST0,
+            },
+        ));
     }
     send(&mut flood, 1, Request::Hello { name: "flood".into() });
     let writer = std::thread::spawn(move || {

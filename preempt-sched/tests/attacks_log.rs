@@ -70,7 +70,8 @@ fn a_made_up_message_type_cannot_forge_log_lines() {
     let dir = temp_dir("forge");
     let d = Daemon::start(&dir, &[]);
     let forged = "preempt-sched [     1.000s] client 1 (root-hp) connected: pid 1 uid 0";
-    let payload = format!(r#"{{"v":1,"seq":1,"msg":{{"type":"x\n{forged}\n\u001b[31m\u202eevil"}}}}"#);
+    let v = preempt_sched::proto::VERSION;
+    let payload = format!(r#"{{"v":{v},"seq":1,"msg":{{"type":"x\n{forged}\n\u001b[31m\u202eevil"}}}}"#);
     let mut s = d.raw();
     let mut frame = u32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
     frame.extend_from_slice(payload.as_bytes());

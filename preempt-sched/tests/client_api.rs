@@ -12,7 +12,7 @@ fn session() -> Session {
         host_workers: 1,
         ..Options::default()
     };
-    Session::open(DeviceSpec::Host, opts).unwrap()
+    Session::open(DeviceSpec::HOST, opts).unwrap()
 }
 
 fn opts() -> ClientOptions {

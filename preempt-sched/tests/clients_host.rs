@@ -1,5 +1,6 @@
-//! Client processes on the host device scheduled by the daemon: two clients, and clients that
-//! die by SIGKILL while suspended or while holding a high-priority block.
+//! Client processes on the host device scheduled by the daemon: two clients, blocks scoped to
+//! their device (`host:0`, `host:1`), and clients that die by SIGKILL while suspended or while
+//! holding a high-priority block.
 mod common;
 use common::{Client, Daemon, STEP, state, stopped, temp_dir, wait_until};
 
@@ -40,6 +41,54 @@ fn an_hp_block_in_one_process_suspends_the_lp_stream_of_another() {
     lp.assert_exactly_once(5);
     lp.quit();
     hp.quit();
+}
+
+/// Two host devices stand in for two GPUs of one node: an HP block on `host:0` suspends the LP
+/// stream on `host:0` and leaves the one on `host:1` running; a block on each device suspends
+/// each device's own stream, and leaving one of them resumes only its device's.
+#[test]
+fn a_block_suspends_only_the_streams_on_its_own_device() {
+    let dir = temp_dir("devices");
+    let d = Daemon::start(&dir, &[]);
+    let mut lp0 = Client::spawn(&d.socket, &["--lp", "1", "--device", "host:0"]);
+    let mut lp1 = Client::spawn(&d.socket, &["--lp", "1", "--device", "host:1"]);
+    let mut hp0 = Client::spawn(&d.socket, &["--lp", "0", "--device", "host"]);
+    let mut hp1 = Client::spawn(&d.socket, &["--lp", "0", "--device", "host:1"]);
+    lp0.submit(3, 2_000_000);
+    lp1.submit(3, 2_000_000);
+    assert_eq!(hp0.enter(1), (true, 1, 0, 0), "one stream on host:0 to suspend");
+    assert!(lp0.workers.iter().all(|&w| stopped(w)));
+    assert!(lp1.workers.iter().all(|&w| !stopped(w)), "the stream on host:1 runs on");
+    assert_eq!(lp1.cmd("held"), "held 0");
+    assert_eq!(
+        hp1.enter(1),
+        (true, 1, 0, 0),
+        "host:1's block waits for host:1's stream only"
+    );
+    assert!(lp1.workers.iter().all(|&w| stopped(w)));
+    assert_eq!(hp0.cmd("leave 1"), "left");
+    assert!(wait_until(STEP, || lp0.workers.iter().all(|&w| !stopped(w))));
+    assert!(
+        lp1.workers.iter().all(|&w| stopped(w)),
+        "host:0's leave does not resume host:1's stream"
+    );
+    assert_eq!(lp1.cmd("held"), "held 1");
+    assert_eq!(hp1.cmd("leave 1"), "left");
+    assert!(wait_until(STEP, || lp1.workers.iter().all(|&w| !stopped(w))));
+    match common::status(&d) {
+        preempt_sched::proto::Notice::Status {
+            streams,
+            blocks,
+            devices,
+            ..
+        } => assert_eq!((streams, blocks, devices), (2, 0, 2)),
+        n => panic!("{n:?}"),
+    }
+    lp0.assert_exactly_once(3);
+    lp1.assert_exactly_once(3);
+    for c in [lp0, lp1, hp0, hp1] {
+        c.quit();
+    }
 }
 
 #[test]

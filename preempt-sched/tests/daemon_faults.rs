@@ -2,7 +2,7 @@
 //! a second daemon, another uid, fuzzed, truncated and oversized frames, a client that never
 //! acknowledges.
 mod common;
-use common::{Client, Daemon, STEP, hello, recv, send, status, stopped, temp_dir, wait_until};
+use common::{Client, Daemon, HOST0, STEP, hello, recv, send, status, stopped, temp_dir, wait_until};
 use preempt_sched::proto::{self, Decoder, Notice, Request, encode_request};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -173,7 +173,14 @@ fn fuzzed_truncated_and_oversized_frames_get_refusals_and_the_daemon_serves_on()
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let mut p = encode_request(i, Request::Leave { priority: 1 })[proto::frame::HEADER..].to_vec();
+        let mut p = encode_request(
+            i,
+            Request::Leave {
+                priority: 1,
+                device: HOST0,
+            },
+        )[proto::frame::HEADER..]
+            .to_vec();
         let at = usize::try_from(seed % u64::try_from(p.len()).unwrap()).unwrap();
         p[at] = seed.to_le_bytes()[1];
         s.write_all(&proto::frame::encode(&p).unwrap()).unwrap();
@@ -216,9 +223,23 @@ fn fuzzed_truncated_and_oversized_frames_get_refusals_and_the_daemon_serves_on()
     ));
     // Truncated: a registered client that dies mid-frame is dropped like any other.
     let (mut s, mut dec) = hello(&d, "truncated");
-    send(&mut s, 2, Request::Register { stream: 1, priority: 0 });
+    send(
+        &mut s,
+        2,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: HOST0,
+        },
+    );
     assert!(matches!(recv(&mut s, &mut dec), Some(Notice::Done { re: 2 })));
-    let f = encode_request(3, Request::Enter { priority: 1 });
+    let f = encode_request(
+        3,
+        Request::Enter {
+            priority: 1,
+            device: HOST0,
+        },
+    );
     s.write_all(&f[..f.len() - 3]).unwrap();
     drop(s);
     assert!(d.wait_log("end of stream inside a frame"), "{}", d.log_text());
@@ -239,7 +260,15 @@ fn a_client_that_never_acknowledges_is_reported_and_not_waited_for() {
     let dir = temp_dir("silent");
     let d = Daemon::start(&dir, &["--ack-timeout-ms", "200"]);
     let (mut silent, mut dec) = hello(&d, "silent");
-    send(&mut silent, 2, Request::Register { stream: 1, priority: 0 });
+    send(
+        &mut silent,
+        2,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: HOST0,
+        },
+    );
     assert!(matches!(recv(&mut silent, &mut dec), Some(Notice::Done { re: 2 })));
     let lp = Client::spawn(&d.socket, &["--lp", "1"]);
     let mut hp = Client::spawn(&d.socket, &["--lp", "0"]);

@@ -9,6 +9,11 @@
 //! Stream ids are the client's own (its `LpStream` ids): the daemon keys them by connection, so a
 //! client cannot even name another client's stream.
 //!
+//! Streams and blocks are on a [`Device`] (a GPU's KFD gpu id, or a host device's index): a block
+//! suspends only the streams on its own device, so that an HP block on one GPU of an 8-GPU node
+//! leaves the LP work of the seven others running. How many devices one client may name is
+//! bounded by the daemon ([`MAX_DEVICES_PER_CLIENT`]).
+//!
 //! A crate of its own so that the daemon (`preempt-sched`) links the protocol and nothing of the
 //! device stack; preempt-api's client re-exports it as `preempt_api::sched::proto`.
 #![forbid(unsafe_code)]
@@ -20,14 +25,81 @@ pub mod frame;
 pub use frame::{Decoder, FrameError, MAX_FRAME};
 
 /// The protocol version every frame carries; a frame of another version is refused and the
-/// connection closed.
-pub const VERSION: u32 = 1;
+/// connection closed. 2: `register`, `enter` and `leave` name their [`Device`] (version 1 had
+/// none: every block suspended every stream on the node), `status` counts devices.
+pub const VERSION: u32 = 2;
+
+/// The most distinct devices one client may have streams or blocks on at once (the daemon keeps
+/// one plan per device: a client naming many devices must not make it keep many plans). A node
+/// has at most a few dozen GPUs (and partitions); 64 leaves room for host devices.
+pub const MAX_DEVICES_PER_CLIENT: usize = 64;
 
 /// The longest client name (bytes).
 pub const MAX_NAME: usize = 64;
 
 /// The longest error text in an ack or a refusal (bytes); the daemon cuts its own to this.
 pub const MAX_TEXT: usize = 512;
+
+/// What kind of device a [`Device`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceKind {
+    /// A GPU (or GPU partition), by its KFD gpu id (`/sys/class/kfd/kfd/topology/nodes/N/gpu_id`):
+    /// the same in every process of the node, whatever `HIP_VISIBLE_DEVICES` or
+    /// `ROCR_VISIBLE_DEVICES` make of HIP's device numbers. Never 0 (the CPU nodes' id).
+    Kfd,
+    /// A host device (`host:N`: CPU worker processes standing in for a GPU), by its index N.
+    Host,
+}
+
+/// The device a stream or a block is on: `{"kind":"kfd","id":N}` or `{"kind":"host","id":N}`.
+/// Ordered (the daemon keys its plans by it); [`Device::validate`] is checked at the decode door.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Device {
+    /// What it is.
+    pub kind: DeviceKind,
+    /// The KFD gpu id, or the host device's index.
+    pub id: u32,
+}
+
+impl Device {
+    /// The GPU whose KFD gpu id is `gpu_id`.
+    pub const fn kfd(gpu_id: u32) -> Device {
+        Device {
+            kind: DeviceKind::Kfd,
+            id: gpu_id,
+        }
+    }
+
+    /// Host device `n` (`host:N`).
+    pub const fn host(n: u32) -> Device {
+        Device {
+            kind: DeviceKind::Host,
+            id: n,
+        }
+    }
+
+    /// What serde cannot check: a KFD gpu id is never 0 (that is a CPU node's).
+    pub fn validate(self) -> Result<(), ProtoError> {
+        if self.kind == DeviceKind::Kfd && self.id == 0 {
+            return Err(ProtoError::new(
+                Code::Malformed,
+                "device: a kfd device's id is its KFD gpu id, never 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            DeviceKind::Kfd => write!(f, "gpu 0x{:x}", self.id),
+            DeviceKind::Host => write!(f, "host:{}", self.id),
+        }
+    }
+}
 
 /// Client to daemon: a request with the client's sequence number (replies name it as `re`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,12 +123,15 @@ pub enum Request {
         name: String,
     },
     /// Registers (or re-prioritises) one of the client's own streams. Reply: `done`; the daemon
-    /// may order it suspended at once.
+    /// may order it suspended at once. A stream stays on the device it was registered on (a
+    /// register naming another one is refused: unregister it first).
     Register {
         /// The client's stream id.
         stream: u64,
         /// hpf's priority (larger runs first).
         priority: i32,
+        /// The device the stream runs on: only blocks on it suspend it.
+        device: Device,
     },
     /// Forgets a stream. The client resumes it itself if the daemon had it suspended (no order
     /// follows). Reply: `done`.
@@ -69,11 +144,15 @@ pub enum Request {
     Enter {
         /// The block's priority.
         priority: i32,
+        /// The device the block's work runs on: only streams on it are suspended.
+        device: Device,
     },
     /// A block this client entered has finished its device work. Reply: `done`.
     Leave {
         /// The block's priority.
         priority: i32,
+        /// The device it was entered on.
+        device: Device,
     },
     /// The outcome of an [`Notice::Order`]. No reply unless it is refused.
     Ack {
@@ -164,6 +243,8 @@ pub enum Notice {
         suspended: u32,
         /// Active blocks.
         blocks: u32,
+        /// Devices with a registered stream or an active block (the daemon's plans).
+        devices: u32,
         /// Orders sent and not yet acknowledged (late ones included).
         unacked: u32,
     },
@@ -197,7 +278,7 @@ pub enum Code {
     UnknownStream,
     /// `leave` of a priority the client has no block of.
     NotActive,
-    /// Too many streams, blocks or clients.
+    /// Too many streams, blocks, devices or clients.
     Limit,
 }
 
@@ -250,9 +331,12 @@ fn text_ok(s: &str, max: usize) -> bool {
 }
 
 impl Request {
-    /// Checks what serde cannot: text lengths and characters.
+    /// Checks what serde cannot: text lengths and characters, devices.
     pub fn validate(&self) -> Result<(), ProtoError> {
         match self {
+            Request::Register { device, .. } | Request::Enter { device, .. } | Request::Leave { device, .. } => {
+                device.validate()
+            }
             Request::Hello { name } if name.is_empty() || !text_ok(name, MAX_NAME) => Err(ProtoError::new(
                 Code::Malformed,
                 format!("hello: the name must be 1 to {MAX_NAME} printable bytes"),

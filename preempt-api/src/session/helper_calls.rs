@@ -23,7 +23,7 @@ impl Session {
             return Ok(self);
         };
         let opts = self.inner.opts.scheduler_client.clone();
-        match SchedClient::connect_for(&path, self.downgrade().owns_test(), opts) {
+        match SchedClient::connect_for(&path, self.downgrade().owns_test(), self.sched_device(), opts) {
             Ok(c) => {
                 let _ = self.inner.sched.set(Bound::new(self.inner.owner, c));
                 Ok(self)
@@ -33,6 +33,17 @@ impl Session {
                 Err(Error::from(e))
             }
         }
+    }
+
+    /// The device the scheduler daemon knows this session's blocks and streams by: `host:N`'s
+    /// index, a `hip:N` session's GPU by its KFD gpu id (the topology node at the GPU's PCI
+    /// address: the same in every process, where HIP's N depends on `HIP_VISIBLE_DEVICES` and
+    /// `ROCR_VISIBLE_DEVICES`). `None` on a `kfd` session (its bound queues each name their own
+    /// GPU) and on a GPU no single topology node matches (on gfx 9.4.3 a partition past the
+    /// first: lv3's `discovery::gpu_ids_at` says why): its streams are then placed by their own KFD
+    /// queues, and its blocks on the device of its first registered stream.
+    pub fn sched_device(&self) -> Option<crate::sched::proto::Device> {
+        self.inner.sched_device
     }
 
     pub(crate) fn downgrade(&self) -> WeakSession {
@@ -186,7 +197,12 @@ impl SchedClient {
         opts: ClientOptions,
     ) -> std::result::Result<Self, ClientError> {
         Self::not_scheduled(session)?;
-        Self::connect_for(socket.as_ref(), session.downgrade().owns_test(), opts)
+        Self::connect_for(
+            socket.as_ref(),
+            session.downgrade().owns_test(),
+            session.sched_device(),
+            opts,
+        )
     }
 
     fn not_scheduled(session: &Session) -> std::result::Result<(), ClientError> {
@@ -207,7 +223,12 @@ impl SchedClient {
         opts: ClientOptions,
     ) -> std::result::Result<Self, ClientError> {
         Self::not_scheduled(session)?;
-        Ok(Self::start_for(socket.as_ref(), session.downgrade().owns_test(), opts))
+        Ok(Self::start_for(
+            socket.as_ref(),
+            session.downgrade().owns_test(),
+            session.sched_device(),
+            opts,
+        ))
     }
 }
 

@@ -34,6 +34,8 @@ struct Inner {
     /// The process that opened the session (docs/c-api.md#fork).
     owner: Owner,
     device: DeviceSpec,
+    /// The device's identity for the scheduler daemon ([`Session::sched_device`]).
+    sched_device: Option<crate::sched::proto::Device>,
     dev: Bound<Dev>,
     info: MechanismInfo,
     opts: Options,
@@ -70,7 +72,7 @@ impl WeakSession {
 ///
 /// ```no_run
 /// use preempt_api::{DeviceSpec, Level, Options, Session};
-/// let s = Session::open(DeviceSpec::Host, Options::default())?;
+/// let s = Session::open(DeviceSpec::HOST, Options::default())?;
 /// let lp = s.create_lp_stream(Level::Auto)?; // host: Lv3 = SIGSTOP of its workers
 /// for _ in 0..10 {
 ///     lp.submit_delay(1_000_000)?; // 1 ms of work per command
@@ -112,12 +114,12 @@ impl Session {
         let timed = opts.policy.map(Driver::new).transpose()?;
         let device = match device {
             DeviceSpec::Auto if gpu_device::usable(0).is_ok() => DeviceSpec::Hip(0),
-            DeviceSpec::Auto => DeviceSpec::Host,
+            DeviceSpec::Auto => DeviceSpec::HOST,
             d => d,
         };
         // A device is one arm here (docs/conventions.md: how to add a device).
         let (backend, lv3): (Box<dyn DeviceBackend>, Lv3Setup) = match device {
-            DeviceSpec::Host => {
+            DeviceSpec::Host(_) => {
                 let (b, lv3) = HostBackend::open(&opts)?;
                 let lv3 = if opts.no_lv3 {
                     Lv3Setup::none(opts.mechanism)
@@ -169,10 +171,19 @@ impl Session {
         timed: Option<Driver>,
     ) -> Session {
         let owner = Owner::here();
+        let sched_device = match device {
+            DeviceSpec::Host(n) => Some(crate::sched::proto::Device::host(n)),
+            DeviceSpec::Hip(_) => gpu.as_ref().and_then(|g| {
+                gpu_device::discover::expected_gpu_id(&kfd::sysfs::SysRoot::default(), &g.device().info.pci_bus_id)
+                    .map(crate::sched::proto::Device::kfd)
+            }),
+            DeviceSpec::Kfd | DeviceSpec::Auto => None,
+        };
         Session {
             inner: Arc::new(Inner {
                 owner,
                 device,
+                sched_device,
                 dev: Bound::new(
                     owner,
                     Dev {

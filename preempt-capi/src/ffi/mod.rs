@@ -208,7 +208,8 @@ pub unsafe extern "C" fn preempt_options_init(opts: *mut preempt_options) -> c_i
     })
 }
 
-/// Opens a session on `device`: `"host"`, `"hip:N"` (`"hip"` = `"hip:0"`), `"kfd"` (no HIP:
+/// Opens a session on `device`: `"host"` (= `"host:0"`; `"host:N"`: host device N, which a
+/// scheduler daemon schedules apart), `"hip:N"` (`"hip"` = `"hip:0"`), `"kfd"` (no HIP:
 /// bind explicit queue ids) or `"auto"` (hip:0 where it can run, else host). On a GPU the Lv3
 /// mechanism is set up now (dbg-trap enables this process's debug trap); with `"auto"` and no
 /// usable mechanism the session still opens (streams default to Lv1, see

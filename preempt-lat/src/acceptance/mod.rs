@@ -86,7 +86,7 @@ fn devices(o: &AcceptanceOptions, doctor: impl FnOnce() -> Result<Value, Error>)
         eprintln!(
             "preempt-lat: --device auto: using the host device ({why}); its figures are host figures, not GPU figures"
         );
-        vec![DeviceSpec::Host]
+        vec![DeviceSpec::HOST]
     }
 }
 
@@ -266,7 +266,7 @@ mod tests {
         };
         let never = || -> Result<Value, Error> { panic!("doctor is not asked for an explicit device") };
         assert_eq!(devices(&opts(&["--device", "hip:3"]), never), [DeviceSpec::Hip(3)]);
-        assert_eq!(devices(&opts(&["--device", "host"]), never), [DeviceSpec::Host]);
+        assert_eq!(devices(&opts(&["--device", "host"]), never), [DeviceSpec::HOST]);
         assert_eq!(
             devices(&opts(&["--all-gpus"]), || gpus(3, true)),
             [DeviceSpec::Hip(0), DeviceSpec::Hip(1), DeviceSpec::Hip(2)]
@@ -278,7 +278,7 @@ mod tests {
             [DeviceSpec::Hip(0)]
         );
         assert_eq!(devices(&opts(&[]), || gpus(8, true)), [DeviceSpec::Hip(0)]);
-        assert_eq!(devices(&opts(&[]), || gpus(0, false)), [DeviceSpec::Host]);
+        assert_eq!(devices(&opts(&[]), || gpus(0, false)), [DeviceSpec::HOST]);
     }
 
     #[test]

@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn stage_bounds_can_be_overridden_by_id() {
-        let plan = plan::stages(DeviceSpec::Host, true);
+        let plan = plan::stages(DeviceSpec::HOST, true);
         let bounds = [("sweep-t".to_string(), 2.5)];
         let cx = Context {
             program: Path::new("x"),

@@ -106,12 +106,12 @@ fn the_api_words_parse_and_preempt_lat_refuses_kfd_and_auto() {
     let Ok(Command::Sweep(Sweep::T(o))) = parse(&["sweep", "t"]) else {
         panic!("sweep t")
     };
-    assert_eq!(o.levels.on(DeviceSpec::Host), [Level::Lv1, Level::Lv2, Level::Lv3]);
+    assert_eq!(o.levels.on(DeviceSpec::HOST), [Level::Lv1, Level::Lv2, Level::Lv3]);
     assert_eq!(o.levels.on(DeviceSpec::Hip(0)), Levels::EVERYWHERE);
     let Ok(Command::Sweep(Sweep::T(o))) = parse(&["sweep", "t", "--levels", "3,2"]) else {
         panic!("sweep t")
     };
-    assert_eq!(o.levels.on(DeviceSpec::Host), [Level::Lv3, Level::Lv2], "as given");
+    assert_eq!(o.levels.on(DeviceSpec::HOST), [Level::Lv3, Level::Lv2], "as given");
     let e = parse(&["--mechanism", "sigstop"]).unwrap_err().to_string();
     assert!(e.contains(r#"unknown mechanism "sigstop": expected auto"#), "{e}");
 }
@@ -144,7 +144,7 @@ fn common_cross_checks() {
         .contains("--threshold (2) must be >= --batch (4)")
     );
     let host_dbg = Common {
-        device: DeviceSpec::Host,
+        device: DeviceSpec::HOST,
         mechanism: "dbg-trap".parse().unwrap(),
         ..ok.clone()
     };
@@ -163,7 +163,7 @@ fn common_cross_checks() {
             .contains("update-queue cannot set a grace period")
     );
     let host_grace = Common {
-        device: DeviceSpec::Host,
+        device: DeviceSpec::HOST,
         grace: Some(GracePeriod::Default),
         ..ok.clone()
     };
@@ -186,14 +186,14 @@ fn common_cross_checks() {
 
 #[test]
 fn heavy_lp_state_is_refused_on_the_host_device_only() {
-    let e = check_lp_state(DeviceSpec::Host, LpState::Heavy)
+    let e = check_lp_state(DeviceSpec::HOST, LpState::Heavy)
         .unwrap_err()
         .to_string();
     assert!(
         e.starts_with("--lp-state heavy needs an AMD GPU") && e.contains("processes with none"),
         "{e}"
     );
-    assert!(check_lp_state(DeviceSpec::Host, LpState::Light).is_ok());
+    assert!(check_lp_state(DeviceSpec::HOST, LpState::Light).is_ok());
     for d in [DeviceSpec::Auto, DeviceSpec::Hip(0)] {
         assert!(check_lp_state(d, LpState::Heavy).is_ok(), "{d}");
     }
@@ -208,18 +208,18 @@ fn priority_runs_lv2_where_the_device_has_it() {
         panic!("priority")
     };
     assert!(o.modes.is_empty(), "no --modes: the device decides");
-    assert_eq!(o.modes_on(DeviceSpec::Host), Mode::ALL);
+    assert_eq!(o.modes_on(DeviceSpec::HOST), Mode::ALL);
     let on_gpu = o.modes_on(DeviceSpec::Hip(0));
     assert_eq!(
         on_gpu,
         Mode::ALL.into_iter().filter(|&m| m != Mode::Lv2).collect::<Vec<_>>()
     );
-    let names: Vec<&str> = o.modes_on(DeviceSpec::Host).iter().map(|m| m.name()).collect();
+    let names: Vec<&str> = o.modes_on(DeviceSpec::HOST).iter().map(|m| m.name()).collect();
     assert_eq!(names, ["standalone-hp", "standalone-lp", "native", "lv1", "lv2", "lv3"]);
     let Ok(Command::Priority(o)) = parse(&["priority", "--modes", "lv2", "--device", "host"]) else {
         panic!("priority")
     };
-    assert_eq!(o.modes_on(DeviceSpec::Host), [Mode::Lv2]);
+    assert_eq!(o.modes_on(DeviceSpec::HOST), [Mode::Lv2]);
     assert!(
         parse(&["priority", "--modes", "lv2"]).is_ok(),
         "auto: checked once resolved"

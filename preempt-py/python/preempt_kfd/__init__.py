@@ -371,7 +371,8 @@ HighestPriorityFirst = Helper
 
 
 class Session:
-    """A session on one device: ``"host"``, ``"hip:N"``, ``"kfd"`` or ``"auto"``.
+    """A session on one device: ``"host"`` (= ``"host:0"``; ``"host:N"``: host device N, which a
+    scheduler daemon schedules apart), ``"hip:N"``, ``"kfd"`` or ``"auto"``.
 
     ``mechanism``: ``"auto"`` or one of ``MECHANISMS`` (GPU and kfd; the old name ``"ioctl"`` raises
     ``InvalidArgument`` naming ``"preempt-queues"``);

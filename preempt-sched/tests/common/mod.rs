@@ -10,6 +10,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
+/// The device the protocol-level tests' streams and blocks are on.
+pub const HOST0: proto::Device = proto::Device::host(0);
+
 /// The longest any single step waits (a spawn, a reply, a state change) before the test fails:
 /// long enough for a loaded 2-core machine, short enough that a hang is a failure, not a stall.
 pub const STEP: Duration = Duration::from_secs(20);
@@ -396,7 +399,15 @@ pub fn status(d: &Daemon) -> Notice {
 /// after it came; the thread returns how many orders it got once the connection ends.
 pub fn acker(d: &Daemon, name: &str, delay: Duration) -> std::thread::JoinHandle<usize> {
     let (mut lp, mut dec) = hello(d, name);
-    send(&mut lp, 2, Request::Register { stream: 1, priority: 0 });
+    send(
+        &mut lp,
+        2,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: HOST0,
+        },
+    );
     let mut w = lp.try_clone().unwrap();
     std::thread::spawn(move || {
         let mut orders = 0;

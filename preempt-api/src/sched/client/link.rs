@@ -162,14 +162,24 @@ fn connect(shared: &Arc<Shared>) -> Result<(UnixStream, Decoder), String> {
     st.stats.connects += 1;
     // Replayed under the lock, so that no API call slips between: the daemon sees this client's
     // whole state before anything new.
-    let streams: Vec<(u64, i32)> = st.streams.iter().map(|(&id, r)| (id, r.priority)).collect();
-    for (stream, priority) in streams {
-        st.send(Request::Register { stream, priority }, None);
+    let streams: Vec<_> = st.streams.iter().map(|(&id, r)| (id, r.priority, r.device)).collect();
+    for (stream, priority, device) in streams {
+        st.send(
+            Request::Register {
+                stream,
+                priority,
+                device,
+            },
+            None,
+        );
     }
-    let blocks: Vec<(i32, usize)> = st.blocks.iter().map(|(&p, &n)| (p, n)).collect();
-    for (priority, n) in blocks {
-        for _ in 0..n {
-            st.send(Request::Enter { priority }, None);
+    // Blocks are recorded only once the client knows their device (`State::device`).
+    if let Some(device) = st.device {
+        let blocks: Vec<(i32, usize)> = st.blocks.iter().map(|(&p, &n)| (p, n)).collect();
+        for (priority, n) in blocks {
+            for _ in 0..n {
+                st.send(Request::Enter { priority, device }, None);
+            }
         }
     }
     drop(st);

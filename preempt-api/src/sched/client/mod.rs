@@ -9,13 +9,21 @@
 //! A session opened with [`crate::Options::scheduler`] makes one and routes its helper calls to
 //! it; a program may also make one over a session of its own ([`SchedClient::connect`]).
 //!
+//! **Devices.** The daemon schedules each device apart: a block suspends only the streams on its
+//! own device. A stream is on its KFD queue's GPU where it has one (an Lv3 GPU stream's queue
+//! found by discovery; a bound queue's gpu id as given, else as this process's queue list in
+//! sysfs says), else on its session's device; the client's blocks are on its session's device
+//! ([`crate::Session::sched_device`]: the KFD gpu id of a `hip:N` session's GPU, `host:N`'s
+//! index), or, for a `kfd` session, which has no device of its own, on the device of the first
+//! stream it registered. A block entered before the client knows its device runs unscheduled.
+//!
 //! **Fail-safe.** A thread of its own (`link`) owns the connection. When the daemon goes away
 //! (its end of the socket closes: death, SIGKILL, restart) or stays silent past the lease
 //! ([`ClientOptions::lease`]) while streams are suspended on its behalf, every such stream is
 //! resumed at once, and the client reconnects (with a backoff) and replays its streams and
 //! active blocks to the new daemon. Without a daemon, `enter` returns at once, unscheduled: the
 //! high-priority work runs, nothing is suspended.
-use super::proto::{Code, Notice, Request};
+use super::proto::{Code, Device, Notice, Request};
 use crate::LpStream;
 use hpf::Priority;
 pub(crate) use shared::Owns;
@@ -105,7 +113,7 @@ impl std::error::Error for ClientError {
 /// ```no_run
 /// use preempt_api::sched::{ClientOptions, SchedClient};
 /// use preempt_api::{DeviceSpec, Level, Options, Session};
-/// let s = Session::open(DeviceSpec::Host, Options::default())?;
+/// let s = Session::open(DeviceSpec::HOST, Options::default())?;
 /// let lp = s.create_lp_stream(Level::Auto)?;
 /// let sched = SchedClient::connect("/run/preempt-sched/preempt-sched.sock", &s, ClientOptions::default())?;
 /// sched.register(&lp, 0)?; // the daemon may now suspend it while other processes' HP blocks run
@@ -133,8 +141,13 @@ impl SchedClient {
     /// [`SchedClient::connect`]'s body: `owns` says whether a stream is one of its session's
     /// open streams (the session's side: `crate::session`, which a scheduled session also opens
     /// its client through).
-    pub(crate) fn connect_for(socket: &Path, owns: Owns, opts: ClientOptions) -> Result<Self, ClientError> {
-        let c = Self::start_for(socket, owns, opts);
+    pub(crate) fn connect_for(
+        socket: &Path,
+        owns: Owns,
+        device: Option<Device>,
+        opts: ClientOptions,
+    ) -> Result<Self, ClientError> {
+        let c = Self::start_for(socket, owns, device, opts);
         let deadline = Instant::now() + c.shared.opts.reply_timeout;
         let mut st = c.shared.state();
         while !st.attempted {
@@ -163,12 +176,16 @@ impl SchedClient {
     }
 
     /// [`SchedClient::start`]'s body.
-    pub(crate) fn start_for(socket: &Path, owns: Owns, opts: ClientOptions) -> Self {
+    pub(crate) fn start_for(socket: &Path, owns: Owns, device: Option<Device>, opts: ClientOptions) -> Self {
         let shared = Arc::new(Shared {
             path: PathBuf::from(socket),
             opts,
             owns,
-            state: Mutex::new(State::default()),
+            session_device: device,
+            state: Mutex::new(State {
+                device,
+                ..State::default()
+            }),
             attempt: Condvar::new(),
             stop: std::sync::atomic::AtomicBool::new(false),
         });
@@ -215,7 +232,14 @@ impl SchedClient {
 
     /// Blocks entered and not yet left by this client.
     pub fn active_blocks(&self) -> usize {
-        self.shared.state().blocks.values().sum()
+        let st = self.shared.state();
+        st.blocks.values().sum::<usize>() + st.unplaced.values().sum::<usize>()
+    }
+
+    /// The device this client's blocks are on (see the [module documentation](self)); `None`
+    /// on a `kfd` session that has registered no stream yet.
+    pub fn device(&self) -> Option<Device> {
+        self.shared.state().device
     }
 
     /// Whether `id` is registered with this client.
@@ -252,17 +276,40 @@ impl SchedClient {
                 stream.label()
             )));
         }
+        let Some(device) = stream_device(stream, self.shared.session_device) else {
+            return Err(ClientError::Invalid(format!(
+                "the GPU of {} is not known (its KFD queue's gpu id was not given and this process's queue list \
+                 does not have the queue): the daemon schedules each GPU apart and cannot place it",
+                stream.label()
+            )));
+        };
         let id = stream.id();
         let rx = {
             let mut st = self.shared.state();
+            if let Some(r) = st.streams.get(&id).filter(|r| r.device != device) {
+                return Err(ClientError::Invalid(format!(
+                    "{} is registered on {}, not {device}",
+                    stream.label(),
+                    r.device
+                )));
+            }
             st.streams.insert(
                 id,
                 Registered {
                     stream: Arc::clone(stream),
                     priority,
+                    device,
                 },
             );
-            self.call(&mut st, Request::Register { stream: id, priority })
+            st.device.get_or_insert(device);
+            self.call(
+                &mut st,
+                Request::Register {
+                    stream: id,
+                    priority,
+                    device,
+                },
+            )
         };
         self.sent(self.wait(rx, "register"))
     }
@@ -300,8 +347,13 @@ impl SchedClient {
     pub fn enter(&self, priority: Priority) -> Result<Entered, ClientError> {
         let rx = {
             let mut st = self.shared.state();
+            let Some(device) = st.device else {
+                // A kfd session with no stream registered: no device to schedule the block on.
+                *st.unplaced.entry(priority).or_insert(0) += 1;
+                return Ok(Entered::UNSCHEDULED);
+            };
             *st.blocks.entry(priority).or_insert(0) += 1;
-            self.call(&mut st, Request::Enter { priority })
+            self.call(&mut st, Request::Enter { priority, device })
         };
         match self.wait(rx, "enter") {
             Ok(Some(Notice::Entered {
@@ -351,30 +403,27 @@ impl SchedClient {
         }
     }
 
-    fn forget_block(&self, priority: Priority) -> bool {
+    /// Forgets one block of `priority`: `Some(device)` for one the daemon has, `Some(None)` for
+    /// one entered unscheduled for want of a device, `None` if there is none.
+    fn forget_block(&self, priority: Priority) -> Option<Option<Device>> {
         let mut st = self.shared.state();
-        match st.blocks.get_mut(&priority) {
-            None => false,
-            Some(1) => {
-                st.blocks.remove(&priority);
-                true
-            }
-            Some(n) => {
-                *n -= 1;
-                true
-            }
+        let device = st.device;
+        if take_one(&mut st.blocks, priority) {
+            return Some(device);
         }
+        take_one(&mut st.unplaced, priority).then_some(None)
     }
 
     /// A block of `priority` that this process entered is done (call it once its device work
     /// completed).
     pub fn leave(&self, priority: Priority) -> Result<(), ClientError> {
-        if !self.forget_block(priority) {
+        let Some(placed) = self.forget_block(priority) else {
             return Err(ClientError::Invalid(format!("no active block of priority {priority}")));
-        }
+        };
+        let Some(device) = placed else { return Ok(()) };
         let rx = {
             let mut st = self.shared.state();
-            self.call(&mut st, Request::Leave { priority })
+            self.call(&mut st, Request::Leave { priority, device })
         };
         self.sent(self.wait(rx, "leave"))
     }
@@ -413,6 +462,38 @@ impl SchedClient {
         st.writer = None;
         st.resume_held()
     }
+}
+
+/// Takes one count of `key` from `m`; false if it had none.
+fn take_one(m: &mut std::collections::BTreeMap<Priority, usize>, key: Priority) -> bool {
+    match m.get_mut(&key) {
+        None => false,
+        Some(1) => {
+            m.remove(&key);
+            true
+        }
+        Some(n) => {
+            *n -= 1;
+            true
+        }
+    }
+}
+
+/// The device `stream` is on for the daemon: its KFD queue's GPU where it has a queue (the gpu id
+/// its target carries, else the one this process's queue list in sysfs gives its queue id; KFD
+/// queue ids are per process), else `session`'s device.
+fn stream_device(stream: &LpStream, session: Option<Device>) -> Option<Device> {
+    let Some(q) = stream.queue() else { return session };
+    let gpu = if q.gpu_id != 0 {
+        Some(q.gpu_id)
+    } else {
+        kfd::sysfs::proc_queues(&kfd::sysfs::SysRoot::default(), std::process::id())
+            .ok()
+            .and_then(|all| all.into_iter().find(|p| p.queue_id == q.queue_id))
+            .map(|p| p.gpu_id)
+            .filter(|&g| g != 0)
+    };
+    gpu.map(Device::kfd).or(session)
 }
 
 impl Drop for SchedClient {

@@ -5,7 +5,7 @@
 use super::ClientOptions;
 use crate::LpStream;
 use crate::error::ErrorKind;
-use crate::sched::proto::{Notice, Request, encode_request};
+use crate::sched::proto::{Device, Notice, Request, encode_request};
 use hpf::Priority;
 use nix::errno::Errno;
 use nix::sys::socket::{MsgFlags, send};
@@ -24,6 +24,8 @@ pub(crate) type Owns = Box<dyn Fn(&LpStream) -> bool + Send + Sync>;
 pub(super) struct Registered {
     pub stream: Arc<LpStream>,
     pub priority: Priority,
+    /// The device it runs on (`super::stream_device`).
+    pub device: Device,
 }
 
 /// Counters for tests, logs and `preempt-lat`.
@@ -50,7 +52,13 @@ pub struct LinkStats {
 #[derive(Default)]
 pub(super) struct State {
     pub streams: BTreeMap<u64, Registered>,
+    /// The device this client's blocks are on: its session's, or for a session that has none of
+    /// its own (`kfd`) the device of the first stream it registered; set once.
+    pub device: Option<Device>,
+    /// Blocks entered on [`State::device`] (sent to, and replayed to, the daemon).
     pub blocks: BTreeMap<Priority, usize>,
+    /// Blocks entered while the client knew no device for them: run unscheduled, never sent.
+    pub unplaced: BTreeMap<Priority, usize>,
     /// Streams this client suspended because the daemon said so.
     pub held: BTreeSet<u64>,
     pub writer: Option<UnixStream>,
@@ -72,6 +80,8 @@ pub(super) struct Shared {
     pub path: PathBuf,
     pub opts: ClientOptions,
     pub owns: Owns,
+    /// The session's device (`None` on a `kfd` session).
+    pub session_device: Option<Device>,
     pub state: Mutex<State>,
     /// Signalled when a connection attempt finishes.
     pub attempt: Condvar,

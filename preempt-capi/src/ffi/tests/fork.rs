@@ -166,7 +166,7 @@ fn a_fork_child_dropping_the_parents_session_runs_no_teardown() {
         host_workers: 1,
         ..preempt_api::Options::default()
     };
-    let s = Session::open(DeviceSpec::Host, o).unwrap();
+    let s = Session::open(DeviceSpec::HOST, o).unwrap();
     let lp = s.create_lp_stream(Level::Lv3).unwrap();
     let hp = s.hp_stream().unwrap();
     hp.submit_delay(1_000_000).unwrap();

@@ -4,7 +4,7 @@ use preempt_api::DeviceSpec;
 
 #[test]
 fn a_stage_that_did_not_pass_leaves_its_targets_not_measured_with_its_reason() {
-    let plan = stages(DeviceSpec::Host, true);
+    let plan = stages(DeviceSpec::HOST, true);
     let top = std::env::temp_dir().join(format!("preempt-lat-outcome-{}", std::process::id()));
     std::fs::create_dir_all(top.join("host/06-latency-lv3-sigstop")).unwrap();
     let run = serde_json::json!({
@@ -77,7 +77,7 @@ fn lv2_targets_are_judged_where_the_plan_runs_lv2() {
         rec("latency-lv2", Status::Pass, &["host/13-latency-lv2/run.json"]),
         rec("priority", Status::Pass, &["host/17-priority/priority.json"]),
     ];
-    let t = targets(&stages(DeviceSpec::Host, true), &records, &top);
+    let t = targets(&stages(DeviceSpec::HOST, true), &records, &top);
     let one_t = t.iter().find(|j| j.id == "lv2-one-t").expect("lv2-one-t judged");
     assert_eq!(
         (one_t.verdict, one_t.measured, one_t.host_figures),
@@ -192,7 +192,7 @@ fn partition_and_overhead_are_judged_per_device() {
         rec("partition", Status::Pass, &["host/18-partition/schedule.json"]),
         rec("overhead", Status::Pass, &["host/19-overhead/overhead.json"]),
     ];
-    let t = targets(&stages(DeviceSpec::Host, true), &records, &top);
+    let t = targets(&stages(DeviceSpec::HOST, true), &records, &top);
     let rows = |id: &str| -> Vec<(String, targets::Verdict, Option<f64>)> {
         t.iter()
             .filter(|j| j.id == id)

@@ -9,7 +9,7 @@ fn ids(v: &[Stage]) -> Vec<&str> {
 
 #[test]
 fn every_stage_needs_only_stages_before_it() {
-    for dev in [DeviceSpec::Host, DeviceSpec::Hip(0)] {
+    for dev in [DeviceSpec::HOST, DeviceSpec::Hip(0)] {
         let v = stages(dev, false);
         for (i, s) in v.iter().enumerate() {
             for n in s.needs.iter().chain(&s.needs_any) {
@@ -40,7 +40,7 @@ fn a_gpu_has_a_stage_per_mechanism_and_the_host_its_sigstop() {
         .map(|s| s.id.as_str())
         .collect();
     assert_eq!(skipped, ["latency-lv2"], "every stage applies to a GPU but Lv2");
-    let host = stages(DeviceSpec::Host, true);
+    let host = stages(DeviceSpec::HOST, true);
     let skipped: Vec<&str> = host
         .iter()
         .filter(|s| s.not_here.is_some())
@@ -64,7 +64,7 @@ fn a_gpu_has_a_stage_per_mechanism_and_the_host_its_sigstop() {
 #[test]
 fn every_child_command_line_parses() {
     let dir = Path::new("/tmp/x");
-    for dev in [DeviceSpec::Host, DeviceSpec::Hip(2)] {
+    for dev in [DeviceSpec::HOST, DeviceSpec::Hip(2)] {
         for quick in [false, true] {
             let v = stages(dev, quick);
             for s in &v {
@@ -102,7 +102,7 @@ fn dynamic_queues_is_a_gpu_stage_after_discovery() {
         let a = args(&s, DeviceSpec::Hip(0), quick, Path::new("/tmp/x"), None).unwrap();
         assert_eq!(&a[..2], ["__acceptance-stage", "dynamic-queues"]);
     }
-    let host = find(&stages(DeviceSpec::Host, true));
+    let host = find(&stages(DeviceSpec::HOST, true));
     assert_eq!(
         host.not_here.as_deref(),
         Some("GPU only: no KFD queues on the host device")
@@ -116,23 +116,23 @@ fn dynamic_queues_is_a_gpu_stage_after_discovery() {
 fn lv2_runs_on_the_host_device_and_a_gpu_plan_says_why_not() {
     let dir = Path::new("/tmp/x");
     for quick in [false, true] {
-        let host = stages(DeviceSpec::Host, quick);
+        let host = stages(DeviceSpec::HOST, quick);
         let lv2 = host.iter().find(|s| s.id == "latency-lv2").unwrap();
         assert_eq!(
             (lv2.work, lv2.not_here.as_deref()),
             (Work::Latency(Level::Lv2, None), None)
         );
         assert_eq!(lv2.needs, ["environment"]);
-        let a = args(lv2, DeviceSpec::Host, quick, dir, None).unwrap();
+        let a = args(lv2, DeviceSpec::HOST, quick, dir, None).unwrap();
         assert!(a.windows(2).any(|w| w == ["--level", "2"]), "{a:?}");
         let at = |id: &str| host.iter().position(|s| s.id == id).unwrap();
         assert!(at("latency-lv1") < at("latency-lv2") && at("latency-lv2") < at("sweep-t"));
         for id in ["sweep-t", "priority"] {
             assert!(host[at(id)].needs.contains(&"latency-lv2".to_string()), "{id}");
         }
-        let sweep = args(&host[at("sweep-t")], DeviceSpec::Host, quick, dir, None).unwrap();
+        let sweep = args(&host[at("sweep-t")], DeviceSpec::HOST, quick, dir, None).unwrap();
         assert!(sweep.windows(2).any(|w| w == ["--levels", "1,2,3"]), "{sweep:?}");
-        let prio = args(&host[at("priority")], DeviceSpec::Host, quick, dir, None).unwrap();
+        let prio = args(&host[at("priority")], DeviceSpec::HOST, quick, dir, None).unwrap();
         assert!(
             !prio.contains(&"--modes".to_string()),
             "the device's modes, lv2 among them: {prio:?}"
@@ -165,7 +165,7 @@ fn partition_and_overhead_follow_priority_with_its_mechanism() {
     use crate::options::{Format, PolicyKind, values::parse_shares};
     use lv3::MechanismChoice;
     let dir = Path::new("/tmp/x");
-    for dev in [DeviceSpec::Host, DeviceSpec::Hip(1)] {
+    for dev in [DeviceSpec::HOST, DeviceSpec::Hip(1)] {
         for quick in [false, true] {
             let z = Sizes::of(quick);
             let v = stages(dev, quick);
@@ -272,7 +272,7 @@ fn the_hardware_doc_lists_every_stage_of_a_gpu_and_counts_them() {
 
 #[test]
 fn quick_shrinks_the_bounds() {
-    let (full, quick) = (stages(DeviceSpec::Host, false), stages(DeviceSpec::Host, true));
+    let (full, quick) = (stages(DeviceSpec::HOST, false), stages(DeviceSpec::HOST, true));
     for (f, q) in full.iter().zip(&quick) {
         assert!(q.bound < f.bound, "{}", f.id);
     }

@@ -40,8 +40,8 @@ fn session(device: DeviceSpec, mechanism: MechanismChoice) -> Result<Session, Er
         ..Options::default()
     };
     let opened = match device {
-        DeviceSpec::Host => Session::open(
-            DeviceSpec::Host,
+        DeviceSpec::Host(_) => Session::open(
+            DeviceSpec::HOST,
             Options {
                 worker: Some(crate::measure::host::worker_exe()?),
                 host_workers: 1,

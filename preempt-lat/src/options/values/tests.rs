@@ -59,7 +59,7 @@ fn devices_and_levels_are_the_api_s_but_kfd_and_auto() {
             preempt_api::lv2_unavailable(DeviceSpec::Hip(1)).message
         )
     );
-    for ok in [DeviceSpec::Host, DeviceSpec::Auto] {
+    for ok in [DeviceSpec::HOST, DeviceSpec::Auto] {
         assert_eq!(check_level("--level", ok, Level::Lv2), Ok(()));
     }
     assert_eq!(check_level("--level", DeviceSpec::Hip(0), Level::Lv3), Ok(()));

@@ -61,15 +61,19 @@ impl Plan {
                 ));
                 // Still wanted: hpf records what the stream truly is (and tries it again at its
                 // next change). Not wanted any more: the stream already is what the plan wants.
-                if self.policy.is_suspended(key) == suspend {
-                    self.policy.failed(if suspend {
-                        Action::Suspend(key)
-                    } else {
-                        Action::Resume(key)
+                if self.wants_suspended(key) == suspend
+                    && let Some(device) = self.device_of(key)
+                {
+                    self.on_device(device, |p| {
+                        p.failed(if suspend {
+                            Action::Suspend(key)
+                        } else {
+                            Action::Resume(key)
+                        });
                     });
                 }
             }
-            let want = self.policy.is_suspended(key);
+            let want = self.wants_suspended(key);
             if want != confirmed {
                 self.send(key, action_of(want), now, out);
             }

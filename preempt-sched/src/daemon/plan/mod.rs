@@ -1,8 +1,16 @@
-//! The daemon's state without I/O: hpf's [`Policy`] over every client's streams (keyed by
-//! client and the client's own stream id, so a client names only its own), the blocks each
-//! client entered, the orders sent and not yet acknowledged, and the `enter`s waiting for their
+//! The daemon's state without I/O: one hpf [`Policy`] per device over every client's streams on
+//! it (keyed by client and the client's own stream id, so a client names only its own), the
+//! blocks each client entered, the orders sent and not yet acknowledged, and the `enter`s waiting for their
 //! suspends. Each call gets the time and pushes what to send ([`Out`]); the event loop
 //! (`super::server`) does the I/O. Pure so that the rules are unit-tested without sockets.
+//!
+//! **Blocks are per device.** A stream is registered on a [`Device`] and a block is entered on
+//! one; each device has a policy of its own, so a block suspends only the streams on its device
+//! and waits only for their suspends, and blocks on two devices never interact (an HP block on
+//! one GPU of an 8-GPU node leaves the LP work on the seven others running). A device's policy
+//! exists while it has a stream or a block; one client may have streams or blocks on at most
+//! [`Limits::devices_per_client`] devices at once, so naming many devices costs it a refusal,
+//! not the daemon a plan per name.
 //!
 //! **Cost of a request.** O(log n) in the streams on the node plus what the request changes
 //! (hpf's indexed calls, the indexes below): a registration, an `enter` that moves no stream, an
@@ -26,7 +34,7 @@
 //! [`Limits::block_silence`] (a client holding a block pings; a stopped or hung HP process
 //! does not). Its client's later `leave` of it is answered `done`.
 use super::text::escape;
-use crate::proto::{Code, Notice, OrderAction, ProtoError, Request};
+use crate::proto::{Code, Device, MAX_DEVICES_PER_CLIENT, Notice, OrderAction, ProtoError, Request};
 use hpf::{Action, Policy};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -52,6 +60,9 @@ pub struct Limits {
     pub streams_per_uid: usize,
     /// Active blocks per client.
     pub blocks_per_client: usize,
+    /// Devices one client may have streams or blocks on at once (the daemon keeps a policy per
+    /// device).
+    pub devices_per_client: usize,
     /// The longest one block stays active; past it the daemon ends it.
     pub max_block: Duration,
     /// The longest a client holding a block may stay silent (its client pings at least every
@@ -74,6 +85,7 @@ impl Default for Limits {
             streams_per_client: 1024,
             streams_per_uid: DEFAULT_STREAMS_PER_UID,
             blocks_per_client: 1024,
+            devices_per_client: MAX_DEVICES_PER_CLIENT,
             max_block: DEFAULT_MAX_BLOCK,
             block_silence: DEFAULT_BLOCK_SILENCE,
         }
@@ -101,13 +113,18 @@ enum Outcome {
 /// See the [module documentation](self).
 #[derive(Debug)]
 pub struct Plan {
-    policy: Policy<Key>,
+    /// One policy per device with a stream or a block (removed when it has neither).
+    policies: BTreeMap<Device, Policy<Key>>,
+    /// The work of the policies so far (see [`Plan::work`]), removed ones included.
+    policy_work: u64,
+    /// Active blocks, on every device.
+    blocks: usize,
     clients: BTreeMap<ClientId, Client>,
     streams: BTreeMap<Key, StreamState>,
     orders: BTreeMap<u64, Order>,
     /// Streams whose suspend the policy wants, not yet confirmed by a client that is not
-    /// stalled: what an `enter` waits for.
-    in_flight: BTreeSet<Key>,
+    /// stalled, by device: what an `enter` on that device waits for.
+    in_flight: BTreeSet<(Device, Key)>,
     waits: BTreeMap<u64, Waiting>,
     /// The waits each in-flight stream is in.
     waiters: BTreeMap<Key, BTreeSet<u64>>,
@@ -142,7 +159,9 @@ impl Plan {
     /// waited for.
     pub fn new(ack_timeout: Duration, limits: Limits) -> Self {
         Plan {
-            policy: Policy::new(),
+            policies: BTreeMap::new(),
+            policy_work: 0,
+            blocks: 0,
             clients: BTreeMap::new(),
             streams: BTreeMap::new(),
             orders: BTreeMap::new(),
@@ -181,10 +200,71 @@ impl Plan {
         self.clients.len()
     }
 
-    /// All the work done so far, in streams touched: the policy's (queues examined: see
+    /// All the work done so far, in streams touched: the policies' (queues examined: see
     /// [`hpf::Policy::visited`]), plus the streams each `enter` waits for. The loop bounds each client's share of a turn by it.
     pub fn work(&self) -> u64 {
-        self.policy.visited() + self.wait_work
+        self.policy_work + self.wait_work
+    }
+
+    /// Runs `f` on `device`'s policy (made if it has none), counting its work.
+    fn on_device<R>(&mut self, device: Device, f: impl FnOnce(&mut Policy<Key>) -> R) -> R {
+        let p = self.policies.entry(device).or_default();
+        let before = p.visited();
+        let r = f(p);
+        self.policy_work += p.visited() - before;
+        r
+    }
+
+    /// Forgets `device`'s policy once it has no stream and no block (its work stays counted).
+    fn prune(&mut self, device: Device) {
+        if self
+            .policies
+            .get(&device)
+            .is_some_and(|p| p.is_empty() && p.active_blocks() == 0)
+        {
+            self.policies.remove(&device);
+        }
+    }
+
+    /// The device of a registered stream.
+    fn device_of(&self, key: Key) -> Option<Device> {
+        self.streams.get(&key).map(|st| st.device)
+    }
+
+    /// Whether the policy of `key`'s device wants it suspended.
+    fn wants_suspended(&self, key: Key) -> bool {
+        self.device_of(key)
+            .and_then(|d| self.policies.get(&d))
+            .is_some_and(|p| p.is_suspended(key))
+    }
+
+    /// Counts one more stream or block of client `c` on `device`; refused (nothing counted) when
+    /// that would put the client on more than [`Limits::devices_per_client`] devices.
+    fn use_device(&mut self, c: ClientId, device: Device) -> Result<(), ProtoError> {
+        let most = self.limits.devices_per_client;
+        let Some(k) = self.clients.get_mut(&c) else {
+            return Ok(());
+        };
+        if !k.devices.contains_key(&device) && k.devices.len() >= most {
+            return Err(ProtoError::new(
+                Code::Limit,
+                format!("at most {most} devices per client (streams and blocks on {device} would make one more)"),
+            ));
+        }
+        *k.devices.entry(device).or_insert(0) += 1;
+        Ok(())
+    }
+
+    /// Counts one stream or block of client `c` on `device` less.
+    fn release_device(&mut self, c: ClientId, device: Device) {
+        if let Some(k) = self.clients.get_mut(&c)
+            && let Some(n) = k.devices.get_mut(&device)
+        {
+            *n -= 1;
+            if *n == 0 {
+                k.devices.remove(&device);
+            }
+        }
     }
 
     fn who(&self, c: ClientId) -> String {
@@ -204,7 +284,7 @@ impl Plan {
             let Some(st) = self.streams.get(&key).copied() else {
                 continue;
             };
-            let want = self.policy.is_suspended(key);
+            let want = self.wants_suspended(key);
             if st.order.is_none() && st.suspended != want {
                 self.send(key, action_of(want), now, out);
             }
@@ -248,17 +328,18 @@ impl Plan {
     fn refresh(&mut self, key: Key, outcome: Option<Outcome>, out: &mut Vec<Out>) {
         // Suspended for sure only when confirmed with no order in flight (a resume on its way
         // may have been carried out already).
+        let Some(device) = self.device_of(key) else { return };
         let pending = self
             .streams
             .get(&key)
             .is_some_and(|st| !st.suspended || st.order.is_some())
-            && self.policy.is_suspended(key)
+            && self.wants_suspended(key)
             && !self.stalled(key.0);
         if pending {
-            self.in_flight.insert(key);
+            self.in_flight.insert((device, key));
             return;
         }
-        if !self.in_flight.remove(&key) {
+        if !self.in_flight.remove(&(device, key)) {
             return;
         }
         let Some(ws) = self.waiters.remove(&key) else { return };
@@ -317,8 +398,20 @@ impl Plan {
         };
         match req {
             Request::Hello { .. } => return Err(ProtoError::new(Code::OutOfOrder, "hello was said already")),
-            Request::Register { stream, priority } => {
+            Request::Register {
+                stream,
+                priority,
+                device,
+            } => {
                 let new = !client.streams.contains(&stream);
+                if let Some(on) = self.device_of((c, stream)).filter(|&on| on != device) {
+                    return Err(ProtoError::new(
+                        Code::OutOfOrder,
+                        format!(
+                            "stream {stream} is registered on {on}: unregister it before registering it on {device}"
+                        ),
+                    ));
+                }
                 if new && client.streams.len() >= self.limits.streams_per_client {
                     return Err(ProtoError::new(
                         Code::Limit,
@@ -337,14 +430,19 @@ impl Plan {
                     ));
                 }
                 if new {
+                    self.use_device(c, device)?;
                     *self.uid_streams.entry(uid).or_insert(0) += 1;
                 }
                 if let Some(k) = self.clients.get_mut(&c) {
                     k.streams.insert(stream);
                 }
-                self.streams.entry((c, stream)).or_default();
+                self.streams.entry((c, stream)).or_insert(StreamState {
+                    device,
+                    suspended: false,
+                    order: None,
+                });
                 out.push(Out::Send(c, Notice::Done { re: seq }));
-                let actions = self.policy.register((c, stream), priority);
+                let actions = self.on_device(device, |p| p.register((c, stream), priority));
                 self.apply(actions, now, out);
             }
             Request::Unregister { stream } => {
@@ -358,8 +456,8 @@ impl Plan {
                 self.forget_stream((c, stream), None, out);
                 out.push(Out::Send(c, Notice::Done { re: seq }));
             }
-            Request::Enter { priority } => self.enter(c, seq, priority, now, out)?,
-            Request::Leave { priority } => self.leave(c, seq, priority, now, out)?,
+            Request::Enter { priority, device } => self.enter(c, seq, priority, device, now, out)?,
+            Request::Leave { priority, device } => self.leave(c, seq, priority, device, now, out)?,
             Request::Ack { order, ok, error } => self.ack(c, order, ok, error.as_deref(), now, out)?,
             Request::Ping {} => out.push(Out::Send(c, Notice::Pong { re: seq })),
             Request::Status {} => out.push(Out::Send(c, self.status(seq))),
@@ -378,22 +476,28 @@ impl Plan {
                 self.uid_streams.remove(&uid);
             }
         }
-        let _ = self.policy.unregister(key);
+        let Some(device) = self.device_of(key) else { return };
+        // Out of its policy first, so that refresh (which needs the stream's device) sees it
+        // wanted by nobody and settles the waits it was in.
+        let _ = self.on_device(device, |p| p.unregister(key));
+        self.refresh(key, outcome, out);
         if let Some(st) = self.streams.remove(&key)
             && st.suspended
         {
             self.suspended -= 1;
         }
-        self.refresh(key, outcome, out);
+        self.release_device(key.0, device);
+        self.prune(device);
     }
 
     fn status(&self, re: u64) -> Notice {
         Notice::Status {
             re,
             clients: count(self.clients.len()),
-            streams: count(self.policy.len()),
+            streams: count(self.streams.len()),
             suspended: count(self.suspended),
-            blocks: count(self.policy.active_blocks()),
+            blocks: count(self.blocks),
+            devices: count(self.policies.len()),
             unacked: count(self.orders.len()),
         }
     }

@@ -1,6 +1,6 @@
 //! The records the plan keeps per client, stream, order, `enter` and timer.
 use super::ClientId;
-use crate::proto::OrderAction;
+use crate::proto::{Device, OrderAction};
 use hpf::Priority;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -12,8 +12,11 @@ pub(super) struct Client {
     /// Its peer's uid (`SO_PEERCRED`).
     pub uid: u32,
     pub streams: BTreeSet<u64>,
-    /// Active blocks: id -> (priority, when the daemon ends it), in the order entered.
-    pub blocks: BTreeMap<u64, (Priority, Instant)>,
+    /// Active blocks: id -> (priority, device, when the daemon ends it), in the order entered.
+    pub blocks: BTreeMap<u64, (Priority, Device, Instant)>,
+    /// The devices its streams and blocks are on, with how many of them each (at most
+    /// `Limits::devices_per_client` devices).
+    pub devices: BTreeMap<Device, usize>,
     /// Blocks the daemon ended that the client has not left yet (at most its block limit: a
     /// count, not a record per block, so that a client whose blocks keep ending costs no memory).
     pub expired: usize,
@@ -34,6 +37,7 @@ impl Client {
             uid,
             streams: BTreeSet::new(),
             blocks: BTreeMap::new(),
+            devices: BTreeMap::new(),
             expired: 0,
             orders: BTreeSet::new(),
             late: 0,
@@ -58,9 +62,10 @@ impl Client {
     }
 }
 
-/// One registered stream: what its client last confirmed, and its order in flight.
-#[derive(Debug, Default, Clone, Copy)]
+/// One registered stream: its device, what its client last confirmed, and its order in flight.
+#[derive(Debug, Clone, Copy)]
 pub(super) struct StreamState {
+    pub device: Device,
     pub suspended: bool,
     pub order: Option<u64>,
 }

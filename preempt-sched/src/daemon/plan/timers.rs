@@ -2,10 +2,10 @@
 //! their client silent), the orders not acknowledged in time (their client stalled), and when
 //! the loop must call [`Plan::tick`] next.
 use super::state::{Timer, Waiting};
-use super::{ClientId, Out, Outcome, Plan, count};
-use crate::proto::Notice;
-use crate::proto::{Code, ProtoError};
+use super::{ClientId, Key, Out, Outcome, Plan, count};
+use crate::proto::{Code, Device, Notice, ProtoError};
 use hpf::Priority;
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 impl Plan {
@@ -27,6 +27,7 @@ impl Plan {
         c: ClientId,
         seq: u64,
         priority: Priority,
+        device: Device,
         now: Instant,
         out: &mut Vec<Out>,
     ) -> Result<(), ProtoError> {
@@ -37,17 +38,24 @@ impl Plan {
                 format!("at most {} active blocks per client", self.limits.blocks_per_client),
             ));
         }
+        self.use_device(c, device)?;
         let b = self.id();
         self.timers.insert((now + self.limits.max_block, Timer::Block(c, b)));
         if let Some(k) = self.clients.get_mut(&c) {
-            k.blocks.insert(b, (priority, now + self.limits.max_block));
+            k.blocks.insert(b, (priority, device, now + self.limits.max_block));
         }
+        self.blocks += 1;
         self.heard(c, now);
-        let actions = self.policy.enter(priority);
+        let actions = self.on_device(device, |p| p.enter(priority));
         self.apply(actions, now, out);
-        // It waits for every suspend still on its way, its own and earlier ones (the block must
-        // not start beside a stream that is not stopped yet), stalled clients' excepted.
-        let keys = self.in_flight.clone();
+        // It waits for every suspend still on its way on its device, its own and earlier ones
+        // (the block must not start beside a stream that is not stopped yet), stalled clients'
+        // excepted; another device's suspends are no business of its.
+        let keys: BTreeSet<Key> = self
+            .in_flight
+            .range((device, (ClientId::MIN, u64::MIN))..=(device, (ClientId::MAX, u64::MAX)))
+            .map(|&(_, k)| k)
+            .collect();
         self.wait_work += u64::try_from(keys.len()).unwrap_or(u64::MAX);
         let w = self.id();
         for &k in &keys {
@@ -86,13 +94,18 @@ impl Plan {
         c: ClientId,
         seq: u64,
         priority: Priority,
+        device: Device,
         now: Instant,
         out: &mut Vec<Out>,
     ) -> Result<(), ProtoError> {
         let Some(k) = self.clients.get_mut(&c) else {
             return Ok(());
         };
-        let oldest = k.blocks.iter().find(|(_, (p, _))| *p == priority).map(|(&b, _)| b);
+        let oldest = k
+            .blocks
+            .iter()
+            .find(|(_, (p, d, _))| *p == priority && *d == device)
+            .map(|(&b, _)| b);
         match oldest {
             Some(b) => self.end_block(c, b, now, out),
             // The daemon ended it already (held too long, or its client silent): done.
@@ -100,7 +113,7 @@ impl Plan {
             None => {
                 return Err(ProtoError::new(
                     Code::NotActive,
-                    format!("this client has no active block of priority {priority}"),
+                    format!("this client has no active block of priority {priority} on {device}"),
                 ));
             }
         }
@@ -111,7 +124,7 @@ impl Plan {
     /// Ends block `b` of client `c`: the streams it alone kept suspended resume.
     pub(super) fn end_block(&mut self, c: ClientId, b: u64, now: Instant, out: &mut Vec<Out>) {
         let Some(k) = self.clients.get_mut(&c) else { return };
-        let Some((priority, deadline)) = k.blocks.remove(&b) else {
+        let Some((priority, device, deadline)) = k.blocks.remove(&b) else {
             return;
         };
         self.timers.remove(&(deadline, Timer::Block(c, b)));
@@ -120,9 +133,12 @@ impl Plan {
         {
             self.timers.remove(&(s, Timer::Silence(c)));
         }
-        // The client's record says the block is active, so hpf's does too.
-        let actions = self.policy.leave(priority).unwrap_or_default();
+        self.blocks -= 1;
+        // The client's record says the block is active, so its device's policy does too.
+        let actions = self.on_device(device, |p| p.leave(priority).unwrap_or_default());
         self.apply(actions, now, out);
+        self.release_device(c, device);
+        self.prune(device);
     }
 
     /// Carries out what is due: late orders (their waits reply; their client is stalled), blocks
@@ -143,9 +159,9 @@ impl Plan {
                     }
                 }
                 Timer::Block(c, b) => {
-                    if let Some(&(p, _)) = self.clients.get(&c).and_then(|k| k.blocks.get(&b)) {
+                    if let Some(&(p, d, _)) = self.clients.get(&c).and_then(|k| k.blocks.get(&b)) {
                         out.push(Out::ClientLog(c, format!(
-                            "{}: a block of priority {p} was active for more than {} ms; ended (the streams it kept suspended resume)",
+                            "{}: a block of priority {p} on {d} was active for more than {} ms; ended (the streams it kept suspended resume)",
                             self.who(c),
                             self.limits.max_block.as_millis()
                         )));

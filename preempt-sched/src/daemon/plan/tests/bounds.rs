@@ -8,8 +8,18 @@ fn crowd(p: &mut Plan, clients: u64, n: u64, t: Instant) {
     for c in 1..=clients {
         p.join(c, "lp", 1000 + u32::try_from(c).unwrap());
         for s in 0..n {
-            p.request(c, s, Request::Register { stream: s, priority: 0 }, t, &mut out)
-                .unwrap();
+            p.request(
+                c,
+                s,
+                Request::Register {
+                    stream: s,
+                    priority: 0,
+                    device: D,
+                },
+                t,
+                &mut out,
+            )
+            .unwrap();
         }
     }
 }
@@ -23,13 +33,25 @@ fn a_request_costs_what_it_changes_not_every_stream_on_the_node() {
     let mut out = Vec::new();
     // One more registration with 16,384 streams on the node: a handful of queues examined.
     let w = p.work();
-    p.request(101, 1, Request::Register { stream: 1, priority: 5 }, t, &mut out)
-        .unwrap();
+    p.request(
+        101,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 5,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
     assert!(p.work() - w <= 2, "{} examined", p.work() - w);
     // A block that outranks nothing (priority 0: nobody is below it) examines nothing more.
     let w = p.work();
-    p.request(100, 2, Request::Enter { priority: 0 }, t, &mut out).unwrap();
-    p.request(100, 3, Request::Leave { priority: 0 }, t, &mut out).unwrap();
+    p.request(100, 2, Request::Enter { priority: 0, device: D }, t, &mut out)
+        .unwrap();
+    p.request(100, 3, Request::Leave { priority: 0, device: D }, t, &mut out)
+        .unwrap();
     assert_eq!(p.work() - w, 0);
     assert!(orders(&out).is_empty());
     // Pings, status and an ack: nothing.
@@ -46,9 +68,9 @@ fn a_flood_of_blocks_sends_each_stream_one_order_until_it_is_acknowledged() {
     p.join(2, "flood", 1000);
     let mut out = Vec::new();
     for i in 0..50 {
-        p.request(2, 2 * i, Request::Enter { priority: 1 }, t, &mut out)
+        p.request(2, 2 * i, Request::Enter { priority: 1, device: D }, t, &mut out)
             .unwrap();
-        p.request(2, 2 * i + 1, Request::Leave { priority: 1 }, t, &mut out)
+        p.request(2, 2 * i + 1, Request::Leave { priority: 1, device: D }, t, &mut out)
             .unwrap();
     }
     let o = orders(&out);
@@ -80,12 +102,33 @@ fn a_stalled_client_is_waited_for_once_then_not_until_it_acknowledges() {
     p.join(1, "stopped-lp", 1000);
     p.join(2, "lp", 1000);
     p.join(3, "hp", 1000);
-    p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
-        .unwrap();
-    p.request(2, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
-        .unwrap();
+    p.request(
+        1,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    p.request(
+        2,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
     out.clear();
-    p.request(3, 1, Request::Enter { priority: 1 }, t, &mut out).unwrap();
+    p.request(3, 1, Request::Enter { priority: 1, device: D }, t, &mut out)
+        .unwrap();
     let o = orders(&out);
     let late_order = o.iter().find(|x| x.0 == 1).unwrap().3;
     out = ack(&mut p, 2, o.iter().find(|x| x.0 == 2).unwrap().3, true, t);
@@ -108,14 +151,14 @@ fn a_stalled_client_is_waited_for_once_then_not_until_it_acknowledges() {
     // The block leaves: client 2 is ordered to resume; client 1 gets no second order while its
     // suspend is in flight.
     let mut out = Vec::new();
-    p.request(3, 2, Request::Leave { priority: 1 }, t + ACK, &mut out)
+    p.request(3, 2, Request::Leave { priority: 1, device: D }, t + ACK, &mut out)
         .unwrap();
     let r = orders(&out);
     assert_eq!(r.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(), vec![(2, Resume)]);
     ack(&mut p, 2, r[0].3, true, t + ACK);
     // The next block does not wait for the stalled client: it replies once client 2 acks.
     let mut out = Vec::new();
-    p.request(3, 3, Request::Enter { priority: 1 }, t + ACK, &mut out)
+    p.request(3, 3, Request::Enter { priority: 1, device: D }, t + ACK, &mut out)
         .unwrap();
     let s2 = orders(&out);
     assert_eq!(s2.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>(), vec![(2, Suspend)]);
@@ -151,9 +194,20 @@ fn a_block_held_too_long_or_by_a_silent_client_ends_and_its_leave_is_done() {
     let mut out = Vec::new();
     p.join(1, "lp", 1000);
     p.join(2, "hp", 1000);
-    p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+    p.request(
+        1,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    p.request(2, 1, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
-    p.request(2, 1, Request::Enter { priority: 1 }, t, &mut out).unwrap();
     let o = orders(&out)[0].3;
     ack(&mut p, 1, o, true, t);
     // The HP client pings (heard) for 9 s, then its block reaches 10 s and ends.
@@ -180,7 +234,7 @@ fn a_block_held_too_long_or_by_a_silent_client_ends_and_its_leave_is_done() {
     p.request(
         2,
         2,
-        Request::Leave { priority: 1 },
+        Request::Leave { priority: 1, device: D },
         t + Duration::from_secs(11),
         &mut out,
     )
@@ -191,7 +245,7 @@ fn a_block_held_too_long_or_by_a_silent_client_ends_and_its_leave_is_done() {
         "its leave of the ended block is done"
     );
     assert_eq!(
-        p.request(2, 3, Request::Leave { priority: 1 }, t, &mut out)
+        p.request(2, 3, Request::Leave { priority: 1, device: D }, t, &mut out)
             .unwrap_err()
             .code,
         Code::NotActive
@@ -199,8 +253,10 @@ fn a_block_held_too_long_or_by_a_silent_client_ends_and_its_leave_is_done() {
     // A client that goes silent inside a block: after 1 s its blocks end.
     let t2 = t + Duration::from_secs(20);
     let mut out = Vec::new();
-    p.request(2, 4, Request::Enter { priority: 1 }, t2, &mut out).unwrap();
-    p.request(2, 5, Request::Enter { priority: 1 }, t2, &mut out).unwrap();
+    p.request(2, 4, Request::Enter { priority: 1, device: D }, t2, &mut out)
+        .unwrap();
+    p.request(2, 5, Request::Enter { priority: 1, device: D }, t2, &mut out)
+        .unwrap();
     ack(&mut p, 1, orders(&out)[0].3, true, t2);
     let mut out = Vec::new();
     p.tick(t2 + Duration::from_millis(999), &mut out);
@@ -225,9 +281,20 @@ fn client_text_is_escaped_in_the_log() {
     let (mut p, t) = plan();
     let mut out = Vec::new();
     p.join(1, "lp\u{202e}\ninjected", 1000);
-    p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+    p.request(
+        1,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    p.request(1, 2, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
-    p.request(1, 2, Request::Enter { priority: 1 }, t, &mut out).unwrap();
     let o = orders(&out)[0].3;
     let mut out = Vec::new();
     p.request(
@@ -271,25 +338,85 @@ fn one_uid_registers_at_most_its_share_of_streams() {
     p.join(2, "b", 7);
     p.join(3, "other user", 8);
     for s in 0..2 {
-        p.request(1, s, Request::Register { stream: s, priority: 0 }, t, &mut out)
-            .unwrap();
-    }
-    p.request(2, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+        p.request(
+            1,
+            s,
+            Request::Register {
+                stream: s,
+                priority: 0,
+                device: D,
+            },
+            t,
+            &mut out,
+        )
         .unwrap();
+    }
+    p.request(
+        2,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
     let e = p
-        .request(2, 2, Request::Register { stream: 2, priority: 0 }, t, &mut out)
+        .request(
+            2,
+            2,
+            Request::Register {
+                stream: 2,
+                priority: 0,
+                device: D,
+            },
+            t,
+            &mut out,
+        )
         .unwrap_err();
     assert_eq!(e.code, Code::Limit);
     assert!(e.message.contains("uid 7 has 3 streams"), "{e}");
-    p.request(3, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
-        .expect("another uid has its own share");
+    p.request(
+        3,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .expect("another uid has its own share");
     // Streams given back (unregistered, or their client gone) count no more.
     p.request(1, 9, Request::Unregister { stream: 0 }, t, &mut out).unwrap();
-    p.request(2, 3, Request::Register { stream: 2, priority: 0 }, t, &mut out)
-        .unwrap();
+    p.request(
+        2,
+        3,
+        Request::Register {
+            stream: 2,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
     p.drop_client(1, t, &mut out);
-    p.request(2, 4, Request::Register { stream: 3, priority: 0 }, t, &mut out)
-        .unwrap();
+    p.request(
+        2,
+        4,
+        Request::Register {
+            stream: 3,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -298,19 +425,32 @@ fn an_enter_waits_one_ack_timeout_at_most_even_for_a_chain_of_orders() {
     let mut out = Vec::new();
     p.join(1, "slow lp", 1);
     p.join(2, "hp", 2);
-    p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+    p.request(
+        1,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    p.request(2, 1, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
-    p.request(2, 1, Request::Enter { priority: 1 }, t, &mut out).unwrap();
     let s1 = orders(&out)[0].3;
     ack(&mut p, 1, s1, true, t);
     let mut out = Vec::new();
-    p.request(2, 2, Request::Leave { priority: 1 }, t, &mut out).unwrap();
+    p.request(2, 2, Request::Leave { priority: 1, device: D }, t, &mut out)
+        .unwrap();
     let r = orders(&out)[0].3;
     // The resume is on its way when the next block enters: it waits for the resume's ack and
     // then the new suspend's, each just in time; but no longer than one ack timeout in all.
     let t1 = t + ACK / 2;
     let mut out = Vec::new();
-    p.request(2, 3, Request::Enter { priority: 1 }, t1, &mut out).unwrap();
+    p.request(2, 3, Request::Enter { priority: 1, device: D }, t1, &mut out)
+        .unwrap();
     assert!(sent_to(&out, 2).is_empty());
     let out = ack(&mut p, 1, r, true, t1 + ACK * 9 / 10);
     let s2 = orders(&out)[0].3;
@@ -347,7 +487,17 @@ fn blocks_the_daemon_ended_cost_no_memory_however_many() {
     let mut out = Vec::new();
     p.join(1, "hp", 1);
     for prio in 0..10_000 {
-        p.request(1, 1, Request::Enter { priority: prio }, t, &mut out).unwrap();
+        p.request(
+            1,
+            1,
+            Request::Enter {
+                priority: prio,
+                device: D,
+            },
+            t,
+            &mut out,
+        )
+        .unwrap();
         t += Duration::from_millis(2);
         p.tick(t, &mut out);
         out.clear();
@@ -359,11 +509,20 @@ fn blocks_the_daemon_ended_cost_no_memory_however_many() {
     );
     // Its leaves of ended blocks are done, four of them; the fifth names no block.
     for _ in 0..4 {
-        p.request(1, 2, Request::Leave { priority: 12_345 }, t, &mut out)
-            .unwrap();
+        p.request(
+            1,
+            2,
+            Request::Leave {
+                priority: 12_345,
+                device: D,
+            },
+            t,
+            &mut out,
+        )
+        .unwrap();
     }
     assert_eq!(
-        p.request(1, 3, Request::Leave { priority: 1 }, t, &mut out)
+        p.request(1, 3, Request::Leave { priority: 1, device: D }, t, &mut out)
             .unwrap_err()
             .code,
         Code::NotActive

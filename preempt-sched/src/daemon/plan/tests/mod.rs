@@ -6,6 +6,9 @@ use OrderAction::{Resume, Suspend};
 
 const ACK: Duration = Duration::from_millis(100);
 
+/// The device of the tests that are not about devices.
+const D: Device = Device::host(0);
+
 fn plan() -> (Plan, Instant) {
     (Plan::new(ACK, Limits::default()), Instant::now())
 }
@@ -43,13 +46,34 @@ fn an_hp_block_of_one_client_suspends_the_others_streams_and_enter_waits_for_the
     p.join(1, "lp-a", 1000);
     p.join(2, "lp-b", 1000);
     p.join(3, "hp", 1000);
-    p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
-        .unwrap();
-    p.request(2, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
-        .unwrap();
+    p.request(
+        1,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    p.request(
+        2,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
     assert_eq!(sent_to(&out, 1), vec![Done { re: 1 }]);
     out.clear();
-    p.request(3, 7, Request::Enter { priority: 1 }, t, &mut out).unwrap();
+    p.request(3, 7, Request::Enter { priority: 1, device: D }, t, &mut out)
+        .unwrap();
     let o = orders(&out);
     assert_eq!(
         o.iter().map(|x| (x.0, x.1, x.2)).collect::<Vec<_>>(),
@@ -69,7 +93,8 @@ fn an_hp_block_of_one_client_suspends_the_others_streams_and_enter_waits_for_the
         }]
     );
     let mut out = Vec::new();
-    p.request(3, 8, Request::Leave { priority: 1 }, t, &mut out).unwrap();
+    p.request(3, 8, Request::Leave { priority: 1, device: D }, t, &mut out)
+        .unwrap();
     assert_eq!(sent_to(&out, 3), vec![Done { re: 8 }]);
     let o = orders(&out);
     assert_eq!(o.iter().map(|x| x.2).collect::<Vec<_>>(), vec![Resume, Resume]);
@@ -81,15 +106,26 @@ fn a_client_names_only_its_own_streams_and_blocks() {
     let mut out = Vec::new();
     p.join(1, "a", 1000);
     p.join(2, "b", 1000);
-    p.request(1, 1, Request::Register { stream: 5, priority: 0 }, t, &mut out)
-        .unwrap();
+    p.request(
+        1,
+        1,
+        Request::Register {
+            stream: 5,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
     let e = p
         .request(2, 1, Request::Unregister { stream: 5 }, t, &mut out)
         .unwrap_err();
     assert_eq!(e.code, Code::UnknownStream);
-    p.request(1, 2, Request::Enter { priority: 3 }, t, &mut out).unwrap();
+    p.request(1, 2, Request::Enter { priority: 3, device: D }, t, &mut out)
+        .unwrap();
     let e = p
-        .request(2, 2, Request::Leave { priority: 3 }, t, &mut out)
+        .request(2, 2, Request::Leave { priority: 3, device: D }, t, &mut out)
         .unwrap_err();
     assert_eq!(e.code, Code::NotActive, "b cannot end a's block");
     // b cannot ack a's order either.
@@ -122,10 +158,21 @@ fn an_unacknowledged_order_is_reported_late_and_enter_does_not_wait_for_it() {
     let mut out = Vec::new();
     p.join(1, "silent", 1000);
     p.join(2, "hp", 1000);
-    p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
-        .unwrap();
+    p.request(
+        1,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
     out.clear();
-    p.request(2, 1, Request::Enter { priority: 1 }, t, &mut out).unwrap();
+    p.request(2, 1, Request::Enter { priority: 1, device: D }, t, &mut out)
+        .unwrap();
     let order = orders(&out)[0].3;
     assert_eq!(p.next_deadline(), Some(t + ACK));
     out.clear();
@@ -164,12 +211,34 @@ fn a_dropped_client_ends_its_blocks_and_the_others_resume() {
     let mut out = Vec::new();
     p.join(1, "lp", 1000);
     p.join(2, "hp", 1000);
-    p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+    p.request(
+        1,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    p.request(
+        2,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 5,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    p.request(2, 2, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
-    p.request(2, 1, Request::Register { stream: 1, priority: 5 }, t, &mut out)
+    p.request(2, 3, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
-    p.request(2, 2, Request::Enter { priority: 1 }, t, &mut out).unwrap();
-    p.request(2, 3, Request::Enter { priority: 1 }, t, &mut out).unwrap();
     let suspend = orders(&out)[0].3;
     ack(&mut p, 1, suspend, true, t);
     out.clear();
@@ -186,7 +255,8 @@ fn a_dropped_client_ends_its_blocks_and_the_others_resume() {
     // enter replies, counting it failed.
     p.join(3, "hp2", 1000);
     out.clear();
-    p.request(3, 1, Request::Enter { priority: 1 }, t, &mut out).unwrap();
+    p.request(3, 1, Request::Enter { priority: 1, device: D }, t, &mut out)
+        .unwrap();
     out.clear();
     p.drop_client(1, t, &mut out);
     assert_eq!(
@@ -210,9 +280,20 @@ fn a_failed_suspend_is_counted_and_kept_true_in_the_policy() {
     let (mut p, t) = plan();
     let mut out = Vec::new();
     p.join(1, "lp", 1000);
-    p.request(1, 1, Request::Register { stream: 1, priority: 0 }, t, &mut out)
+    p.request(
+        1,
+        1,
+        Request::Register {
+            stream: 1,
+            priority: 0,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    p.request(1, 2, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
-    p.request(1, 2, Request::Enter { priority: 1 }, t, &mut out).unwrap();
     let order = orders(&out)[0].3;
     let out = ack(&mut p, 1, order, false, t);
     assert_eq!(
@@ -250,19 +331,50 @@ fn limits_are_refused_not_grown() {
     let mut out = Vec::new();
     p.join(1, "greedy", 1000);
     for s in 0..2 {
-        p.request(1, s, Request::Register { stream: s, priority: 0 }, t, &mut out)
-            .unwrap();
+        p.request(
+            1,
+            s,
+            Request::Register {
+                stream: s,
+                priority: 0,
+                device: D,
+            },
+            t,
+            &mut out,
+        )
+        .unwrap();
     }
-    p.request(1, 9, Request::Register { stream: 1, priority: 3 }, t, &mut out)
-        .expect("re-registering an own stream is no new stream");
+    p.request(
+        1,
+        9,
+        Request::Register {
+            stream: 1,
+            priority: 3,
+            device: D,
+        },
+        t,
+        &mut out,
+    )
+    .expect("re-registering an own stream is no new stream");
     let e = p
-        .request(1, 3, Request::Register { stream: 7, priority: 0 }, t, &mut out)
+        .request(
+            1,
+            3,
+            Request::Register {
+                stream: 7,
+                priority: 0,
+                device: D,
+            },
+            t,
+            &mut out,
+        )
         .unwrap_err();
     assert_eq!(e.code, Code::Limit);
     p.join(2, "hp", 1000);
-    p.request(2, 1, Request::Enter { priority: 9 }, t, &mut out).unwrap();
+    p.request(2, 1, Request::Enter { priority: 9, device: D }, t, &mut out)
+        .unwrap();
     assert_eq!(
-        p.request(2, 2, Request::Enter { priority: 9 }, t, &mut out)
+        p.request(2, 2, Request::Enter { priority: 9, device: D }, t, &mut out)
             .unwrap_err()
             .code,
         Code::Limit
@@ -270,3 +382,293 @@ fn limits_are_refused_not_grown() {
 }
 
 mod bounds;
+
+/// The status' device count.
+fn devices(p: &mut Plan) -> u32 {
+    let mut out = Vec::new();
+    if !p.knows(99) {
+        p.join(99, "status", 1000);
+    }
+    p.request(99, 999, Request::Status {}, Instant::now(), &mut out)
+        .unwrap();
+    match sent_to(&out, 99).pop() {
+        Some(Notice::Status { devices, .. }) => devices,
+        n => panic!("{n:?}"),
+    }
+}
+
+#[test]
+fn blocks_on_two_devices_suspend_only_their_own_devices_streams() {
+    let (mut p, t) = plan();
+    let (d0, d1) = (Device::kfd(0x1111), Device::kfd(0x2222));
+    let mut out = Vec::new();
+    p.join(1, "lp", 1000);
+    p.join(2, "hp", 1000);
+    for (stream, device) in [(10, d0), (11, d1)] {
+        p.request(
+            1,
+            stream,
+            Request::Register {
+                stream,
+                priority: 0,
+                device,
+            },
+            t,
+            &mut out,
+        )
+        .unwrap();
+    }
+    assert_eq!(devices(&mut p), 2);
+    out.clear();
+    p.request(
+        2,
+        1,
+        Request::Enter {
+            priority: 1,
+            device: d0,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    let o = orders(&out);
+    assert_eq!(o.iter().map(|x| (x.1, x.2)).collect::<Vec<_>>(), vec![(10, Suspend)]);
+    // A block on the other device, while d0's suspend is still in flight, waits for d1's only.
+    let mut out1 = Vec::new();
+    p.request(
+        2,
+        2,
+        Request::Enter {
+            priority: 1,
+            device: d1,
+        },
+        t,
+        &mut out1,
+    )
+    .unwrap();
+    let o1 = orders(&out1);
+    assert_eq!(o1.iter().map(|x| (x.1, x.2)).collect::<Vec<_>>(), vec![(11, Suspend)]);
+    let out1 = ack(&mut p, 1, o1[0].3, true, t);
+    assert_eq!(
+        sent_to(&out1, 2),
+        vec![Entered {
+            re: 2,
+            suspended: 1,
+            failed: 0,
+            late: 0
+        }],
+        "d1's block does not wait for d0's suspend"
+    );
+    let out0 = ack(&mut p, 1, o[0].3, true, t);
+    assert_eq!(
+        sent_to(&out0, 2),
+        vec![Entered {
+            re: 1,
+            suspended: 1,
+            failed: 0,
+            late: 0
+        }]
+    );
+    // A leave names the device its block is on; the other device's block is not it.
+    let mut out = Vec::new();
+    let e = p
+        .request(
+            2,
+            3,
+            Request::Leave {
+                priority: 2,
+                device: d0,
+            },
+            t,
+            &mut out,
+        )
+        .unwrap_err();
+    assert_eq!(e.code, Code::NotActive);
+    p.request(
+        2,
+        4,
+        Request::Leave {
+            priority: 1,
+            device: d1,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(
+        orders(&out).iter().map(|x| (x.1, x.2)).collect::<Vec<_>>(),
+        vec![(11, Resume)],
+        "d0's stream stays suspended by d0's block"
+    );
+    // A device with no stream and no block leaves the plan.
+    p.join(3, "other", 1000);
+    let mut out = Vec::new();
+    let d2 = Device::host(2);
+    p.request(
+        3,
+        1,
+        Request::Enter {
+            priority: 1,
+            device: d2,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(devices(&mut p), 3);
+    p.request(
+        3,
+        2,
+        Request::Leave {
+            priority: 1,
+            device: d2,
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(devices(&mut p), 2);
+    p.drop_client(1, t, &mut out);
+    p.drop_client(2, t, &mut out);
+    assert_eq!(
+        devices(&mut p),
+        0,
+        "every device's plan goes with its last stream and block"
+    );
+}
+
+#[test]
+fn a_client_names_a_bounded_number_of_devices_and_a_stream_keeps_its_device() {
+    let (mut p, t) = plan();
+    let most = Limits::default().devices_per_client;
+    assert_eq!(most, crate::proto::MAX_DEVICES_PER_CLIENT);
+    p.join(1, "many", 1000);
+    let mut out = Vec::new();
+    let gpu = |i: usize| Device::kfd(u32::try_from(i).unwrap() + 1);
+    for i in 0..most - 1 {
+        let stream = u64::try_from(i).unwrap();
+        p.request(
+            1,
+            stream,
+            Request::Register {
+                stream,
+                priority: 0,
+                device: gpu(i),
+            },
+            t,
+            &mut out,
+        )
+        .unwrap();
+    }
+    // The last device by a block, then nothing new, by stream or block.
+    p.request(
+        1,
+        500,
+        Request::Enter {
+            priority: 1,
+            device: gpu(most - 1),
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    let e = p
+        .request(
+            1,
+            501,
+            Request::Register {
+                stream: 9999,
+                priority: 0,
+                device: gpu(most),
+            },
+            t,
+            &mut out,
+        )
+        .unwrap_err();
+    assert_eq!(e.code, Code::Limit, "{}", e.message);
+    assert!(
+        e.message.contains(&format!("at most {most} devices per client")),
+        "{}",
+        e.message
+    );
+    let e = p
+        .request(
+            1,
+            502,
+            Request::Enter {
+                priority: 1,
+                device: Device::host(0),
+            },
+            t,
+            &mut out,
+        )
+        .unwrap_err();
+    assert_eq!(e.code, Code::Limit);
+    // More streams and blocks on a device it has are fine.
+    p.request(
+        1,
+        503,
+        Request::Register {
+            stream: 9999,
+            priority: 0,
+            device: gpu(0),
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    p.request(
+        1,
+        504,
+        Request::Enter {
+            priority: 1,
+            device: gpu(0),
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    // A stream stays on its device.
+    let e = p
+        .request(
+            1,
+            505,
+            Request::Register {
+                stream: 9999,
+                priority: 3,
+                device: gpu(1),
+            },
+            t,
+            &mut out,
+        )
+        .unwrap_err();
+    assert_eq!(e.code, Code::OutOfOrder, "{}", e.message);
+    // A device freed (its last stream gone) makes room for another.
+    p.request(1, 506, Request::Unregister { stream: 1 }, t, &mut out)
+        .unwrap();
+    p.request(
+        1,
+        507,
+        Request::Enter {
+            priority: 1,
+            device: Device::host(0),
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(devices(&mut p), u32::try_from(most).unwrap());
+    // Another client has its own bound.
+    p.join(2, "other", 1000);
+    p.request(
+        2,
+        1,
+        Request::Enter {
+            priority: 1,
+            device: Device::host(7),
+        },
+        t,
+        &mut out,
+    )
+    .unwrap();
+}
