@@ -3,13 +3,15 @@
 # HIP binding's FFI (hip-rt/src/ffi/, one `allow` on `mod ffi`) and the C ABI's entry points
 # (preempt-capi/src/ffi/, one `allow` on `mod ffi`: a C caller hands raw pointers, and reading
 # its strings, arrays and structs and writing its out-parameters cannot be done without `unsafe`;
-# everything behind those reads is preempt-api's safe Rust). The compiler enforces it too (the workspace lint
+# everything behind those reads is preempt-api's safe Rust), and the two HIP-facing libraries'
+# entry points: the interposer's hooks and the runtime functions it calls on by pointer
+# (hip-interpose/src/hooks.rs, hip-interpose/src/ffi/), and the stand-in runtime's exported calls (hip-standin/src/ffi/). The compiler enforces it too (the workspace lint
 # `unsafe_code = "deny"`, allowed in those modules alone); this check also catches an `allow`
 # added elsewhere. kfd-sys (bindgen output: FFI types, no unsafe code of ours) is not scanned.
 # Comments and strings that merely mention the word are ignored.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ALLOWED='^(kfd/src/ioctl\.rs|hip-rt/src/ffi/|hip-rt/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\]|preempt-capi/src/ffi/|preempt-capi/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\])'
+ALLOWED='^(kfd/src/ioctl\.rs|hip-rt/src/ffi/|hip-rt/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\]|preempt-capi/src/ffi/|preempt-capi/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\]|hip-interpose/src/ffi/|hip-interpose/src/hooks\.rs|hip-interpose/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\]|hip-standin/src/ffi/|hip-standin/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\])'
 mapfile -t SRC < <(for d in */src; do [ "$d" = kfd-sys/src ] || echo "$d"; done)
 bad=$(grep -rn --include='*.rs' -E '\bunsafe\b|allow\(unsafe_code\)' "${SRC[@]}" \
   | grep -v -E "$ALLOWED" \

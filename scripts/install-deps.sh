@@ -10,6 +10,8 @@
 #         regeneration check, the old-header refusal and the patched-header build.
 #         Also python3-venv: the Python package's tests build it into a virtual environment
 #         (a fresh Debian 12 has python3 but not its venv module).
+#         And libamdhip64-dev (HIP 5.2's headers and libamdhip64.so): the interposer's tests
+#         compile an unmodified HIP program (examples/hip/two_priorities.c) with gcc against it.
 # kernel: what the QEMU real-kernel harness needs: linux-source-6.12 (bookworm-backports),
 #         (bookworm-security carries the 6.12 series), the kernel build tools, busybox-static,
 #         and qemu-system-x86 from bookworm-backports (to match the machine's qemu-utils).
@@ -22,7 +24,7 @@ what=${1:-all}
 
 need_root() { if [ "$(id -u)" != 0 ]; then echo "install-deps: run as root (apt-get)" >&2; exit 1; fi; }
 
-BUILD_PKGS=(libclang-dev clang pkg-config python3-venv)
+BUILD_PKGS=(libclang-dev clang gcc pkg-config python3-venv libamdhip64-dev)
 KERNEL_PKGS=(file python3 patch util-linux flex bison bc libelf-dev libssl-dev cpio xz-utils busybox-static make gcc perl
              clang-19 llvm-19 lld-19 libamdhip64-5 linux-source-6.12)
 BPO_PKGS_BUILD=(linux-libc-dev)

@@ -80,7 +80,13 @@ impl Config {
             Some(v) => v
                 .trim()
                 .parse::<i32>()
-                .map_err(|_| bad("PREEMPT_PRIORITY", &v, "a HIP priority: -1 (high), 0 (normal) or 1 (low)"))?
+                .map_err(|_| {
+                    bad(
+                        "PREEMPT_PRIORITY",
+                        &v,
+                        "a HIP priority: -1 (high), 0 (normal) or 1 (low)",
+                    )
+                })?
                 .clamp(GREATEST, LEAST),
         };
         let granularity = match get("PREEMPT_GRANULARITY").as_deref() {
@@ -144,26 +150,50 @@ mod tests {
     fn defaults_schedule_streams_and_give_low_ones_their_own_queue() {
         let c = cfg(&[]).unwrap();
         assert!(c.enabled && !c.log);
-        assert_eq!((c.default_priority, c.granularity, c.max_own_queues), (0, Granularity::Stream, 64));
+        assert_eq!(
+            (c.default_priority, c.granularity, c.max_own_queues),
+            (0, Granularity::Stream, 64)
+        );
         assert!(c.wants_own_queue(1, false), "a low stream always");
-        assert!(!c.wants_own_queue(0, false), "a normal stream only once a high one exists");
+        assert!(
+            !c.wants_own_queue(0, false),
+            "a normal stream only once a high one exists"
+        );
         assert!(c.wants_own_queue(0, true));
-        assert!(!c.wants_own_queue(-1, true), "the most urgent streams are never suspended");
+        assert!(
+            !c.wants_own_queue(-1, true),
+            "the most urgent streams are never suspended"
+        );
     }
 
     #[test]
     fn settings_parse_and_clamp_as_documented() {
-        let c = cfg(&[("PREEMPT_PRIORITY", "-5"), ("PREEMPT_GRANULARITY", "process"), ("PREEMPT_INTERPOSE", "off")]).unwrap();
+        let c = cfg(&[
+            ("PREEMPT_PRIORITY", "-5"),
+            ("PREEMPT_GRANULARITY", "process"),
+            ("PREEMPT_INTERPOSE", "off"),
+        ])
+        .unwrap();
         assert_eq!(c.default_priority, -1, "clamped into HIP's range as clr does");
         assert!(!c.enabled);
-        assert!(!c.wants_own_queue(1, true), "process granularity: no stream suspends another");
-        assert!(cfg(&[("PREEMPT_OWN_QUEUES", "always")]).unwrap().wants_own_queue(0, false));
+        assert!(
+            !c.wants_own_queue(1, true),
+            "process granularity: no stream suspends another"
+        );
+        assert!(
+            cfg(&[("PREEMPT_OWN_QUEUES", "always")])
+                .unwrap()
+                .wants_own_queue(0, false)
+        );
     }
 
     #[test]
     fn a_bad_setting_names_itself_and_what_is_expected() {
         let e = cfg(&[("PREEMPT_GRANULARITY", "thread")]).unwrap_err();
-        assert_eq!(e.to_string(), "PREEMPT_GRANULARITY=\"thread\": expected stream or process");
+        assert_eq!(
+            e.to_string(),
+            "PREEMPT_GRANULARITY=\"thread\": expected stream or process"
+        );
         assert!(cfg(&[("PREEMPT_PRIORITY", "high")]).is_err());
         assert!(cfg(&[("PREEMPT_MAX_OWN_QUEUES", "5000")]).is_err());
     }

@@ -14,14 +14,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub trait Device: Send + Sync {
     /// For the log: which device and mechanism.
     fn describe(&self) -> String;
-    /// A stream with a queue of its own that [`Device::suspend`] can stop, as the program's
-    /// `hipStream_t` (a number).
-    fn create(&self, flags: u32, priority: i32) -> Result<usize, String>;
+    /// A stream with a queue of its own that [`Device::suspend`] can stop: the program's
+    /// `hipStream_t` (a number), and whether it is a blocking stream (null-stream work waits for
+    /// it), which the device decides.
+    fn create(&self, flags: u32, priority: i32) -> Result<Created, String>;
     /// Destroys a stream [`Device::create`] made.
     fn destroy(&self, key: usize) -> Result<(), String>;
     fn suspend(&self, key: usize) -> Result<(), String>;
     fn resume(&self, key: usize) -> Result<(), String>;
 }
+
+/// A stream [`Device::create`] made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Created {
+    pub key: usize,
+    pub blocking: bool,
+}
+
+/// `hipStreamNonBlocking`.
+pub const NON_BLOCKING: u32 = 1;
 
 /// The device for this process: the stand-in where its calls are there, else the GPU.
 pub fn open() -> Box<dyn Device> {
@@ -44,8 +55,12 @@ impl Device for StandIn {
     fn describe(&self) -> String {
         "the stand-in HIP runtime (host device: Lv3 is SIGSTOP of a stream's worker processes; host figures)".into()
     }
-    fn create(&self, flags: u32, priority: i32) -> Result<usize, String> {
-        next::create_stream(flags, priority).map_err(|c| hip("hipStreamCreateWithPriority", c))
+    fn create(&self, flags: u32, priority: i32) -> Result<Created, String> {
+        let key = next::create_stream(flags, priority).map_err(|c| hip("hipStreamCreateWithPriority", c))?;
+        Ok(Created {
+            key,
+            blocking: flags & NON_BLOCKING == 0,
+        })
     }
     fn destroy(&self, key: usize) -> Result<(), String> {
         next::destroy_stream(key).map_err(|c| hip("hipStreamDestroy", c))
@@ -94,31 +109,46 @@ impl Gpu {
 impl Device for Gpu {
     fn describe(&self) -> String {
         match self.side() {
-            Ok(s) => format!("hip:{} through /dev/kfd, Lv3 by {}", s.gpu.device().info.index, s.lv3.info.name.as_deref().unwrap_or("none")),
+            Ok(s) => format!(
+                "hip:{} through /dev/kfd, Lv3 by {}",
+                s.gpu.device().info.index,
+                s.lv3.info.name.as_deref().unwrap_or("none")
+            ),
             Err(e) => format!("a GPU without Lv3 ({e})"),
         }
     }
-    fn create(&self, _flags: u32, _priority: i32) -> Result<usize, String> {
+    /// The CU-mask route takes no flags: the stream is a blocking one whatever the program asked.
+    fn create(&self, _flags: u32, _priority: i32) -> Result<Created, String> {
         let side = self.side()?;
         let pre = side.lv3.preemptor.as_ref().ok_or("no Lv3 mechanism")?;
         let s = side.gpu.own_queue_stream(pre).map_err(|e| e.to_string())?;
         let key = s.handle();
         lock(&self.streams).insert(key, s);
-        Ok(key)
+        Ok(Created { key, blocking: true })
     }
     fn destroy(&self, key: usize) -> Result<(), String> {
         // Dropping it resumes it and destroys the stream.
-        lock(&self.streams).remove(&key).map(drop).ok_or_else(|| "not an interposer stream".into())
+        lock(&self.streams)
+            .remove(&key)
+            .map(drop)
+            .ok_or_else(|| "not an interposer stream".into())
     }
     fn suspend(&self, key: usize) -> Result<(), String> {
         let side = self.side()?;
         let pre = side.lv3.preemptor.as_ref().ok_or("no Lv3 mechanism")?;
         let streams = lock(&self.streams);
-        streams.get(&key).ok_or("not an interposer stream")?.suspend(pre).map_err(|e| e.to_string())
+        streams
+            .get(&key)
+            .ok_or("not an interposer stream")?
+            .suspend(pre)
+            .map_err(|e| e.to_string())
     }
     fn resume(&self, key: usize) -> Result<(), String> {
         let streams = lock(&self.streams);
-        streams.get(&key).ok_or("not an interposer stream")?.resume().map_err(|e| e.to_string())
+        streams
+            .get(&key)
+            .ok_or("not an interposer stream")?
+            .resume()
+            .map_err(|e| e.to_string())
     }
 }
-

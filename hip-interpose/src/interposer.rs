@@ -2,7 +2,7 @@
 //! that carries its actions out, the marks in flight ([`crate::watch`]) and which stream each
 //! program event was last recorded on. The hooks (`ffi/`) call in here with plain numbers.
 use crate::config::{Config, GREATEST, Granularity, LEAST};
-use crate::device::{self, Device};
+use crate::device::{self, Created, Device, NON_BLOCKING};
 use crate::ffi::next;
 use crate::sched::{Action, Key, Scheduler};
 use crate::watch::{Done, Pending, Watch};
@@ -61,7 +61,7 @@ pub fn get() -> Option<&'static Interposer> {
         if !cfg.enabled {
             return None;
         }
-        crate::ffi::at_fork_and_exit();
+        crate::ffi::at_fork_and_exit(child_after_fork, at_exit);
         let ip = Interposer::new(cfg, device::open());
         if ip.cfg.log {
             eprintln!(
@@ -85,6 +85,34 @@ pub fn active() -> bool {
 pub fn forked() {
     FORKED.store(true, Ordering::Relaxed);
     ACTIVE.store(false, Ordering::Relaxed);
+}
+
+/// The interposer's part of a call never unwinds into C: a panic there is reported and the
+/// program's call goes on as if the interposer were not there.
+pub(crate) fn quietly<T>(f: impl FnOnce() -> Option<T>) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        eprintln!("preempt-hip: internal error (a panic); this call passes through unscheduled");
+        None
+    })
+}
+
+/// The path of every submission hook: `call` (the runtime's function with the program's
+/// arguments) runs exactly once; before it, the streams it outranks are suspended, and after it
+/// a mark follows its work, when the stream can outrank anything. Until a preemptible stream
+/// exists it costs one relaxed load (examples/hook_cost.rs measures it).
+pub fn submission(key: Key, call: impl FnOnce() -> i32) -> i32 {
+    if !active() {
+        return call();
+    }
+    let ticket = quietly(|| get().and_then(|ip| ip.before_submit(key).map(|t| (ip, t))));
+    let c = call();
+    if let Some((ip, t)) = ticket {
+        quietly(|| {
+            ip.after_submit(t);
+            Some(())
+        });
+    }
+    c
 }
 
 /// What a submission's hook carries from before the call to after it.
@@ -124,19 +152,20 @@ impl Interposer {
         }
         let made = self.device.create(flags, priority);
         match &made {
-            Ok(key) => {
+            Ok(Created { key, blocking }) => {
                 n.fetch_add(1, Ordering::Relaxed);
-                let blocking = flags & 1 == 0; // hipStreamNonBlocking
-                let actions = lock(&self.sched).add(*key, p, true, blocking);
+                let actions = lock(&self.sched).add(*key, p, true, *blocking);
                 self.carry_out_unlocked(actions);
                 ACTIVE.store(true, Ordering::Relaxed);
                 if self.cfg.log {
                     eprintln!("preempt-hip: stream {key:#x} (priority {priority}) has a queue of its own");
                 }
             }
-            Err(e) => eprintln!("preempt-hip: a queue of its own for a priority-{priority} stream failed ({e}); created as asked, never suspended"),
+            Err(e) => eprintln!(
+                "preempt-hip: a queue of its own for a priority-{priority} stream failed ({e}); created as asked, never suspended"
+            ),
         }
-        Some(made)
+        Some(made.map(|c| c.key))
     }
 
     /// A stream the runtime created as asked: known to the rule, never suspended.
@@ -146,7 +175,7 @@ impl Interposer {
             self.high_exists.store(true, Ordering::Relaxed);
         }
         if self.cfg.granularity == Granularity::Stream {
-            let actions = lock(&self.sched).add(key, p, false, flags & 1 == 0);
+            let actions = lock(&self.sched).add(key, p, false, flags & NON_BLOCKING == 0);
             self.carry_out_unlocked(actions);
         }
     }
@@ -182,13 +211,29 @@ impl Interposer {
     pub fn after_submit(&'static self, t: Ticket) {
         self.counters.marks.fetch_add(1, Ordering::Relaxed);
         let ev = lock(&self.pool).pop().map_or_else(next::create_event, Ok);
-        let recorded = ev.and_then(|e| next::record_event(e, t.key).map(|()| e).inspect_err(|_| self.recycle(e)));
+        let recorded = ev.and_then(|e| {
+            next::record_event(e, t.key)
+                .map(|()| e)
+                .inspect_err(|_| self.recycle(e))
+        });
         match recorded {
-            Ok(e) => self.watch.add(e, Pending::Mark { key: t.key, mark: t.mark }, true, &on_done),
+            Ok(e) => self.watch.add(
+                e,
+                Pending::Mark {
+                    key: t.key,
+                    mark: t.mark,
+                },
+                true,
+                &on_done,
+            ),
             Err(c) => {
                 // Without an event the work cannot be followed: taken as completed, so that
                 // nothing stays suspended on its account.
-                eprintln!("preempt-hip: a mark on stream {:#x} failed ({}); taken as complete", t.key, next::error_name(c));
+                eprintln!(
+                    "preempt-hip: a mark on stream {:#x} failed ({}); taken as complete",
+                    t.key,
+                    next::error_name(c)
+                );
                 let actions = lock(&self.sched).completed(t.key, t.mark);
                 self.carry_out_unlocked(actions);
             }
@@ -294,6 +339,16 @@ impl Interposer {
                 c.failures.load(Ordering::Relaxed)
             );
         }
+    }
+}
+
+extern "C" fn child_after_fork() {
+    forked();
+}
+
+extern "C" fn at_exit() {
+    if let Some(ip) = get() {
+        ip.release_all();
     }
 }
 

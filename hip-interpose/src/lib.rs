@@ -13,6 +13,8 @@ pub mod config;
 pub mod device;
 #[allow(unsafe_code)]
 mod ffi;
+#[allow(unsafe_code)]
+mod hooks;
 pub mod interposer;
 pub mod sched;
 pub mod watch;

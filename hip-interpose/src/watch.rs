@@ -60,7 +60,11 @@ impl Watch {
             if spawned.is_err() {
                 // Without the thread nothing would ever be resumed: report all as done now.
                 s.started = false;
-                let all = s.pending.drain(..).map(|(event, what, owned)| Done { event, what, owned }).collect();
+                let all = s
+                    .pending
+                    .drain(..)
+                    .map(|(event, what, owned)| Done { event, what, owned })
+                    .collect();
                 drop(s);
                 on_done(all);
                 return;

@@ -11,20 +11,39 @@ const LIMIT: Duration = Duration::from_secs(120);
 
 #[test]
 fn the_interposer_suspends_the_low_stream_for_each_request_and_loses_no_lp_command() {
-    let r = run(true, &["--lp", "40", "--lp-ms", "10", "--hp", "20", "--gap-ms", "5"], LIMIT);
+    let r = run(
+        true,
+        &["--lp", "40", "--lp-ms", "10", "--hp", "20", "--gap-ms", "5"],
+        LIMIT,
+    );
     assert_eq!(r.code, Some(0), "stderr:\n{}", r.stderr);
-    assert_eq!(r.get("lp_exactly_once"), 40.0, "every LP command completed exactly once");
-    assert!(r.stderr.contains("has a queue of its own"), "the low stream was taken over:\n{}", r.stderr);
+    assert_eq!(
+        r.get("lp_exactly_once"),
+        40.0,
+        "every LP command completed exactly once"
+    );
+    assert!(
+        r.stderr.contains("has a queue of its own"),
+        "the low stream was taken over:\n{}",
+        r.stderr
+    );
     let (marks, suspends, resumes, failures) = exit_counts(&r.stderr).expect("the interposer's exit line");
     assert_eq!(marks, 20, "one mark per HP request");
-    assert!(suspends >= 1 && suspends <= 20, "the LP stream stopped for the requests: {suspends}");
+    assert!(
+        (1..=20).contains(&suspends),
+        "the LP stream stopped for the requests: {suspends}"
+    );
     assert_eq!(suspends, resumes, "everything suspended was resumed");
     assert_eq!(failures, 0);
 }
 
 #[test]
 fn without_the_interposer_the_same_program_runs_unscheduled() {
-    let r = run(false, &["--lp", "10", "--lp-ms", "10", "--hp", "5", "--gap-ms", "5"], LIMIT);
+    let r = run(
+        false,
+        &["--lp", "10", "--lp-ms", "10", "--hp", "5", "--gap-ms", "5"],
+        LIMIT,
+    );
     assert_eq!(r.code, Some(0), "stderr:\n{}", r.stderr);
     assert_eq!(r.get("lp_exactly_once"), 10.0);
     assert!(!r.stderr.contains("preempt-hip"), "no interposer, no line of it");
@@ -35,7 +54,21 @@ fn a_high_stream_waiting_on_a_low_streams_event_is_not_deadlocked() {
     // The first HP request waits (hipStreamWaitEvent) on an event recorded on the LP stream
     // after its first command: suspending LP for that request would wait forever
     // (hip-standin's tests show that wait). The interposer resumes LP until the event completes.
-    let r = run(true, &["--lp", "20", "--lp-ms", "10", "--hp", "10", "--gap-ms", "5", "--hp-waits-on-lp"], LIMIT);
+    let r = run(
+        true,
+        &[
+            "--lp",
+            "20",
+            "--lp-ms",
+            "10",
+            "--hp",
+            "10",
+            "--gap-ms",
+            "5",
+            "--hp-waits-on-lp",
+        ],
+        LIMIT,
+    );
     assert_eq!(r.code, Some(0), "stderr:\n{}", r.stderr);
     assert_eq!(r.get("lp_exactly_once"), 20.0);
     let (_, suspends, resumes, failures) = exit_counts(&r.stderr).expect("the interposer's exit line");

@@ -87,8 +87,15 @@ fn slot_addr(base: u64, index: u64, size: usize) -> Result<usize, Code> {
 /// One launch, its arguments read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Call {
-    Delay { slot: usize, cmd_id: u32, ticks: u64, nblocks: u32 },
-    Probe { stamp: usize },
+    Delay {
+        slot: usize,
+        cmd_id: u32,
+        ticks: u64,
+        nblocks: u32,
+    },
+    Probe {
+        stamp: usize,
+    },
 }
 
 impl Call {
@@ -121,7 +128,9 @@ impl Call {
         let start = records.iter().map(|r| r.start_ns).min().unwrap_or(0) / NS_PER_TICK;
         let end = records.iter().map(|r| r.end_ns).max().unwrap_or(0) / NS_PER_TICK;
         match *self {
-            Call::Delay { slot, cmd_id, nblocks, .. } => mem.update(slot, SLOT_BYTES, |s| {
+            Call::Delay {
+                slot, cmd_id, nblocks, ..
+            } => mem.update(slot, SLOT_BYTES, |s| {
                 let get64 = |s: &[u8], o: usize| u64::from_le_bytes(s[o..o + 8].try_into().unwrap_or([0; 8]));
                 let get32 = |s: &[u8], o: usize| u32::from_le_bytes(s[o..o + 4].try_into().unwrap_or([0; 4]));
                 if get64(s, 0) == 0 {

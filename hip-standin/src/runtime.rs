@@ -135,7 +135,10 @@ impl Runtime {
     }
 
     pub fn kernel(&self, f: usize) -> Result<Kernel, Code> {
-        lock(&self.functions).get(&f).copied().ok_or(code::INVALID_DEVICE_FUNCTION)
+        lock(&self.functions)
+            .get(&f)
+            .copied()
+            .ok_or(code::INVALID_DEVICE_FUNCTION)
     }
 
     pub fn launch(&self, stream: usize, call: Call) -> Result<(), Code> {

@@ -24,7 +24,11 @@ fn slot(rt: &Runtime, slots: usize, cmd: usize) -> (u32, u32, u64) {
     let mut b = [0u8; SLOT_BYTES];
     rt.mem.read(slots + cmd * SLOT_BYTES, &mut b).unwrap();
     let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
-    (u32_at(16), u32_at(20), u64::from_le_bytes(b[24..32].try_into().unwrap()))
+    (
+        u32_at(16),
+        u32_at(20),
+        u64::from_le_bytes(b[24..32].try_into().unwrap()),
+    )
 }
 
 #[test]
@@ -47,9 +51,21 @@ fn a_delay_kernel_books_its_slot_once_as_the_gpu_kernel_does() {
 fn a_kernel_writing_outside_device_memory_is_refused_at_launch() {
     let rt = rt();
     let slots = rt.mem.alloc(SLOT_BYTES).unwrap();
-    assert_eq!(Kernel::Delay.call(&delay_args(slots, 1, 1), &rt.mem), Err(code::INVALID_VALUE), "slot 1 of a 1-slot buffer");
-    assert_eq!(Kernel::Delay.call(&delay_args(0x1000, 0, 1), &rt.mem), Err(code::INVALID_VALUE), "not device memory");
-    assert_eq!(Kernel::HpProbe.call(&delay_args(slots, 0, 1), &rt.mem), Err(code::INVALID_VALUE), "wrong argument count");
+    assert_eq!(
+        Kernel::Delay.call(&delay_args(slots, 1, 1), &rt.mem),
+        Err(code::INVALID_VALUE),
+        "slot 1 of a 1-slot buffer"
+    );
+    assert_eq!(
+        Kernel::Delay.call(&delay_args(0x1000, 0, 1), &rt.mem),
+        Err(code::INVALID_VALUE),
+        "not device memory"
+    );
+    assert_eq!(
+        Kernel::HpProbe.call(&delay_args(slots, 0, 1), &rt.mem),
+        Err(code::INVALID_VALUE),
+        "wrong argument count"
+    );
     assert_eq!(rt.stream(0x1234).err(), Some(code::INVALID_HANDLE));
 }
 
@@ -62,17 +78,26 @@ fn a_stream_waiting_on_a_suspended_streams_event_waits_until_it_is_resumed() {
     let slots = rt.mem.alloc(2 * SLOT_BYTES).unwrap();
     let ev = rt.create_event();
     let lps = rt.stream(lp).unwrap();
-    rt.launch(lp, Kernel::Delay.call(&delay_args(slots, 0, 50), &rt.mem).unwrap()).unwrap();
+    rt.launch(lp, Kernel::Delay.call(&delay_args(slots, 0, 50), &rt.mem).unwrap())
+        .unwrap();
     lps.record(&rt.event(ev).unwrap()).unwrap();
     lps.suspend().unwrap();
     let hps = rt.stream(hp).unwrap();
     hps.wait_event(&rt.event(ev).unwrap()).unwrap();
-    rt.launch(hp, Kernel::Delay.call(&delay_args(slots, 1, 1), &rt.mem).unwrap()).unwrap();
+    rt.launch(hp, Kernel::Delay.call(&delay_args(slots, 1, 1), &rt.mem).unwrap())
+        .unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || tx.send(hps.synchronize()).unwrap());
-    assert!(rx.recv_timeout(Duration::from_secs(2)).is_err(), "HP is stuck behind the suspended LP stream");
+    assert!(
+        rx.recv_timeout(Duration::from_secs(2)).is_err(),
+        "HP is stuck behind the suspended LP stream"
+    );
     lps.resume().unwrap();
-    assert_eq!(rx.recv_timeout(Duration::from_secs(60)).unwrap(), Ok(()), "LP resumed: HP completes");
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(60)).unwrap(),
+        Ok(()),
+        "LP resumed: HP completes"
+    );
     assert_eq!(slot(rt, slots, 0).1, 1, "LP's command completed once");
     assert_eq!(slot(rt, slots, 1).1, 1, "and then HP's");
 }

@@ -105,9 +105,9 @@ impl Scheduler {
         let Some(me) = self.streams.get(&key) else {
             return false;
         };
-        self.streams.iter().any(|(k, e)| {
-            *k != key && e.preemptible && (e.priority > me.priority || (key == 0 && e.blocking))
-        })
+        self.streams
+            .iter()
+            .any(|(k, e)| *k != key && e.preemptible && (e.priority > me.priority || (key == 0 && e.blocking)))
     }
 
     /// Work was submitted on `key`: returns the mark's number (to hand to [`Scheduler::completed`]
@@ -167,8 +167,7 @@ impl Scheduler {
 
     /// Every suspended stream, resumed and forgotten (at exit, or when the interposer stops).
     pub fn release_all(&mut self) -> Vec<Action> {
-        let out = self
-            .streams
+        self.streams
             .iter_mut()
             .filter(|(_, e)| e.suspended)
             .map(|(k, e)| {
@@ -176,8 +175,7 @@ impl Scheduler {
                 e.broken = true;
                 Action::Resume(*k)
             })
-            .collect();
-        out
+            .collect()
     }
 
     /// Brings every preemptible stream to what the rule says; resumes come before suspends, so

@@ -14,9 +14,17 @@ fn sched(streams: &[(Key, i32, bool, bool)]) -> Scheduler {
 
 #[test]
 fn hp_work_suspends_lower_streams_until_its_last_mark_completes() {
-    let mut s = sched(&[(10, HP, false, false), (20, LOW, true, false), (30, NORMAL, true, false)]);
+    let mut s = sched(&[
+        (10, HP, false, false),
+        (20, LOW, true, false),
+        (30, NORMAL, true, false),
+    ]);
     let (m1, a) = s.submit(10).unwrap();
-    assert_eq!(a, [Action::Suspend(20), Action::Suspend(30)], "both less urgent streams stop");
+    assert_eq!(
+        a,
+        [Action::Suspend(20), Action::Suspend(30)],
+        "both less urgent streams stop"
+    );
     let (m2, a) = s.submit(10).unwrap();
     assert!(a.is_empty(), "already suspended: nothing more to do");
     assert!(s.completed(10, m1).is_empty(), "a later mark is still in flight");
@@ -26,10 +34,18 @@ fn hp_work_suspends_lower_streams_until_its_last_mark_completes() {
 
 #[test]
 fn equal_or_less_urgent_work_suspends_nothing() {
-    let mut s = sched(&[(10, NORMAL, true, false), (20, NORMAL, true, false), (30, LOW, true, false)]);
+    let mut s = sched(&[
+        (10, NORMAL, true, false),
+        (20, NORMAL, true, false),
+        (30, LOW, true, false),
+    ]);
     assert!(!s.needs_mark(30), "nothing is less urgent than the low stream");
     let (_, a) = s.submit(10).unwrap();
-    assert_eq!(a, [Action::Suspend(30)], "the normal stream stops only the low one, not its peer");
+    assert_eq!(
+        a,
+        [Action::Suspend(30)],
+        "the normal stream stops only the low one, not its peer"
+    );
 }
 
 #[test]
@@ -41,18 +57,38 @@ fn a_wait_on_a_suspended_streams_event_resumes_it_until_the_pin_goes() {
     assert!(s.completed(10, m).is_empty(), "already running");
     let (_, a) = s.submit(10).unwrap();
     assert!(a.is_empty(), "pinned: not suspended again");
-    assert_eq!(s.unpin(20), [Action::Suspend(20)], "pin gone while HP is busy: suspended again");
+    assert_eq!(
+        s.unpin(20),
+        [Action::Suspend(20)],
+        "pin gone while HP is busy: suspended again"
+    );
 }
 
 #[test]
 fn null_stream_work_keeps_blocking_streams_running() {
-    let mut s = sched(&[(0, NORMAL, false, true), (10, HP, false, false), (20, LOW, true, true), (30, LOW, true, false)]);
+    let mut s = sched(&[
+        (0, NORMAL, false, true),
+        (10, HP, false, false),
+        (20, LOW, true, true),
+        (30, LOW, true, false),
+    ]);
     assert!(s.needs_mark(0), "the null stream waits for the blocking LP stream");
     let (mn, a) = s.submit(0).unwrap();
-    assert_eq!(a, [Action::Suspend(30)], "normal work stops the low streams, but not the blocking one it waits for");
+    assert_eq!(
+        a,
+        [Action::Suspend(30)],
+        "normal work stops the low streams, but not the blocking one it waits for"
+    );
     let (mh, a) = s.submit(10).unwrap();
-    assert!(a.is_empty(), "the blocking LP stream still runs: the null stream's work waits for it");
-    assert_eq!(s.completed(0, mn), [Action::Suspend(20)], "null work done: the blocking one stops too");
+    assert!(
+        a.is_empty(),
+        "the blocking LP stream still runs: the null stream's work waits for it"
+    );
+    assert_eq!(
+        s.completed(0, mn),
+        [Action::Suspend(20)],
+        "null work done: the blocking one stops too"
+    );
     assert_eq!(s.completed(10, mh), [Action::Resume(20), Action::Resume(30)]);
 }
 
@@ -64,7 +100,11 @@ fn a_failed_stream_is_never_suspended_again_and_removal_resumes() {
     assert_eq!(s.completed(10, m), [Action::Resume(30)]);
     let (_, a) = s.submit(10).unwrap();
     assert_eq!(a, [Action::Suspend(30)], "20 failed once: left running");
-    assert_eq!(s.remove(30), [Action::Resume(30)], "a destroyed stream is resumed first");
+    assert_eq!(
+        s.remove(30),
+        [Action::Resume(30)],
+        "a destroyed stream is resumed first"
+    );
     assert!(s.release_all().is_empty());
 }
 
@@ -74,7 +114,10 @@ fn unknown_streams_and_stale_marks_change_nothing() {
     assert!(s.submit(99).is_none());
     assert!(s.completed(99, 1).is_empty() && s.pin(99).is_empty() && s.unpin(99).is_empty());
     let (m, _) = s.submit(10).unwrap();
-    assert!(s.completed(10, m + 5).len() == 1, "a mark past the latest counts as the latest");
+    assert!(
+        s.completed(10, m + 5).len() == 1,
+        "a mark past the latest counts as the latest"
+    );
     assert!(s.completed(10, m).is_empty(), "an old mark again: nothing");
 }
 
@@ -104,7 +147,7 @@ fn random_sequences_always_end_where_the_rule_says_and_actions_alternate() {
         let mut marks: Vec<(Key, u64)> = Vec::new();
         let mut pins: Vec<Key> = Vec::new();
         for _ in 0..200 {
-            let key = next(5) as Key; // 0 is the null stream
+            let key = Key::try_from(next(5)).unwrap(); // 0 is the null stream
             let actions = match next(7) {
                 0 if !s.knows(key) => {
                     let p = i32::try_from(next(3)).unwrap() - 1;
@@ -137,7 +180,11 @@ fn random_sequences_always_end_where_the_rule_says_and_actions_alternate() {
             }
             for k in s.streams.keys() {
                 assert_eq!(s.is_suspended(*k), rule(&s, *k), "stream {k}");
-                assert_eq!(suspended.contains(k), s.is_suspended(*k), "actions and state agree on {k}");
+                assert_eq!(
+                    suspended.contains(k),
+                    s.is_suspended(*k),
+                    "actions and state agree on {k}"
+                );
             }
             suspended.retain(|k| s.knows(*k));
         }

@@ -12,12 +12,20 @@ use std::time::{Duration, Instant};
 pub fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test's executable");
     let dir = exe.parent().expect("its directory");
-    if dir.ends_with("deps") { dir.parent().unwrap().to_path_buf() } else { dir.to_path_buf() }
+    if dir.ends_with("deps") {
+        dir.parent().unwrap().to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
 }
 
 fn built(name: &str, package: &str) -> PathBuf {
     let p = profile_dir().join(name);
-    assert!(p.is_file(), "{} is not built: run `cargo build -p {package}` (`cargo test --workspace` builds it)", p.display());
+    assert!(
+        p.is_file(),
+        "{} is not built: run `cargo build -p {package}` (`cargo test --workspace` builds it)",
+        p.display()
+    );
     p
 }
 
@@ -33,7 +41,12 @@ pub fn standin_dir() -> &'static Path {
         let lib = built("libhip_standin.so", "hip-standin");
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("standin-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        for name in ["libamdhip64.so", "libamdhip64.so.5", "libamdhip64.so.6", "libamdhip64.so.7"] {
+        for name in [
+            "libamdhip64.so",
+            "libamdhip64.so.5",
+            "libamdhip64.so.6",
+            "libamdhip64.so.7",
+        ] {
             let l = dir.join(name);
             let _ = std::fs::remove_file(&l);
             std::os::unix::fs::symlink(&lib, &l).unwrap();
@@ -120,7 +133,10 @@ pub struct Run {
 
 impl Run {
     pub fn get(&self, k: &str) -> f64 {
-        *self.values.get(k).unwrap_or_else(|| panic!("no {k} in the program's line; stderr:\n{}", self.stderr))
+        *self
+            .values
+            .get(k)
+            .unwrap_or_else(|| panic!("no {k} in the program's line; stderr:\n{}", self.stderr))
     }
 }
 
@@ -142,7 +158,9 @@ pub fn run(preload: bool, args: &[&str], limit: Duration) -> Run {
 
 /// The interposer's exit line: (marks, suspends, resumes, failures).
 pub fn exit_counts(stderr: &str) -> Option<(u64, u64, u64, u64)> {
-    let line = stderr.lines().find(|l| l.starts_with("preempt-hip: pid") && l.contains(" exits: "))?;
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("preempt-hip: pid") && l.contains(" exits: "))?;
     let nums: Vec<u64> = line
         .split(" exits: ")
         .nth(1)?

@@ -40,7 +40,13 @@ pub unsafe extern "C" fn hipModuleLoadData(m: *mut *mut c_void, image: *const c_
 
 #[unsafe(no_mangle)]
 pub extern "C" fn hipModuleUnload(m: *mut c_void) -> Code {
-    guard(|| if h(m) == MODULE { Ok(()) } else { Err(code::INVALID_HANDLE) })
+    guard(|| {
+        if h(m) == MODULE {
+            Ok(())
+        } else {
+            Err(code::INVALID_HANDLE)
+        }
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -64,7 +70,12 @@ pub unsafe extern "C" fn hipModuleGetFunction(f: *mut *mut c_void, m: *mut c_voi
 ///
 /// # Safety
 /// `params` holds one pointer per argument of `f`'s kernel, each to a value of its size.
-unsafe fn launch(f: *mut c_void, stream: *mut c_void, params: *mut *mut c_void, extra: *mut *mut c_void) -> Result<(), Code> {
+unsafe fn launch(
+    f: *mut c_void,
+    stream: *mut c_void,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> Result<(), Code> {
     let rt = runtime::get()?;
     let k = rt.kernel(h(f))?;
     if params.is_null() || !extra.is_null() {

@@ -19,7 +19,13 @@ pub unsafe extern "C" fn hipMalloc(p: *mut *mut c_void, size: usize) -> Code {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn hipFree(p: *mut c_void) -> Code {
-    guard(|| if p.is_null() { Ok(()) } else { runtime::get()?.mem.free(h(p)) })
+    guard(|| {
+        if p.is_null() {
+            Ok(())
+        } else {
+            runtime::get()?.mem.free(h(p))
+        }
+    })
 }
 
 /// Copies `n` bytes, the direction from `kind` (or, for `hipMemcpyDefault`, from which
@@ -80,7 +86,13 @@ pub unsafe extern "C" fn hipMemcpy(dst: *mut c_void, src: *const c_void, n: usiz
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipMemcpyAsync(dst: *mut c_void, src: *const c_void, n: usize, kind: c_int, s: *mut c_void) -> Code {
+pub unsafe extern "C" fn hipMemcpyAsync(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    kind: c_int,
+    s: *mut c_void,
+) -> Code {
     guard(|| {
         let rt = runtime::get()?;
         rt.stream(h(s))?.synchronize()?;

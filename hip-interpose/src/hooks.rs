@@ -1,35 +1,22 @@
-//! The exported HIP calls (the module's safety contract, `ffi/mod.rs`, covers each). What is
-//! intercepted and why, and what passes through untouched: docs/interposer.md#what-is-intercepted.
-use super::next::{self, NOT_SUPPORTED};
-use super::{Code, Dim3, Raw};
+//! The HIP calls this library defines in front of the runtime's. What is intercepted and why,
+//! and what passes through untouched: docs/interposer.md#what-is-intercepted.
+//!
+//! # Safety (every hook)
+//! A hook is called by a program as the HIP function of its name, with that function's
+//! contract; it passes every argument on unchanged to the runtime's definition, so the
+//! runtime's own checks apply. Of the arguments, the interposer itself reads only handles as
+//! numbers (never dereferenced) and, for stream creation, writes the out-parameter after
+//! checking it is not null.
+use crate::ffi::next::{self, NOT_SUPPORTED};
+use crate::ffi::{Code, Dim3, Raw};
 use crate::interposer::{self, Interposer};
 use std::ffi::{c_int, c_uint, c_void};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
-/// The interposer's part of a call never unwinds into C: a panic there is reported and the
-/// program's call goes on as if the interposer were not there.
-fn quietly<T>(f: impl FnOnce() -> Option<T>) -> Option<T> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        eprintln!("preempt-hip: internal error (a panic); this call passes through unscheduled");
-        None
-    })
-}
+use crate::interposer::{quietly, submission};
 
-/// Runs the program's submission `call` on `stream`, with the marks and suspensions it needs.
+/// Runs the program's submission `call` on `stream` (see [`submission`]).
 fn submit(stream: Raw, call: impl FnOnce() -> Code) -> Code {
-    if !interposer::active() {
-        return call();
-    }
-    let key = stream as usize;
-    let ticket = quietly(|| interposer::get().and_then(|ip| ip.before_submit(key).map(|t| (ip, t))));
-    let c = call();
-    if let Some((ip, t)) = ticket {
-        quietly(|| {
-            ip.after_submit(t);
-            Some(())
-        });
-    }
-    c
+    submission(stream as usize, call)
 }
 
 /// Stream creation: a queue of its own where the interposer takes the stream over, else the
