@@ -8,12 +8,17 @@
  * slot must say it completed exactly once.
  *
  *   two_priorities CODE_OBJECT [--lp N] [--lp-ms T] [--hp K] [--hp-ms H] [--gap-ms G]
- *                  [--no-lp] [--hp-waits-on-lp]
+ *                  [--no-lp] [--hp-waits-on-lp] [--spawn-child]
+ *                  [--extra-streams S]
  *
  * CODE_OBJECT holds the project's delay kernels (gpu-device/kernels/delay.hip, compiled for the
  * GPU; the stand-in runtime accepts any file). --hp-waits-on-lp makes the first request wait on
  * an event recorded on the LP stream (hipStreamWaitEvent): a high-priority stream that depends
- * on low-priority work, which must not deadlock when the LP stream is suspended.
+ * on low-priority work, which must not deadlock when the LP stream is suspended. --spawn-child
+ * forks once its streams exist and the child execs this program for a small run of its own (an
+ * interposed program that starts another one, as launchers and job runners do); the parent waits
+ * for it at the end and fails if it failed. --extra-streams S creates S more low-priority streams
+ * first, used for nothing and destroyed at the end (a program with many streams).
  *
  * Prints one line: key=value pairs (latencies in microseconds, host clock). Exit 0 when every
  * LP command completed exactly once, 1 when one did not, 2 on bad arguments, 3 on a HIP error.
@@ -24,7 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CHECK(call)                                                                      \
   do {                                                                                   \
@@ -90,23 +97,41 @@ static int flag(int argc, char **argv, const char *name) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || argv[1][0] == '-') {
-    fprintf(stderr, "usage: two_priorities CODE_OBJECT [--lp N] [--lp-ms T] [--hp K] [--hp-ms H] [--gap-ms G] [--no-lp] [--hp-waits-on-lp]\n");
+    fprintf(stderr, "usage: two_priorities CODE_OBJECT [--lp N] [--lp-ms T] [--hp K] [--hp-ms H] [--gap-ms G] [--no-lp] [--hp-waits-on-lp] [--spawn-child] [--extra-streams S]\n");
     return 2;
   }
   long n_lp = flag(argc, argv, "--no-lp") ? 0 : arg(argc, argv, "--lp", 100);
   long lp_ms = arg(argc, argv, "--lp-ms", 20), k_hp = arg(argc, argv, "--hp", 50);
   long hp_ms = arg(argc, argv, "--hp-ms", 1), gap_ms = arg(argc, argv, "--gap-ms", 10);
-  int waits = flag(argc, argv, "--hp-waits-on-lp");
+  int waits = flag(argc, argv, "--hp-waits-on-lp"), spawn = flag(argc, argv, "--spawn-child");
   if (k_hp < 1) {
     fprintf(stderr, "two_priorities: --hp wants at least 1 request\n");
     return 2;
   }
 
+  long n_extra = arg(argc, argv, "--extra-streams", 0);
   int least, greatest;
   CHECK(hipDeviceGetStreamPriorityRange(&least, &greatest));
+  hipStream_t *extra = calloc((size_t)n_extra + 1, sizeof(hipStream_t));
+  for (long i = 0; i < n_extra; i++) CHECK(hipStreamCreateWithPriority(&extra[i], hipStreamNonBlocking, least));
   hipStream_t lp, hp;
   CHECK(hipStreamCreateWithPriority(&lp, hipStreamNonBlocking, least));
   CHECK(hipStreamCreateWithPriority(&hp, hipStreamNonBlocking, greatest));
+  pid_t child = -1;
+  if (spawn) {
+    fflush(NULL);
+    child = fork();
+    if (child < 0) {
+      perror("two_priorities: fork");
+      return 3;
+    }
+    if (child == 0) {
+      char *args[] = {argv[0], argv[1], "--lp", "5", "--lp-ms", "5", "--hp", "3", "--gap-ms", "1", NULL};
+      execv(argv[0], args);
+      perror("two_priorities: execv");
+      _exit(127);
+    }
+  }
   hipModule_t mod;
   hipFunction_t delay;
   CHECK(hipModuleLoad(&mod, argv[1]));
@@ -138,6 +163,11 @@ int main(int argc, char **argv) {
   }
   CHECK(hipStreamSynchronize(lp));
 
+  int child_status = 0;
+  if (child > 0) {
+    int st;
+    if (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st) != 0) child_status = 1;
+  }
   struct slot *host = malloc(lp_bytes);
   CHECK(hipMemcpy(host, lp_slots, lp_bytes, hipMemcpyDeviceToHost));
   long once = 0, bad = 0;
@@ -148,14 +178,16 @@ int main(int argc, char **argv) {
   }
   qsort(lat, (size_t)k_hp, sizeof(double), cmp);
   long p99 = (99 * k_hp + 99) / 100 - 1; /* nearest rank */
-  printf("hp_requests=%ld hp_ms=%ld p50_us=%.0f p99_us=%.0f max_us=%.0f lp_commands=%ld lp_ms=%ld lp_exactly_once=%ld lp_bad=%ld\n",
-         k_hp, hp_ms, lat[(k_hp - 1) / 2], lat[p99], lat[k_hp - 1], n_lp, lp_ms, once, bad);
+  printf("hp_requests=%ld hp_ms=%ld p50_us=%.0f p99_us=%.0f max_us=%.0f lp_commands=%ld lp_ms=%ld lp_exactly_once=%ld lp_bad=%ld child_failed=%d\n",
+         k_hp, hp_ms, lat[(k_hp - 1) / 2], lat[p99], lat[k_hp - 1], n_lp, lp_ms, once, bad, child_status);
   CHECK(hipStreamDestroy(lp));
   CHECK(hipStreamDestroy(hp));
   CHECK(hipEventDestroy(lp_mark));
+  for (long i = 0; i < n_extra; i++) CHECK(hipStreamDestroy(extra[i]));
+  free(extra);
   CHECK(hipFree(lp_slots));
   CHECK(hipFree(hp_slots));
   free(lat);
   free(host);
-  return bad ? 1 : 0;
+  return bad || child_status ? 1 : 0;
 }

@@ -1,5 +1,6 @@
-//! Faults, each bounded in time: the interposed program killed while its low-priority stream is
-//! suspended must leave no process stopped.
+//! Faults and hard cases, each bounded in time: the interposed program killed while its
+//! low-priority stream is suspended (no process may be left stopped), fork and exec inside it
+//! (one interposer per process), a thousand streams (the bound on queues of their own).
 mod support;
 use std::time::{Duration, Instant};
 
@@ -59,4 +60,83 @@ fn a_program_killed_mid_suspension_leaves_no_worker_stopped() {
         left = marked(&marker);
     }
     assert!(left.is_empty(), "processes left behind (pid, state): {left:?}");
+}
+
+#[test]
+fn fork_and_exec_in_an_interposed_program_start_one_interposer_per_process() {
+    // The program forks once its streams exist; the child execs the program again (LD_PRELOAD
+    // is inherited). Each process must have exactly one interposer of its own: one start line
+    // and one exit line per pid, with everything it suspended resumed.
+    let r = support::run(
+        true,
+        &["--lp", "20", "--lp-ms", "10", "--hp", "10", "--spawn-child"],
+        Duration::from_secs(120),
+    );
+    assert_eq!(r.code, Some(0), "stderr:\n{}", r.stderr);
+    assert_eq!((r.get("child_failed"), r.get("lp_exactly_once")), (0.0, 20.0));
+    let pid_of = |l: &str| {
+        l.strip_prefix("preempt-hip: pid ")?
+            .split_whitespace()
+            .next()
+            .map(str::to_string)
+    };
+    let starts: Vec<String> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains(" on the stand-in "))
+        .filter_map(pid_of)
+        .collect();
+    let exits: Vec<String> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains(" exits: "))
+        .filter_map(pid_of)
+        .collect();
+    assert_eq!(starts.len(), 2, "one start per process:\n{}", r.stderr);
+    assert_ne!(starts[0], starts[1], "two processes, two interposers");
+    let (mut a, mut b) = (starts.clone(), exits.clone());
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "each process that started one also ended it:\n{}", r.stderr);
+    for line in r.stderr.lines().filter(|l| l.contains(" exits: ")) {
+        let (_, s, res, f) = support::exit_counts(line).expect("an exit line");
+        assert_eq!((s, f), (res, 0), "{line}");
+    }
+}
+
+#[test]
+fn a_program_with_a_thousand_streams_gets_at_most_the_bound_of_queues_of_its_own() {
+    // Queues of their own are a per-process resource: past PREEMPT_MAX_OWN_QUEUES (64) a stream
+    // is created as the program asked and never suspended; the run still ends with everything
+    // resumed, every LP command exactly once.
+    let r = support::run(
+        true,
+        &[
+            "--extra-streams",
+            "1000",
+            "--lp",
+            "10",
+            "--lp-ms",
+            "5",
+            "--hp",
+            "5",
+            "--gap-ms",
+            "2",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(r.code, Some(0), "stderr:\n{}", r.stderr);
+    assert_eq!(r.get("lp_exactly_once"), 10.0);
+    let own = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("has a queue of its own"))
+        .count();
+    assert_eq!(own, 64, "the bound, not 1001");
+    let (_, s, res, f) = support::exit_counts(&r.stderr).expect("the exit line");
+    assert_eq!((s, f), (res, 0));
+    assert!(
+        s >= 64,
+        "each request suspends every stream with a queue of its own: {s}"
+    );
 }

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 /// Worker processes per stream: `$PREEMPT_STANDIN_WORKERS`, else one per CPU (a kernel sized to
 /// fill the device, as the delay kernels are).
 pub const WORKERS_ENV: &str = "PREEMPT_STANDIN_WORKERS";
-/// The most streams a process may have at once (each is worker processes).
-pub const MAX_STREAMS: usize = 256;
+/// The most streams a process may have at once (each is worker processes once used).
+pub const MAX_STREAMS: usize = 4096;
 /// Handles start here and step by 16 (never 0, the null stream; never a small integer a
 /// careless program passes by mistake).
 const HANDLE_BASE: usize = 0x5e_0000;
@@ -28,7 +28,7 @@ pub struct Runtime {
     workers: usize,
     pub mem: Arc<Memory>,
     streams: Mutex<HashMap<usize, Arc<Stream>>>,
-    null: OnceLock<Result<Arc<Stream>, Code>>,
+    null: OnceLock<Arc<Stream>>,
     events: Mutex<HashMap<usize, Arc<Event>>>,
     functions: Mutex<HashMap<usize, Kernel>>,
     next: AtomicUsize,
@@ -82,7 +82,7 @@ impl Runtime {
         if lock(&self.streams).len() >= MAX_STREAMS {
             return Err(code::OUT_OF_MEMORY);
         }
-        let s = Stream::spawn(&self.exe, self.workers, Arc::clone(&self.mem), flags, priority)?;
+        let s = Stream::new(&self.exe, self.workers, Arc::clone(&self.mem), flags, priority);
         let h = self.handle();
         lock(&self.streams).insert(h, Arc::new(s));
         Ok(h)
@@ -91,10 +91,10 @@ impl Runtime {
     /// The stream `h` names; 0 is the null stream, started at its first use.
     pub fn stream(&self, h: usize) -> Result<Arc<Stream>, Code> {
         if h == 0 {
-            return self
+            return Ok(self
                 .null
-                .get_or_init(|| Stream::spawn(&self.exe, self.workers, Arc::clone(&self.mem), 0, 0).map(Arc::new))
-                .clone();
+                .get_or_init(|| Arc::new(Stream::new(&self.exe, self.workers, Arc::clone(&self.mem), 0, 0)))
+                .clone());
         }
         lock(&self.streams).get(&h).cloned().ok_or(code::INVALID_HANDLE)
     }
@@ -106,7 +106,7 @@ impl Runtime {
     /// Every stream, the null stream included if it was started.
     pub fn all_streams(&self) -> Vec<Arc<Stream>> {
         let mut v: Vec<_> = lock(&self.streams).values().cloned().collect();
-        if let Some(Ok(n)) = self.null.get() {
+        if let Some(n) = self.null.get() {
             v.push(Arc::clone(n));
         }
         v

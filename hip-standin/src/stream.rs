@@ -1,5 +1,6 @@
 //! Streams and events. A stream is one host queue (worker processes: host-device's
-//! [`HostQueue`]) fed by one dispatcher thread that takes the stream's operations in order: a
+//! [`HostQueue`], started at the stream's first use, so that a program may create many streams
+//! and use a few) fed by one dispatcher thread that takes the stream's operations in order: a
 //! kernel is launched on the queue and awaited, then its side effects are written; an event
 //! record marks the event complete; an event wait blocks the stream until that event completes
 //! (as a GPU stream waits, so a wait on a stopped stream's event stops this one too).
@@ -9,7 +10,7 @@ use crate::memory::Memory;
 use host_device::{HostCommand, HostQueue, SharedHostSuspension, WorkerExe};
 use lv1::HwQueue;
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -107,43 +108,79 @@ struct Progress {
 
 /// One stream.
 pub struct Stream {
-    queue: Arc<HostQueue>,
-    tx: Mutex<Sender<Op>>,
+    exe: WorkerExe,
+    workers: usize,
+    mem: Arc<Memory>,
+    /// The queue and the sender to its dispatcher, from the first use on.
+    started: OnceLock<Result<Started, Code>>,
     progress: Arc<(Mutex<Progress>, Condvar)>,
-    suspension: Mutex<Option<SharedHostSuspension>>,
+    suspension: Mutex<Suspension>,
     /// The priority given at creation (kept for `hipStreamGetPriority`).
     pub priority: i32,
     /// The flags given at creation.
     pub flags: u32,
 }
 
+/// A stream's suspension: none, asked for before the stream's first use (its workers are
+/// stopped as soon as they exist, before any work reaches them), or its workers stopped.
+enum Suspension {
+    None,
+    BeforeStart,
+    Held(SharedHostSuspension),
+}
+
+struct Started {
+    queue: Arc<HostQueue>,
+    tx: Mutex<Sender<Op>>,
+}
+
 impl Stream {
-    /// A stream of `workers` worker processes.
-    pub fn spawn(exe: &WorkerExe, workers: usize, mem: Arc<Memory>, flags: u32, priority: i32) -> Result<Stream, Code> {
-        let queue = Arc::new(HostQueue::spawn(exe, workers).map_err(|e| {
-            crate::warn(&format!("starting a stream's workers: {e}"));
-            code::OUT_OF_MEMORY
-        })?);
-        let (tx, rx) = channel();
-        let progress = Arc::new((Mutex::new(Progress::default()), Condvar::new()));
-        let (q, p) = (Arc::clone(&queue), Arc::clone(&progress));
-        std::thread::Builder::new()
-            .name("hip-standin stream".into())
-            .spawn(move || dispatch(&q, &rx, &p, &mem))
-            .map_err(|_| code::OUT_OF_MEMORY)?;
-        Ok(Stream {
-            queue,
-            tx: Mutex::new(tx),
-            progress,
-            suspension: Mutex::new(None),
+    /// A stream of `workers` worker processes, started at its first use.
+    pub fn new(exe: &WorkerExe, workers: usize, mem: Arc<Memory>, flags: u32, priority: i32) -> Stream {
+        Stream {
+            exe: exe.clone(),
+            workers,
+            mem,
+            started: OnceLock::new(),
+            progress: Arc::new((Mutex::new(Progress::default()), Condvar::new())),
+            suspension: Mutex::new(Suspension::None),
             priority,
             flags,
-        })
+        }
+    }
+
+    fn started(&self) -> Result<&Started, Code> {
+        self.started
+            .get_or_init(|| {
+                let queue = Arc::new(HostQueue::spawn(&self.exe, self.workers).map_err(|e| {
+                    crate::warn(&format!("starting a stream's workers: {e}"));
+                    code::OUT_OF_MEMORY
+                })?);
+                let (tx, rx) = channel();
+                let (q, p, mem) = (Arc::clone(&queue), Arc::clone(&self.progress), Arc::clone(&self.mem));
+                std::thread::Builder::new()
+                    .name("hip-standin stream".into())
+                    .spawn(move || dispatch(&q, &rx, &p, &mem))
+                    .map_err(|_| code::OUT_OF_MEMORY)?;
+                Ok(Started {
+                    queue,
+                    tx: Mutex::new(tx),
+                })
+            })
+            .as_ref()
+            .map_err(|c| *c)
     }
 
     fn push(&self, op: Op) -> Result<(), Code> {
+        let started = self.started()?;
+        {
+            let mut s = lock(&self.suspension);
+            if matches!(*s, Suspension::BeforeStart) {
+                *s = Suspension::Held(stop(&started.queue)?);
+            }
+        }
         lock(&self.progress.0).submitted += 1;
-        lock(&self.tx).send(op).map_err(|_| code::LAUNCH_FAILURE)
+        lock(&started.tx).send(op).map_err(|_| code::LAUNCH_FAILURE)
     }
 
     pub fn launch(&self, call: Call) -> Result<(), Code> {
@@ -179,37 +216,41 @@ impl Stream {
         p.error.take().map_or(Ok(()), Err)
     }
 
-    /// Stops the stream's workers (host Lv3: SIGSTOP, waited for); idempotent.
+    /// Stops the stream's workers (host Lv3: SIGSTOP, waited for; a stream not used yet is
+    /// stopped as its workers start); idempotent.
     pub fn suspend(&self) -> Result<(), Code> {
         let mut s = lock(&self.suspension);
-        if s.is_none() {
-            *s = Some(self.queue.suspend_shared().map_err(|e| {
-                crate::warn(&format!("suspending a stream: {e}"));
-                code::LAUNCH_FAILURE
-            })?);
+        if matches!(*s, Suspension::None) {
+            *s = match self.started.get() {
+                Some(Ok(started)) => Suspension::Held(stop(&started.queue)?),
+                _ => Suspension::BeforeStart,
+            };
         }
         Ok(())
     }
 
     /// Continues the stream's workers; idempotent.
     pub fn resume(&self) -> Result<(), Code> {
-        match lock(&self.suspension).take() {
-            Some(s) => s.resume().map_err(|e| {
+        match std::mem::replace(&mut *lock(&self.suspension), Suspension::None) {
+            Suspension::Held(h) => h.resume().map_err(|e| {
                 crate::warn(&format!("resuming a stream: {e}"));
                 code::LAUNCH_FAILURE
             }),
-            None => Ok(()),
+            Suspension::BeforeStart | Suspension::None => Ok(()),
         }
     }
 
     /// Whether the stream is suspended.
     pub fn is_suspended(&self) -> bool {
-        lock(&self.suspension).is_some()
+        !matches!(*lock(&self.suspension), Suspension::None)
     }
 
-    /// The worker processes' pids (what a test checks the state of).
+    /// The worker processes' pids (none before the stream's first use).
     pub fn pids(&self) -> Vec<i32> {
-        self.queue.pids()
+        match self.started.get() {
+            Some(Ok(s)) => s.queue.pids(),
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -218,6 +259,13 @@ impl Drop for Stream {
         // A destroyed stream never leaves its workers stopped.
         let _ = self.resume();
     }
+}
+
+fn stop(q: &Arc<HostQueue>) -> Result<SharedHostSuspension, Code> {
+    q.suspend_shared().map_err(|e| {
+        crate::warn(&format!("suspending a stream: {e}"));
+        code::LAUNCH_FAILURE
+    })
 }
 
 fn dispatch(q: &HostQueue, rx: &Receiver<Op>, progress: &(Mutex<Progress>, Condvar), mem: &Memory) {

@@ -101,3 +101,26 @@ fn a_stream_waiting_on_a_suspended_streams_event_waits_until_it_is_resumed() {
     assert_eq!(slot(rt, slots, 0).1, 1, "LP's command completed once");
     assert_eq!(slot(rt, slots, 1).1, 1, "and then HP's");
 }
+
+#[test]
+fn a_stream_suspended_before_its_first_use_runs_nothing_until_resumed() {
+    // Streams start their workers at the first use; a suspend that comes first must still hold
+    // the first kernel back (the interposer suspends streams a program has not used yet).
+    let rt = rt();
+    let s = rt.create_stream(0, 1).unwrap();
+    let st = rt.stream(s).unwrap();
+    assert!(st.pids().is_empty(), "no worker before the first use");
+    st.suspend().unwrap();
+    let slots = rt.mem.alloc(SLOT_BYTES).unwrap();
+    rt.launch(s, Kernel::Delay.call(&delay_args(slots, 0, 1), &rt.mem).unwrap())
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(slot(rt, slots, 0).1, 0, "held back: not run");
+    assert!(!st.pids().is_empty());
+    for pid in st.pids() {
+        assert_eq!(host_device::proc_state(pid).unwrap(), 'T', "worker {pid} is stopped");
+    }
+    st.resume().unwrap();
+    st.synchronize().unwrap();
+    assert_eq!(slot(rt, slots, 0).1, 1, "ran once after the resume");
+}
