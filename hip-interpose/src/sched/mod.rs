@@ -11,7 +11,9 @@
 //!   it).
 //!
 //! Without those two exceptions a high-priority stream could wait forever for a stream
-//! suspended on its behalf. Work in flight is counted in *marks*: the interposer records an event
+//! suspended on its behalf. Independently of the rule, the scheduler daemon may *hold* a stream
+//! (another process's more urgent work runs): a held stream is suspended whatever the rule says,
+//! and released only by the daemon (or when the daemon goes away). Work in flight is counted in *marks*: the interposer records an event
 //! after each submission on a stream that can suspend others, and a stream is busy until its
 //! latest mark completes (a stream runs in order, so that covers everything before it).
 use std::collections::BTreeMap;
@@ -35,6 +37,8 @@ struct Entry {
     marked: u64,
     done: u64,
     pins: u32,
+    /// Held by the scheduler daemon.
+    held: bool,
     suspended: bool,
     /// A suspend or resume of it failed: it is left running and never suspended again.
     broken: bool,
@@ -65,6 +69,7 @@ impl Scheduler {
                 marked: 0,
                 done: 0,
                 pins: 0,
+                held: false,
                 suspended: false,
                 broken: false,
             },
@@ -152,6 +157,38 @@ impl Scheduler {
         }
     }
 
+    /// Whether `key` has work in flight (a mark not yet completed).
+    pub fn is_busy(&self, key: Key) -> bool {
+        self.streams.get(&key).is_some_and(Entry::busy)
+    }
+
+    /// The daemon holds `key` (suspended until [`Scheduler::release`]); `false` when the stream
+    /// cannot be held (unknown, not preemptible, or left running after a failure).
+    pub fn hold(&mut self, key: Key) -> Option<Vec<Action>> {
+        let e = self.streams.get_mut(&key).filter(|e| e.preemptible && !e.broken)?;
+        e.held = true;
+        Some(self.settle())
+    }
+
+    /// The daemon releases `key`.
+    pub fn release(&mut self, key: Key) -> Vec<Action> {
+        match self.streams.get_mut(&key) {
+            Some(e) => {
+                e.held = false;
+                self.settle()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Every hold released (the daemon went away).
+    pub fn release_holds(&mut self) -> Vec<Action> {
+        for e in self.streams.values_mut() {
+            e.held = false;
+        }
+        self.settle()
+    }
+
     /// A suspend or resume of `key` failed: it is taken as running and never suspended again.
     pub fn failed(&mut self, key: Key) {
         if let Some(e) = self.streams.get_mut(&key) {
@@ -172,6 +209,7 @@ impl Scheduler {
             .filter(|(_, e)| e.suspended)
             .map(|(k, e)| {
                 e.suspended = false;
+                e.held = false;
                 e.broken = true;
                 Action::Resume(*k)
             })
@@ -187,7 +225,8 @@ impl Scheduler {
         let mut suspends = Vec::new();
         for (k, e) in self.streams.iter_mut().filter(|(_, e)| e.preemptible) {
             let depended_on = e.pins > 0 || (e.blocking && null_busy);
-            let want = !e.broken && !depended_on && busy.iter().any(|p| *p < e.priority);
+            let outranked = !depended_on && busy.iter().any(|p| *p < e.priority);
+            let want = !e.broken && (e.held || outranked);
             if want != e.suspended {
                 e.suspended = want;
                 if want {

@@ -121,15 +121,39 @@ fn unknown_streams_and_stale_marks_change_nothing() {
     assert!(s.completed(10, m).is_empty(), "an old mark again: nothing");
 }
 
+#[test]
+fn a_daemon_hold_suspends_whatever_the_rule_says_until_released() {
+    let mut s = sched(&[(10, HP, false, false), (20, LOW, true, false)]);
+    assert_eq!(s.hold(20), Some(vec![Action::Suspend(20)]), "another process's block");
+    assert_eq!(s.hold(10), None, "a stream without a queue of its own cannot be held");
+    let (m, a) = s.submit(10).unwrap();
+    assert!(a.is_empty() && s.is_busy(10));
+    assert!(
+        s.completed(10, m).is_empty(),
+        "the rule no longer wants it, the daemon still does"
+    );
+    assert!(!s.is_busy(10));
+    assert_eq!(s.release(20), [Action::Resume(20)]);
+    s.hold(20);
+    assert_eq!(
+        s.pin(20),
+        Vec::<Action>::new(),
+        "a pin does not override the daemon: its block ends on its own"
+    );
+    assert_eq!(
+        s.release_holds(),
+        [Action::Resume(20)],
+        "the daemon went away: everything it held runs"
+    );
+}
+
 /// The rule, evaluated from scratch.
 fn rule(s: &Scheduler, key: Key) -> bool {
     let e = &s.streams[&key];
     let null_busy = s.streams.get(&0).is_some_and(Entry::busy);
-    e.preemptible
-        && !e.broken
-        && e.pins == 0
-        && !(e.blocking && null_busy)
-        && s.streams.values().any(|o| o.busy() && o.priority < e.priority)
+    let outranked =
+        e.pins == 0 && !(e.blocking && null_busy) && s.streams.values().any(|o| o.busy() && o.priority < e.priority);
+    e.preemptible && !e.broken && (e.held || outranked)
 }
 
 #[test]
@@ -148,7 +172,7 @@ fn random_sequences_always_end_where_the_rule_says_and_actions_alternate() {
         let mut pins: Vec<Key> = Vec::new();
         for _ in 0..200 {
             let key = Key::try_from(next(5)).unwrap(); // 0 is the null stream
-            let actions = match next(7) {
+            let actions = match next(9) {
                 0 if !s.knows(key) => {
                     let p = i32::try_from(next(3)).unwrap() - 1;
                     s.add(key, if key == 0 { NORMAL } else { p }, next(2) == 0, next(2) == 0)
@@ -170,6 +194,8 @@ fn random_sequences_always_end_where_the_rule_says_and_actions_alternate() {
                     s.pin(key)
                 }
                 6 if !pins.is_empty() => s.unpin(pins.remove(0)),
+                7 => s.hold(key).unwrap_or_default(),
+                8 => s.release(key),
                 _ => Vec::new(),
             };
             for a in actions {

@@ -19,8 +19,14 @@ pub fn profile_dir() -> PathBuf {
     }
 }
 
+/// A library or program of the workspace as cargo built it. `cargo test` leaves cdylibs in
+/// `deps/` (only `cargo build` copies them up a directory), so `deps/` first: it is the fresher.
 fn built(name: &str, package: &str) -> PathBuf {
-    let p = profile_dir().join(name);
+    let dir = profile_dir();
+    let p = [dir.join("deps").join(name), dir.join(name)]
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| dir.join(name));
     assert!(
         p.is_file(),
         "{} is not built: run `cargo build -p {package}` (`cargo test --workspace` builds it)",
