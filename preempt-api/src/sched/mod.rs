@@ -5,7 +5,9 @@
 //!
 //! Where the daemon is: the word `unix:PATH` (C's `preempt_options.scheduler`, Python's
 //! `Session(scheduler=...)`), else the environment variable [`SCHEDULER_ENV`]; the word `none`
-//! says "no daemon" whatever the environment says ([`scheduler_setting`]).
+//! says "no daemon" whatever the environment says ([`scheduler_setting`]). A session without
+//! either has no daemon; a client without a session ([`SchedClient::connect_standalone`]) that is
+//! told nothing may look where the daemon listens when told nothing ([`default_socket`]).
 use crate::error::{Error, ErrorKind, Result};
 use std::path::PathBuf;
 
@@ -14,10 +16,13 @@ pub mod hop;
 /// The wire protocol (the `sched-proto` crate, which the daemon links alone).
 pub use sched_proto as proto;
 
+pub use client::trust::{self, DAEMON_USER, TRUST_ENV};
 pub use client::{
     ClientError, ClientOptions, DEFAULT_LEASE, DEFAULT_REPLY_TIMEOUT, Entered, LinkStats, REPLY_TIMEOUT_ENV,
-    SchedClient,
+    SchedClient, Schedulable,
 };
+/// Where the daemon listens when told nothing else, and its parts (the daemon's own default).
+pub use proto::{SOCKET_NAME, SYSTEM_DIR, default_socket};
 
 /// The environment variable naming the daemon when the caller names none: `unix:PATH` or `none`.
 pub const SCHEDULER_ENV: &str = "PREEMPT_SCHEDULER";
