@@ -221,8 +221,8 @@ impl SchedClient {
     /// connection; `Err` with the reason if that failed (no daemon, permission, refused, a daemon
     /// of a user this process does not trust: [`trust`]). Once connected, it reconnects by itself.
     /// Its objects are registered with [`SchedClient::register_obj`]. Where the daemon is: the
-    /// caller's setting, else [`crate::sched::scheduler_setting`]'s rule, else
-    /// [`crate::sched::default_socket`] (where a daemon listens when told nothing).
+    /// caller's setting, else [`crate::sched::scheduler_or_default`] (`PREEMPT_SCHEDULER`, else
+    /// [`crate::sched::default_socket`], where the daemon listens when told nothing).
     ///
     /// ```no_run
     /// use preempt_api::sched::{ClientOptions, SchedClient, default_socket, proto::Device};
