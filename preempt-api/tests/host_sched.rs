@@ -1,18 +1,21 @@
 //! Sessions scheduled by the `preempt-sched` daemon (`Options::scheduler`) on the host device:
 //! another process's high-priority block suspends this process's streams, and the daemon's
-//! death resumes them (docs/scheduler-daemon.md). The daemon and the high-priority process are
-//! preempt-sched's binaries as cargo built them (`cargo build -p preempt-sched` first; `cargo
-//! test --workspace` builds them); every wait is bounded.
+//! death resumes them (docs/scheduler-daemon.md); and clients without a session
+//! (`SchedClient::connect_standalone`), whose objects are any `Schedulable`, the same way. The
+//! daemon and the high-priority process are preempt-sched's binaries as cargo built them (`cargo
+//! build -p preempt-sched` first; `cargo test --workspace` builds them); every wait is bounded.
 mod common;
 
 use common::wait_until;
 use host_device::proc_state;
-use preempt_api::sched::{ClientOptions, SchedClient};
+use preempt_api::sched::proto::Device;
+use preempt_api::sched::{ClientError, ClientOptions, SchedClient, Schedulable};
 use preempt_api::{DeviceSpec, ErrorKind, Level, Options, Session};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The longest one step may take on a loaded 2-core machine before the test fails (a hang is a
@@ -393,4 +396,203 @@ fn the_policy_runs_in_process_beside_the_daemon_s_blocks() {
         assert!(lp.check().unwrap().ok(), "every command ran exactly once");
     }
     s.close().unwrap();
+}
+
+/// A client without a session: what it registers is any `Schedulable`. This one counts the
+/// daemon's suspends and resumes and records a misuse of the daemon's hold (a resume it did not
+/// suspend, a second suspend).
+struct Fake {
+    id: u64,
+    device: Option<Device>,
+    log: Mutex<FakeLog>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct FakeLog {
+    held: bool,
+    suspends: u32,
+    resumes: u32,
+    misuse: Vec<String>,
+}
+
+impl Fake {
+    fn new(id: u64, device: Option<Device>) -> Arc<Fake> {
+        Arc::new(Fake {
+            id,
+            device,
+            log: Mutex::new(FakeLog::default()),
+        })
+    }
+
+    fn log(&self) -> FakeLog {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn held(&self) -> bool {
+        self.log().held
+    }
+}
+
+impl Schedulable for Fake {
+    fn sched_id(&self) -> u64 {
+        self.id
+    }
+
+    fn sched_device(&self) -> Option<Device> {
+        self.device
+    }
+
+    fn daemon_suspend(&self) -> preempt_api::Result<()> {
+        let mut l = self.log.lock().unwrap();
+        if std::mem::replace(&mut l.held, true) {
+            l.misuse.push("suspended twice".into());
+        }
+        l.suspends += 1;
+        Ok(())
+    }
+
+    fn daemon_resume(&self) -> preempt_api::Result<()> {
+        let mut l = self.log.lock().unwrap();
+        if !std::mem::replace(&mut l.held, false) {
+            l.misuse.push("resumed without its suspend".into());
+        }
+        l.resumes += 1;
+        Ok(())
+    }
+}
+
+fn standalone_options(lease: Duration) -> ClientOptions {
+    ClientOptions {
+        lease,
+        reply_timeout: STEP,
+        ..ClientOptions::default()
+    }
+}
+
+/// A client without a session on host:0 with a fake object at low priority: another client's
+/// block on host:0 (in this process, without a session either) suspends it and its leave
+/// resumes it; another process's block on host:1 leaves it alone, its block on host:0 does not;
+/// the daemon's SIGKILL resumes it within the lease, and nothing ever resumes what the daemon did
+/// not suspend.
+#[test]
+fn a_client_without_a_session_schedules_its_own_objects() {
+    common::bounded(|| {
+        let dir = temp_dir("standalone");
+        let socket = dir.0.join("s.sock");
+        let mut daemon = Daemon::start(&socket);
+        // Long enough that only the daemon's death (its end of the socket) may resume on this
+        // loaded machine, short enough to bound the resume.
+        let lease = Duration::from_secs(3);
+        let lp = SchedClient::connect_standalone(&socket, Device::host(0), standalone_options(lease)).unwrap();
+        assert_eq!(lp.device(), Some(Device::host(0)));
+        let fake = Fake::new(7, None);
+        lp.register_obj(fake.clone(), 0).unwrap();
+        assert!(lp.is_registered(7));
+
+        // Another client without a session, in this process: its block on host:0.
+        let hp = SchedClient::connect_standalone(&socket, Device::host(0), standalone_options(STEP)).unwrap();
+        let e = hp.enter(1).unwrap();
+        assert!(e.scheduled && e.suspended == 1 && e.failed == 0 && e.late == 0, "{e:?}");
+        assert!(fake.held(), "suspended once the other client's enter returned");
+        assert_eq!(lp.held(), vec![7]);
+        hp.leave(1).unwrap();
+        assert!(wait_until(STEP, || !fake.held()), "resumed once the block left");
+        assert!(wait_until(STEP, || lp.held().is_empty()));
+
+        // Another process's block on host:1: nothing of host:0 is suspended.
+        let mut hp1 = HpProcess::spawn_on(&socket, "host:1");
+        let e = hp1.cmd("enter 1");
+        assert!(e.starts_with("entered scheduled=true suspended=0"), "{e}");
+        assert!(!fake.held() && lp.held().is_empty());
+        assert_eq!(hp1.cmd("leave 1"), "left");
+
+        // This client's own block on host:1 (enter_on): its host:0 object runs on.
+        let e = lp.enter_on(Device::host(1), 1).unwrap();
+        assert!(e.scheduled && e.suspended == 0, "{e:?}");
+        assert!(!fake.held() && lp.active_blocks() == 1);
+        lp.leave_on(Device::host(1), 1).unwrap();
+        assert_eq!(lp.active_blocks(), 0);
+
+        // Another process's block on host:0, then the daemon dies with it active.
+        let mut hp0 = HpProcess::spawn(&socket);
+        let e = hp0.cmd("enter 1");
+        assert!(
+            e.starts_with("entered scheduled=true suspended=1 failed=0 late=0"),
+            "{e}"
+        );
+        assert!(fake.held());
+        daemon.kill9();
+        let killed = std::time::Instant::now();
+        assert!(
+            wait_until(STEP, || !fake.held()),
+            "still suspended after the daemon died"
+        );
+        let took = killed.elapsed();
+        assert!(took < lease, "the fail-safe took {took:?}, past the lease ({lease:?})");
+        let stats = lp.stats();
+        assert_eq!((stats.failsafe_resumes, stats.lease_expiries), (1, 0), "{stats:?}");
+        assert!(wait_until(STEP, || !lp.connected()));
+
+        let log = fake.log();
+        assert!(log.misuse.is_empty(), "{:?}", log.misuse);
+        assert_eq!((log.suspends, log.resumes), (2, 2), "{log:?}");
+        assert!(lp.close().is_empty());
+        assert_eq!(fake.log().resumes, 2, "close resumes nothing the daemon does not hold");
+    });
+}
+
+/// What a client without a session refuses and what it resumes on its way out.
+#[test]
+fn a_client_without_a_session_keeps_its_objects_apart() {
+    common::bounded(|| {
+        let dir = temp_dir("standalone-rules");
+        let socket = dir.0.join("s.sock");
+        let _daemon = Daemon::start(&socket);
+        let e = SchedClient::connect_standalone(&socket, Device::kfd(0), standalone_options(STEP)).unwrap_err();
+        assert!(e.to_string().contains("never 0"), "a CPU node's id is no GPU: {e}");
+        let lp = SchedClient::connect_standalone(&socket, Device::host(0), standalone_options(STEP)).unwrap();
+        let (a, b) = (Fake::new(1, None), Fake::new(2, Some(Device::host(1))));
+        lp.register_obj(a.clone(), 0).unwrap();
+        lp.register_obj(b.clone(), 0).unwrap();
+        // The same object again changes its priority; another object under its id is refused.
+        lp.register_obj(a.clone(), 0).unwrap();
+        let e = lp.register_obj(Fake::new(1, None), 0).unwrap_err();
+        assert!(
+            matches!(e, ClientError::Invalid(_)) && e.to_string().contains("another object"),
+            "{e}"
+        );
+        let e = lp.register_obj(Fake::new(1, Some(Device::host(1))), 0).unwrap_err();
+        assert!(e.to_string().contains("registered on host:0"), "{e}");
+
+        // A session's stream has no place in a client without a session, nor an object in a
+        // session's client.
+        let s = scheduled(&socket);
+        let stream = s.create_lp_stream(Level::Lv3).unwrap();
+        let e = lp.register(&stream, 0).unwrap_err();
+        assert!(e.to_string().contains("register_obj"), "{e}");
+        let e = s.scheduler().unwrap().register_obj(Fake::new(9, None), 0).unwrap_err();
+        assert!(e.to_string().contains("its session's"), "{e}");
+
+        // b is on host:1, its own device: a block there suspends it, not a.
+        let hp = SchedClient::connect_standalone(&socket, Device::host(1), standalone_options(STEP)).unwrap();
+        let e = hp.enter(1).unwrap();
+        assert!(e.suspended == 1, "{e:?}");
+        assert!(b.held() && !a.held());
+        // Unregistered while held: resumed by the client, the daemon's hold only.
+        lp.unregister_obj(2).unwrap();
+        assert!(!b.held() && !lp.is_registered(2));
+        assert!(matches!(lp.unregister_obj(2), Err(ClientError::Invalid(_))));
+        hp.leave(1).unwrap();
+        // Closing while held resumes it too.
+        let e = hp.enter_on(Device::host(0), 1).unwrap();
+        assert!(e.suspended == 1 && a.held(), "{e:?}");
+        assert!(lp.close().is_empty());
+        assert!(!a.held());
+        for f in [&a, &b] {
+            let log = f.log();
+            assert!(log.misuse.is_empty() && log.suspends == log.resumes, "{log:?}");
+        }
+        hp.leave_on(Device::host(0), 1).unwrap();
+        s.close().unwrap();
+    });
 }

@@ -6,7 +6,7 @@
 //! (`deny_unknown_fields`), every text bounded ([`MAX_NAME`], [`MAX_TEXT`]); [`decode_request`]
 //! is the one door through which a client's bytes become a [`Request`].
 //!
-//! Stream ids are the client's own (its `LpStream` ids): the daemon keys them by connection, so a
+//! Stream ids are the client's own (its `LpStream` ids, or the ids of whatever else it registers): the daemon keys them by connection, so a
 //! client cannot even name another client's stream.
 //!
 //! Streams and blocks are on a [`Device`] (a GPU's KFD gpu id, or a host device's index): a block
@@ -23,6 +23,23 @@ use std::fmt;
 pub mod frame;
 
 pub use frame::{Decoder, FrameError, MAX_FRAME};
+
+/// The socket's file name inside its directory.
+pub const SOCKET_NAME: &str = "preempt-sched.sock";
+
+/// The system-wide socket directory (systemd's `RuntimeDirectory=preempt-sched`).
+pub const SYSTEM_DIR: &str = "/run/preempt-sched";
+
+/// Where the daemon listens by default, and so where a client that is told nothing else looks
+/// for it: `$XDG_RUNTIME_DIR/preempt-sched.sock` (a user's own daemon), else
+/// `/run/preempt-sched/preempt-sched.sock` (the node's, under systemd). Here, beside the
+/// protocol, so that the daemon and every client compute it the same way.
+pub fn default_socket() -> std::path::PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => std::path::PathBuf::from(d).join(SOCKET_NAME),
+        None => std::path::PathBuf::from(SYSTEM_DIR).join(SOCKET_NAME),
+    }
+}
 
 /// The protocol version every frame carries; a frame of another version is refused and the
 /// connection closed. 2: `register`, `enter` and `leave` name their [`Device`] (version 1 had

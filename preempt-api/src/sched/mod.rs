@@ -5,7 +5,10 @@
 //!
 //! Where the daemon is: the word `unix:PATH` (C's `preempt_options.scheduler`, Python's
 //! `Session(scheduler=...)`), else the environment variable [`SCHEDULER_ENV`]; the word `none`
-//! says "no daemon" whatever the environment says ([`scheduler_setting`]).
+//! says "no daemon" whatever the environment says ([`scheduler_setting`]). A session without
+//! either has no daemon; a client without a session ([`SchedClient::connect_standalone`]) whose
+//! program cannot be asked goes where the daemon listens when told nothing ([`default_socket`]),
+//! unless the variable says otherwise ([`scheduler_or_default`]).
 use crate::error::{Error, ErrorKind, Result};
 use std::path::PathBuf;
 
@@ -14,10 +17,13 @@ pub mod hop;
 /// The wire protocol (the `sched-proto` crate, which the daemon links alone).
 pub use sched_proto as proto;
 
+pub use client::trust::{self, DAEMON_USER, TRUST_ENV};
 pub use client::{
     ClientError, ClientOptions, DEFAULT_LEASE, DEFAULT_REPLY_TIMEOUT, Entered, LinkStats, REPLY_TIMEOUT_ENV,
-    SchedClient,
+    SchedClient, Schedulable,
 };
+/// Where the daemon listens when told nothing else, and its parts (the daemon's own default).
+pub use proto::{SOCKET_NAME, SYSTEM_DIR, default_socket};
 
 /// The environment variable naming the daemon when the caller names none: `unix:PATH` or `none`.
 pub const SCHEDULER_ENV: &str = "PREEMPT_SCHEDULER";
@@ -43,11 +49,30 @@ pub fn parse_scheduler(word: &str) -> Result<Option<PathBuf>> {
 /// `$PREEMPT_SCHEDULER` (unset or empty: not given), else no daemon. A bad word in the variable
 /// is refused with the variable's name (never silently unscheduled).
 pub fn scheduler_setting(given: Option<&str>) -> Result<Option<PathBuf>> {
-    if let Some(word) = given {
-        return parse_scheduler(word);
+    match given {
+        Some(word) => parse_scheduler(word),
+        None => Ok(env_setting(std::env::var(SCHEDULER_ENV))?.flatten()),
     }
-    match std::env::var(SCHEDULER_ENV) {
-        Ok(v) if !v.is_empty() => parse_scheduler(&v).map_err(|e| e.context(SCHEDULER_ENV)),
+}
+
+/// The rule of a client without a session ([`SchedClient::connect_standalone`]) whose caller
+/// names no daemon: `$PREEMPT_SCHEDULER` (`none`: no daemon), else [`default_socket`], where
+/// the daemon listens when told nothing. Unlike a session's, whose daemon must be asked for
+/// (a program that opens a session chose its scheduling), such a client serves a program that
+/// cannot ask (an interposer inside an unmodified program): the node's daemon, if any, is its.
+pub fn scheduler_or_default() -> Result<Option<PathBuf>> {
+    or_default(std::env::var(SCHEDULER_ENV))
+}
+
+fn or_default(var: std::result::Result<String, std::env::VarError>) -> Result<Option<PathBuf>> {
+    Ok(env_setting(var)?.unwrap_or_else(|| Some(default_socket())))
+}
+
+/// `$PREEMPT_SCHEDULER`'s setting (`var`, as read): `None` unset or empty, `Some(None)` for
+/// `none`.
+fn env_setting(var: std::result::Result<String, std::env::VarError>) -> Result<Option<Option<PathBuf>>> {
+    match var {
+        Ok(v) if !v.is_empty() => parse_scheduler(&v).map(Some).map_err(|e| e.context(SCHEDULER_ENV)),
         Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
         Err(std::env::VarError::NotUnicode(_)) => Err(Error::invalid(format!("{SCHEDULER_ENV} is not valid UTF-8"))),
     }
@@ -86,6 +111,20 @@ mod tests {
         // A word given wins over the environment (which this test does not touch).
         assert_eq!(scheduler_setting(Some("none")).unwrap(), None);
         assert_eq!(scheduler_setting(Some("unix:/x")).unwrap(), Some(PathBuf::from("/x")));
+    }
+
+    #[test]
+    fn a_client_without_a_session_goes_to_the_default_socket_unless_told() {
+        use std::env::VarError;
+        let unset = || Err(VarError::NotPresent);
+        assert_eq!(or_default(unset()).unwrap(), Some(default_socket()));
+        assert_eq!(or_default(Ok(String::new())).unwrap(), Some(default_socket()));
+        assert_eq!(or_default(Ok("none".into())).unwrap(), None);
+        assert_eq!(or_default(Ok("unix:/x".into())).unwrap(), Some(PathBuf::from("/x")));
+        let e = or_default(Ok("/x".into())).unwrap_err();
+        assert!(e.message.contains(SCHEDULER_ENV), "{e}");
+        // A session's rule: unset is no daemon.
+        assert_eq!(env_setting(unset()).unwrap(), None);
     }
 
     #[test]

@@ -23,7 +23,7 @@ impl Session {
             return Ok(self);
         };
         let opts = self.inner.opts.scheduler_client.clone();
-        match SchedClient::connect_for(&path, self.downgrade().owns_test(), self.sched_device(), opts) {
+        match SchedClient::connect_for(&path, Some(self.downgrade().owns_test()), self.sched_device(), opts) {
             Ok(c) => {
                 let _ = self.inner.sched.set(Bound::new(self.inner.owner, c));
                 Ok(self)
@@ -199,7 +199,7 @@ impl SchedClient {
         Self::not_scheduled(session)?;
         Self::connect_for(
             socket.as_ref(),
-            session.downgrade().owns_test(),
+            Some(session.downgrade().owns_test()),
             session.sched_device(),
             opts,
         )
@@ -225,7 +225,7 @@ impl SchedClient {
         Self::not_scheduled(session)?;
         Ok(Self::start_for(
             socket.as_ref(),
-            session.downgrade().owns_test(),
+            Some(session.downgrade().owns_test()),
             session.sched_device(),
             opts,
         ))

@@ -25,20 +25,9 @@ pub mod text;
 
 pub use server::serve;
 
-/// The socket's file name inside its directory.
-pub const SOCKET_NAME: &str = "preempt-sched.sock";
-
-/// The system-wide socket directory (systemd's `RuntimeDirectory=preempt-sched`).
-pub const SYSTEM_DIR: &str = "/run/preempt-sched";
-
-/// Where the daemon listens by default: `$XDG_RUNTIME_DIR/preempt-sched.sock` (a user's own
-/// daemon), else `/run/preempt-sched/preempt-sched.sock`.
-pub fn default_socket() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
-        Some(d) => PathBuf::from(d).join(SOCKET_NAME),
-        None => PathBuf::from(SYSTEM_DIR).join(SOCKET_NAME),
-    }
-}
+/// The socket's name, its system-wide directory and the default path: the protocol's, so that
+/// clients find the daemon where it listens (`preempt_api::sched::default_socket`).
+pub use crate::proto::{SOCKET_NAME, SYSTEM_DIR, default_socket};
 
 /// How the daemon runs.
 #[derive(Debug, Clone)]

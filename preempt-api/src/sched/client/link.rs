@@ -1,6 +1,6 @@
 //! The link thread: connects to the daemon (again and again, with a backoff), checks who the
 //! daemon is, says hello, replays the registered streams and active blocks, carries out the
-//! daemon's orders on the client's own streams, and on losing the daemon (end of stream, an
+//! daemon's orders on the client's own streams (any [`super::Schedulable`]), and on losing the daemon (end of stream, an
 //! error, or silence past the lease while it holds streams suspended) resumes everything it
 //! suspended for it. While the process holds blocks it pings, so that the daemon can tell a
 //! live HP process from a stopped one (whose blocks it ends).
@@ -173,13 +173,11 @@ fn connect(shared: &Arc<Shared>) -> Result<(UnixStream, Decoder), String> {
             None,
         );
     }
-    // Blocks are recorded only once the client knows their device (`State::device`).
-    if let Some(device) = st.device {
-        let blocks: Vec<(i32, usize)> = st.blocks.iter().map(|(&p, &n)| (p, n)).collect();
-        for (priority, n) in blocks {
-            for _ in 0..n {
-                st.send(Request::Enter { priority, device }, None);
-            }
+    // Blocks are recorded only once their device is known (the unplaced ones are never sent).
+    let blocks: Vec<_> = st.blocks.iter().map(|(&(d, p), &n)| (d, p, n)).collect();
+    for (device, priority, n) in blocks {
+        for _ in 0..n {
+            st.send(Request::Enter { priority, device }, None);
         }
     }
     drop(st);
@@ -314,7 +312,7 @@ fn handle(shared: &Arc<Shared>, n: Notice) {
 
 /// One order on one of this client's streams: (ok, why not).
 fn carry_out(st: &mut State, stream: u64, action: OrderAction) -> (bool, Option<String>) {
-    let Some(s) = st.streams.get(&stream).map(|r| Arc::clone(&r.stream)) else {
+    let Some(s) = st.streams.get(&stream).map(|r| Arc::clone(&r.obj)) else {
         return (false, Some(format!("stream {stream} is not registered here")));
     };
     let text = |e: crate::Error| Some(proto::cut(e.to_string(), proto::MAX_TEXT));
@@ -322,7 +320,7 @@ fn carry_out(st: &mut State, stream: u64, action: OrderAction) -> (bool, Option<
         // The daemon's hold beside the user's: a stream suspended by hand just stays suspended,
         // and the daemon's resume releases only its own hold (the in-process helper's rule).
         OrderAction::Suspend if st.held.contains(&stream) => (true, None),
-        OrderAction::Suspend => match s.sched_suspend() {
+        OrderAction::Suspend => match s.daemon_suspend() {
             Ok(()) => {
                 st.held.insert(stream);
                 (true, None)
@@ -331,7 +329,7 @@ fn carry_out(st: &mut State, stream: u64, action: OrderAction) -> (bool, Option<
         },
         // Only what this client holds for the daemon; anything else is not the daemon's.
         OrderAction::Resume if !st.held.remove(&stream) => (true, None),
-        OrderAction::Resume => match super::shared::release(&s) {
+        OrderAction::Resume => match super::object::release(&*s) {
             Ok(()) => (true, None),
             Err(e) => (false, text(e)),
         },

@@ -9,6 +9,14 @@
 //! A session opened with [`crate::Options::scheduler`] makes one and routes its helper calls to
 //! it; a program may also make one over a session of its own ([`SchedClient::connect`]).
 //!
+//! **Without a session.** A program that suspends and resumes queues of its own by other means
+//! (an LD_PRELOAD interposer over a HIP program's own streams) connects with
+//! [`SchedClient::connect_standalone`] (or [`SchedClient::start_standalone`]) on a device, and
+//! registers its objects with [`SchedClient::register_obj`]: anything implementing
+//! [`Schedulable`]. The orders, the holds, the fail-safe and the replay are the same as for a
+//! session's streams (which are registered as `Schedulable`s too); so is the check of who the
+//! daemon is ([`trust`]): a client never talks to a daemon it does not trust, whoever made it.
+//!
 //! **Devices.** The daemon schedules each device apart: a block suspends only the streams on its
 //! own device. A stream is on its KFD queue's GPU where it has one (an Lv3 GPU stream's queue
 //! found by discovery; a bound queue's gpu id as given, else as this process's queue list in
@@ -16,6 +24,10 @@
 //! ([`crate::Session::sched_device`]: the KFD gpu id of a `hip:N` session's GPU, `host:N`'s
 //! index), or, for a `kfd` session, which has no device of its own, on the device of the first
 //! stream it registered. A block entered before the client knows its device runs unscheduled.
+//! A client without a session is on the device it was given; an object it registers is on the
+//! device the object names ([`Schedulable::sched_device`]), else on the client's; and
+//! [`SchedClient::enter_on`] enters a block on any device (a process with streams on several
+//! GPUs).
 //!
 //! **Fail-safe.** A thread of its own (`link`) owns the connection. When the daemon goes away
 //! (its end of the socket closes: death, SIGKILL, restart) or stays silent past the lease
@@ -26,6 +38,8 @@
 use super::proto::{Code, Device, Notice, Request};
 use crate::LpStream;
 use hpf::Priority;
+pub use object::Schedulable;
+use object::SessionStream;
 pub(crate) use shared::Owns;
 use shared::{Registered, Shared, State};
 use std::fmt;
@@ -38,6 +52,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 mod link;
+mod object;
 mod shared;
 pub mod trust;
 
@@ -80,7 +95,8 @@ pub enum ClientError {
     },
     /// No reply within [`ClientOptions::reply_timeout`] (a call that cannot go on without one).
     Timeout(String),
-    /// A misuse: a stream of another session, a leave without its enter.
+    /// A misuse: a stream of another session, a leave without its enter, a second object with a
+    /// registered id.
     Invalid(String),
     /// The application API failed (a resume of a stream being unregistered).
     Api(crate::Error),
@@ -140,10 +156,10 @@ impl fmt::Debug for SchedClient {
 impl SchedClient {
     /// [`SchedClient::connect`]'s body: `owns` says whether a stream is one of its session's
     /// open streams (the session's side: `crate::session`, which a scheduled session also opens
-    /// its client through).
+    /// its client through); `None` for a client without a session.
     pub(crate) fn connect_for(
         socket: &Path,
-        owns: Owns,
+        owns: Option<Owns>,
         device: Option<Device>,
         opts: ClientOptions,
     ) -> Result<Self, ClientError> {
@@ -176,12 +192,12 @@ impl SchedClient {
     }
 
     /// [`SchedClient::start`]'s body.
-    pub(crate) fn start_for(socket: &Path, owns: Owns, device: Option<Device>, opts: ClientOptions) -> Self {
+    pub(crate) fn start_for(socket: &Path, owns: Option<Owns>, device: Option<Device>, opts: ClientOptions) -> Self {
         let shared = Arc::new(Shared {
             path: PathBuf::from(socket),
             opts,
             owns,
-            session_device: device,
+            default_device: device,
             state: Mutex::new(State {
                 device,
                 ..State::default()
@@ -198,6 +214,46 @@ impl SchedClient {
             shared,
             thread: Mutex::new(thread),
         }
+    }
+
+    /// A client without a session, on `device` (its blocks' device, and its objects' unless they
+    /// name another): starts it and waits (at most [`ClientOptions::reply_timeout`]) for its first
+    /// connection; `Err` with the reason if that failed (no daemon, permission, refused, a daemon
+    /// of a user this process does not trust: [`trust`]). Once connected, it reconnects by itself.
+    /// Its objects are registered with [`SchedClient::register_obj`]. Where the daemon is: the
+    /// caller's setting, else [`crate::sched::scheduler_or_default`] (`PREEMPT_SCHEDULER`, else
+    /// [`crate::sched::default_socket`], where the daemon listens when told nothing).
+    ///
+    /// ```no_run
+    /// use preempt_api::sched::{ClientOptions, SchedClient, default_socket, proto::Device};
+    /// let sched = SchedClient::connect_standalone(default_socket(), Device::host(0), ClientOptions::default())?;
+    /// // sched.register_obj(Arc::new(my_queue), 0)?;  (any preempt_api::sched::Schedulable)
+    /// let e = sched.enter(1)?; // lower objects everywhere on host:0 are suspended
+    /// // ... HP work, then wait for it ...
+    /// sched.leave(1)?;
+    /// # let _ = e;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn connect_standalone(
+        socket: impl AsRef<Path>,
+        device: Device,
+        opts: ClientOptions,
+    ) -> Result<Self, ClientError> {
+        valid_device(device)?;
+        Self::connect_for(socket.as_ref(), None, Some(device), opts)
+    }
+
+    /// [`SchedClient::connect_standalone`] without waiting: it connects in the background, and
+    /// again whenever the daemon comes back; until then `enter` runs unscheduled and
+    /// registrations are recorded (and sent on connecting). For a program that must not wait for,
+    /// or fail on, a daemon that is not there (an interposer starting inside its host program).
+    pub fn start_standalone(
+        socket: impl AsRef<Path>,
+        device: Device,
+        opts: ClientOptions,
+    ) -> Result<Self, ClientError> {
+        valid_device(device)?;
+        Ok(Self::start_for(socket.as_ref(), None, Some(device), opts))
     }
 
     /// The daemon's socket.
@@ -268,39 +324,71 @@ impl SchedClient {
     }
 
     /// Registers one of the session's own streams at `priority` (or changes its priority).
-    /// Without a daemon it is recorded and registered on the next connection.
+    /// Without a daemon it is recorded and registered on the next connection. A client without a
+    /// session has no streams of its own: it registers objects ([`SchedClient::register_obj`]).
     pub fn register(&self, stream: &Arc<LpStream>, priority: Priority) -> Result<(), ClientError> {
-        if !(self.shared.owns)(stream) {
+        let Some(owns) = &self.shared.owns else {
+            return Err(ClientError::Invalid(format!(
+                "{} is a session's stream and this client has no session: register objects with register_obj",
+                stream.label()
+            )));
+        };
+        if !owns(stream) {
             return Err(ClientError::Invalid(format!(
                 "{} is not an open stream of this client's session",
                 stream.label()
             )));
         }
-        let Some(device) = stream_device(stream, self.shared.session_device) else {
+        self.register_any(Arc::new(SessionStream(Arc::clone(stream))), priority)
+    }
+
+    /// Registers `obj` at `priority` (or, registered already, changes its priority) with a client
+    /// without a session ([`SchedClient::connect_standalone`]): from now on the daemon may
+    /// suspend it ([`Schedulable::daemon_suspend`]) while higher blocks on its device run, in any
+    /// process. Without a daemon it is recorded and registered on the next connection. Refused
+    /// ([`ClientError::Invalid`]) on a session's client (whose streams are its session's: use
+    /// [`SchedClient::register`]) and for a second object with the id of a registered one.
+    pub fn register_obj(&self, obj: Arc<dyn Schedulable>, priority: Priority) -> Result<(), ClientError> {
+        if self.shared.owns.is_some() {
+            return Err(ClientError::Invalid(format!(
+                "{}: this client is its session's: register the session's streams with register",
+                obj.sched_label()
+            )));
+        }
+        self.register_any(obj, priority)
+    }
+
+    fn register_any(&self, obj: Arc<dyn Schedulable>, priority: Priority) -> Result<(), ClientError> {
+        let Some(device) = obj.sched_device().or(self.shared.default_device) else {
             return Err(ClientError::Invalid(format!(
                 "the GPU of {} is not known (its KFD queue's gpu id was not given and this process's queue list \
                  does not have the queue): the daemon schedules each GPU apart and cannot place it",
-                stream.label()
+                obj.sched_label()
             )));
         };
-        let id = stream.id();
+        valid_device(device)?;
+        let id = obj.sched_id();
         let rx = {
             let mut st = self.shared.state();
-            if let Some(r) = st.streams.get(&id).filter(|r| r.device != device) {
-                return Err(ClientError::Invalid(format!(
-                    "{} is registered on {}, not {device}",
-                    stream.label(),
-                    r.device
-                )));
+            if let Some(r) = st.streams.get(&id) {
+                if r.device != device {
+                    return Err(ClientError::Invalid(format!(
+                        "{} is registered on {}, not {device}",
+                        obj.sched_label(),
+                        r.device
+                    )));
+                }
+                // The held set names objects by id: another object under that id would be resumed
+                // for a suspension it never had. (A session's stream comes wrapped anew each time:
+                // its session vouched for it.)
+                if self.shared.owns.is_none() && !std::ptr::addr_eq(Arc::as_ptr(&r.obj), Arc::as_ptr(&obj)) {
+                    return Err(ClientError::Invalid(format!(
+                        "{}: another object is registered with id {id}",
+                        obj.sched_label()
+                    )));
+                }
             }
-            st.streams.insert(
-                id,
-                Registered {
-                    stream: Arc::clone(stream),
-                    priority,
-                    device,
-                },
-            );
+            st.streams.insert(id, Registered { obj, priority, device });
             st.device.get_or_insert(device);
             self.call(
                 &mut st,
@@ -319,6 +407,13 @@ impl SchedClient {
         self.unregister_id(stream.id(), stream.label())
     }
 
+    /// Removes the object registered as `id` ([`SchedClient::register_obj`]); if the daemon had
+    /// it suspended, it is resumed here first (a failure of that resume is
+    /// [`ClientError::Api`], the object unregistered all the same).
+    pub fn unregister_obj(&self, id: u64) -> Result<(), ClientError> {
+        self.unregister_id(id, &format!("object {id}"))
+    }
+
     /// [`SchedClient::unregister`] by id (a stream being closed).
     pub(crate) fn unregister_id(&self, id: u64, label: &str) -> Result<(), ClientError> {
         let (rx, resumed) = {
@@ -327,7 +422,7 @@ impl SchedClient {
                 return Err(ClientError::Invalid(format!("{label} is not registered")));
             };
             let resumed = if st.held.remove(&id) {
-                shared::release(&r.stream)
+                object::release(&*r.obj)
             } else {
                 Ok(())
             };
@@ -345,14 +440,30 @@ impl SchedClient {
     /// active (a [`ClientError::Timeout`] included: the daemon may still carry it out), so
     /// [`SchedClient::leave`] follows.
     pub fn enter(&self, priority: Priority) -> Result<Entered, ClientError> {
-        let rx = {
+        let device = {
             let mut st = self.shared.state();
             let Some(device) = st.device else {
                 // A kfd session with no stream registered: no device to schedule the block on.
                 *st.unplaced.entry(priority).or_insert(0) += 1;
                 return Ok(Entered::UNSCHEDULED);
             };
-            *st.blocks.entry(priority).or_insert(0) += 1;
+            device
+        };
+        self.enter_placed(device, priority)
+    }
+
+    /// [`SchedClient::enter`] on `device` rather than the client's own: a block of this process
+    /// on another GPU (a program with streams on several). Left with [`SchedClient::leave_on`]
+    /// on the same device.
+    pub fn enter_on(&self, device: Device, priority: Priority) -> Result<Entered, ClientError> {
+        valid_device(device)?;
+        self.enter_placed(device, priority)
+    }
+
+    fn enter_placed(&self, device: Device, priority: Priority) -> Result<Entered, ClientError> {
+        let rx = {
+            let mut st = self.shared.state();
+            *st.blocks.entry((device, priority)).or_insert(0) += 1;
             self.call(&mut st, Request::Enter { priority, device })
         };
         match self.wait(rx, "enter") {
@@ -378,7 +489,7 @@ impl SchedClient {
             Err(e) => {
                 if matches!(e, ClientError::Refused { .. }) {
                     // Refused: the daemon holds no such block, so neither does this client.
-                    self.forget_block(priority);
+                    take_one(&mut self.shared.state().blocks, (device, priority));
                 }
                 Err(e)
             }
@@ -407,9 +518,10 @@ impl SchedClient {
     /// one entered unscheduled for want of a device, `None` if there is none.
     fn forget_block(&self, priority: Priority) -> Option<Option<Device>> {
         let mut st = self.shared.state();
-        let device = st.device;
-        if take_one(&mut st.blocks, priority) {
-            return Some(device);
+        if let Some(device) = st.device
+            && take_one(&mut st.blocks, (device, priority))
+        {
+            return Some(Some(device));
         }
         take_one(&mut st.unplaced, priority).then_some(None)
     }
@@ -421,6 +533,21 @@ impl SchedClient {
             return Err(ClientError::Invalid(format!("no active block of priority {priority}")));
         };
         let Some(device) = placed else { return Ok(()) };
+        self.send_leave(device, priority)
+    }
+
+    /// A block of `priority` this process entered on `device` ([`SchedClient::enter_on`]) is
+    /// done.
+    pub fn leave_on(&self, device: Device, priority: Priority) -> Result<(), ClientError> {
+        if !take_one(&mut self.shared.state().blocks, (device, priority)) {
+            return Err(ClientError::Invalid(format!(
+                "no active block of priority {priority} on {device}"
+            )));
+        }
+        self.send_leave(device, priority)
+    }
+
+    fn send_leave(&self, device: Device, priority: Priority) -> Result<(), ClientError> {
         let rx = {
             let mut st = self.shared.state();
             self.call(&mut st, Request::Leave { priority, device })
@@ -464,8 +591,14 @@ impl SchedClient {
     }
 }
 
+/// A device the daemon accepts (a KFD gpu id is never 0: that is a CPU node's); checked here so
+/// that a bad one is the caller's error at once, not a refusal on every reconnect.
+fn valid_device(device: Device) -> Result<(), ClientError> {
+    device.validate().map_err(|e| ClientError::Invalid(e.to_string()))
+}
+
 /// Takes one count of `key` from `m`; false if it had none.
-fn take_one(m: &mut std::collections::BTreeMap<Priority, usize>, key: Priority) -> bool {
+fn take_one<K: Ord>(m: &mut std::collections::BTreeMap<K, usize>, key: K) -> bool {
     match m.get_mut(&key) {
         None => false,
         Some(1) => {
@@ -477,23 +610,6 @@ fn take_one(m: &mut std::collections::BTreeMap<Priority, usize>, key: Priority) 
             true
         }
     }
-}
-
-/// The device `stream` is on for the daemon: its KFD queue's GPU where it has a queue (the gpu id
-/// its target carries, else the one this process's queue list in sysfs gives its queue id; KFD
-/// queue ids are per process), else `session`'s device.
-fn stream_device(stream: &LpStream, session: Option<Device>) -> Option<Device> {
-    let Some(q) = stream.queue() else { return session };
-    let gpu = if q.gpu_id != 0 {
-        Some(q.gpu_id)
-    } else {
-        kfd::sysfs::proc_queues(&kfd::sysfs::SysRoot::default(), std::process::id())
-            .ok()
-            .and_then(|all| all.into_iter().find(|p| p.queue_id == q.queue_id))
-            .map(|p| p.gpu_id)
-            .filter(|&g| g != 0)
-    };
-    gpu.map(Device::kfd).or(session)
 }
 
 impl Drop for SchedClient {

@@ -1,10 +1,10 @@
-//! What the client's API calls and its link thread share, under one lock: the streams
-//! registered and the blocks entered (replayed to every new daemon connection), the streams
+//! What the client's API calls and its link thread share, under one lock: the streams (and other
+//! objects) registered and the blocks entered (replayed to every new daemon connection), the streams
 //! suspended on the daemon's behalf (what the fail-safe resumes), the connection's writer and
 //! the replies awaited.
 use super::ClientOptions;
+use super::object::{Schedulable, release};
 use crate::LpStream;
-use crate::error::ErrorKind;
 use crate::sched::proto::{Device, Notice, Request, encode_request};
 use hpf::Priority;
 use nix::errno::Errno;
@@ -22,9 +22,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 pub(crate) type Owns = Box<dyn Fn(&LpStream) -> bool + Send + Sync>;
 
 pub(super) struct Registered {
-    pub stream: Arc<LpStream>,
+    pub obj: Arc<dyn Schedulable>,
     pub priority: Priority,
-    /// The device it runs on (`super::stream_device`).
+    /// The device it runs on: its own ([`Schedulable::sched_device`]), else the client's.
     pub device: Device,
 }
 
@@ -55,8 +55,8 @@ pub(super) struct State {
     /// The device this client's blocks are on: its session's, or for a session that has none of
     /// its own (`kfd`) the device of the first stream it registered; set once.
     pub device: Option<Device>,
-    /// Blocks entered on [`State::device`] (sent to, and replayed to, the daemon).
-    pub blocks: BTreeMap<Priority, usize>,
+    /// Blocks entered, by device (sent to, and replayed to, the daemon).
+    pub blocks: BTreeMap<(Device, Priority), usize>,
     /// Blocks entered while the client knew no device for them: run unscheduled, never sent.
     pub unplaced: BTreeMap<Priority, usize>,
     /// Streams this client suspended because the daemon said so.
@@ -79,9 +79,12 @@ pub(super) struct State {
 pub(super) struct Shared {
     pub path: PathBuf,
     pub opts: ClientOptions,
-    pub owns: Owns,
-    /// The session's device (`None` on a `kfd` session).
-    pub session_device: Option<Device>,
+    /// The session's test of its streams; `None`: a client without a session
+    /// (`SchedClient::connect_standalone`), whose objects are registered with `register_obj`.
+    pub owns: Option<Owns>,
+    /// The client's own device: its session's (`None` on a `kfd` session) or the one a client
+    /// without a session was given; where an object that names none runs.
+    pub default_device: Option<Device>,
     pub state: Mutex<State>,
     /// Signalled when a connection attempt finishes.
     pub attempt: Condvar,
@@ -119,20 +122,11 @@ impl State {
         for id in std::mem::take(&mut self.held) {
             let Some(r) = self.streams.get(&id) else { continue };
             self.stats.failsafe_resumes += 1;
-            if let Err(e) = release(&r.stream) {
+            if let Err(e) = release(&*r.obj) {
                 failed.push(format!("stream {id}: {e}"));
             }
         }
         failed
-    }
-}
-
-/// Releases the daemon's hold of `s` (the user's own hold, if any, stays). Not held any more
-/// counts as done: the stream was closed meanwhile, which released every hold.
-pub(super) fn release(s: &LpStream) -> crate::Result<()> {
-    match s.sched_resume() {
-        Err(e) if e.kind == ErrorKind::NotSuspended => Ok(()),
-        r => r,
     }
 }
 
