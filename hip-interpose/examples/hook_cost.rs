@@ -31,6 +31,9 @@ impl Device for Null {
     fn resume(&self, _: usize) -> Result<(), String> {
         Ok(())
     }
+    fn sched_device(&self) -> Result<preempt_api::sched::proto::Device, String> {
+        Ok(preempt_api::sched::proto::Device::host(0))
+    }
 }
 
 fn ns_per_call(calls: u32, mut f: impl FnMut(usize)) -> f64 {

@@ -1,5 +1,6 @@
 //! The interposer's settings, from the environment, read once per process.
 use std::fmt;
+use std::path::PathBuf;
 
 /// HIP's priority range as clr reports it: 1 is the least urgent, -1 the most (a lower number
 /// is more urgent); a priority outside it is clamped, as clr clamps it.
@@ -46,6 +47,9 @@ pub struct Config {
     pub max_own_queues: usize,
     /// `PREEMPT_INTERPOSE_LOG=1`: one stderr line per stream, suspension failure and at exit.
     pub log: bool,
+    /// `PREEMPT_SCHEDULER`: the scheduler daemon's socket (`default`: its default path); unset
+    /// or `none`: this process is scheduled within itself only.
+    pub scheduler: Option<PathBuf>,
 }
 
 /// A setting that does not parse: the interposer stays out of the way and says so.
@@ -110,6 +114,12 @@ impl Config {
                 .ok_or_else(|| bad("PREEMPT_MAX_OWN_QUEUES", &v, "a number from 0 to 1024"))?,
         };
         let log = matches!(get("PREEMPT_INTERPOSE_LOG").as_deref(), Some("1" | "on"));
+        let scheduler = match get("PREEMPT_SCHEDULER").as_deref() {
+            None | Some("" | "none") => None,
+            Some("default") => Some(preempt_api::sched::default_socket()),
+            Some(p) if p.starts_with('/') => Some(PathBuf::from(p)),
+            Some(v) => return Err(bad("PREEMPT_SCHEDULER", v, "an absolute socket path, default or none")),
+        };
         Ok(Config {
             enabled,
             default_priority,
@@ -117,6 +127,7 @@ impl Config {
             own_queues,
             max_own_queues,
             log,
+            scheduler,
         })
     }
 
@@ -125,9 +136,11 @@ impl Config {
     }
 
     /// Whether a stream of `priority` created now gets a queue of its own, given whether a
-    /// stream of the greatest priority exists.
+    /// stream of the greatest priority exists: only if something can suspend it (the process's
+    /// own more urgent streams, at stream granularity, or the scheduler daemon).
     pub fn wants_own_queue(&self, priority: i32, high_exists: bool) -> bool {
-        if self.granularity == Granularity::Process || priority <= GREATEST {
+        let suspender = self.granularity == Granularity::Stream || self.scheduler.is_some();
+        if !suspender || priority <= GREATEST {
             return false;
         }
         match self.own_queues {
@@ -196,5 +209,11 @@ mod tests {
         );
         assert!(cfg(&[("PREEMPT_PRIORITY", "high")]).is_err());
         assert!(cfg(&[("PREEMPT_MAX_OWN_QUEUES", "5000")]).is_err());
+        assert!(
+            cfg(&[("PREEMPT_SCHEDULER", "sched.sock")]).is_err(),
+            "a relative path is refused"
+        );
+        assert_eq!(cfg(&[("PREEMPT_SCHEDULER", "none")]).unwrap().scheduler, None);
+        assert_eq!(cfg(&[]).unwrap().scheduler, None, "the daemon is opt-in");
     }
 }

@@ -2,7 +2,8 @@
 //! device (the stand-in runtime's host queues, a GPU's KFD queues), chosen once per process.
 use crate::ffi::next;
 use preempt_api::gpu::{GpuDevice, KernelChoice, OwnQueueStream};
-use preempt_api::{GracePeriod, Lv3Request, Lv3Setup, MechanismChoice};
+use preempt_api::sched::proto::Device as SchedDevice;
+use preempt_api::{GracePeriod, Lv3Request, Lv3Setup, MechanismChoice, Preemptor};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -22,6 +23,8 @@ pub trait Device: Send + Sync {
     fn destroy(&self, key: usize) -> Result<(), String>;
     fn suspend(&self, key: usize) -> Result<(), String>;
     fn resume(&self, key: usize) -> Result<(), String>;
+    /// The device's identity for the scheduler daemon (the same in every process of the node).
+    fn sched_device(&self) -> Result<SchedDevice, String>;
 }
 
 /// A stream [`Device::create`] made.
@@ -71,57 +74,64 @@ impl Device for StandIn {
     fn resume(&self, key: usize) -> Result<(), String> {
         next::standin_resume(key).map_err(|c| hip("preempt_standin_stream_resume", c))
     }
+    /// The stand-in is one host device, `host:0`, in every process.
+    fn sched_device(&self) -> Result<SchedDevice, String> {
+        Ok(SchedDevice::host(0))
+    }
 }
 
 /// A GPU: preempt-api's own-queue streams on the calling thread's current device, suspended by
-/// the Lv3 mechanism `auto` picks (docs/interposer.md#on-a-gpu). Opened at the first stream
-/// that needs it; written from the sources, not yet run on a GPU.
+/// the Lv3 mechanism `auto` picks (docs/interposer.md#on-a-gpu). The device is opened at the
+/// first stream that needs it (or when the daemon asks who it is), the mechanism at the first
+/// own-queue stream; written from the sources, not yet run on a GPU.
 #[derive(Default)]
 pub struct Gpu {
-    open: OnceLock<Result<GpuSide, String>>,
+    gpu: OnceLock<Result<GpuDevice, String>>,
+    lv3: OnceLock<Result<Lv3Setup, String>>,
     streams: Mutex<HashMap<usize, OwnQueueStream>>,
 }
 
-struct GpuSide {
-    gpu: GpuDevice,
-    lv3: Lv3Setup,
-}
-
 impl Gpu {
-    fn side(&self) -> Result<&GpuSide, String> {
-        self.open
+    /// The calling thread's current HIP device, opened once.
+    fn gpu(&self) -> Result<&GpuDevice, String> {
+        self.gpu
             .get_or_init(|| {
                 let index = next::current_device().map_err(|c| hip("hipGetDevice", c))?;
                 let index = u32::try_from(index).map_err(|_| format!("hipGetDevice said {index}"))?;
-                let gpu = GpuDevice::open(index, KernelChoice::default()).map_err(|e| e.to_string())?;
-                let lv3 = Lv3Setup::build(Lv3Request::optional(MechanismChoice::default(), GracePeriod::default()))
-                    .map_err(|e| e.to_string())?;
-                if lv3.preemptor.is_none() {
-                    return Err(format!("no Lv3 mechanism here: {}", lv3.info.why));
-                }
-                Ok(GpuSide { gpu, lv3 })
+                GpuDevice::open(index, KernelChoice::default()).map_err(|e| e.to_string())
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// The Lv3 mechanism `auto` picks, built once; an error where none works.
+    fn lv3(&self) -> Result<&std::sync::Arc<Preemptor>, String> {
+        let setup = self
+            .lv3
+            .get_or_init(|| {
+                Lv3Setup::build(Lv3Request::optional(MechanismChoice::default(), GracePeriod::default()))
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(Clone::clone)?;
+        setup
+            .preemptor
+            .as_ref()
+            .ok_or_else(|| format!("no Lv3 mechanism here: {}", setup.info.why))
     }
 }
 
 impl Device for Gpu {
     fn describe(&self) -> String {
-        match self.side() {
-            Ok(s) => format!(
-                "hip:{} through /dev/kfd, Lv3 by {}",
-                s.gpu.device().info.index,
-                s.lv3.info.name.as_deref().unwrap_or("none")
-            ),
-            Err(e) => format!("a GPU without Lv3 ({e})"),
+        match (self.gpu(), self.lv3()) {
+            (Ok(g), Ok(p)) => format!("hip:{} through /dev/kfd, Lv3 by {}", g.device().info.index, p.kind()),
+            (Ok(g), Err(e)) => format!("hip:{} without Lv3 ({e})", g.device().info.index),
+            (Err(e), _) => format!("no GPU opened ({e})"),
         }
     }
     /// The CU-mask route takes no flags: the stream is a blocking one whatever the program asked.
     fn create(&self, _flags: u32, _priority: i32) -> Result<Created, String> {
-        let side = self.side()?;
-        let pre = side.lv3.preemptor.as_ref().ok_or("no Lv3 mechanism")?;
-        let s = side.gpu.own_queue_stream(pre).map_err(|e| e.to_string())?;
+        let s = self.gpu()?.own_queue_stream(self.lv3()?).map_err(|e| e.to_string())?;
         let key = s.handle();
         lock(&self.streams).insert(key, s);
         Ok(Created { key, blocking: true })
@@ -134,8 +144,7 @@ impl Device for Gpu {
             .ok_or_else(|| "not an interposer stream".into())
     }
     fn suspend(&self, key: usize) -> Result<(), String> {
-        let side = self.side()?;
-        let pre = side.lv3.preemptor.as_ref().ok_or("no Lv3 mechanism")?;
+        let pre = self.lv3()?;
         let streams = lock(&self.streams);
         streams
             .get(&key)
@@ -150,5 +159,14 @@ impl Device for Gpu {
             .ok_or("not an interposer stream")?
             .resume()
             .map_err(|e| e.to_string())
+    }
+    fn sched_device(&self) -> Result<SchedDevice, String> {
+        let g = self.gpu()?;
+        g.kfd_gpu_id().map(SchedDevice::kfd).ok_or_else(|| {
+            format!(
+                "no unique KFD node at PCI {}: the daemon cannot place this GPU",
+                g.device().info.pci_bus_id
+            )
+        })
     }
 }

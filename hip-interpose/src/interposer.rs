@@ -2,6 +2,7 @@
 //! that carries its actions out, the marks in flight ([`crate::watch`]) and which stream each
 //! program event was last recorded on. The hooks (`ffi/`) call in here with plain numbers.
 use crate::config::{Config, GREATEST, Granularity, LEAST};
+use crate::daemon::{Daemon, Orders};
 use crate::device::{self, Created, Device, NON_BLOCKING};
 use crate::ffi::next;
 use crate::sched::{Action, Key, Scheduler};
@@ -40,6 +41,8 @@ pub struct Interposer {
     /// The interposer's own events, free for reuse.
     pool: Mutex<Vec<usize>>,
     high_exists: AtomicBool,
+    /// The scheduler daemon's client (`PREEMPT_SCHEDULER`).
+    daemon: Option<Daemon>,
     pub counters: Counters,
 }
 
@@ -64,8 +67,20 @@ pub fn get() -> Option<&'static Interposer> {
         crate::ffi::at_fork_and_exit(child_after_fork, at_exit);
         let ip = Interposer::new(cfg, device::open());
         if ip.cfg.log {
+            let daemon = match &ip.daemon {
+                Some(d) => format!(
+                    "; scheduler daemon at {} as {:?} {}",
+                    ip.cfg
+                        .scheduler
+                        .as_ref()
+                        .map_or(String::new(), |p| p.display().to_string()),
+                    d.device().kind,
+                    d.device().id
+                ),
+                None => String::new(),
+            };
             eprintln!(
-                "preempt-hip: pid {} on {}; granularity {:?}",
+                "preempt-hip: pid {} on {}; granularity {:?}{daemon}",
                 std::process::id(),
                 ip.device.describe(),
                 ip.cfg.granularity
@@ -122,8 +137,23 @@ pub struct Ticket {
 }
 
 impl Interposer {
+    /// The interposer over `device`; with [`Config::scheduler`], also the daemon's client (a
+    /// daemon that cannot be reached is retried in the background; a device that cannot say
+    /// who it is leaves the process scheduled within itself, with one line saying why).
     pub fn new(cfg: Config, device: Box<dyn Device>) -> Interposer {
-        let mut sched = Scheduler::default();
+        let daemon = cfg.scheduler.as_ref().and_then(|socket| {
+            let orders = Orders {
+                hold: |key| get().ok_or("the interposer is off")?.daemon_hold(key),
+                release: |key| get().ok_or("the interposer is off")?.daemon_release(key),
+            };
+            let started = device.sched_device().and_then(|d| Daemon::start(socket, d, orders));
+            started
+                .inspect_err(|e| {
+                    eprintln!("preempt-hip: no scheduler daemon for this process ({e}); scheduled within itself")
+                })
+                .ok()
+        });
+        let mut sched = Scheduler::new(cfg.granularity == Granularity::Stream);
         // The null stream: normal priority, blocking (legacy semantics), never suspended.
         sched.add(0, 0, false, true);
         Interposer {
@@ -134,6 +164,7 @@ impl Interposer {
             events: Mutex::new(HashMap::new()),
             pool: Mutex::new(Vec::new()),
             high_exists: AtomicBool::new(false),
+            daemon,
             counters: Counters::default(),
         }
     }
@@ -156,6 +187,9 @@ impl Interposer {
                 n.fetch_add(1, Ordering::Relaxed);
                 let actions = lock(&self.sched).add(*key, p, true, *blocking);
                 self.carry_out_unlocked(actions);
+                if let Some(d) = &self.daemon {
+                    d.register(*key, p);
+                }
                 ACTIVE.store(true, Ordering::Relaxed);
                 if self.cfg.log {
                     eprintln!("preempt-hip: stream {key:#x} (priority {priority}) has a queue of its own");
@@ -174,9 +208,11 @@ impl Interposer {
         if p <= GREATEST {
             self.high_exists.store(true, Ordering::Relaxed);
         }
-        if self.cfg.granularity == Granularity::Stream {
-            let actions = lock(&self.sched).add(key, p, false, flags & NON_BLOCKING == 0);
-            self.carry_out_unlocked(actions);
+        let actions = lock(&self.sched).add(key, p, false, flags & NON_BLOCKING == 0);
+        self.carry_out_unlocked(actions);
+        if self.daemon.is_some() && p < LEAST {
+            // Its work is a block for the daemon: the hooks must see it.
+            ACTIVE.store(true, Ordering::Relaxed);
         }
     }
 
@@ -189,22 +225,65 @@ impl Interposer {
             (mine, s.remove(key))
         };
         self.carry_out_unlocked(actions);
-        mine.then(|| {
+        let r = mine.then(|| {
+            if let Some(d) = &self.daemon {
+                d.unregister(key);
+            }
             self.counters.own_queues.fetch_sub(1, Ordering::Relaxed);
             self.device.destroy(key)
-        })
+        });
+        self.sync_daemon();
+        r
     }
 
-    /// Before a submission on `key`: when it can suspend others, they are suspended now (before
-    /// the work reaches the device) and a ticket says to mark it afterwards.
+    /// Before a submission on `key`: when it can suspend others (in this process, or, through
+    /// the daemon, in others), they are suspended now (before the work reaches the device) and a
+    /// ticket says to mark it afterwards.
     pub fn before_submit(&self, key: Key) -> Option<Ticket> {
-        let mut s = lock(&self.sched);
-        if !s.needs_mark(key) {
-            return None;
+        let (ticket, report) = {
+            let mut s = lock(&self.sched);
+            let report = self.daemon.is_some() && s.priority(key).is_some_and(|p| p < LEAST);
+            if !s.needs_mark(key) && !report {
+                return None;
+            }
+            let (mark, actions) = s.submit(key)?;
+            self.carry_out(&mut s, actions);
+            (Ticket { key, mark }, report)
+        };
+        if report {
+            self.sync_daemon();
         }
-        let (mark, actions) = s.submit(key)?;
+        Some(ticket)
+    }
+
+    /// Tells the daemon which levels are busy now (never with the rule's lock held: the daemon's
+    /// client calls [`Interposer::daemon_hold`] with its own lock held).
+    fn sync_daemon(&self) {
+        if let Some(d) = &self.daemon {
+            d.sync(|| lock(&self.sched).busy_priorities());
+        }
+    }
+
+    /// The daemon holds `key` (another process's more urgent work runs).
+    pub fn daemon_hold(&self, key: Key) -> Result<(), String> {
+        let mut s = lock(&self.sched);
+        let actions = s
+            .hold(key)
+            .ok_or_else(|| format!("stream {key:#x} cannot be held (unknown, or left running after a failure)"))?;
         self.carry_out(&mut s, actions);
-        Some(Ticket { key, mark })
+        if s.is_suspended(key) {
+            Ok(())
+        } else {
+            Err(format!("suspending stream {key:#x} failed"))
+        }
+    }
+
+    /// The daemon releases `key`.
+    pub fn daemon_release(&self, key: Key) -> Result<(), String> {
+        let mut s = lock(&self.sched);
+        let actions = s.release(key);
+        self.carry_out(&mut s, actions);
+        Ok(())
     }
 
     /// After the submission: an event of ours recorded behind it, watched until it completes.
@@ -277,17 +356,20 @@ impl Interposer {
     }
 
     fn completed(&self, done: Vec<Done>) {
-        let mut s = lock(&self.sched);
-        for d in done {
-            let actions = match d.what {
-                Pending::Mark { key, mark } => s.completed(key, mark),
-                Pending::Pin { key } => s.unpin(key),
-            };
-            self.carry_out(&mut s, actions);
-            if d.owned {
-                self.recycle(d.event);
+        {
+            let mut s = lock(&self.sched);
+            for d in done {
+                let actions = match d.what {
+                    Pending::Mark { key, mark } => s.completed(key, mark),
+                    Pending::Pin { key } => s.unpin(key),
+                };
+                self.carry_out(&mut s, actions);
+                if d.owned {
+                    self.recycle(d.event);
+                }
             }
         }
+        self.sync_daemon();
     }
 
     fn carry_out_unlocked(&self, actions: Vec<Action>) {
@@ -325,6 +407,9 @@ impl Interposer {
     /// Resumes everything and stops scheduling (process exit).
     pub fn release_all(&self) {
         ACTIVE.store(false, Ordering::Relaxed);
+        if let Some(d) = &self.daemon {
+            d.close();
+        }
         let mut s = lock(&self.sched);
         let actions = s.release_all();
         self.carry_out(&mut s, actions);

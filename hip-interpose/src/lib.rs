@@ -10,6 +10,7 @@
 #![deny(unsafe_code)]
 
 pub mod config;
+pub mod daemon;
 pub mod device;
 #[allow(unsafe_code)]
 mod ffi;

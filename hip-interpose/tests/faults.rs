@@ -3,27 +3,7 @@
 //! (one interposer per process), a thousand streams (the bound on queues of their own).
 mod support;
 use std::time::{Duration, Instant};
-
-/// The processes (of this uid) whose environment holds `marker`, with their state letter.
-fn marked(marker: &str) -> Vec<(i32, char)> {
-    let needle = marker.as_bytes();
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(env) = std::fs::read(e.path().join("environ")) else {
-            continue;
-        };
-        if env.split(|b| *b == 0).any(|kv| kv == needle)
-            && let Ok(stat) = std::fs::read_to_string(e.path().join("stat"))
-            && let Some(state) = stat.rsplit(')').next().and_then(|r| r.split_whitespace().next())
-        {
-            out.push((pid, state.chars().next().unwrap_or('?')));
-        }
-    }
-    out
-}
+use support::marked;
 
 #[test]
 fn a_program_killed_mid_suspension_leaves_no_worker_stopped() {

@@ -64,12 +64,14 @@ pub use session::Session;
 pub use stream::{LpStream, SuspendInfo};
 
 // What users of the API name in their own code, re-exported so that they depend on this crate
-// alone for it: the mechanism grammar and the grace period (lv3, kfd), the launcher's settings
-// and the clock every host stamp is on (lv1), the host device's worker program.
+// alone for it: the mechanism grammar, the preemptor a GPU stream of its own is suspended
+// through, and the grace period (lv3, kfd), the launcher's settings and the clock every host
+// stamp is on (lv1), the host device's worker program.
 pub use host_device::{WorkerExe, worker_main};
 pub use kfd::GracePeriod;
 pub use lv1::Config as Lv1Config;
 pub use lv1::clock::now_ns;
+pub use lv3::mechanism::Preemptor;
 pub use lv3::{MechanismChoice, MechanismKind};
 pub use nix::errno::Errno;
 

@@ -51,12 +51,34 @@ impl Entry {
 }
 
 /// The process's streams and the rule over them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Scheduler {
     streams: BTreeMap<Key, Entry>,
+    /// Whether the process's own streams outrank each other (stream granularity); without it
+    /// only the daemon's holds suspend anything.
+    in_process: bool,
+}
+
+impl Default for Scheduler {
+    fn default() -> Scheduler {
+        Scheduler::new(true)
+    }
 }
 
 impl Scheduler {
+    /// `in_process`: the process's more urgent streams suspend its less urgent ones.
+    pub fn new(in_process: bool) -> Scheduler {
+        Scheduler {
+            streams: BTreeMap::new(),
+            in_process,
+        }
+    }
+
+    /// The priorities of the streams with work in flight.
+    pub fn busy_priorities(&self) -> std::collections::BTreeSet<i32> {
+        self.streams.values().filter(|e| e.busy()).map(|e| e.priority).collect()
+    }
+
     /// Registers a stream (the null stream is key 0, normal priority, never preemptible).
     /// `blocking`: created without `hipStreamNonBlocking`.
     pub fn add(&mut self, key: Key, priority: i32, preemptible: bool, blocking: bool) -> Vec<Action> {
@@ -223,9 +245,10 @@ impl Scheduler {
         let busy: Vec<i32> = self.streams.values().filter(|e| e.busy()).map(|e| e.priority).collect();
         let mut resumes = Vec::new();
         let mut suspends = Vec::new();
+        let in_process = self.in_process;
         for (k, e) in self.streams.iter_mut().filter(|(_, e)| e.preemptible) {
             let depended_on = e.pins > 0 || (e.blocking && null_busy);
-            let outranked = !depended_on && busy.iter().any(|p| *p < e.priority);
+            let outranked = in_process && !depended_on && busy.iter().any(|p| *p < e.priority);
             let want = !e.broken && (e.held || outranked);
             if want != e.suspended {
                 e.suspended = want;

@@ -147,6 +147,24 @@ fn a_daemon_hold_suspends_whatever_the_rule_says_until_released() {
     );
 }
 
+#[test]
+fn without_in_process_scheduling_only_the_daemon_suspends() {
+    let mut s = Scheduler::new(false);
+    s.add(10, HP, false, false);
+    s.add(20, LOW, true, false);
+    let (_, a) = s.submit(10).unwrap();
+    assert!(
+        a.is_empty(),
+        "process granularity: the process's own work suspends nothing"
+    );
+    assert_eq!(
+        s.busy_priorities().into_iter().collect::<Vec<_>>(),
+        [HP],
+        "but its busy levels are known"
+    );
+    assert_eq!(s.hold(20), Some(vec![Action::Suspend(20)]), "the daemon still can");
+}
+
 /// The rule, evaluated from scratch.
 fn rule(s: &Scheduler, key: Key) -> bool {
     let e = &s.streams[&key];

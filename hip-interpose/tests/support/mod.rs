@@ -21,7 +21,7 @@ pub fn profile_dir() -> PathBuf {
 
 /// A library or program of the workspace as cargo built it. `cargo test` leaves cdylibs in
 /// `deps/` (only `cargo build` copies them up a directory), so `deps/` first: it is the fresher.
-fn built(name: &str, package: &str) -> PathBuf {
+pub fn built(name: &str, package: &str) -> PathBuf {
     let dir = profile_dir();
     let p = [dir.join("deps").join(name), dir.join(name)]
         .into_iter()
@@ -147,7 +147,11 @@ impl Run {
 }
 
 pub fn run(preload: bool, args: &[&str], limit: Duration) -> Run {
-    let child = command(preload, args).spawn().expect("the program starts");
+    finish(command(preload, args).spawn().expect("the program starts"), limit)
+}
+
+/// Waits for a program started from [`command`] and reads its line.
+pub fn finish(child: Child, limit: Duration) -> Run {
     let out = wait_bounded(child, limit, "two_priorities");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let values = stdout
@@ -177,4 +181,25 @@ pub fn exit_counts(stderr: &str) -> Option<(u64, u64, u64, u64)> {
         [a, b, c, d] => Some((a, b, c, d)),
         _ => None,
     }
+}
+
+/// The processes (of this uid) whose environment holds `marker`, with their state letter.
+pub fn marked(marker: &str) -> Vec<(i32, char)> {
+    let needle = marker.as_bytes();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|kv| kv == needle)
+            && let Ok(stat) = std::fs::read_to_string(e.path().join("stat"))
+            && let Some(state) = stat.rsplit(')').next().and_then(|r| r.split_whitespace().next())
+        {
+            out.push((pid, state.chars().next().unwrap_or('?')));
+        }
+    }
+    out
 }

@@ -102,6 +102,13 @@ impl GpuDevice {
         })
     }
 
+    /// The KFD gpu id of this GPU (its topology node at the device's PCI address): the identity
+    /// every process of the node agrees on, whatever `HIP_VISIBLE_DEVICES` makes of HIP's
+    /// ordinals. `None` where no unique node has that address (a partition after the first).
+    pub fn kfd_gpu_id(&self) -> Option<u32> {
+        discover::expected_gpu_id(&kfd::sysfs::SysRoot::default(), &self.dev.info.pci_bus_id)
+    }
+
     /// The HIP runtime (its library path and version, for reports).
     pub fn hip(&self) -> &Hip {
         &self.hip

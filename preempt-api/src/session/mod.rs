@@ -173,10 +173,10 @@ impl Session {
         let owner = Owner::here();
         let sched_device = match device {
             DeviceSpec::Host(n) => Some(crate::sched::proto::Device::host(n)),
-            DeviceSpec::Hip(_) => gpu.as_ref().and_then(|g| {
-                gpu_device::discover::expected_gpu_id(&kfd::sysfs::SysRoot::default(), &g.device().info.pci_bus_id)
-                    .map(crate::sched::proto::Device::kfd)
-            }),
+            DeviceSpec::Hip(_) => gpu
+                .as_ref()
+                .and_then(|g| g.kfd_gpu_id())
+                .map(crate::sched::proto::Device::kfd),
             DeviceSpec::Kfd | DeviceSpec::Auto => None,
         };
         Session {
