@@ -47,8 +47,9 @@ pub struct Config {
     pub max_own_queues: usize,
     /// `PREEMPT_INTERPOSE_LOG=1`: one stderr line per stream, suspension failure and at exit.
     pub log: bool,
-    /// `PREEMPT_SCHEDULER`: the scheduler daemon's socket (`default`: its default path); unset
-    /// or `none`: this process is scheduled within itself only.
+    /// `PREEMPT_SCHEDULER=unix:PATH|none` (the project's one grammar): the scheduler daemon's
+    /// socket; unset, the daemon's default socket (a program nobody rewrites cannot ask for the
+    /// node's daemon, so it gets it); `none`: scheduled within the process only.
     pub scheduler: Option<PathBuf>,
 }
 
@@ -115,10 +116,9 @@ impl Config {
         };
         let log = matches!(get("PREEMPT_INTERPOSE_LOG").as_deref(), Some("1" | "on"));
         let scheduler = match get("PREEMPT_SCHEDULER").as_deref() {
-            None | Some("" | "none") => None,
-            Some("default") => Some(preempt_api::sched::default_socket()),
-            Some(p) if p.starts_with('/') => Some(PathBuf::from(p)),
-            Some(v) => return Err(bad("PREEMPT_SCHEDULER", v, "an absolute socket path, default or none")),
+            None | Some("") => Some(preempt_api::sched::default_socket()),
+            Some(v) => preempt_api::sched::parse_scheduler(v)
+                .map_err(|_| bad("PREEMPT_SCHEDULER", v, "unix:PATH (the daemon's socket) or none"))?,
         };
         Ok(Config {
             enabled,
@@ -185,14 +185,21 @@ mod tests {
             ("PREEMPT_PRIORITY", "-5"),
             ("PREEMPT_GRANULARITY", "process"),
             ("PREEMPT_INTERPOSE", "off"),
+            ("PREEMPT_SCHEDULER", "none"),
         ])
         .unwrap();
         assert_eq!(c.default_priority, -1, "clamped into HIP's range as clr does");
         assert!(!c.enabled);
         assert!(
             !c.wants_own_queue(1, true),
-            "process granularity: no stream suspends another"
+            "process granularity, no daemon: nothing can suspend it"
         );
+        let c = cfg(&[
+            ("PREEMPT_GRANULARITY", "process"),
+            ("PREEMPT_SCHEDULER", "unix:/run/s.sock"),
+        ])
+        .unwrap();
+        assert!(c.wants_own_queue(1, false), "the daemon can");
         assert!(
             cfg(&[("PREEMPT_OWN_QUEUES", "always")])
                 .unwrap()
@@ -210,10 +217,22 @@ mod tests {
         assert!(cfg(&[("PREEMPT_PRIORITY", "high")]).is_err());
         assert!(cfg(&[("PREEMPT_MAX_OWN_QUEUES", "5000")]).is_err());
         assert!(
-            cfg(&[("PREEMPT_SCHEDULER", "sched.sock")]).is_err(),
-            "a relative path is refused"
+            cfg(&[("PREEMPT_SCHEDULER", "/run/s.sock")]).is_err(),
+            "the project's grammar: unix:PATH"
         );
+    }
+
+    #[test]
+    fn the_scheduler_is_the_nodes_daemon_unless_told_otherwise() {
         assert_eq!(cfg(&[("PREEMPT_SCHEDULER", "none")]).unwrap().scheduler, None);
-        assert_eq!(cfg(&[]).unwrap().scheduler, None, "the daemon is opt-in");
+        assert_eq!(
+            cfg(&[("PREEMPT_SCHEDULER", "unix:/run/s.sock")]).unwrap().scheduler,
+            Some(PathBuf::from("/run/s.sock"))
+        );
+        assert_eq!(
+            cfg(&[]).unwrap().scheduler,
+            Some(preempt_api::sched::default_socket()),
+            "unset: the node's daemon, where one runs"
+        );
     }
 }

@@ -6,7 +6,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{Run, command, exit_counts, finish, marked};
+use support::{KillOnDrop, Run, command, exit_counts, finish, marked};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -60,7 +60,7 @@ impl Drop for Daemon {
 
 fn under(socket: &Path, args: &[&str]) -> Child {
     let mut c = command(true, args);
-    c.env("PREEMPT_SCHEDULER", socket);
+    c.env("PREEMPT_SCHEDULER", format!("unix:{}", socket.display()));
     c.spawn().expect("the program starts")
 }
 
@@ -106,13 +106,13 @@ fn the_daemons_death_resumes_what_it_held() {
     let mut d = Daemon::start("death");
     let marker = format!("PREEMPT_DAEMON_TEST={}", std::process::id());
     let mut c = command(true, &["--lp", "60", "--lp-ms", "20", "--hp", "1", "--gap-ms", "0"]);
-    c.env("PREEMPT_SCHEDULER", d.socket())
+    c.env("PREEMPT_SCHEDULER", format!("unix:{}", d.socket().display()))
         .env("PREEMPT_DAEMON_TEST", std::process::id().to_string());
     let a = c.spawn().unwrap();
     std::thread::sleep(Duration::from_millis(300));
     // B's requests back to back: A's stream is held nearly all the time; the daemon dies while
     // one of A's workers is seen stopped.
-    let b = under(&d.socket(), &["--no-lp", "--hp", "100000", "--gap-ms", "0"]);
+    let b = KillOnDrop(under(&d.socket(), &["--no-lp", "--hp", "100000", "--gap-ms", "0"]));
     let t0 = Instant::now();
     while !marked(&marker)
         .iter()
@@ -120,16 +120,15 @@ fn the_daemons_death_resumes_what_it_held() {
     {
         assert!(
             t0.elapsed() < Duration::from_secs(30),
-            "A's LP stream was never seen suspended"
+            "A's LP stream was never seen suspended: {:?}",
+            marked(&marker)
         );
         std::thread::sleep(Duration::from_millis(10));
     }
     d.kill();
     // A must finish on its own: whatever the daemon held was released by A's client.
     let a = finish(a, LIMIT);
-    let mut b = b;
-    let _ = b.kill();
-    let _ = b.wait();
+    drop(b);
     assert_eq!(a.code, Some(0), "A:\n{}", a.stderr);
     assert_eq!(a.get("lp_exactly_once"), 60.0);
     let (_, s, res, f) = counts(&a);

@@ -3,7 +3,7 @@
 //! (one interposer per process), a thousand streams (the bound on queues of their own).
 mod support;
 use std::time::{Duration, Instant};
-use support::marked;
+use support::{KillOnDrop, marked};
 
 #[test]
 fn a_program_killed_mid_suspension_leaves_no_worker_stopped() {
@@ -15,22 +15,22 @@ fn a_program_killed_mid_suspension_leaves_no_worker_stopped() {
         &["--lp", "500", "--lp-ms", "20", "--hp", "100000", "--gap-ms", "0"],
     );
     c.env(k, v);
-    let mut child = c.spawn().unwrap();
+    let mut child = KillOnDrop(c.spawn().unwrap());
     let t0 = Instant::now();
     let mut saw_stopped = false;
     while t0.elapsed() < Duration::from_secs(30) && !saw_stopped {
         std::thread::sleep(Duration::from_millis(50));
         saw_stopped = marked(&marker)
             .iter()
-            .any(|(pid, s)| *s == 'T' && i64::from(*pid) != i64::from(child.id()));
+            .any(|(pid, s)| *s == 'T' && i64::from(*pid) != i64::from(child.0.id()));
     }
     assert!(
         saw_stopped,
         "a worker of the LP stream was seen stopped: {:?}",
         marked(&marker)
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     // The workers were stopped in process groups orphaned by the kill: the kernel sends them
     // SIGHUP and SIGCONT, and they end.
     let t1 = Instant::now();

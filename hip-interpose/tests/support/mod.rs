@@ -101,6 +101,8 @@ pub fn command(preload: bool, args: &[&str]) -> Command {
         .env("LD_LIBRARY_PATH", standin_dir())
         .env("PREEMPT_HOST_WORKER", built("preempt-host-worker", "host-device"))
         .env("PREEMPT_INTERPOSE_LOG", "1")
+        // Hermetic: no daemon unless a test starts one (unset means the node's default daemon).
+        .env("PREEMPT_SCHEDULER", "none")
         .env_remove("LD_PRELOAD")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -202,4 +204,14 @@ pub fn marked(marker: &str) -> Vec<(i32, char)> {
         }
     }
     out
+}
+
+/// A child killed and reaped when dropped: a failing test leaves no program running behind it.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
