@@ -151,3 +151,25 @@ pub unsafe extern "C" fn hipEventDestroy(e: Raw) -> Code {
     // SAFETY: the program's argument.
     unsafe { f(e) }
 }
+
+/// The interposer's own call, for libraries layered on it (XSched's C API names): a new HIP
+/// priority for a stream the program created. 0 when done; -1 when the interposer is off or
+/// does not know the stream (one line on stderr says why).
+#[unsafe(no_mangle)]
+pub extern "C" fn preempt_hip_set_stream_priority(stream: Raw, priority: c_int) -> c_int {
+    let r = quietly(|| Some(interposer::get()?.set_priority(stream as usize, priority)));
+    match r {
+        Some(Ok(())) => 0,
+        Some(Err(e)) => {
+            eprintln!("preempt-hip: {e}");
+            -1
+        }
+        None => -1,
+    }
+}
+
+/// The interposer's interface version: how a library layered on it knows it is loaded.
+#[unsafe(no_mangle)]
+pub extern "C" fn preempt_hip_version() -> c_uint {
+    1
+}

@@ -264,6 +264,35 @@ impl Interposer {
         }
     }
 
+    /// A new HIP priority for `key` (an API over the interposer, e.g. XSched's `XHintPriority`,
+    /// re-prioritises a stream the program already made). Whether it can be suspended was
+    /// decided when it was created.
+    pub fn set_priority(&self, key: Key, priority: i32) -> Result<(), String> {
+        let p = priority.clamp(GREATEST, LEAST);
+        let preemptible = {
+            let mut s = lock(&self.sched);
+            let actions = s
+                .set_priority(key, p)
+                .ok_or_else(|| format!("stream {key:#x} is not known to the interposer"))?;
+            self.carry_out(&mut s, actions);
+            s.is_preemptible(key)
+        };
+        if p <= GREATEST {
+            self.high_exists.store(true, Ordering::Relaxed);
+        }
+        if let Some(d) = &self.daemon {
+            if preemptible {
+                d.unregister(key);
+                d.register(key, p);
+            }
+            if p < LEAST {
+                ACTIVE.store(true, Ordering::Relaxed);
+            }
+        }
+        self.sync_daemon();
+        Ok(())
+    }
+
     /// The daemon holds `key` (another process's more urgent work runs).
     pub fn daemon_hold(&self, key: Key) -> Result<(), String> {
         let mut s = lock(&self.sched);

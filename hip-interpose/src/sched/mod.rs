@@ -179,6 +179,12 @@ impl Scheduler {
         }
     }
 
+    /// Gives `key` a new priority (a program's own hint after creation); `None` if unknown.
+    pub fn set_priority(&mut self, key: Key, priority: i32) -> Option<Vec<Action>> {
+        self.streams.get_mut(&key)?.priority = priority;
+        Some(self.settle())
+    }
+
     /// Whether `key` has work in flight (a mark not yet completed).
     pub fn is_busy(&self, key: Key) -> bool {
         self.streams.get(&key).is_some_and(Entry::busy)

@@ -165,6 +165,20 @@ fn without_in_process_scheduling_only_the_daemon_suspends() {
     assert_eq!(s.hold(20), Some(vec![Action::Suspend(20)]), "the daemon still can");
 }
 
+#[test]
+fn a_new_priority_takes_effect_at_once() {
+    let mut s = sched(&[(10, NORMAL, false, false), (20, NORMAL, true, false)]);
+    let (_, a) = s.submit(10).unwrap();
+    assert!(a.is_empty(), "peers");
+    assert_eq!(
+        s.set_priority(20, LOW),
+        Some(vec![Action::Suspend(20)]),
+        "now outranked by the busy stream"
+    );
+    assert_eq!(s.set_priority(20, HP), Some(vec![Action::Resume(20)]));
+    assert_eq!(s.set_priority(99, HP), None);
+}
+
 /// The rule, evaluated from scratch.
 fn rule(s: &Scheduler, key: Key) -> bool {
     let e = &s.streams[&key];
