@@ -8,18 +8,7 @@ fn crowd(p: &mut Plan, clients: u64, n: u64, t: Instant) {
     for c in 1..=clients {
         p.join(c, "lp", 1000 + u32::try_from(c).unwrap());
         for s in 0..n {
-            p.request(
-                c,
-                s,
-                Request::Register {
-                    stream: s,
-                    priority: 0,
-                    device: D,
-                },
-                t,
-                &mut out,
-            )
-            .unwrap();
+            register(p, c, s, s, 0, D, t, &mut out);
         }
     }
 }
@@ -33,18 +22,7 @@ fn a_request_costs_what_it_changes_not_every_stream_on_the_node() {
     let mut out = Vec::new();
     // One more registration with 16,384 streams on the node: a handful of queues examined.
     let w = p.work();
-    p.request(
-        101,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 5,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 101, 1, 1, 5, D, t, &mut out);
     assert!(p.work() - w <= 2, "{} examined", p.work() - w);
     // A block that outranks nothing (priority 0: nobody is below it) examines nothing more.
     let w = p.work();
@@ -102,30 +80,8 @@ fn a_stalled_client_is_waited_for_once_then_not_until_it_acknowledges() {
     p.join(1, "stopped-lp", 1000);
     p.join(2, "lp", 1000);
     p.join(3, "hp", 1000);
-    p.request(
-        1,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
-    p.request(
-        2,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 1, 1, 1, 0, D, t, &mut out);
+    register(&mut p, 2, 1, 1, 0, D, t, &mut out);
     out.clear();
     p.request(3, 1, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
@@ -194,18 +150,7 @@ fn a_block_held_too_long_or_by_a_silent_client_ends_and_its_leave_is_done() {
     let mut out = Vec::new();
     p.join(1, "lp", 1000);
     p.join(2, "hp", 1000);
-    p.request(
-        1,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 1, 1, 1, 0, D, t, &mut out);
     p.request(2, 1, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
     let o = orders(&out)[0].3;
@@ -281,18 +226,7 @@ fn client_text_is_escaped_in_the_log() {
     let (mut p, t) = plan();
     let mut out = Vec::new();
     p.join(1, "lp\u{202e}\ninjected", 1000);
-    p.request(
-        1,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 1, 1, 1, 0, D, t, &mut out);
     p.request(1, 2, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
     let o = orders(&out)[0].3;
@@ -338,31 +272,9 @@ fn one_uid_registers_at_most_its_share_of_streams() {
     p.join(2, "b", 7);
     p.join(3, "other user", 8);
     for s in 0..2 {
-        p.request(
-            1,
-            s,
-            Request::Register {
-                stream: s,
-                priority: 0,
-                device: D,
-            },
-            t,
-            &mut out,
-        )
-        .unwrap();
+        register(&mut p, 1, s, s, 0, D, t, &mut out);
     }
-    p.request(
-        2,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 2, 1, 1, 0, D, t, &mut out);
     let e = p
         .request(
             2,
@@ -392,31 +304,9 @@ fn one_uid_registers_at_most_its_share_of_streams() {
     .expect("another uid has its own share");
     // Streams given back (unregistered, or their client gone) count no more.
     p.request(1, 9, Request::Unregister { stream: 0 }, t, &mut out).unwrap();
-    p.request(
-        2,
-        3,
-        Request::Register {
-            stream: 2,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 2, 3, 2, 0, D, t, &mut out);
     p.drop_client(1, t, &mut out);
-    p.request(
-        2,
-        4,
-        Request::Register {
-            stream: 3,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 2, 4, 3, 0, D, t, &mut out);
 }
 
 #[test]
@@ -425,18 +315,7 @@ fn an_enter_waits_one_ack_timeout_at_most_even_for_a_chain_of_orders() {
     let mut out = Vec::new();
     p.join(1, "slow lp", 1);
     p.join(2, "hp", 2);
-    p.request(
-        1,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 1, 1, 1, 0, D, t, &mut out);
     p.request(2, 1, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
     let s1 = orders(&out)[0].3;

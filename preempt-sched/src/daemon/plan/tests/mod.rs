@@ -32,6 +32,32 @@ fn sent_to(out: &[Out], c: ClientId) -> Vec<Notice> {
         .collect()
 }
 
+/// Client `c`'s request `seq`: its stream `stream` registered at `priority` on `device`.
+#[allow(clippy::too_many_arguments)]
+fn register(
+    p: &mut Plan,
+    c: ClientId,
+    seq: u64,
+    stream: u64,
+    priority: i32,
+    device: Device,
+    now: Instant,
+    out: &mut Vec<Out>,
+) {
+    p.request(
+        c,
+        seq,
+        Request::Register {
+            stream,
+            priority,
+            device,
+        },
+        now,
+        out,
+    )
+    .unwrap();
+}
+
 fn ack(p: &mut Plan, c: ClientId, order: u64, ok: bool, now: Instant) -> Vec<Out> {
     let mut out = Vec::new();
     p.request(c, 100 + order, Request::Ack { order, ok, error: None }, now, &mut out)
@@ -46,30 +72,8 @@ fn an_hp_block_of_one_client_suspends_the_others_streams_and_enter_waits_for_the
     p.join(1, "lp-a", 1000);
     p.join(2, "lp-b", 1000);
     p.join(3, "hp", 1000);
-    p.request(
-        1,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
-    p.request(
-        2,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 1, 1, 1, 0, D, t, &mut out);
+    register(&mut p, 2, 1, 1, 0, D, t, &mut out);
     assert_eq!(sent_to(&out, 1), vec![Done { re: 1 }]);
     out.clear();
     p.request(3, 7, Request::Enter { priority: 1, device: D }, t, &mut out)
@@ -106,18 +110,7 @@ fn a_client_names_only_its_own_streams_and_blocks() {
     let mut out = Vec::new();
     p.join(1, "a", 1000);
     p.join(2, "b", 1000);
-    p.request(
-        1,
-        1,
-        Request::Register {
-            stream: 5,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 1, 1, 5, 0, D, t, &mut out);
     let e = p
         .request(2, 1, Request::Unregister { stream: 5 }, t, &mut out)
         .unwrap_err();
@@ -158,18 +151,7 @@ fn an_unacknowledged_order_is_reported_late_and_enter_does_not_wait_for_it() {
     let mut out = Vec::new();
     p.join(1, "silent", 1000);
     p.join(2, "hp", 1000);
-    p.request(
-        1,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 1, 1, 1, 0, D, t, &mut out);
     out.clear();
     p.request(2, 1, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
@@ -211,30 +193,8 @@ fn a_dropped_client_ends_its_blocks_and_the_others_resume() {
     let mut out = Vec::new();
     p.join(1, "lp", 1000);
     p.join(2, "hp", 1000);
-    p.request(
-        1,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
-    p.request(
-        2,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 5,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 1, 1, 1, 0, D, t, &mut out);
+    register(&mut p, 2, 1, 1, 5, D, t, &mut out);
     p.request(2, 2, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
     p.request(2, 3, Request::Enter { priority: 1, device: D }, t, &mut out)
@@ -280,18 +240,7 @@ fn a_failed_suspend_is_counted_and_kept_true_in_the_policy() {
     let (mut p, t) = plan();
     let mut out = Vec::new();
     p.join(1, "lp", 1000);
-    p.request(
-        1,
-        1,
-        Request::Register {
-            stream: 1,
-            priority: 0,
-            device: D,
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 1, 1, 1, 0, D, t, &mut out);
     p.request(1, 2, Request::Enter { priority: 1, device: D }, t, &mut out)
         .unwrap();
     let order = orders(&out)[0].3;
@@ -331,18 +280,7 @@ fn limits_are_refused_not_grown() {
     let mut out = Vec::new();
     p.join(1, "greedy", 1000);
     for s in 0..2 {
-        p.request(
-            1,
-            s,
-            Request::Register {
-                stream: s,
-                priority: 0,
-                device: D,
-            },
-            t,
-            &mut out,
-        )
-        .unwrap();
+        register(&mut p, 1, s, s, 0, D, t, &mut out);
     }
     p.request(
         1,
@@ -605,18 +543,7 @@ fn a_client_names_a_bounded_number_of_devices_and_a_stream_keeps_its_device() {
         .unwrap_err();
     assert_eq!(e.code, Code::Limit);
     // More streams and blocks on a device it has are fine.
-    p.request(
-        1,
-        503,
-        Request::Register {
-            stream: 9999,
-            priority: 0,
-            device: gpu(0),
-        },
-        t,
-        &mut out,
-    )
-    .unwrap();
+    register(&mut p, 1, 503, 9999, 0, gpu(0), t, &mut out);
     p.request(
         1,
         504,
