@@ -34,5 +34,7 @@ install -m755 "$T/libxsched_compat.so" "$DIR/libpreempt.so"
 ln -sfn libpreempt.so "$DIR/libhalhip.so"
 install -m755 "$T/libpreempt_hip.so" "$DIR/libpreempt_hip.so"
 echo "install-xsched-compat: XSched's C API names ($profile) installed in $DIR"
+# PREEMPT_OWN_QUEUES=always: XSched's programs create their streams at normal priority and hint
+# them afterwards, so every stream needs a queue of its own from the start to be suspendable.
 echo "run a program written for XSched with:"
-echo "  LD_PRELOAD=$DIR/libpreempt_hip.so XSCHED_LIB_PATH=$DIR python3 script.py"
+echo "  LD_PRELOAD=$DIR/libpreempt_hip.so XSCHED_LIB_PATH=$DIR PREEMPT_OWN_QUEUES=always python3 script.py"
