@@ -33,10 +33,11 @@ impl Tables {
         self.last
     }
 
-    /// A HwQueue for `stream`; one per stream, so that `XQueueGet` has one answer.
+    /// A HwQueue for `stream`: one per stream, so wrapping it again answers the one there is
+    /// (as XSched does).
     pub fn add_hwq(&mut self, stream: usize) -> Result<Handle, XResult> {
-        if self.hwqs.values().any(|s| *s == stream) {
-            return Err(XResult::ErrorNotAllowed);
+        if let Some((h, _)) = self.hwqs.iter().find(|(_, s)| **s == stream) {
+            return Ok(*h);
         }
         let h = self.fresh();
         self.hwqs.insert(h, stream);
@@ -55,13 +56,14 @@ impl Tables {
         Ok(())
     }
 
-    /// An XQueue on `hwq`; one per HwQueue.
+    /// An XQueue on `hwq`: one per HwQueue, so asking again answers the one there is (as
+    /// XSched does; its level and flags stay as first asked).
     pub fn add_xq(&mut self, hwq: Handle, level: i64, flags: i64) -> Result<Handle, XResult> {
         if !self.hwqs.contains_key(&hwq) {
             return Err(XResult::ErrorNotFound);
         }
-        if self.xq_of(hwq).is_ok() {
-            return Err(XResult::ErrorNotAllowed);
+        if let Ok(x) = self.xq_of(hwq) {
+            return Ok(x);
         }
         let h = self.fresh();
         let q = XQueue {
@@ -112,11 +114,13 @@ mod tests {
     fn handles_are_checked() {
         let mut t = Tables::default();
         let h = t.add_hwq(0x10).unwrap();
-        assert_eq!(t.add_hwq(0x10), Err(XResult::ErrorNotAllowed));
+        assert_eq!(t.add_hwq(0x10), Ok(h), "the HwQueue there is");
+        assert_ne!(t.add_hwq(0x20), Ok(h));
         assert_eq!(t.add_xq(h + 100, 3, 0), Err(XResult::ErrorNotFound));
         let x = t.add_xq(h, 1, 0).unwrap();
         assert_ne!(x, h);
-        assert_eq!(t.add_xq(h, 1, 0), Err(XResult::ErrorNotAllowed));
+        assert_eq!(t.add_xq(h, 3, 0), Ok(x), "the XQueue there is");
+        assert_eq!(t.xq(x).unwrap().level, 1);
         assert_eq!(
             t.add_xq(x, 1, 0),
             Err(XResult::ErrorNotFound),

@@ -85,12 +85,14 @@ impl Compat {
     }
 
     /// `XQueueCreate`: the level is checked and recorded; the queue is preempted at Lv3 by the
-    /// interposer whatever was asked (XSched's HIP platform has Lv1 only).
+    /// interposer whatever was asked (XSched's HIP platform has Lv1 only). A blocking submit is
+    /// not supported, as in XSched; other flag bits are ignored, as there.
     pub fn xqueue_create(&self, hwq: Handle, level: i64, flags: i64) -> Result<Handle, XResult> {
-        if !(PREEMPT_LEVEL_BLOCK..=PREEMPT_LEVEL_INTERRUPT).contains(&level)
-            || flags & !QUEUE_CREATE_FLAG_BLOCKING_SUBMIT != 0
-        {
+        if !(PREEMPT_LEVEL_BLOCK..=PREEMPT_LEVEL_INTERRUPT).contains(&level) {
             return Err(XResult::ErrorInvalidValue);
+        }
+        if flags & QUEUE_CREATE_FLAG_BLOCKING_SUBMIT != 0 {
+            return Err(XResult::ErrorNotSupported);
         }
         self.tables().add_xq(hwq, level, flags)
     }
@@ -115,14 +117,16 @@ impl Compat {
 
     /// `XQueueSetLaunchConfig`: recorded only. It sizes XSched's Lv1 launch window (how many
     /// commands are in flight); at Lv3 every command goes to the device at once and is
-    /// suspended in place, so there is no window to size.
+    /// suspended in place, so there is no window to size. A value of 0 or less leaves that
+    /// setting as it was, as XSched reads it.
     pub fn set_launch_config(&self, xq: Handle, threshold: i64, batch_size: i64) -> XResult {
-        if threshold <= 0 || batch_size <= 0 {
-            return XResult::ErrorInvalidValue;
-        }
         code(self.tables().xq_mut(xq).map(|q| {
-            q.threshold = Some(threshold);
-            q.batch_size = Some(batch_size);
+            if threshold > 0 {
+                q.threshold = Some(threshold);
+            }
+            if batch_size > 0 {
+                q.batch_size = Some(batch_size);
+            }
         }))
     }
 

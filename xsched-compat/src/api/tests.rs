@@ -74,12 +74,29 @@ fn bad_values_and_handles_are_errors() {
     let hwq = c.hip_queue_create(0x100).unwrap();
     assert_eq!(c.xqueue_create(hwq, 0, 0), Err(XResult::ErrorInvalidValue));
     assert_eq!(c.xqueue_create(hwq, 4, 0), Err(XResult::ErrorInvalidValue));
-    assert_eq!(c.xqueue_create(hwq, 3, 2), Err(XResult::ErrorInvalidValue));
+    assert_eq!(
+        c.xqueue_create(hwq, 3, 1),
+        Err(XResult::ErrorNotSupported),
+        "blocking submit"
+    );
     assert_eq!(c.xqueue_create(hwq + 7, 3, 0), Err(XResult::ErrorNotFound));
-    let x = c.xqueue_create(hwq, PREEMPT_LEVEL_INTERRUPT, 1).unwrap();
+    let x = c.xqueue_create(hwq, PREEMPT_LEVEL_INTERRUPT, 2).unwrap();
+    assert_eq!(
+        c.xqueue_create(hwq, PREEMPT_LEVEL_BLOCK, 0),
+        Ok(x),
+        "one XQueue per HwQueue"
+    );
     assert_eq!(c.xqueue_get(hwq), Ok(x));
     assert_eq!(c.xqueue_get(x), Err(XResult::ErrorNotFound));
-    assert_eq!(c.set_launch_config(x, 0, 4), XResult::ErrorInvalidValue);
+    assert_eq!(c.set_launch_config(x, 8, 4), XResult::Success);
+    assert_eq!(
+        c.set_launch_config(x, 0, -1),
+        XResult::Success,
+        "0 or less keeps a setting"
+    );
+    assert_eq!(c.set_launch_config(x, 16, 0), XResult::Success);
+    let q = c.xqueue(x).unwrap();
+    assert_eq!((q.threshold, q.batch_size), (Some(16), Some(4)));
     assert_eq!(c.set_launch_config(x + 9, 8, 4), XResult::ErrorNotFound);
     assert_eq!(c.set_preempt_level(x, 9), XResult::ErrorInvalidValue);
     assert_eq!(c.set_preempt_level(x, 2), XResult::Success);
