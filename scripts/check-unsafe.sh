@@ -5,13 +5,14 @@
 # its strings, arrays and structs and writing its out-parameters cannot be done without `unsafe`;
 # everything behind those reads is preempt-api's safe Rust), and the two HIP-facing libraries'
 # entry points: the interposer's hooks and the runtime functions it calls on by pointer
-# (hip-interpose/src/hooks.rs, hip-interpose/src/ffi/), and the stand-in runtime's exported calls (hip-standin/src/ffi/). The compiler enforces it too (the workspace lint
+# (hip-interpose/src/hooks.rs, hip-interpose/src/ffi/), the stand-in runtime's exported calls (hip-standin/src/ffi/), and XSched's C API names
+# over the interposer (xsched-compat/src/ffi/: a C caller's out-parameters and the interposer's calls through dlsym). The compiler enforces it too (the workspace lint
 # `unsafe_code = "deny"`, allowed in those modules alone); this check also catches an `allow`
 # added elsewhere. kfd-sys (bindgen output: FFI types, no unsafe code of ours) is not scanned.
 # Comments and strings that merely mention the word are ignored.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ALLOWED='^(kfd/src/ioctl\.rs|hip-rt/src/ffi/|hip-rt/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\]|preempt-capi/src/ffi/|preempt-capi/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\]|hip-interpose/src/ffi/|hip-interpose/src/hooks\.rs|hip-interpose/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\]|hip-standin/src/ffi/|hip-standin/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\])'
+ALLOWED='^(kfd/src/ioctl\.rs|hip-rt/src/ffi/|hip-rt/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\]|preempt-capi/src/ffi/|preempt-capi/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\]|hip-interpose/src/ffi/|hip-interpose/src/hooks\.rs|hip-interpose/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\]|hip-standin/src/ffi/|hip-standin/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\]|xsched-compat/src/ffi/|xsched-compat/src/lib\.rs:[0-9]+:#\[allow\(unsafe_code\)\])'
 mapfile -t SRC < <(for d in */src; do [ "$d" = kfd-sys/src ] || echo "$d"; done)
 bad=$(grep -rn --include='*.rs' -E '\bunsafe\b|allow\(unsafe_code\)' "${SRC[@]}" \
   | grep -v -E "$ALLOWED" \
