@@ -4,6 +4,8 @@
 #     against Debian's HIP headers, run on the stand-in runtime): alone (no LP work), with a
 #     saturating LP stream and no interposer, and under the interposer (LD_PRELOAD); the three
 #     alternated, ROUNDS times, each a median over its requests' P50 and P99 with the range.
+#     Then the same with PREEMPT_STANDIN_CUS=exclusive (kernels take the device one at a time, as
+#     delay kernels that fill a GPU's CUs: a request waits for the running LP kernel).
 #  2. Two unmodified processes: B's HP requests alone, beside A (a low-priority job: LP delay
 #     kernels) without the interposer, and with both under the interposer and the scheduler
 #     daemon (preempt-sched on a private socket); alternated the same way.
@@ -25,11 +27,11 @@ for n in libamdhip64.so libamdhip64.so.5 libamdhip64.so.6 libamdhip64.so.7; do l
 cc -O2 -D__HIP_PLATFORM_AMD__ examples/hip/two_priorities.c -lamdhip64 -o "$work/two_priorities"
 echo "stand-in code object" > "$work/co"
 args=(--lp 100 --lp-ms 20 --hp 200 --hp-ms 1 --gap-ms 5)
-run() { # $1: alone|without|with (one process)
-  local extra=() pre=""
-  [ "$1" = alone ] && extra=(--no-lp)
-  [ "$1" = with ] && pre=$rel/libpreempt_hip.so
-  LD_PRELOAD=$pre PREEMPT_SCHEDULER=none LD_LIBRARY_PATH=$work PREEMPT_HOST_WORKER=$rel/preempt-host-worker \
+run() { # $1: alone|without|with (one process), -x: kernels fill the device
+  local extra=() pre="" cus=shared
+  case "$1" in *-x) cus=exclusive ;; esac
+  case "$1" in alone | alone-x) extra=(--no-lp) ;; with | with-x) pre=$rel/libpreempt_hip.so ;; esac
+  PREEMPT_STANDIN_CUS=$cus LD_PRELOAD=$pre PREEMPT_SCHEDULER=none LD_LIBRARY_PATH=$work PREEMPT_HOST_WORKER=$rel/preempt-host-worker \
     "$work/two_priorities" "$work/co" "${args[@]}" "${extra[@]}" 2>/dev/null
 }
 declare -A p50 p99
@@ -58,7 +60,7 @@ two() { # $1: two-alone|two-without|two-daemon
   fi
 }
 for r in $(seq "$rounds"); do
-  for mode in alone without with; do add "$mode" "$(run "$mode")"; done
+  for mode in alone without with alone-x without-x with-x; do add "$mode" "$(run "$mode")"; done
   for mode in two-alone two-without two-daemon; do add "$mode" "$(two "$mode")"; done
   echo "round $r of $rounds done" >&2
 done
@@ -78,6 +80,10 @@ echo
 echo "One process, LP commands of 20 ms on its low stream:"
 echo
 table alone without with
+echo
+echo "One process, kernels filling the device (PREEMPT_STANDIN_CUS=exclusive):"
+echo
+table alone-x without-x with-x
 echo
 echo "Two processes, B's requests beside A's LP commands of 20 ms (with: both under the interposer and the daemon):"
 echo

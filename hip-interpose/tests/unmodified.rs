@@ -92,3 +92,22 @@ fn interposer_off_and_bad_settings_pass_every_call_through() {
     assert_eq!(out.status.code(), Some(0));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("preempt-hip"));
 }
+
+#[test]
+fn with_kernels_that_fill_the_device_suspension_frees_it_and_nothing_is_lost() {
+    // PREEMPT_STANDIN_CUS=exclusive: one kernel at a time, as delay kernels that occupy every CU
+    // of a GPU; a suspended LP kernel gives the CUs up and takes them back after the request.
+    // Plain and with the HP stream waiting on an LP event (the pin must resume LP onto the CUs).
+    for extra in [&[][..], &["--hp-waits-on-lp"][..]] {
+        let mut args = vec!["--lp", "30", "--lp-ms", "10", "--hp", "10", "--gap-ms", "3"];
+        args.extend_from_slice(extra);
+        let mut c = support::command(true, &args);
+        c.env("PREEMPT_STANDIN_CUS", "exclusive");
+        let r = support::finish(c.spawn().unwrap(), LIMIT);
+        assert_eq!(r.code, Some(0), "{extra:?} stderr:\n{}", r.stderr);
+        assert_eq!(r.get("lp_exactly_once"), 30.0, "{extra:?}");
+        let (_, s, res, f) = exit_counts(&r.stderr).expect("the interposer's exit line");
+        assert_eq!((s, f), (res, 0), "{extra:?}");
+        assert!(s >= 1, "{extra:?}: the LP stream was suspended");
+    }
+}

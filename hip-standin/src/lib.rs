@@ -9,6 +9,8 @@
 //! kernels needs (the list is `ffi/`'s exports; anything else is absent and fails to resolve):
 //! - devices: one; `hipDeviceGetStreamPriorityRange` says 1 (least) to -1 (greatest), as clr;
 //! - streams: each its own queue of worker processes ([`stream`]), the null stream included;
+//!   with `PREEMPT_STANDIN_CUS=exclusive` their kernels take the device's CUs one at a time
+//!   ([`cus`]), as delay kernels that fill a GPU do;
 //! - kernels: `hipModuleLoad` accepts any existing file, `hipModuleGetFunction` knows the delay
 //!   kernels by name ([`kernels`]); `hipLaunchKernel` (a host stub address) is refused;
 //! - copies: `hipMemcpyAsync` and `hipMemsetAsync` wait for their stream and then copy (an
@@ -21,6 +23,7 @@
 #![deny(unsafe_code)]
 
 pub mod code;
+pub mod cus;
 #[allow(unsafe_code)]
 mod ffi;
 pub mod kernels;

@@ -2,6 +2,7 @@
 //! call. Handles are small numbers the program sees as pointers; an unknown one is
 //! `hipErrorInvalidHandle`, never a dereference.
 use crate::code::{self, Code};
+use crate::cus::{CUS_ENV, Cus};
 use crate::kernels::{Call, Kernel};
 use crate::memory::Memory;
 use crate::stream::{Event, Stream};
@@ -24,6 +25,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 pub struct Runtime {
+    /// The device's CUs when kernels fill them (`PREEMPT_STANDIN_CUS=exclusive`).
+    cus: Option<Arc<Cus>>,
     exe: WorkerExe,
     workers: usize,
     pub mem: Arc<Memory>,
@@ -62,7 +65,16 @@ impl Runtime {
             .and_then(|v| v.parse::<usize>().ok())
             .filter(|n| (1..=64).contains(n))
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+        let cus = match std::env::var(CUS_ENV).as_deref() {
+            Ok("exclusive") => Some(Arc::new(Cus::default())),
+            Ok("shared") | Err(_) => None,
+            Ok(v) => {
+                crate::warn(&format!("{CUS_ENV}={v:?}: expected shared or exclusive; shared"));
+                None
+            }
+        };
         Runtime {
+            cus,
             exe,
             workers,
             mem: Arc::new(Memory::default()),
@@ -82,8 +94,16 @@ impl Runtime {
         if lock(&self.streams).len() >= MAX_STREAMS {
             return Err(code::OUT_OF_MEMORY);
         }
-        let s = Stream::new(&self.exe, self.workers, Arc::clone(&self.mem), flags, priority);
         let h = self.handle();
+        let s = Stream::new(
+            h as u64,
+            self.cus.clone(),
+            &self.exe,
+            self.workers,
+            Arc::clone(&self.mem),
+            flags,
+            priority,
+        );
         lock(&self.streams).insert(h, Arc::new(s));
         Ok(h)
     }
@@ -93,7 +113,17 @@ impl Runtime {
         if h == 0 {
             return Ok(self
                 .null
-                .get_or_init(|| Arc::new(Stream::new(&self.exe, self.workers, Arc::clone(&self.mem), 0, 0)))
+                .get_or_init(|| {
+                    Arc::new(Stream::new(
+                        0,
+                        self.cus.clone(),
+                        &self.exe,
+                        self.workers,
+                        Arc::clone(&self.mem),
+                        0,
+                        0,
+                    ))
+                })
                 .clone());
         }
         lock(&self.streams).get(&h).cloned().ok_or(code::INVALID_HANDLE)

@@ -5,6 +5,7 @@
 //! record marks the event complete; an event wait blocks the stream until that event completes
 //! (as a GPU stream waits, so a wait on a stopped stream's event stops this one too).
 use crate::code::{self, Code};
+use crate::cus::Cus;
 use crate::kernels::Call;
 use crate::memory::Memory;
 use host_device::{HostCommand, HostQueue, SharedHostSuspension, WorkerExe};
@@ -108,6 +109,10 @@ struct Progress {
 
 /// One stream.
 pub struct Stream {
+    /// The stream's number for the device's CUs.
+    id: u64,
+    /// The device's CUs, when kernels fill them (`crate::cus`).
+    cus: Option<Arc<Cus>>,
     exe: WorkerExe,
     workers: usize,
     mem: Arc<Memory>,
@@ -115,6 +120,9 @@ pub struct Stream {
     started: OnceLock<Result<Started, Code>>,
     progress: Arc<(Mutex<Progress>, Condvar)>,
     suspension: Mutex<Suspension>,
+    /// A resumed stream's stop, kept until its preempted kernel has the CUs back (then the
+    /// workers continue); a suspend that comes first takes it back instead.
+    pending: Arc<Mutex<Option<SharedHostSuspension>>>,
     /// The priority given at creation (kept for `hipStreamGetPriority`).
     pub priority: i32,
     /// The flags given at creation.
@@ -135,15 +143,28 @@ struct Started {
 }
 
 impl Stream {
-    /// A stream of `workers` worker processes, started at its first use.
-    pub fn new(exe: &WorkerExe, workers: usize, mem: Arc<Memory>, flags: u32, priority: i32) -> Stream {
+    /// A stream of `workers` worker processes, started at its first use; its kernels take the
+    /// device's `cus` when given.
+    #[allow(clippy::too_many_arguments)] // one per property of the stream
+    pub fn new(
+        id: u64,
+        cus: Option<Arc<Cus>>,
+        exe: &WorkerExe,
+        workers: usize,
+        mem: Arc<Memory>,
+        flags: u32,
+        priority: i32,
+    ) -> Stream {
         Stream {
+            id,
+            cus,
             exe: exe.clone(),
             workers,
             mem,
             started: OnceLock::new(),
             progress: Arc::new((Mutex::new(Progress::default()), Condvar::new())),
             suspension: Mutex::new(Suspension::None),
+            pending: Arc::new(Mutex::new(None)),
             priority,
             flags,
         }
@@ -158,9 +179,10 @@ impl Stream {
                 })?);
                 let (tx, rx) = channel();
                 let (q, p, mem) = (Arc::clone(&queue), Arc::clone(&self.progress), Arc::clone(&self.mem));
+                let cus = self.cus.clone().map(|c| (c, self.id));
                 std::thread::Builder::new()
                     .name("hip-standin stream".into())
-                    .spawn(move || dispatch(&q, &rx, &p, &mem))
+                    .spawn(move || dispatch(&q, &rx, &p, &mem, cus.as_ref()))
                     .map_err(|_| code::OUT_OF_MEMORY)?;
                 Ok(Started {
                     queue,
@@ -217,25 +239,55 @@ impl Stream {
     }
 
     /// Stops the stream's workers (host Lv3: SIGSTOP, waited for; a stream not used yet is
-    /// stopped as its workers start); idempotent.
+    /// stopped as its workers start); idempotent. A kernel it was running gives the device's CUs
+    /// up.
     pub fn suspend(&self) -> Result<(), Code> {
         let mut s = lock(&self.suspension);
         if matches!(*s, Suspension::None) {
-            *s = match self.started.get() {
-                Some(Ok(started)) => Suspension::Held(stop(&started.queue)?),
-                _ => Suspension::BeforeStart,
+            // Still stopped from before, waiting for the CUs: it stays stopped.
+            let waiting = lock(&self.pending).take();
+            *s = match (waiting, self.started.get()) {
+                (Some(h), _) => Suspension::Held(h),
+                (None, Some(Ok(started))) => Suspension::Held(stop(&started.queue)?),
+                (None, _) => Suspension::BeforeStart,
             };
+            if let Some(c) = &self.cus {
+                c.suspended(self.id);
+            }
         }
         Ok(())
     }
 
-    /// Continues the stream's workers; idempotent.
+    /// Continues the stream's workers; idempotent. A kernel that gave the CUs up continues once it
+    /// has them back (a thread waits for them, so that the resume itself never blocks).
     pub fn resume(&self) -> Result<(), Code> {
-        match std::mem::replace(&mut *lock(&self.suspension), Suspension::None) {
-            Suspension::Held(h) => h.resume().map_err(|e| {
+        let mut guard = lock(&self.suspension);
+        let held = std::mem::replace(&mut *guard, Suspension::None);
+        let at_once = self.cus.as_ref().is_none_or(|c| c.resumed(self.id));
+        match held {
+            Suspension::Held(h) if at_once => h.resume().map_err(|e| {
                 crate::warn(&format!("resuming a stream: {e}"));
                 code::LAUNCH_FAILURE
             }),
+            Suspension::Held(h) => {
+                *lock(&self.pending) = Some(h);
+                let (cus, id, pending) = (self.cus.clone(), self.id, Arc::clone(&self.pending));
+                std::thread::Builder::new()
+                    .name("hip-standin resume".into())
+                    .spawn(move || {
+                        if let Some(c) = cus {
+                            c.reacquire(id);
+                        }
+                        // Gone if a suspend took it back meanwhile: then the workers stay stopped.
+                        if let Some(h) = lock(&pending).take()
+                            && let Err(e) = h.resume()
+                        {
+                            crate::warn(&format!("resuming a stream: {e}"));
+                        }
+                    })
+                    .map(drop)
+                    .map_err(|_| code::OUT_OF_MEMORY)
+            }
             Suspension::BeforeStart | Suspension::None => Ok(()),
         }
     }
@@ -268,18 +320,30 @@ fn stop(q: &Arc<HostQueue>) -> Result<SharedHostSuspension, Code> {
     })
 }
 
-fn dispatch(q: &HostQueue, rx: &Receiver<Op>, progress: &(Mutex<Progress>, Condvar), mem: &Memory) {
+fn dispatch(
+    q: &HostQueue,
+    rx: &Receiver<Op>,
+    progress: &(Mutex<Progress>, Condvar),
+    mem: &Memory,
+    cus: Option<&(Arc<Cus>, u64)>,
+) {
     let mut next_id = 0u64;
     while let Ok(op) = rx.recv() {
         let res = match op {
             Op::Kernel(call) => {
                 next_id += 1;
-                q.run(next_id, HostCommand::delay_ns(call.work_ns()))
-                    .map_err(|e| {
-                        crate::warn(&format!("a kernel on the host queue failed: {e}"));
-                        code::LAUNCH_FAILURE
-                    })
-                    .and_then(|records| call.complete(mem, &records))
+                if let Some((c, id)) = cus {
+                    c.acquire(*id);
+                }
+                let ran = q.run(next_id, HostCommand::delay_ns(call.work_ns()));
+                if let Some((c, id)) = cus {
+                    c.done(*id);
+                }
+                ran.map_err(|e| {
+                    crate::warn(&format!("a kernel on the host queue failed: {e}"));
+                    code::LAUNCH_FAILURE
+                })
+                .and_then(|records| call.complete(mem, &records))
             }
             Op::Record(ev, g) => {
                 ev.complete(g);
