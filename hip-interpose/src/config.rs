@@ -3,12 +3,14 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// HIP's priority range as clr reports it: 1 is the least urgent, -1 the most (a lower number
-/// is more urgent); a priority outside it is clamped, as clr clamps it.
+/// is more urgent); a priority outside it is clamped, as clr clamps it
+/// (docs/interposer.md#priority-the-programs-own-words).
 pub const LEAST: i32 = 1;
 pub const GREATEST: i32 = -1;
 
 /// The most streams given a queue of their own by default (KFD queues are a per-process
-/// resource; past this a stream is created as the program asked and never suspended).
+/// resource; past this a stream is created as the program asked and never suspended; why a
+/// preemptible stream needs one: docs/interposer.md#the-rule).
 pub const DEFAULT_MAX_OWN_QUEUES: usize = 64;
 
 /// What is scheduled as one unit.

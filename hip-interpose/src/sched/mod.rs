@@ -8,7 +8,7 @@
 //!   *pinned* until that event completes), or
 //! - it is a blocking stream and the null stream has work in flight (legacy semantics: null
 //!   stream work waits for every blocking stream, and later work on blocking streams waits for
-//!   it).
+//!   it; docs/interposer.md#the-rule).
 //!
 //! Without those two exceptions a high-priority stream could wait forever for a stream
 //! suspended on its behalf. Independently of the rule, the scheduler daemon may *hold* a stream
