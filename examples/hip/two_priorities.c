@@ -24,70 +24,10 @@
  * LP command completed exactly once, 1 when one did not, 2 on bad arguments, 3 on a HIP error.
  * Build: cc -D__HIP_PLATFORM_AMD__ two_priorities.c -lamdhip64 -lpthread -o two_priorities */
 #define __HIP_PLATFORM_AMD__ 1
-#include <hip/hip_runtime_api.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#define PROG "two_priorities"
+#include "delay_run.h"
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    hipError_t e_ = (call);                                                              \
-    if (e_ != hipSuccess) {                                                              \
-      fprintf(stderr, "two_priorities: %s failed: %s\n", #call, hipGetErrorString(e_)); \
-      exit(3);                                                                           \
-    }                                                                                    \
-  } while (0)
-
-/* struct DelaySlot of delay.hip. */
-struct slot {
-  uint64_t start, end;
-  uint32_t blocks, done;
-  uint64_t tag;
-};
-#define TAG_MAGIC 0x5052454d50544c41ull
-/* MI300's wall clock (s_memrealtime) ticks at 100 MHz. */
-#define TICKS_PER_MS 100000ull
-#define NBLOCKS 1u
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static void sleep_ms(double ms) {
-  struct timespec t = {(time_t)(ms / 1e3), (long)((ms - (time_t)(ms / 1e3) * 1e3) * 1e6)};
-  nanosleep(&t, NULL);
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static void launch(hipFunction_t f, hipStream_t s, struct slot *slots, uint32_t id, uint64_t ticks) {
-  uint32_t nblocks = NBLOCKS;
-  void *args[] = {&slots, &id, &ticks, &nblocks};
-  CHECK(hipModuleLaunchKernel(f, NBLOCKS, 1, 1, 64, 1, 1, 0, s, args, NULL));
-}
-
-static long arg(int argc, char **argv, const char *name, long dflt) {
-  for (int i = 1; i + 1 < argc; i++)
-    if (!strcmp(argv[i], name)) {
-      char *end;
-      long v = strtol(argv[i + 1], &end, 10);
-      if (*end || v < 0 || v > 1000000) {
-        fprintf(stderr, "two_priorities: %s wants a number from 0 to 1000000, not '%s'\n", name, argv[i + 1]);
-        exit(2);
-      }
-      return v;
-    }
-  return dflt;
-}
 
 static int flag(int argc, char **argv, const char *name) {
   for (int i = 1; i < argc; i++)
@@ -168,18 +108,12 @@ int main(int argc, char **argv) {
     int st;
     if (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st) != 0) child_status = 1;
   }
-  struct slot *host = malloc(lp_bytes);
-  CHECK(hipMemcpy(host, lp_slots, lp_bytes, hipMemcpyDeviceToHost));
-  long once = 0, bad = 0;
-  for (long i = 0; i < n_lp; i++) {
-    int ok = host[i].done == 1 && host[i].blocks == NBLOCKS && host[i].tag == ((uint64_t)i ^ TAG_MAGIC);
-    once += ok;
-    bad += !ok;
-  }
-  qsort(lat, (size_t)k_hp, sizeof(double), cmp);
-  long p99 = (99 * k_hp + 99) / 100 - 1; /* nearest rank */
+  long once, bad;
+  count_exactly_once(lp_slots, n_lp, &once, &bad);
+  double p50, p99, max;
+  summarize(lat, k_hp, &p50, &p99, &max);
   printf("hp_requests=%ld hp_ms=%ld p50_us=%.0f p99_us=%.0f max_us=%.0f lp_commands=%ld lp_ms=%ld lp_exactly_once=%ld lp_bad=%ld child_failed=%d\n",
-         k_hp, hp_ms, lat[(k_hp - 1) / 2], lat[p99], lat[k_hp - 1], n_lp, lp_ms, once, bad, child_status);
+         k_hp, hp_ms, p50, p99, max, n_lp, lp_ms, once, bad, child_status);
   CHECK(hipStreamDestroy(lp));
   CHECK(hipStreamDestroy(hp));
   CHECK(hipEventDestroy(lp_mark));
@@ -188,6 +122,5 @@ int main(int argc, char **argv) {
   CHECK(hipFree(lp_slots));
   CHECK(hipFree(hp_slots));
   free(lat);
-  free(host);
   return bad || child_status ? 1 : 0;
 }

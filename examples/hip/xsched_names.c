@@ -18,13 +18,9 @@
  * under XSched with priorities ignored.
  * Build: cc -D__HIP_PLATFORM_AMD__ xsched_names.c -lamdhip64 -ldl -o xsched_names */
 #define __HIP_PLATFORM_AMD__ 1
+#define PROG "xsched_names"
+#include "delay_run.h"
 #include <dlfcn.h>
-#include <hip/hip_runtime_api.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 /* XSched's declarations (include/xsched/types.h, xqueue.h, hint.h; the HIP HAL's hal.h). */
 typedef int XResult;
@@ -46,15 +42,6 @@ static XResult (*XHintPriority)(XQueueHandle, Priority);
 static XResult (*XQueueSuspend)(XQueueHandle, int64_t);
 static XResult (*XQueueDestroy)(XQueueHandle);
 
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    hipError_t e_ = (call);                                                             \
-    if (e_ != hipSuccess) {                                                             \
-      fprintf(stderr, "xsched_names: %s failed: %s\n", #call, hipGetErrorString(e_));   \
-      exit(3);                                                                          \
-    }                                                                                   \
-  } while (0)
-
 #define MUST(call)                                                                      \
   do {                                                                                  \
     XResult r_ = (call);                                                                \
@@ -63,52 +50,6 @@ static XResult (*XQueueDestroy)(XQueueHandle);
       exit(4);                                                                          \
     }                                                                                   \
   } while (0)
-
-/* struct DelaySlot of delay.hip. */
-struct slot {
-  uint64_t start, end;
-  uint32_t blocks, done;
-  uint64_t tag;
-};
-#define TAG_MAGIC 0x5052454d50544c41ull
-#define TICKS_PER_MS 100000ull /* MI300's wall clock (s_memrealtime): 100 MHz */
-#define NBLOCKS 1u
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static void sleep_ms(double ms) {
-  struct timespec t = {(time_t)(ms / 1e3), (long)((ms - (time_t)(ms / 1e3) * 1e3) * 1e6)};
-  nanosleep(&t, NULL);
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static void launch(hipFunction_t f, hipStream_t s, struct slot *slots, uint32_t id, uint64_t ticks) {
-  uint32_t nblocks = NBLOCKS;
-  void *args[] = {&slots, &id, &ticks, &nblocks};
-  CHECK(hipModuleLaunchKernel(f, NBLOCKS, 1, 1, 64, 1, 1, 0, s, args, NULL));
-}
-
-static long arg(int argc, char **argv, const char *name, long dflt) {
-  for (int i = 1; i + 1 < argc; i++)
-    if (!strcmp(argv[i], name)) {
-      char *end;
-      long v = strtol(argv[i + 1], &end, 10);
-      if (*end || v < 0 || v > 1000000) {
-        fprintf(stderr, "xsched_names: %s wants a number from 0 to 1000000, not '%s'\n", name, argv[i + 1]);
-        exit(2);
-      }
-      return v;
-    }
-  return dflt;
-}
 
 static void *open_lib(const char *dir, const char *name) {
   char path[4096];
@@ -207,16 +148,10 @@ int main(int argc, char **argv) {
   }
   CHECK(hipStreamSynchronize(lp));
 
-  struct slot *host = malloc(lp_bytes);
-  CHECK(hipMemcpy(host, lp_slots, lp_bytes, hipMemcpyDeviceToHost));
-  long once = 0, bad = 0;
-  for (long i = 0; i < n_lp; i++) {
-    int ok = host[i].done == 1 && host[i].blocks == NBLOCKS && host[i].tag == ((uint64_t)i ^ TAG_MAGIC);
-    once += ok;
-    bad += !ok;
-  }
-  qsort(lat, (size_t)k_hp, sizeof(double), cmp);
-  long p99 = (99 * k_hp + 99) / 100 - 1; /* nearest rank */
+  long once, bad;
+  count_exactly_once(lp_slots, n_lp, &once, &bad);
+  double p50, p99, max;
+  summarize(lat, k_hp, &p50, &p99, &max);
   MUST(XQueueDestroy(hp_xq));
   MUST(XQueueDestroy(lp_xq));
   MUST(HwQueueDestroy(hp_hwq));
@@ -225,12 +160,11 @@ int main(int argc, char **argv) {
   printf("hint_hp=%d hint_lp=%d get_ok=%d null_out=%d null_stream=%d bad_hwq=%d bad_xq=%d bad_level=%d suspend=%d destroyed_twice=%d "
          "hp_requests=%ld p50_us=%.0f p99_us=%.0f max_us=%.0f lp_commands=%ld lp_exactly_once=%ld lp_bad=%ld\n",
          hint_hp, hint_lp, get_ok, null_out, null_stream, bad_hwq, bad_xq, bad_level, suspend, destroyed_twice, k_hp,
-         lat[(k_hp - 1) / 2], lat[p99], lat[k_hp - 1], n_lp, once, bad);
+         p50, p99, max, n_lp, once, bad);
   CHECK(hipStreamDestroy(lp));
   CHECK(hipStreamDestroy(hp));
   CHECK(hipFree(lp_slots));
   CHECK(hipFree(hp_slots));
   free(lat);
-  free(host);
   return bad ? 1 : 0;
 }
