@@ -4,6 +4,7 @@
 use crate::config::{Config, GREATEST, Granularity, LEAST};
 use crate::daemon::{Daemon, Orders};
 use crate::device::{self, Created, Device, NON_BLOCKING};
+use crate::exit_line::ExitLine;
 use crate::ffi::next;
 use crate::sched::{Action, Key, Scheduler};
 use crate::watch::{Done, Pending, Watch};
@@ -444,14 +445,14 @@ impl Interposer {
         self.carry_out(&mut s, actions);
         if self.cfg.log {
             let c = &self.counters;
-            eprintln!(
-                "preempt-hip: pid {} exits: {} marks, {} suspends, {} resumes, {} failures",
-                std::process::id(),
-                c.marks.load(Ordering::Relaxed),
-                c.suspends.load(Ordering::Relaxed),
-                c.resumes.load(Ordering::Relaxed),
-                c.failures.load(Ordering::Relaxed)
-            );
+            let line = ExitLine {
+                pid: std::process::id(),
+                marks: c.marks.load(Ordering::Relaxed),
+                suspends: c.suspends.load(Ordering::Relaxed),
+                resumes: c.resumes.load(Ordering::Relaxed),
+                failures: c.failures.load(Ordering::Relaxed),
+            };
+            eprintln!("{line}");
         }
     }
 }

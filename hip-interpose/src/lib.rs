@@ -12,6 +12,7 @@
 pub mod config;
 pub mod daemon;
 pub mod device;
+pub mod exit_line;
 #[allow(unsafe_code)]
 mod ffi;
 #[allow(unsafe_code)]

@@ -3,10 +3,11 @@
 //! suspend the other process's low-priority stream through the daemon, and the daemon's death
 //! resumes it. Every wait is bounded.
 mod support;
+use hip_testkit::{KillOnDrop, marked};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{KillOnDrop, Run, command, exit_counts, finish, marked};
+use support::{ExitLine, command, exit_line, finish};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -21,7 +22,7 @@ impl Daemon {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("daemon.log");
-        let child = Command::new(support::built("preempt-sched", "preempt-sched"))
+        let child = Command::new(hip_testkit::built("preempt-sched", "preempt-sched"))
             .arg("--socket")
             .arg(dir.join("s.sock"))
             .args(["--ack-timeout-ms", "20000"])
@@ -64,10 +65,6 @@ fn under(socket: &Path, args: &[&str]) -> Child {
     c.spawn().expect("the program starts")
 }
 
-fn counts(r: &Run) -> (u64, u64, u64, u64) {
-    exit_counts(&r.stderr).unwrap_or_else(|| panic!("no exit line:\n{}", r.stderr))
-}
-
 #[test]
 fn another_processs_requests_suspend_the_low_stream_through_the_daemon() {
     let d = Daemon::start("two");
@@ -93,7 +90,12 @@ fn another_processs_requests_suspend_the_low_stream_through_the_daemon() {
         "A is the daemon's client:\n{}",
         a.stderr
     );
-    let (_, s, res, f) = counts(&a);
+    let ExitLine {
+        suspends: s,
+        resumes: res,
+        failures: f,
+        ..
+    } = exit_line(&a.stderr);
     assert!(
         s >= 10,
         "B's requests suspended A's LP stream through the daemon ({s} suspends; A made 1 request itself)"
@@ -131,6 +133,11 @@ fn the_daemons_death_resumes_what_it_held() {
     drop(b);
     assert_eq!(a.code, Some(0), "A:\n{}", a.stderr);
     assert_eq!(a.get("lp_exactly_once"), 60.0);
-    let (_, s, res, f) = counts(&a);
+    let ExitLine {
+        suspends: s,
+        resumes: res,
+        failures: f,
+        ..
+    } = exit_line(&a.stderr);
     assert_eq!((s, f), (res, 0));
 }

@@ -2,8 +2,8 @@
 //! low-priority stream is suspended (no process may be left stopped), fork and exec inside it
 //! (one interposer per process), a thousand streams (the bound on queues of their own).
 mod support;
+use hip_testkit::{KillOnDrop, marked};
 use std::time::{Duration, Instant};
-use support::{KillOnDrop, marked};
 
 #[test]
 fn a_program_killed_mid_suspension_leaves_no_worker_stopped() {
@@ -79,8 +79,8 @@ fn fork_and_exec_in_an_interposed_program_start_one_interposer_per_process() {
     b.sort();
     assert_eq!(a, b, "each process that started one also ended it:\n{}", r.stderr);
     for line in r.stderr.lines().filter(|l| l.contains(" exits: ")) {
-        let (_, s, res, f) = support::exit_counts(line).expect("an exit line");
-        assert_eq!((s, f), (res, 0), "{line}");
+        let l = support::ExitLine::parse(line).expect("an exit line");
+        assert_eq!((l.suspends, l.failures), (l.resumes, 0), "{line}");
     }
 }
 
@@ -113,7 +113,12 @@ fn a_program_with_a_thousand_streams_gets_at_most_the_bound_of_queues_of_its_own
         .filter(|l| l.contains("has a queue of its own"))
         .count();
     assert_eq!(own, 64, "the bound, not 1001");
-    let (_, s, res, f) = support::exit_counts(&r.stderr).expect("the exit line");
+    let support::ExitLine {
+        suspends: s,
+        resumes: res,
+        failures: f,
+        ..
+    } = support::exit_line(&r.stderr);
     assert_eq!((s, f), (res, 0));
     assert!(
         s >= 64,

@@ -5,7 +5,7 @@
 //! (scripts/bench-interposer.sh), not asserted here.
 mod support;
 use std::time::Duration;
-use support::{exit_counts, run};
+use support::{exit_line, run};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -27,7 +27,13 @@ fn the_interposer_suspends_the_low_stream_for_each_request_and_loses_no_lp_comma
         "the low stream was taken over:\n{}",
         r.stderr
     );
-    let (marks, suspends, resumes, failures) = exit_counts(&r.stderr).expect("the interposer's exit line");
+    let support::ExitLine {
+        marks,
+        suspends,
+        resumes,
+        failures,
+        ..
+    } = exit_line(&r.stderr);
     assert_eq!(marks, 20, "one mark per HP request");
     assert!(
         (1..=20).contains(&suspends),
@@ -71,7 +77,12 @@ fn a_high_stream_waiting_on_a_low_streams_event_is_not_deadlocked() {
     );
     assert_eq!(r.code, Some(0), "stderr:\n{}", r.stderr);
     assert_eq!(r.get("lp_exactly_once"), 20.0);
-    let (_, suspends, resumes, failures) = exit_counts(&r.stderr).expect("the interposer's exit line");
+    let support::ExitLine {
+        suspends,
+        resumes,
+        failures,
+        ..
+    } = exit_line(&r.stderr);
     assert_eq!((suspends, failures), (resumes, 0));
 }
 
@@ -79,7 +90,7 @@ fn a_high_stream_waiting_on_a_low_streams_event_is_not_deadlocked() {
 fn interposer_off_and_bad_settings_pass_every_call_through() {
     let mut c = support::command(true, &["--lp", "5", "--lp-ms", "5", "--hp", "3"]);
     c.env("PREEMPT_GRANULARITY", "thread");
-    let out = support::wait_bounded(c.spawn().unwrap(), LIMIT, "bad setting run");
+    let out = hip_testkit::wait_bounded(c.spawn().unwrap(), LIMIT, "bad setting run");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(
@@ -88,7 +99,7 @@ fn interposer_off_and_bad_settings_pass_every_call_through() {
     );
     let mut c = support::command(true, &["--lp", "5", "--lp-ms", "5", "--hp", "3"]);
     c.env("PREEMPT_INTERPOSE", "0");
-    let out = support::wait_bounded(c.spawn().unwrap(), LIMIT, "off run");
+    let out = hip_testkit::wait_bounded(c.spawn().unwrap(), LIMIT, "off run");
     assert_eq!(out.status.code(), Some(0));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("preempt-hip"));
 }
@@ -106,7 +117,12 @@ fn with_kernels_that_fill_the_device_suspension_frees_it_and_nothing_is_lost() {
         let r = support::finish(c.spawn().unwrap(), LIMIT);
         assert_eq!(r.code, Some(0), "{extra:?} stderr:\n{}", r.stderr);
         assert_eq!(r.get("lp_exactly_once"), 30.0, "{extra:?}");
-        let (_, s, res, f) = exit_counts(&r.stderr).expect("the interposer's exit line");
+        let support::ExitLine {
+            suspends: s,
+            resumes: res,
+            failures: f,
+            ..
+        } = exit_line(&r.stderr);
         assert_eq!((s, f), (res, 0), "{extra:?}");
         assert!(s >= 1, "{extra:?}: the LP stream was suspended");
     }

@@ -6,47 +6,25 @@
 //! Needs, in the same target directory: this crate's cdylib, `libpreempt_hip.so`
 //! (hip-interpose), `libhip_standin.so` (hip-standin) and `preempt-host-worker` (host-device):
 //! `cargo test --workspace` builds them, or `cargo build -p hip-interpose -p hip-standin -p host-device`.
-use std::collections::HashMap;
+use hip_testkit::{Run, built, code_object, compile_example, finish, standin_dir};
+use preempt_hip::exit_line::ExitLine;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use xsched_compat::types::XResult;
 
-/// `target/<profile>/`.
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap();
-    if dir.ends_with("deps") {
-        dir.parent().unwrap()
-    } else {
-        dir
-    }
-    .to_path_buf()
-}
-
-/// A library or program as cargo built it (`deps/` first: `cargo test` leaves cdylibs there).
-fn built(name: &str, package: &str) -> PathBuf {
-    let dir = profile_dir();
-    [dir.join("deps").join(name), dir.join(name)]
-        .into_iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{name} is not built: run `cargo build -p {package}`"))
-}
-
-fn tmp(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()))
+fn tmp() -> &'static Path {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
 }
 
 /// A directory laid out as scripts/install-xsched-compat.sh lays it out (`libhalhip.so` a link
-/// to `libpreempt.so`: one library, one set of tables), and the stand-in under libamdhip64's names.
-fn dirs() -> &'static (PathBuf, PathBuf) {
-    static D: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+/// to `libpreempt.so`: one library, one set of tables).
+fn lib_dir() -> &'static Path {
+    static D: OnceLock<PathBuf> = OnceLock::new();
     D.get_or_init(|| {
-        let (lib, standin) = (tmp("xsched-lib"), tmp("xsched-standin"));
-        for d in [&lib, &standin] {
-            std::fs::create_dir_all(d).unwrap();
-        }
+        let lib = tmp().join(format!("xsched-lib-{}", std::process::id()));
+        std::fs::create_dir_all(&lib).unwrap();
         let link = |target: &Path, l: PathBuf| {
             let _ = std::fs::remove_file(&l);
             std::os::unix::fs::symlink(target, l).unwrap();
@@ -56,67 +34,22 @@ fn dirs() -> &'static (PathBuf, PathBuf) {
             lib.join("libpreempt.so"),
         );
         link(Path::new("libpreempt.so"), lib.join("libhalhip.so"));
-        let s = built("libhip_standin.so", "hip-standin");
-        for n in [
-            "libamdhip64.so",
-            "libamdhip64.so.5",
-            "libamdhip64.so.6",
-            "libamdhip64.so.7",
-        ] {
-            link(&s, standin.join(n));
-        }
-        (lib, standin)
+        lib
     })
 }
 
 /// examples/hip/xsched_names.c compiled against Debian's HIP headers (`libamdhip64-dev`).
 fn program() -> &'static Path {
     static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/hip/xsched_names.c");
-        let out = tmp("xsched_names");
-        let r = Command::new("cc")
-            .args(["-O2", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__"])
-            .arg(&src)
-            .arg("-o")
-            .arg(&out)
-            .args(["-lamdhip64", "-ldl"])
-            .output()
-            .expect("cc runs");
-        assert!(
-            r.status.success(),
-            "compiling {} failed (Debian: scripts/install-deps.sh build installs libamdhip64-dev):\n{}",
-            src.display(),
-            String::from_utf8_lossy(&r.stderr)
-        );
-        out
-    })
-}
-
-struct Run {
-    values: HashMap<String, i64>,
-    stderr: String,
-    code: Option<i32>,
-}
-
-impl Run {
-    fn get(&self, k: &str) -> i64 {
-        *self
-            .values
-            .get(k)
-            .unwrap_or_else(|| panic!("no {k} in the line; stderr:\n{}", self.stderr))
-    }
+    P.get_or_init(|| compile_example("xsched_names", tmp(), &["-ldl"]))
 }
 
 fn run(preload: bool) -> Run {
-    let (lib, standin) = dirs();
-    let code_object = tmp("standin.co");
-    std::fs::write(&code_object, b"the stand-in runtime reads no code object\n").unwrap();
     let mut c = Command::new(program());
-    c.arg(lib)
-        .arg(&code_object)
+    c.arg(lib_dir())
+        .arg(code_object(tmp()))
         .args(["--lp", "20", "--lp-ms", "20", "--hp", "10", "--gap-ms", "5"])
-        .env("LD_LIBRARY_PATH", standin)
+        .env("LD_LIBRARY_PATH", standin_dir(tmp()))
         .env("PREEMPT_HOST_WORKER", built("preempt-host-worker", "host-device"))
         .env("PREEMPT_INTERPOSE_LOG", "1")
         // Hermetic: no daemon (unset would mean the node's default one).
@@ -131,59 +64,23 @@ fn run(preload: bool) -> Run {
     if preload {
         c.env("LD_PRELOAD", built("libpreempt_hip.so", "hip-interpose"));
     }
-    let mut child = c.spawn().expect("the program starts");
-    let t0 = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "xsched_names hung (killed); stderr:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    Run {
-        values: stdout
-            .split_whitespace()
-            .filter_map(|kv| kv.split_once('='))
-            .filter_map(|(k, v)| Some((k.to_string(), v.split('.').next()?.parse().ok()?)))
-            .collect(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code(),
-    }
+    finish(
+        c.spawn().expect("the program starts"),
+        Duration::from_secs(60),
+        "xsched_names",
+    )
 }
 
-/// The interposer's exit line: (marks, suspends, resumes, failures).
-fn exit_counts(stderr: &str) -> Option<(u64, u64, u64, u64)> {
-    let line = stderr
-        .lines()
-        .find(|l| l.starts_with("preempt-hip: pid") && l.contains(" exits: "))?;
-    let n: Vec<u64> = line
-        .split(" exits: ")
-        .nth(1)?
-        .split(", ")
-        .filter_map(|p| p.split_whitespace().next()?.parse().ok())
-        .collect();
-    match n[..] {
-        [a, b, c, d] => Some((a, b, c, d)),
-        _ => None,
-    }
-}
-
-fn code(r: XResult) -> i64 {
-    i64::from(r as i32)
+fn code(r: XResult) -> f64 {
+    f64::from(r as i32)
 }
 
 /// What every run answers, with or without the interposer: hostile calls get XSched's codes.
 fn check_common(r: &Run) {
     assert_eq!(r.code, Some(0), "stderr:\n{}", r.stderr);
     assert_eq!(r.get("lp_exactly_once"), r.get("lp_commands"), "stderr:\n{}", r.stderr);
-    assert_eq!(r.get("lp_bad"), 0);
-    assert_eq!(r.get("get_ok"), 1);
+    assert_eq!(r.get("lp_bad"), 0.0);
+    assert_eq!(r.get("get_ok"), 1.0);
     assert_eq!(r.get("null_out"), code(XResult::ErrorInvalidValue));
     assert_eq!(r.get("null_stream"), code(XResult::ErrorNotSupported));
     assert_eq!(r.get("bad_hwq"), code(XResult::ErrorNotFound));
@@ -199,8 +96,12 @@ fn under_the_interposer_the_high_queue_suspends_the_low_one() {
     check_common(&r);
     assert_eq!(r.get("hint_hp"), code(XResult::Success), "stderr:\n{}", r.stderr);
     assert_eq!(r.get("hint_lp"), code(XResult::Success));
-    let (_, suspends, resumes, failures) =
-        exit_counts(&r.stderr).unwrap_or_else(|| panic!("no exit line; stderr:\n{}", r.stderr));
+    let ExitLine {
+        suspends,
+        resumes,
+        failures,
+        ..
+    } = ExitLine::find(&r.stderr).unwrap_or_else(|| panic!("no exit line; stderr:\n{}", r.stderr));
     assert!(suspends >= 1, "no suspension; stderr:\n{}", r.stderr);
     assert_eq!(suspends, resumes, "stderr:\n{}", r.stderr);
     assert_eq!(failures, 0);
@@ -215,5 +116,5 @@ fn without_the_interposer_the_hint_is_refused_and_the_program_completes() {
     let said: Vec<_> = r.stderr.lines().filter(|l| l.contains("LD_PRELOAD=")).collect();
     assert_eq!(said.len(), 1, "one line says what is needed; stderr:\n{}", r.stderr);
     assert!(said[0].contains("libpreempt_hip.so"));
-    assert!(exit_counts(&r.stderr).is_none());
+    assert!(ExitLine::find(&r.stderr).is_none());
 }
