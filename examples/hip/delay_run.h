@@ -42,6 +42,24 @@ static void sleep_ms(double ms) {
   nanosleep(&t, NULL);
 }
 
+/* The delay kernel from the code object at `path`. */
+static hipFunction_t load_delay_kernel(const char *path) {
+  hipModule_t mod;
+  hipFunction_t f;
+  CHECK(hipModuleLoad(&mod, path));
+  CHECK(hipModuleGetFunction(&f, mod, "delay_kernel"));
+  return f;
+}
+
+/* n (at least one) zeroed slots in device memory: a command's slot must be zero before it runs. */
+static struct slot *device_slots(long n) {
+  size_t bytes = sizeof(struct slot) * (size_t)(n ? n : 1);
+  struct slot *s;
+  CHECK(hipMalloc((void **)&s, bytes));
+  CHECK(hipMemset(s, 0, bytes));
+  return s;
+}
+
 /* delay_kernel(slots, id, ticks, nblocks) on stream s: one block of 64 threads. */
 static void launch(hipFunction_t f, hipStream_t s, struct slot *slots, uint32_t id, uint64_t ticks) {
   uint32_t nblocks = NBLOCKS;

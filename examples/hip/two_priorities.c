@@ -72,17 +72,8 @@ int main(int argc, char **argv) {
       _exit(127);
     }
   }
-  hipModule_t mod;
-  hipFunction_t delay;
-  CHECK(hipModuleLoad(&mod, argv[1]));
-  CHECK(hipModuleGetFunction(&delay, mod, "delay_kernel"));
-
-  struct slot *lp_slots, *hp_slots;
-  size_t lp_bytes = sizeof(struct slot) * (size_t)(n_lp ? n_lp : 1), hp_bytes = sizeof(struct slot) * (size_t)k_hp;
-  CHECK(hipMalloc((void **)&lp_slots, lp_bytes));
-  CHECK(hipMalloc((void **)&hp_slots, hp_bytes));
-  CHECK(hipMemset(lp_slots, 0, lp_bytes));
-  CHECK(hipMemset(hp_slots, 0, hp_bytes));
+  hipFunction_t delay = load_delay_kernel(argv[1]);
+  struct slot *lp_slots = device_slots(n_lp), *hp_slots = device_slots(k_hp);
 
   hipEvent_t lp_mark;
   CHECK(hipEventCreateWithFlags(&lp_mark, hipEventDisableTiming));

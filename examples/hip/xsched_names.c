@@ -125,16 +125,8 @@ int main(int argc, char **argv) {
   XResult bad_level = XQueueCreate(&x, hp_hwq, 99, 0);
   XResult suspend = XQueueSuspend(lp_xq, 0);
 
-  hipModule_t mod;
-  hipFunction_t delay;
-  CHECK(hipModuleLoad(&mod, argv[2]));
-  CHECK(hipModuleGetFunction(&delay, mod, "delay_kernel"));
-  struct slot *lp_slots, *hp_slots;
-  size_t lp_bytes = sizeof(struct slot) * (size_t)(n_lp ? n_lp : 1), hp_bytes = sizeof(struct slot) * (size_t)k_hp;
-  CHECK(hipMalloc((void **)&lp_slots, lp_bytes));
-  CHECK(hipMalloc((void **)&hp_slots, hp_bytes));
-  CHECK(hipMemset(lp_slots, 0, lp_bytes));
-  CHECK(hipMemset(hp_slots, 0, hp_bytes));
+  hipFunction_t delay = load_delay_kernel(argv[2]);
+  struct slot *lp_slots = device_slots(n_lp), *hp_slots = device_slots(k_hp);
 
   for (long i = 0; i < n_lp; i++) launch(delay, lp, lp_slots, (uint32_t)i, (uint64_t)lp_ms * TICKS_PER_MS);
   if (n_lp) sleep_ms(lp_ms / 2.0); /* the first LP kernel is running */
