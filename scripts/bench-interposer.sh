@@ -10,7 +10,8 @@
 #     kernels) without the interposer, and with both under the interposer and the scheduler
 #     daemon (preempt-sched on a private socket); alternated the same way.
 #  3. The interposer's own CPU per intercepted launch on a stream with nothing to schedule
-#     (hip-interpose/examples/hook_cost.rs).
+#     (hip-interpose/examples/hook_cost.rs), and a launch on an Lv1 stream, with the stand-in
+#     preloaded for the interposer's events.
 #
 #   scripts/bench-interposer.sh [ROUNDS]     (default 3; about 30 s a round)
 set -euo pipefail
@@ -89,4 +90,5 @@ echo "Two processes, B's requests beside A's LP commands of 20 ms (with: both un
 echo
 table two-alone two-without two-daemon
 echo
-cargo run -q --release -p hip-interpose --example hook_cost
+cargo build -q --release -p hip-interpose --example hook_cost
+PREEMPT_HOST_WORKER=$rel/preempt-host-worker LD_PRELOAD=$rel/libhip_standin.so "$rel/examples/hook_cost"

@@ -23,6 +23,24 @@ pub enum Granularity {
     Process,
 }
 
+/// How a preemptible stream is suspended (`PREEMPT_LEVEL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Lv3 where the device has it, else Lv1 (the reason is logged once).
+    Auto,
+    /// Lv3 only: where the device has no Lv3 mechanism, streams are created as the program
+    /// asked and never suspended.
+    Lv3,
+    /// Lv1 always: a suspended stream's launches wait on the host, and at most
+    /// [`Config::lv1_threshold`] of its commands are on the device at once.
+    Lv1,
+}
+
+/// Commands of one Lv1 stream on the device at once by default: the launcher's default
+/// threshold, also what the seeds' XSched runs set.
+pub const DEFAULT_LV1_THRESHOLD: u32 = 8;
+const _: () = assert!(DEFAULT_LV1_THRESHOLD as usize == preempt_api::Lv1Config::DEFAULT_THRESHOLD);
+
 /// Which streams get a queue of their own (and so can be suspended).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OwnQueues {
@@ -49,6 +67,11 @@ pub struct Config {
     pub max_own_queues: usize,
     /// `PREEMPT_INTERPOSE_LOG=1`: one stderr line per stream, suspension failure and at exit.
     pub log: bool,
+    /// `PREEMPT_LEVEL=auto|3|1` (also `lv3`, `lv1`).
+    pub level: Level,
+    /// `PREEMPT_LV1_THRESHOLD`: at Lv1, how many of a preemptible stream's commands may be on
+    /// the device at once (what a suspension waits for at most).
+    pub lv1_threshold: u32,
     /// `PREEMPT_SCHEDULER=unix:PATH|none` (the project's one grammar): the scheduler daemon's
     /// socket; unset, the daemon's default socket (a program nobody rewrites cannot ask for the
     /// node's daemon, so it gets it); `none`: scheduled within the process only.
@@ -116,6 +139,21 @@ impl Config {
                 .filter(|n| *n <= 1024)
                 .ok_or_else(|| bad("PREEMPT_MAX_OWN_QUEUES", &v, "a number from 0 to 1024"))?,
         };
+        let level = match get("PREEMPT_LEVEL").as_deref() {
+            None | Some("" | "auto") => Level::Auto,
+            Some("3" | "lv3") => Level::Lv3,
+            Some("1" | "lv1") => Level::Lv1,
+            Some(v) => return Err(bad("PREEMPT_LEVEL", v, "auto, 3 (Lv3 only) or 1 (Lv1)")),
+        };
+        let lv1_threshold = match get("PREEMPT_LV1_THRESHOLD") {
+            None => DEFAULT_LV1_THRESHOLD,
+            Some(v) => v
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=1024).contains(n))
+                .ok_or_else(|| bad("PREEMPT_LV1_THRESHOLD", &v, "a number from 1 to 1024"))?,
+        };
         let log = matches!(get("PREEMPT_INTERPOSE_LOG").as_deref(), Some("1" | "on"));
         let scheduler = match get("PREEMPT_SCHEDULER").as_deref() {
             None | Some("") => Some(preempt_api::sched::default_socket()),
@@ -128,6 +166,8 @@ impl Config {
             granularity,
             own_queues,
             max_own_queues,
+            level,
+            lv1_threshold,
             log,
             scheduler,
         })
@@ -165,6 +205,7 @@ mod tests {
     fn defaults_schedule_streams_and_give_low_ones_their_own_queue() {
         let c = cfg(&[]).unwrap();
         assert!(c.enabled && !c.log);
+        assert_eq!((c.level, c.lv1_threshold), (Level::Auto, 8));
         assert_eq!(
             (c.default_priority, c.granularity, c.max_own_queues),
             (0, Granularity::Stream, 64)
@@ -191,6 +232,9 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.default_priority, -1, "clamped into HIP's range as clr does");
+        let l = cfg(&[("PREEMPT_LEVEL", "lv1"), ("PREEMPT_LV1_THRESHOLD", " 2 ")]).unwrap();
+        assert_eq!((l.level, l.lv1_threshold), (Level::Lv1, 2));
+        assert_eq!(cfg(&[("PREEMPT_LEVEL", "3")]).unwrap().level, Level::Lv3);
         assert!(!c.enabled);
         assert!(
             !c.wants_own_queue(1, true),
@@ -218,6 +262,15 @@ mod tests {
         );
         assert!(cfg(&[("PREEMPT_PRIORITY", "high")]).is_err());
         assert!(cfg(&[("PREEMPT_MAX_OWN_QUEUES", "5000")]).is_err());
+        assert_eq!(
+            cfg(&[("PREEMPT_LEVEL", "2")]).unwrap_err().to_string(),
+            "PREEMPT_LEVEL=\"2\": expected auto, 3 (Lv3 only) or 1 (Lv1)",
+            "there is no Lv2 for a program's own launches"
+        );
+        assert!(
+            cfg(&[("PREEMPT_LV1_THRESHOLD", "0")]).is_err(),
+            "zero would never launch"
+        );
         assert!(
             cfg(&[("PREEMPT_SCHEDULER", "/run/s.sock")]).is_err(),
             "the project's grammar: unix:PATH"

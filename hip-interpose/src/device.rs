@@ -11,23 +11,31 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A device's preemptible streams.
-pub trait Device: Send + Sync {
-    /// For the log: which device and mechanism.
-    fn describe(&self) -> String;
-    /// A stream with a queue of its own that [`Device::suspend`] can stop: the program's
-    /// `hipStream_t` (a number), and whether it is a blocking stream (null-stream work waits for
-    /// it), which the device decides.
+/// What makes and suspends preemptible streams: a device's Lv3 (below) or the interposer's
+/// Lv1 ([`crate::lv1`]).
+pub trait Streams: Send + Sync {
+    /// A stream that [`Streams::suspend`] can stop: the program's `hipStream_t` (a number), and
+    /// whether it is a blocking stream (null-stream work waits for it), which the device
+    /// decides.
     fn create(&self, flags: u32, priority: i32) -> Result<Created, String>;
-    /// Destroys a stream [`Device::create`] made.
+    /// Destroys a stream [`Streams::create`] made.
     fn destroy(&self, key: usize) -> Result<(), String>;
     fn suspend(&self, key: usize) -> Result<(), String>;
     fn resume(&self, key: usize) -> Result<(), String>;
-    /// The device's identity for the scheduler daemon (the same in every process of the node).
-    fn sched_device(&self) -> Result<SchedDevice, String>;
 }
 
-/// A stream [`Device::create`] made.
+/// A device: its preemptible streams at Lv3 (each with a queue of its own), and who it is.
+pub trait Device: Streams {
+    /// For the log: which device and mechanism.
+    fn describe(&self) -> String;
+    /// The device's identity for the scheduler daemon (the same in every process of the node).
+    fn sched_device(&self) -> Result<SchedDevice, String>;
+    /// Whether its streams can be suspended at Lv3 here; else why not (the interposer then
+    /// falls back to Lv1 under `PREEMPT_LEVEL=auto`).
+    fn lv3_ready(&self) -> Result<(), String>;
+}
+
+/// A stream [`Streams::create`] made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Created {
     pub key: usize,
@@ -54,10 +62,7 @@ fn hip(what: &str, c: i32) -> String {
     format!("{what}: {}", next::error_name(c))
 }
 
-impl Device for StandIn {
-    fn describe(&self) -> String {
-        "the stand-in HIP runtime (host device: Lv3 is SIGSTOP of a stream's worker processes; host figures)".into()
-    }
+impl Streams for StandIn {
     fn create(&self, flags: u32, priority: i32) -> Result<Created, String> {
         let key = next::create_stream(flags, priority).map_err(|c| hip("hipStreamCreateWithPriority", c))?;
         Ok(Created {
@@ -74,9 +79,18 @@ impl Device for StandIn {
     fn resume(&self, key: usize) -> Result<(), String> {
         next::standin_resume(key).map_err(|c| hip("preempt_standin_stream_resume", c))
     }
+}
+
+impl Device for StandIn {
+    fn describe(&self) -> String {
+        "the stand-in HIP runtime (host device: Lv3 is SIGSTOP of a stream's worker processes; host figures)".into()
+    }
     /// The stand-in is one host device, `host:0`, in every process.
     fn sched_device(&self) -> Result<SchedDevice, String> {
         Ok(SchedDevice::host(0))
+    }
+    fn lv3_ready(&self) -> Result<(), String> {
+        Ok(())
     }
 }
 
@@ -121,14 +135,7 @@ impl Gpu {
     }
 }
 
-impl Device for Gpu {
-    fn describe(&self) -> String {
-        match (self.gpu(), self.lv3()) {
-            (Ok(g), Ok(p)) => format!("hip:{} through /dev/kfd, Lv3 by {}", g.device().info.index, p.kind()),
-            (Ok(g), Err(e)) => format!("hip:{} without Lv3 ({e})", g.device().info.index),
-            (Err(e), _) => format!("no GPU opened ({e})"),
-        }
-    }
+impl Streams for Gpu {
     /// The CU-mask route takes no flags: the stream is a blocking one whatever the program asked.
     fn create(&self, _flags: u32, _priority: i32) -> Result<Created, String> {
         let s = self.gpu()?.own_queue_stream(self.lv3()?).map_err(|e| e.to_string())?;
@@ -159,6 +166,20 @@ impl Device for Gpu {
             .ok_or("not an interposer stream")?
             .resume()
             .map_err(|e| e.to_string())
+    }
+}
+
+impl Device for Gpu {
+    fn describe(&self) -> String {
+        match (self.gpu(), self.lv3()) {
+            (Ok(g), Ok(p)) => format!("hip:{} through /dev/kfd, Lv3 by {}", g.device().info.index, p.kind()),
+            (Ok(g), Err(e)) => format!("hip:{} without Lv3 ({e})", g.device().info.index),
+            (Err(e), _) => format!("no GPU opened ({e})"),
+        }
+    }
+    fn lv3_ready(&self) -> Result<(), String> {
+        self.gpu()?;
+        self.lv3().map(drop)
     }
     fn sched_device(&self) -> Result<SchedDevice, String> {
         let g = self.gpu()?;

@@ -18,5 +18,6 @@ mod ffi;
 #[allow(unsafe_code)]
 mod hooks;
 pub mod interposer;
+pub mod lv1;
 pub mod sched;
 pub mod watch;

@@ -22,6 +22,8 @@ pub enum Pending {
     Mark { key: Key, mark: u64 },
     /// Stream `key` is pinned until the program's event completes.
     Pin { key: Key },
+    /// `n` of Lv1 stream `key`'s commands are on the device, up to the interposer's event.
+    Flight { key: Key, n: u32 },
 }
 
 /// A completed (or forgotten) event with what it stood for; `owned`: the interposer's own

@@ -6,6 +6,7 @@ use crate::daemon::{Daemon, Orders};
 use crate::device::{self, Created, Device, NON_BLOCKING};
 use crate::exit_line::ExitLine;
 use crate::ffi::next;
+use crate::lv1::Lv1;
 use crate::sched::{Action, Key, Scheduler};
 use crate::watch::{Done, Pending, Watch};
 use std::collections::HashMap;
@@ -35,6 +36,10 @@ pub struct Counters {
 pub struct Interposer {
     pub cfg: Config,
     device: Box<dyn Device>,
+    /// Decided at the first preemptible stream: `Some` when this process's streams are
+    /// suspended at Lv1 ([`crate::lv1`]), `None` at the device's Lv3.
+    lv1: OnceLock<Option<Lv1>>,
+    done: OnceLock<&'static (dyn Fn(Vec<Done>) + Sync)>,
     sched: Mutex<Scheduler>,
     watch: Watch,
     /// Program event -> the stream it was last recorded on.
@@ -114,21 +119,17 @@ pub(crate) fn quietly<T>(f: impl FnOnce() -> Option<T>) -> Option<T> {
 
 /// The path of every submission hook: `call` (the runtime's function with the program's
 /// arguments) runs exactly once; before it, the streams it outranks are suspended, and after it
-/// a mark follows its work, when the stream can outrank anything. Until a preemptible stream
-/// exists it costs one relaxed load (examples/hook_cost.rs measures it).
+/// a mark follows its work, when the stream can outrank anything. On an Lv1 stream the call
+/// first waits at the stream's gate. Until a preemptible stream exists it costs one relaxed
+/// load (examples/hook_cost.rs measures it).
 pub fn submission(key: Key, call: impl FnOnce() -> i32) -> i32 {
     if !active() {
         return call();
     }
-    let ticket = quietly(|| get().and_then(|ip| ip.before_submit(key).map(|t| (ip, t))));
-    let c = call();
-    if let Some((ip, t)) = ticket {
-        quietly(|| {
-            ip.after_submit(t);
-            Some(())
-        });
+    match get() {
+        Some(ip) => ip.submit(key, call),
+        None => call(),
     }
-    c
 }
 
 /// What a submission's hook carries from before the call to after it.
@@ -160,6 +161,8 @@ impl Interposer {
         Interposer {
             cfg,
             device,
+            lv1: OnceLock::new(),
+            done: OnceLock::new(),
             sched: Mutex::new(sched),
             watch: Watch::default(),
             events: Mutex::new(HashMap::new()),
@@ -182,7 +185,7 @@ impl Interposer {
         if n.load(Ordering::Relaxed) >= self.cfg.max_own_queues {
             return None;
         }
-        let made = self.device.create(flags, priority);
+        let made = self.new_streams().create(flags, priority);
         match &made {
             Ok(Created { key, blocking }) => {
                 n.fetch_add(1, Ordering::Relaxed);
@@ -193,7 +196,11 @@ impl Interposer {
                 }
                 ACTIVE.store(true, Ordering::Relaxed);
                 if self.cfg.log {
-                    eprintln!("preempt-hip: stream {key:#x} (priority {priority}) has a queue of its own");
+                    let how = match self.lv1() {
+                        Some(l) => format!("is preemptible at Lv1 (at most {} commands on the device)", l.threshold),
+                        None => "has a queue of its own".into(),
+                    };
+                    eprintln!("preempt-hip: stream {key:#x} (priority {priority}) {how}");
                 }
             }
             Err(e) => eprintln!(
@@ -231,10 +238,27 @@ impl Interposer {
                 d.unregister(key);
             }
             self.counters.own_queues.fetch_sub(1, Ordering::Relaxed);
-            self.device.destroy(key)
+            self.streams().destroy(key)
         });
         self.sync_daemon();
         r
+    }
+
+    /// A submission on `key` once a preemptible stream exists ([`submission`]'s slow path).
+    pub fn submit(&'static self, key: Key, call: impl FnOnce() -> i32) -> i32 {
+        let gate = quietly(|| self.lv1_enter(key));
+        let ticket = quietly(|| self.before_submit(key));
+        let c = call();
+        quietly(|| {
+            if let Some(t) = ticket {
+                self.after_submit(t);
+            }
+            if let Some(g) = gate {
+                self.lv1_launched(key, g, c);
+            }
+            Some(())
+        });
+        c
     }
 
     /// Before a submission on `key`: when it can suspend others (in this process, or, through
@@ -333,7 +357,7 @@ impl Interposer {
                     mark: t.mark,
                 },
                 true,
-                &on_done,
+                self.on_done(),
             ),
             Err(c) => {
                 // Without an event the work cannot be followed: taken as completed, so that
@@ -375,7 +399,8 @@ impl Interposer {
             let actions = s.pin(producer);
             self.carry_out(&mut s, actions);
         }
-        self.watch.add(event, Pending::Pin { key: producer }, false, &on_done);
+        self.watch
+            .add(event, Pending::Pin { key: producer }, false, self.on_done());
     }
 
     /// The program destroys `event`: pins on it end.
@@ -392,6 +417,12 @@ impl Interposer {
                 let actions = match d.what {
                     Pending::Mark { key, mark } => s.completed(key, mark),
                     Pending::Pin { key } => s.unpin(key),
+                    Pending::Flight { key, n } => {
+                        if let Some(g) = self.lv1().and_then(|l| l.gate(key)) {
+                            g.left(n);
+                        }
+                        Vec::new()
+                    }
                 };
                 self.carry_out(&mut s, actions);
                 if d.owned {
@@ -414,8 +445,8 @@ impl Interposer {
     fn carry_out(&self, s: &mut Scheduler, actions: Vec<Action>) {
         for a in actions {
             let (key, r, n) = match a {
-                Action::Suspend(k) => (k, self.device.suspend(k), &self.counters.suspends),
-                Action::Resume(k) => (k, self.device.resume(k), &self.counters.resumes),
+                Action::Suspend(k) => (k, self.streams().suspend(k), &self.counters.suspends),
+                Action::Resume(k) => (k, self.streams().resume(k), &self.counters.resumes),
             };
             match r {
                 Ok(()) => {
@@ -426,7 +457,7 @@ impl Interposer {
                     eprintln!("preempt-hip: {a:?} failed ({e}); stream {key:#x} is left running from now on");
                     if matches!(a, Action::Suspend(_)) {
                         // Whatever state the failed suspend left, try to have it running.
-                        let _ = self.device.resume(key);
+                        let _ = self.streams().resume(key);
                     }
                     s.failed(key);
                 }
@@ -467,9 +498,6 @@ extern "C" fn at_exit() {
     }
 }
 
-/// The watcher's report, handed to the process's interposer.
-fn on_done(done: Vec<Done>) {
-    if let Some(ip) = get() {
-        ip.completed(done);
-    }
-}
+mod levels;
+#[cfg(test)]
+mod tests;
