@@ -6,37 +6,15 @@
 //! Needs, in the same target directory: this crate's cdylib, `libpreempt_hip.so`
 //! (hip-interpose), `libhip_standin.so` (hip-standin) and `preempt-host-worker` (host-device):
 //! `cargo test --workspace` builds them, or `cargo build -p hip-interpose -p hip-standin -p host-device`.
-use hip_testkit::{Run, built, code_object, compile_example, finish, standin_dir};
+mod support;
+use hip_testkit::{Run, code_object, compile_example, finish};
 use preempt_hip::exit_line::ExitLine;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
+use support::{lib_dir, on_standin, tmp};
 use xsched_compat::types::XResult;
-
-fn tmp() -> &'static Path {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-}
-
-/// A directory laid out as scripts/install-xsched-compat.sh lays it out (`libhalhip.so` a link
-/// to `libpreempt.so`: one library, one set of tables).
-fn lib_dir() -> &'static Path {
-    static D: OnceLock<PathBuf> = OnceLock::new();
-    D.get_or_init(|| {
-        let lib = tmp().join(format!("xsched-lib-{}", std::process::id()));
-        std::fs::create_dir_all(&lib).unwrap();
-        let link = |target: &Path, l: PathBuf| {
-            let _ = std::fs::remove_file(&l);
-            std::os::unix::fs::symlink(target, l).unwrap();
-        };
-        link(
-            &built("libxsched_compat.so", "xsched-compat"),
-            lib.join("libpreempt.so"),
-        );
-        link(Path::new("libpreempt.so"), lib.join("libhalhip.so"));
-        lib
-    })
-}
 
 /// examples/hip/xsched_names.c compiled against Debian's HIP headers (`libamdhip64-dev`).
 fn program() -> &'static Path {
@@ -48,22 +26,8 @@ fn run(preload: bool) -> Run {
     let mut c = Command::new(program());
     c.arg(lib_dir())
         .arg(code_object(tmp()))
-        .args(["--lp", "20", "--lp-ms", "20", "--hp", "10", "--gap-ms", "5"])
-        .env("LD_LIBRARY_PATH", standin_dir(tmp()))
-        .env("PREEMPT_HOST_WORKER", built("preempt-host-worker", "host-device"))
-        .env("PREEMPT_INTERPOSE_LOG", "1")
-        // Hermetic: no daemon (unset would mean the node's default one).
-        .env("PREEMPT_SCHEDULER", "none")
-        // The streams are created at normal priority and re-prioritised by XHintPriority only
-        // afterwards, so they need queues of their own from the start (docs/interposer.md).
-        .env("PREEMPT_OWN_QUEUES", "always")
-        .env_remove("LD_PRELOAD")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if preload {
-        c.env("LD_PRELOAD", built("libpreempt_hip.so", "hip-interpose"));
-    }
+        .args(["--lp", "20", "--lp-ms", "20", "--hp", "10", "--gap-ms", "5"]);
+    on_standin(&mut c, preload);
     finish(
         c.spawn().expect("the program starts"),
         Duration::from_secs(60),
