@@ -37,7 +37,7 @@ use preempt_api::DeviceSpec;
 use program::{ExitLine, Invocation, Mode, ProgramLine, Workload};
 use serde::Serialize;
 use serde_json::json;
-use setup::{Compile, Link, Missing, Problem};
+use setup::{Compile, Link, Problem};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -112,74 +112,18 @@ fn steps(device: DeviceSpec, quick: bool, dir: &Path, facts: &mut serde_json::Va
         let p = dir.join(name);
         std::fs::write(&p, text).with_context(|| format!("{}: cannot write", p.display()))?;
     }
-    let profile = setup::profile_dir()?;
     let scratch = setup::Scratch::new()?;
-    let source = dir.join(program::PROGRAM_SOURCE);
-    let exe = scratch.0.join("two_priorities");
-    let bound = child_bound(quick);
-    let (env, code_object) = match device {
-        DeviceSpec::Hip(index) => {
-            let [interposer] = built_array(&profile, [(setup::INTERPOSER_LIB, "hip-interpose")])?;
-            facts["interposer_library"] = json!(interposer);
-            let gpu = gpu_side(index, &scratch.0, facts)?;
-            let looked = gpu.looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
-            Compile {
-                source,
-                output: exe.clone(),
-                include: gpu.include.clone(),
-                link: Link::File(gpu.hip.clone()),
-            }
-            .run(
-                &dir.join("compile.txt"),
-                bound,
-                &format!("{} and cc's own search path", looked.join(", ")),
-                (setup::GPU_PROVIDES_CC, setup::GPU_PROVIDES_HEADERS),
-            )?;
-            (gpu.env(interposer), gpu.code_object)
-        }
-        _ => {
-            let mut wanted = vec![
-                (setup::INTERPOSER_LIB, "hip-interpose"),
-                (setup::STANDIN_LIB, "hip-standin"),
-            ];
-            let worker_env = std::env::var_os(preempt_api::host::WORKER_ENV).filter(|w| !w.is_empty());
-            if worker_env.is_none() {
-                wanted.push((preempt_api::host::WORKER_NAME, "host-device"));
-            }
-            let found = setup::built(&profile, &wanted)?;
-            let worker = worker_env.unwrap_or_else(|| found[2].clone().into());
-            let standin = setup::standin_dir(&scratch.0, &found[1])?;
-            facts["interposer_library"] = json!(found[0]);
-            facts["runtime"] = json!(format!(
-                "the stand-in HIP runtime ({}), kernels filling the device (PREEMPT_STANDIN_CUS=exclusive)",
-                found[1].display()
-            ));
-            Compile {
-                source,
-                output: exe.clone(),
-                include: None,
-                link: Link::Dir(standin.clone()),
-            }
-            .run(
-                &dir.join("compile.txt"),
-                bound,
-                "cc's own search path",
-                (setup::HOST_PROVIDES, setup::HOST_PROVIDES),
-            )?;
-            // The stand-in reads no code object; the program wants a file all the same.
-            let co = scratch.0.join("standin.co");
-            std::fs::write(&co, b"the stand-in runtime reads no code object\n")
-                .context("the stand-in's code object")?;
-            let env = ProgramEnv {
-                set: vec![
-                    ("LD_LIBRARY_PATH", standin.into()),
-                    (preempt_api::host::WORKER_ENV, worker),
-                    ("PREEMPT_STANDIN_CUS", "exclusive".into()),
-                ],
-                unset: Vec::new(),
-            };
-            (with_common(env, found[0].clone()), co)
-        }
+    let b = Build {
+        profile: setup::profile_dir()?,
+        scratch: scratch.0.clone(),
+        source: dir.join(program::PROGRAM_SOURCE),
+        exe: scratch.0.join("two_priorities"),
+        log: dir.join("compile.txt"),
+        bound: child_bound(quick),
+    };
+    let ready = match device {
+        DeviceSpec::Hip(index) => gpu_side(index, &b, facts)?,
+        _ => host_side(&b, facts)?,
     };
     let work = Workload::of(host, quick);
     facts["workload"] = json!(work);
@@ -187,12 +131,12 @@ fn steps(device: DeviceSpec, quick: bool, dir: &Path, facts: &mut serde_json::Va
     for mode in Mode::ALL {
         super::interrupted()?;
         let inv = Invocation {
-            program: exe.clone(),
-            code_object: code_object.clone(),
+            program: b.exe.clone(),
+            code_object: ready.code_object.clone(),
             mode,
             work,
         };
-        let r = run_once(&inv, &env, dir, bound)?;
+        let r = run_once(&inv, &ready.env, dir, b.bound)?;
         facts["runs"][mode.name()] = json!(r);
         runs.push(r);
     }
@@ -205,6 +149,44 @@ fn steps(device: DeviceSpec, quick: bool, dir: &Path, facts: &mut serde_json::Va
     judged.map_err(|why| Problem::Failed(Error::msg(why)))
 }
 
+/// Where the program is built from and into, and each child's bound.
+struct Build {
+    /// This executable's `target/<profile>/`.
+    profile: PathBuf,
+    scratch: PathBuf,
+    source: PathBuf,
+    exe: PathBuf,
+    /// `compile.txt`, in the stage's directory.
+    log: PathBuf,
+    bound: Duration,
+}
+
+impl Build {
+    /// Compiles the program with `cc` (headers in `include`, else cc's own path), linked as
+    /// `link`; `looked` and `provides` for the line of a missing compiler or header.
+    fn compile(
+        &self,
+        include: Option<PathBuf>,
+        link: Link,
+        looked: &str,
+        provides: (&'static str, &'static str),
+    ) -> Result<(), Problem> {
+        Compile {
+            source: self.source.clone(),
+            output: self.exe.clone(),
+            include,
+            link,
+        }
+        .run(&self.log, self.bound, looked, provides)
+    }
+}
+
+/// What the runs need once the program is built: its environment and the code object it loads.
+struct Ready {
+    env: ProgramEnv,
+    code_object: PathBuf,
+}
+
 /// The interposer and what every run shares: in-process scheduling only, the interposer's lines
 /// on.
 fn with_common(mut env: ProgramEnv, interposer: PathBuf) -> ProgramEnv {
@@ -214,37 +196,60 @@ fn with_common(mut env: ProgramEnv, interposer: PathBuf) -> ProgramEnv {
     env
 }
 
-/// [`setup::built`] of a fixed number of files.
-fn built_array<const N: usize>(dir: &Path, wanted: [(&str, &str); N]) -> Result<[PathBuf; N], Missing> {
-    let v = setup::built(dir, &wanted)?;
-    Ok(std::array::from_fn(|i| v[i].clone()))
-}
-
-/// What the GPU side found: the runtime's file, its headers, the code object.
-struct GpuSide {
-    index_env: String,
-    hip: PathBuf,
-    include: Option<PathBuf>,
-    looked: Vec<PathBuf>,
-    code_object: PathBuf,
-}
-
-impl GpuSide {
-    fn env(&self, interposer: PathBuf) -> ProgramEnv {
-        let env = ProgramEnv {
-            set: vec![("HIP_VISIBLE_DEVICES", self.index_env.clone().into())],
-            unset: vec!["CUDA_VISIBLE_DEVICES"],
-        };
-        with_common(env, interposer)
+/// On the host device: the interposer, the stand-in and the host worker as cargo built them, the
+/// stand-in under libamdhip64's names (the program is linked against it there and finds it there
+/// again), and kernels that fill the device.
+fn host_side(b: &Build, facts: &mut serde_json::Value) -> Result<Ready, Problem> {
+    let mut wanted = vec![
+        (setup::INTERPOSER_LIB, "hip-interpose"),
+        (setup::STANDIN_LIB, "hip-standin"),
+    ];
+    let worker_env = std::env::var_os(preempt_api::host::WORKER_ENV).filter(|w| !w.is_empty());
+    if worker_env.is_none() {
+        wanted.push((preempt_api::host::WORKER_NAME, "host-device"));
     }
+    let found = setup::built(&b.profile, &wanted)?;
+    let (interposer, standin) = (found[0].clone(), &found[1]);
+    let worker = worker_env.unwrap_or_else(|| found[2].clone().into());
+    let standin_dir = setup::standin_dir(&b.scratch, standin)?;
+    facts["interposer_library"] = json!(interposer);
+    facts["runtime"] = json!(format!(
+        "the stand-in HIP runtime ({}), kernels filling the device (PREEMPT_STANDIN_CUS=exclusive)",
+        standin.display()
+    ));
+    b.compile(
+        None,
+        Link::Dir(standin_dir.clone()),
+        "cc's own search path",
+        (setup::HOST_PROVIDES, setup::HOST_PROVIDES),
+    )?;
+    // The stand-in reads no code object; the program wants a file all the same.
+    let code_object = b.scratch.join("standin.co");
+    std::fs::write(&code_object, b"the stand-in runtime reads no code object\n")
+        .context("the stand-in's code object")?;
+    let env = ProgramEnv {
+        set: vec![
+            ("LD_LIBRARY_PATH", standin_dir.into()),
+            (preempt_api::host::WORKER_ENV, worker),
+            ("PREEMPT_STANDIN_CUS", "exclusive".into()),
+        ],
+        unset: Vec::new(),
+    };
+    Ok(Ready {
+        env: with_common(env, interposer),
+        code_object,
+    })
 }
 
-/// On `hip:index`: the device made the program's device 0, the delay kernels compiled by
-/// gpu-device (hiprtc, for the device's own target) into a code object file, and the runtime's
-/// file and headers.
-fn gpu_side(index: u32, scratch: &Path, facts: &mut serde_json::Value) -> Result<GpuSide, Problem> {
+/// On `hip:index`: the interposer as cargo built it; the device made the program's device 0; the
+/// delay kernels compiled by gpu-device (hiprtc, for the device's own target) into a code object
+/// file; the program linked against the very libamdhip64 file the device layer loaded, with the
+/// headers of its install.
+fn gpu_side(index: u32, b: &Build, facts: &mut serde_json::Value) -> Result<Ready, Problem> {
+    let interposer = setup::built(&b.profile, &[(setup::INTERPOSER_LIB, "hip-interpose")])?.remove(0);
+    facts["interposer_library"] = json!(interposer);
     let var = |k: &str| std::env::var(k).ok();
-    let index_env = setup::visible_device(
+    let visible = setup::visible_device(
         index,
         var("HIP_VISIBLE_DEVICES").as_deref(),
         var("CUDA_VISIBLE_DEVICES").as_deref(),
@@ -254,7 +259,7 @@ fn gpu_side(index: u32, scratch: &Path, facts: &mut serde_json::Value) -> Result
     let dev = hip.device(index).with_context(|| format!("opening hip:{index}"))?;
     let arch = gpu_device::gfx_target(&dev.info).context("its gfx target")?;
     let code = gpu_device::kernel::compile(&hip, &arch).context("compiling the delay kernels with hiprtc")?;
-    let code_object = scratch.join("delay.co");
+    let code_object = b.scratch.join("delay.co");
     std::fs::write(&code_object, &code.image).context("writing the code object")?;
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let file = setup::mapped_hip(&maps)
@@ -266,12 +271,20 @@ fn gpu_side(index: u32, scratch: &Path, facts: &mut serde_json::Value) -> Result
     facts["include"] = json!(include);
     facts["gfx"] = json!(arch.offload_arch());
     facts["code_object_bytes"] = json!(code.image.len());
-    facts["hip_visible_devices"] = json!(index_env);
-    Ok(GpuSide {
-        index_env,
-        hip: file,
+    facts["hip_visible_devices"] = json!(visible);
+    let looked: Vec<String> = looked.iter().map(|p| p.display().to_string()).collect();
+    b.compile(
         include,
-        looked,
+        Link::File(file),
+        &format!("{} and cc's own search path", looked.join(", ")),
+        (setup::GPU_PROVIDES_CC, setup::GPU_PROVIDES_HEADERS),
+    )?;
+    let env = ProgramEnv {
+        set: vec![("HIP_VISIBLE_DEVICES", visible.into())],
+        unset: vec!["CUDA_VISIBLE_DEVICES"],
+    };
+    Ok(Ready {
+        env: with_common(env, interposer),
         code_object,
     })
 }

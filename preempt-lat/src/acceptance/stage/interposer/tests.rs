@@ -1,4 +1,5 @@
 use super::*;
+use setup::Missing;
 
 fn line(p50: f64, p99: f64, lp: u64) -> ProgramLine {
     ProgramLine {
