@@ -403,4 +403,54 @@ mod tests {
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn a_header_not_found_is_missing_and_another_compile_error_a_failure() {
+        if Command::new("cc").arg("--version").output().is_err() {
+            eprintln!("SKIPPED: no cc here");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("preempt-lat-cc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let compile = |text: &str| {
+            let source = dir.join("p.c");
+            std::fs::write(&source, text).unwrap();
+            let c = Compile {
+                source,
+                output: dir.join("p"),
+                include: None,
+                link: Link::Dir(dir.clone()),
+            };
+            c.run(
+                &dir.join("compile.txt"),
+                Duration::from_secs(60),
+                "X",
+                ("cc?", "headers?"),
+            )
+        };
+        match compile("#include <no-such-dir/hip_runtime_api.h>\n") {
+            Err(Problem::Missing(m)) => assert_eq!(
+                m,
+                Missing::Headers {
+                    looked: "X".into(),
+                    provides: "headers?"
+                }
+            ),
+            other => panic!("{other:?}"),
+        }
+        match compile("int main(void) { return undeclared; }\n") {
+            Err(Problem::Failed(e)) => {
+                let e = e.to_string();
+                assert!(e.starts_with("compiling two_priorities.c (exit status: 1): "), "{e}");
+                assert!(
+                    e.contains("undeclared") && e.ends_with("(the whole output: compile.txt)"),
+                    "{e}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let log = std::fs::read_to_string(dir.join("compile.txt")).unwrap();
+        assert!(log.starts_with("cc -O2 -Wall "), "the command line first: {log}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
