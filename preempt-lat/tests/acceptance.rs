@@ -182,6 +182,7 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
         "priority",
         "partition",
         "overhead",
+        "interposer",
     ] {
         assert_eq!(stage(&s, id)["status"], "PASS", "{id}: {}", stage(&s, id));
     }

@@ -1,7 +1,7 @@
 //! `preempt-lat acceptance`: the first run on a new machine, for someone who is not us. Every
 //! stage ([`plan`]: environment, HIP smoke, calibration, queue discovery, dynamic queues,
 //! suspend/resume per mechanism, latency runs, sweeps, priority, the helper policy's bandwidth
-//! partition, the overhead comparison, bystander, the kernel log) runs
+//! partition, the overhead comparison, the HIP interposer, bystander, the kernel log) runs
 //! in a child process of this executable with a time bound ([`runner`]), and is reported PASS,
 //! FAIL or SKIP with its reason and time; a stage is skipped, with the reason, when one it needs
 //! did not pass ([`sequence`]). Then the targets measurable today are judged ([`targets`],

@@ -88,6 +88,17 @@ pub enum InternalStage {
     SuspendResume,
     /// One mechanism: what our preemptions cost another process's kernels (GPU only).
     Bystander,
+    /// The HIP interposer: an unmodified HIP program (examples/hip/two_priorities.c) alone,
+    /// without the interposer and under it (on the host device: the stand-in runtime).
+    Interposer,
+}
+
+impl InternalStage {
+    /// Whether the stage's runs have sizes, which `acceptance --quick` makes smaller (`--quick`
+    /// is passed to it and to no other: their command lines stay what they were).
+    pub fn sized(self) -> bool {
+        self == InternalStage::Interposer
+    }
 }
 
 /// `__acceptance-stage`: one stage, its result as `stage.json` in `--out-dir`.
@@ -107,6 +118,9 @@ pub struct AcceptanceStageOptions {
     /// Where the stage writes `stage.json` and its other files.
     #[arg(long)]
     pub out_dir: PathBuf,
+    /// The smaller runs of `acceptance --quick` (stages whose runs have sizes).
+    #[arg(long)]
+    pub quick: bool,
 }
 
 #[cfg(test)]

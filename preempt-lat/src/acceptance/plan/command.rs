@@ -36,6 +36,9 @@ pub fn args(stage: &Stage, device: DeviceSpec, quick: bool, dir: &Path, chosen: 
             ]);
             a.push(out_dir);
             a.extend(mech.map(mechanism_arg).unwrap_or_default());
+            if quick && which.sized() {
+                a.push("--quick".into());
+            }
             return Some(a);
         }
         Work::Latency(level, mech) => {

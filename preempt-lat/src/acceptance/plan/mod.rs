@@ -139,6 +139,10 @@ pub const SHARES: &str = "75:25";
 /// compile with hiprtc, which the HIP smoke stage has already shown to work.
 const DYNAMIC_QUEUES_BOUND_S: u64 = 60;
 
+/// The interposer stage's bound (s, before `--quick` halves it): a compile and three bounded runs
+/// of the program, each well inside its own bound (the stage's module says how long).
+pub const INTERPOSER_BOUND_S: u64 = 300;
+
 fn secs(s: u64, sizes: &Sizes) -> Duration {
     Duration::from_secs_f64(s as f64 * sizes.bound_scale)
 }
@@ -317,6 +321,16 @@ pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
         level_needs,
         900,
     )));
+    // The interposer picks its Lv3 mechanism with `auto`, as discovery does, and compiles the
+    // delay kernels with hiprtc, which hip-smoke has shown to work (discovery needs it). On the
+    // host device it runs on the stand-in runtime, whose suspension is the host's SIGSTOP.
+    v.push(s(
+        "interposer",
+        "the HIP interposer: an unmodified two-priority HIP program alone, without it and under it (LD_PRELOAD)",
+        Work::Internal(InternalStage::Interposer, None),
+        if host { &["environment"] } else { &["discovery"] },
+        INTERPOSER_BOUND_S,
+    ));
     for &m in &mechs {
         let id = if host {
             "bystander".to_string()

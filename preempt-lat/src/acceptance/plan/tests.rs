@@ -277,3 +277,33 @@ fn quick_shrinks_the_bounds() {
         assert!(q.bound < f.bound, "{}", f.id);
     }
 }
+
+/// The interposer stage runs on both devices after overhead, needing what its program needs
+/// (the host device: its environment; a GPU: the LP queue found by `auto`, as the interposer
+/// finds it), and alone of the internal stages it is told `--quick`.
+#[test]
+fn the_interposer_stage_follows_overhead_and_is_sized_by_quick() {
+    let dir = Path::new("/tmp/x");
+    for (dev, needs) in [(DeviceSpec::HOST, "environment"), (DeviceSpec::Hip(2), "discovery")] {
+        for quick in [false, true] {
+            let v = stages(dev, quick);
+            let at = |id: &str| v.iter().position(|s| s.id == id).unwrap();
+            let s = &v[at("interposer")];
+            assert_eq!(at("interposer"), at("overhead") + 1);
+            assert_eq!(s.work, Work::Internal(InternalStage::Interposer, None));
+            assert_eq!((s.needs.as_slice(), &s.not_here), (&[needs.to_string()][..], &None));
+            assert_eq!(s.bound, secs(INTERPOSER_BOUND_S, &Sizes::of(quick)));
+            let a = args(s, dev, quick, dir, None).unwrap();
+            let Ok(Command::AcceptanceStage(o)) =
+                Cli::try_parse_from(std::iter::once("preempt-lat".to_string()).chain(a))
+                    .unwrap()
+                    .checked()
+            else {
+                panic!("__acceptance-stage")
+            };
+            assert_eq!((o.stage, o.device, o.quick), (InternalStage::Interposer, dev, quick));
+            let other = args(&v[at("environment")], dev, quick, dir, None).unwrap();
+            assert!(!other.contains(&"--quick".to_string()), "{other:?}");
+        }
+    }
+}

@@ -6,6 +6,7 @@
 pub mod dynamic_queues;
 pub mod environment;
 pub mod gpu;
+pub mod interposer;
 pub mod suspend_resume;
 
 use super::summary::Status;
@@ -53,6 +54,7 @@ pub fn run(o: &AcceptanceStageOptions, hip: impl FnOnce() -> Fact<HipInfo>) -> O
             (DeviceSpec::Hip(n), MechanismChoice::Only(k)) => gpu::bystander(n, k),
             (d, _) => not_for(d, o.stage),
         },
+        InternalStage::Interposer => interposer::run(o.device, o.quick, &o.out_dir),
     };
     write(&o.out_dir, &r)?;
     eprintln!("preempt-lat: stage {:?}: {} {}", o.stage, r.status.word(), r.reason);
