@@ -16,7 +16,8 @@
 #      PyTorch's own HIP runtime after 'import torch' (hip-rt takes the runtime already in the
 #      process first), and what a session opened before 'import torch' would load instead. The
 #      build needs no ROCm: HIP is loaded at run time, and the host device runs without it.
-#   4. Unless --check: cargo build --release of preempt-lat and the host device's worker, then
+#   4. Unless --check: cargo build --release of preempt-lat, the host device's worker, the HIP
+#      interposer and its stand-in runtime (acceptance's interposer stage), then
 #      maturin develop --release of the Python package into the active environment.
 # --check stops after 3 (nothing is built or downloaded). Exit status: 0 when everything needed
 # is there (and built), 1 when something is missing or a step failed, 2 on a bad option.
@@ -260,8 +261,8 @@ if [ "$check" = 1 ]; then
   exit 0
 fi
 target=${CARGO_TARGET_DIR:-$REPO/target}
-echo "==> cargo build --release --locked -p preempt-lat -p host-device (target: $target)"
-if ! cargo build --release --locked -p preempt-lat -p host-device; then
+echo "==> cargo build --release --locked -p preempt-lat -p host-device -p hip-interpose -p hip-standin (target: $target)"
+if ! cargo build --release --locked -p preempt-lat -p host-device -p hip-interpose -p hip-standin; then
   echo "build-user: cargo build failed (above)"; exit 1
 fi
 say built "$target/release/preempt-lat and its host-device worker $target/release/preempt-host-worker"

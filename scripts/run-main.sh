@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then bash scripts/install-deps.sh build; else sudo bash scripts/install-deps.sh build; fi
 # preempt-lat, and beside it the host device's worker (host-device's preempt-host-worker) and the
 # scheduler daemon (preempt-sched: priority --processes).
-cargo build --release --locked -q -p preempt-lat -p host-device -p preempt-sched
+cargo build --release --locked -q -p preempt-lat -p host-device -p preempt-sched -p hip-interpose -p hip-standin
 PL=target/release/preempt-lat
 echo "==> preempt-lat doctor"
 "$PL" doctor

@@ -8,6 +8,13 @@ use std::path::PathBuf;
 pub const LEAST: i32 = 1;
 pub const GREATEST: i32 = -1;
 
+/// The range of priorities a library layered on the interposer may set
+/// (`preempt_hip_set_stream_priority`): HIP's sense (smaller is more urgent) with more levels
+/// than HIP's three, for APIs that have them (XSched's -255 to 255, negated). A priority from
+/// HIP's own calls stays within [`GREATEST`]..=[`LEAST`].
+pub const API_GREATEST: i32 = -255;
+pub const API_LEAST: i32 = 255;
+
 /// The most streams given a queue of their own by default (KFD queues are a per-process
 /// resource; past this a stream is created as the program asked and never suspended; why a
 /// preemptible stream needs one: docs/interposer.md#the-rule).

@@ -152,9 +152,10 @@ pub unsafe extern "C" fn hipEventDestroy(e: Raw) -> Code {
     unsafe { f(e) }
 }
 
-/// The interposer's own call, for libraries layered on it (XSched's C API names): a new HIP
-/// priority for a stream the program created. 0 when done; -1 when the interposer is off or
-/// does not know the stream (one line on stderr says why).
+/// The interposer's own call, for libraries layered on it (XSched's C API names): a new
+/// priority for a stream the program created, in HIP's sense (smaller is more urgent) from -255
+/// to 255 (clamped), so that an API with more levels than HIP's three keeps them. 0 when done;
+/// -1 when the interposer is off or does not know the stream (one line on stderr says why).
 #[unsafe(no_mangle)]
 pub extern "C" fn preempt_hip_set_stream_priority(stream: Raw, priority: c_int) -> c_int {
     let r = quietly(|| Some(interposer::get()?.set_priority(stream as usize, priority)));

@@ -1,7 +1,7 @@
 //! The interposer's state: the rule ([`crate::sched`]) over the process's streams, the device
 //! that carries its actions out, the marks in flight ([`crate::watch`]) and which stream each
 //! program event was last recorded on. The hooks (`ffi/`) call in here with plain numbers.
-use crate::config::{Config, GREATEST, Granularity, LEAST};
+use crate::config::{API_GREATEST, API_LEAST, Config, GREATEST, Granularity, LEAST};
 use crate::daemon::{Daemon, Orders};
 use crate::device::{self, Created, Device, NON_BLOCKING};
 use crate::exit_line::ExitLine;
@@ -289,11 +289,12 @@ impl Interposer {
         }
     }
 
-    /// A new HIP priority for `key` (an API over the interposer, e.g. XSched's `XHintPriority`,
-    /// re-prioritises a stream the program already made). Whether it can be suspended was
-    /// decided when it was created.
+    /// A new priority for `key` (an API over the interposer, e.g. XSched's `XHintPriority`,
+    /// re-prioritises a stream the program already made), on HIP's sense with more levels
+    /// ([`API_GREATEST`]..=[`API_LEAST`]). Whether it can be suspended was decided when it was
+    /// created.
     pub fn set_priority(&self, key: Key, priority: i32) -> Result<(), String> {
-        let p = priority.clamp(GREATEST, LEAST);
+        let p = priority.clamp(API_GREATEST, API_LEAST);
         let preemptible = {
             let mut s = lock(&self.sched);
             let actions = s

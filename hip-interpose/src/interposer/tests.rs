@@ -54,3 +54,18 @@ fn without_lv3_auto_holds_streams_at_lv1_and_lv3_only_takes_none_over() {
     lv1.new_streams();
     assert_eq!(lv1.lv1().map(|l| l.threshold), Some(8));
 }
+
+#[test]
+fn an_api_priority_keeps_levels_beyond_hips_three_and_hips_own_calls_stay_within_them() {
+    let ip = interposer("auto");
+    ip.register_plain(0x10, 1, -7);
+    assert_eq!(
+        lock(&ip.sched).priority(0x10),
+        Some(-1),
+        "HIP's own calls: clamped as clr does"
+    );
+    ip.set_priority(0x10, -3).unwrap();
+    assert_eq!(lock(&ip.sched).priority(0x10), Some(-3), "XSched's 3");
+    ip.set_priority(0x10, -999).unwrap();
+    assert_eq!(lock(&ip.sched).priority(0x10), Some(-255));
+}

@@ -1,5 +1,5 @@
 use super::*;
-use crate::priority::{HIP_HIGH, HIP_LOW};
+use crate::priority::HIP_LOW;
 use std::sync::Mutex as StdMutex;
 
 /// The interposer, faked: loaded or not, and the priorities it was given.
@@ -26,7 +26,7 @@ fn queue(c: &Compat, stream: usize) -> Handle {
 }
 
 #[test]
-fn priorities_reach_the_interposer_on_hips_scale() {
+fn priorities_reach_the_interposer_negated() {
     let c = Compat::default();
     let b = Fake {
         loaded: true,
@@ -35,7 +35,7 @@ fn priorities_reach_the_interposer_on_hips_scale() {
     let (hp, lp) = (queue(&c, 0x100), queue(&c, 0x200));
     assert_eq!(c.hint_priority(&b, hp, 2), XResult::Success);
     assert_eq!(c.hint_priority(&b, lp, -1), XResult::Success);
-    assert_eq!(*b.calls.lock().unwrap(), [(0x100, HIP_HIGH), (0x200, HIP_LOW)]);
+    assert_eq!(*b.calls.lock().unwrap(), [(0x100, -2), (0x200, HIP_LOW)]);
     assert_eq!(c.xqueue(hp).unwrap().priority, Some(2));
 }
 
