@@ -9,7 +9,7 @@
  *
  *   two_priorities CODE_OBJECT [--lp N] [--lp-ms T] [--hp K] [--hp-ms H] [--gap-ms G]
  *                  [--no-lp] [--hp-waits-on-lp] [--spawn-child]
- *                  [--extra-streams S]
+ *                  [--extra-streams S] [--lp-on-null] [--blocking-stream]
  *
  * CODE_OBJECT holds the project's delay kernels (gpu-device/kernels/delay.hip, compiled for the
  * GPU; the stand-in runtime accepts any file). --hp-waits-on-lp makes the first request wait on
@@ -18,7 +18,11 @@
  * forks once its streams exist and the child execs this program for a small run of its own (an
  * interposed program that starts another one, as launchers and job runners do); the parent waits
  * for it at the end and fails if it failed. --extra-streams S creates S more low-priority streams
- * first, used for nothing and destroyed at the end (a program with many streams).
+ * first, used for nothing and destroyed at the end (a program with many streams). --lp-on-null
+ * puts the low-priority work on the null stream instead of a stream of its own (as a program
+ * using only the default stream, PyTorch's way, does). --blocking-stream makes one blocking
+ * stream (hipStreamCreate) once the LP work is launched, used for nothing: legacy null-stream
+ * ordering then binds it to the null stream.
  *
  * Prints one line: key=value pairs (latencies in microseconds, host clock). Exit 0 when every
  * LP command completed exactly once, 1 when one did not, 2 on bad arguments, 3 on a HIP error.
@@ -37,7 +41,7 @@ static int flag(int argc, char **argv, const char *name) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || argv[1][0] == '-') {
-    fprintf(stderr, "usage: two_priorities CODE_OBJECT [--lp N] [--lp-ms T] [--hp K] [--hp-ms H] [--gap-ms G] [--no-lp] [--hp-waits-on-lp] [--spawn-child] [--extra-streams S]\n");
+    fprintf(stderr, "usage: two_priorities CODE_OBJECT [--lp N] [--lp-ms T] [--hp K] [--hp-ms H] [--gap-ms G] [--no-lp] [--hp-waits-on-lp] [--spawn-child] [--extra-streams S] [--lp-on-null] [--blocking-stream]\n");
     return 2;
   }
   long n_lp = flag(argc, argv, "--no-lp") ? 0 : arg(argc, argv, "--lp", 100);
@@ -54,8 +58,9 @@ int main(int argc, char **argv) {
   CHECK(hipDeviceGetStreamPriorityRange(&least, &greatest));
   hipStream_t *extra = calloc((size_t)n_extra + 1, sizeof(hipStream_t));
   for (long i = 0; i < n_extra; i++) CHECK(hipStreamCreateWithPriority(&extra[i], hipStreamNonBlocking, least));
-  hipStream_t lp, hp;
-  CHECK(hipStreamCreateWithPriority(&lp, hipStreamNonBlocking, least));
+  hipStream_t lp = NULL, hp;
+  int lp_on_null = flag(argc, argv, "--lp-on-null");
+  if (!lp_on_null) CHECK(hipStreamCreateWithPriority(&lp, hipStreamNonBlocking, least));
   CHECK(hipStreamCreateWithPriority(&hp, hipStreamNonBlocking, greatest));
   pid_t child = -1;
   if (spawn) {
@@ -82,6 +87,8 @@ int main(int argc, char **argv) {
     if (i == 0) CHECK(hipEventRecord(lp_mark, lp));
   }
   if (n_lp) sleep_ms(lp_ms / 2.0); /* the first LP kernel is running */
+  hipStream_t blocking = NULL;
+  if (flag(argc, argv, "--blocking-stream")) CHECK(hipStreamCreate(&blocking));
 
   double *lat = calloc((size_t)k_hp, sizeof(double));
   for (long r = 0; r < k_hp; r++) {
@@ -105,7 +112,8 @@ int main(int argc, char **argv) {
   summarize(lat, k_hp, &p50, &p99, &max);
   printf("hp_requests=%ld hp_ms=%ld p50_us=%.0f p99_us=%.0f max_us=%.0f lp_commands=%ld lp_ms=%ld lp_exactly_once=%ld lp_bad=%ld child_failed=%d\n",
          k_hp, hp_ms, p50, p99, max, n_lp, lp_ms, once, bad, child_status);
-  CHECK(hipStreamDestroy(lp));
+  if (!lp_on_null) CHECK(hipStreamDestroy(lp));
+  if (blocking) CHECK(hipStreamDestroy(blocking));
   CHECK(hipStreamDestroy(hp));
   CHECK(hipEventDestroy(lp_mark));
   for (long i = 0; i < n_extra; i++) CHECK(hipStreamDestroy(extra[i]));

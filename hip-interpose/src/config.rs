@@ -48,6 +48,17 @@ pub enum Level {
 pub const DEFAULT_LV1_THRESHOLD: u32 = 8;
 const _: () = assert!(DEFAULT_LV1_THRESHOLD as usize == preempt_api::Lv1Config::DEFAULT_THRESHOLD);
 
+/// Where the null stream's work goes (`PREEMPT_NULL_STREAM`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NullStream {
+    /// To the null stream, never suspended (the runtime's own queue).
+    Keep,
+    /// To a stream of the interposer's, created at the first null-stream submission with the
+    /// process's priority, blocking (so the null stream's legacy ordering holds), preemptible
+    /// like any other (docs/interposer.md#the-null-stream).
+    Own,
+}
+
 /// Which streams get a queue of their own (and so can be suspended).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OwnQueues {
@@ -74,6 +85,10 @@ pub struct Config {
     pub max_own_queues: usize,
     /// `PREEMPT_INTERPOSE_LOG=1`: one stderr line per stream, suspension failure and at exit.
     pub log: bool,
+    /// `PREEMPT_NULL_STREAM=keep|own`; unset, `own` when `PREEMPT_PRIORITY` gives the program a
+    /// priority below the greatest (a whole program declared less urgent: its default-stream
+    /// work, PyTorch's, is what must yield), else `keep`.
+    pub null_stream: NullStream,
     /// `PREEMPT_LEVEL=auto|3|1` (also `lv3`, `lv1`).
     pub level: Level,
     /// `PREEMPT_LV1_THRESHOLD`: at Lv1, how many of a preemptible stream's commands may be on
@@ -146,6 +161,12 @@ impl Config {
                 .filter(|n| *n <= 1024)
                 .ok_or_else(|| bad("PREEMPT_MAX_OWN_QUEUES", &v, "a number from 0 to 1024"))?,
         };
+        let null_stream = match get("PREEMPT_NULL_STREAM").as_deref() {
+            None | Some("") if get("PREEMPT_PRIORITY").is_some() && default_priority > GREATEST => NullStream::Own,
+            None | Some("" | "keep") => NullStream::Keep,
+            Some("own") => NullStream::Own,
+            Some(v) => return Err(bad("PREEMPT_NULL_STREAM", v, "keep or own")),
+        };
         let level = match get("PREEMPT_LEVEL").as_deref() {
             None | Some("" | "auto") => Level::Auto,
             Some("3" | "lv3") => Level::Lv3,
@@ -173,6 +194,7 @@ impl Config {
             granularity,
             own_queues,
             max_own_queues,
+            null_stream,
             level,
             lv1_threshold,
             log,
@@ -213,6 +235,7 @@ mod tests {
         let c = cfg(&[]).unwrap();
         assert!(c.enabled && !c.log);
         assert_eq!((c.level, c.lv1_threshold), (Level::Auto, 8));
+        assert_eq!(c.null_stream, NullStream::Keep);
         assert_eq!(
             (c.default_priority, c.granularity, c.max_own_queues),
             (0, Granularity::Stream, 64)
@@ -239,6 +262,19 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.default_priority, -1, "clamped into HIP's range as clr does");
+        let own = |pairs: &[(&str, &str)]| cfg(pairs).unwrap().null_stream == NullStream::Own;
+        assert!(
+            own(&[("PREEMPT_PRIORITY", "1")]),
+            "a program declared low: its null stream too"
+        );
+        assert!(own(&[("PREEMPT_PRIORITY", "0")]));
+        assert!(
+            !own(&[("PREEMPT_PRIORITY", "-1")]),
+            "the most urgent is never suspended"
+        );
+        assert!(!own(&[("PREEMPT_PRIORITY", "1"), ("PREEMPT_NULL_STREAM", "keep")]));
+        assert!(own(&[("PREEMPT_NULL_STREAM", "own")]));
+        assert!(cfg(&[("PREEMPT_NULL_STREAM", "legacy")]).is_err());
         let l = cfg(&[("PREEMPT_LEVEL", "lv1"), ("PREEMPT_LV1_THRESHOLD", " 2 ")]).unwrap();
         assert_eq!((l.level, l.lv1_threshold), (Level::Lv1, 2));
         assert_eq!(cfg(&[("PREEMPT_LEVEL", "3")]).unwrap().level, Level::Lv3);

@@ -31,6 +31,10 @@ fn create(s: *mut Raw, flags: c_uint, priority: c_int) -> Code {
     {
         // SAFETY: not null; the program's out-parameter (the module's contract).
         unsafe { s.write(key as Raw) };
+        quietly(|| {
+            ip.program_stream_created(key, flags);
+            Some(())
+        });
         return 0;
     }
     // SAFETY: the program's arguments (the module's contract).
@@ -42,6 +46,7 @@ fn create(s: *mut Raw, flags: c_uint, priority: c_int) -> Code {
         let key = unsafe { s.read() } as usize;
         quietly(|| {
             ip.register_plain(key, flags, priority);
+            ip.program_stream_created(key, flags);
             Some(())
         });
     }
@@ -94,8 +99,11 @@ macro_rules! submission {
             let Some(f) = next::next().$field else {
                 return NOT_SUPPORTED;
             };
-            // SAFETY: the program's arguments, passed on unchanged (the module's contract).
-            submit($stream as Raw, || unsafe { f($($arg),*) })
+            // The null stream's work may go to the interposer's substitute for it.
+            let $stream = interposer::route($stream as usize) as Raw;
+            // SAFETY: the program's arguments, passed on unchanged but for that (the module's
+            // contract).
+            submit($stream, || unsafe { f($($arg),*) })
         }
     };
 }
@@ -120,6 +128,7 @@ pub unsafe extern "C" fn hipEventRecord(e: Raw, s: Raw) -> Code {
     let Some(f) = next::next().event_record else {
         return NOT_SUPPORTED;
     };
+    let s = interposer::route(s as usize) as Raw;
     // SAFETY: the program's arguments.
     let c = submit(s, || unsafe { f(e, s) });
     if c == 0 && interposer::active() {
@@ -133,11 +142,31 @@ pub unsafe extern "C" fn hipStreamWaitEvent(s: Raw, e: Raw, flags: c_uint) -> Co
     let Some(f) = next::next().stream_wait_event else {
         return NOT_SUPPORTED;
     };
+    let s = interposer::route(s as usize) as Raw;
     if interposer::active() {
         quietly(|| interposer::get().map(|ip| ip.before_wait(s as usize, e as usize)));
     }
     // SAFETY: the program's arguments.
     submit(s, || unsafe { f(s, e, flags) })
+}
+
+/// A host wait on the null stream waits for its substitute where its work went there.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipStreamSynchronize(s: Raw) -> Code {
+    match next::next().stream_synchronize {
+        // SAFETY: the program's argument, or the substitute's handle.
+        Some(f) => unsafe { f(interposer::route(s as usize) as Raw) },
+        None => NOT_SUPPORTED,
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipStreamQuery(s: Raw) -> Code {
+    match next::next().stream_query {
+        // SAFETY: the program's argument, or the substitute's handle.
+        Some(f) => unsafe { f(interposer::route(s as usize) as Raw) },
+        None => NOT_SUPPORTED,
+    }
 }
 
 #[unsafe(no_mangle)]

@@ -141,3 +141,52 @@ fn the_daemons_death_resumes_what_it_held() {
     } = exit_line(&a.stderr);
     assert_eq!((s, f), (res, 0));
 }
+
+#[test]
+fn a_program_declared_low_is_held_on_its_default_stream_through_the_daemon() {
+    // A puts all its work on the null stream (PyTorch's default stream) and says only
+    // PREEMPT_PRIORITY=1: that work goes to a stream of the interposer's, which B's requests
+    // have the daemon hold.
+    let d = Daemon::start("null");
+    let mut c = command(
+        true,
+        &[
+            "--lp-on-null",
+            "--lp",
+            "60",
+            "--lp-ms",
+            "20",
+            "--hp",
+            "1",
+            "--gap-ms",
+            "0",
+        ],
+    );
+    c.env("PREEMPT_SCHEDULER", format!("unix:{}", d.socket().display()))
+        .env("PREEMPT_PRIORITY", "1");
+    let a = c.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let b = finish(under(&d.socket(), &["--no-lp", "--hp", "30", "--gap-ms", "5"]), LIMIT);
+    let a = finish(a, LIMIT);
+    assert_eq!(
+        (a.code, b.code),
+        (Some(0), Some(0)),
+        "A:\n{}\nB:\n{}",
+        a.stderr,
+        b.stderr
+    );
+    assert_eq!(a.get("lp_exactly_once"), 60.0, "every LP command of A exactly once");
+    assert!(
+        a.stderr.contains("the null stream's work goes to stream"),
+        "A's default stream was taken over:\n{}",
+        a.stderr
+    );
+    let ExitLine {
+        suspends: s,
+        resumes: res,
+        failures: f,
+        ..
+    } = exit_line(&a.stderr);
+    assert!(s >= 10, "B's requests held A's default-stream work ({s} suspends)");
+    assert_eq!((s, f), (res, 0));
+}

@@ -83,6 +83,8 @@ table! {
     event_query = c"hipEventQuery": fn(Raw);
     event_destroy = c"hipEventDestroy": fn(Raw);
     stream_wait_event = c"hipStreamWaitEvent": fn(Raw, Raw, c_uint);
+    stream_synchronize = c"hipStreamSynchronize": fn(Raw);
+    stream_query = c"hipStreamQuery": fn(Raw);
 }
 
 /// The table, resolved at the first call.
@@ -134,6 +136,13 @@ pub fn record_event(e: usize, s: usize) -> Result<(), Code> {
     let f = next().event_record.ok_or(NOT_SUPPORTED)?;
     // SAFETY: the runtime validates handles.
     ok(unsafe { f(e as Raw, s as Raw) })
+}
+
+/// Work submitted to `s` from now on waits for `e`'s latest record.
+pub fn stream_wait_event(s: usize, e: usize) -> Result<(), Code> {
+    let f = next().stream_wait_event.ok_or(NOT_SUPPORTED)?;
+    // SAFETY: the runtime validates handles.
+    ok(unsafe { f(s as Raw, e as Raw, 0) })
 }
 
 /// `Ok(true)` once everything the event's latest record covers has completed.

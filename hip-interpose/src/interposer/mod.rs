@@ -39,6 +39,9 @@ pub struct Interposer {
     /// Decided at the first preemptible stream: `Some` when this process's streams are
     /// suspended at Lv1 ([`crate::lv1`]), `None` at the device's Lv3.
     lv1: OnceLock<Option<Lv1>>,
+    /// The stream the null stream's work goes to under `PREEMPT_NULL_STREAM=own`, made at its first
+    /// submission (`None`: it stays on the null stream).
+    null_sub: OnceLock<Option<Key>>,
     done: OnceLock<&'static (dyn Fn(Vec<Done>) + Sync)>,
     sched: Mutex<Scheduler>,
     watch: Watch,
@@ -162,6 +165,7 @@ impl Interposer {
             cfg,
             device,
             lv1: OnceLock::new(),
+            null_sub: OnceLock::new(),
             done: OnceLock::new(),
             sched: Mutex::new(sched),
             watch: Watch::default(),
@@ -181,6 +185,13 @@ impl Interposer {
         if !self.cfg.wants_own_queue(p, self.high_exists.load(Ordering::Relaxed)) {
             return None;
         }
+        self.take_over(flags, priority)
+    }
+
+    /// Makes a preemptible stream at `priority` (within the limit on their number): `None` past
+    /// the limit.
+    fn take_over(&self, flags: u32, priority: i32) -> Option<Result<usize, String>> {
+        let p = priority.clamp(GREATEST, LEAST);
         let n = &self.counters.own_queues;
         if n.load(Ordering::Relaxed) >= self.cfg.max_own_queues {
             return None;
@@ -500,5 +511,7 @@ extern "C" fn at_exit() {
 }
 
 mod levels;
+mod null_stream;
+pub use null_stream::route;
 #[cfg(test)]
 mod tests;
