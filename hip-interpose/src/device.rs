@@ -181,13 +181,18 @@ impl Device for Gpu {
         self.gpu()?;
         self.lv3().map(drop)
     }
+    /// From the current device's PCI address and the KFD topology alone: a process that only
+    /// tells the daemon about its urgent work never opens its GPU for preemption.
     fn sched_device(&self) -> Result<SchedDevice, String> {
-        let g = self.gpu()?;
-        g.kfd_gpu_id().map(SchedDevice::kfd).ok_or_else(|| {
-            format!(
-                "no unique KFD node at PCI {}: the daemon cannot place this GPU",
-                g.device().info.pci_bus_id
-            )
-        })
+        let pci = match self.gpu.get() {
+            Some(Ok(g)) => g.device().info.pci_bus_id.clone(),
+            _ => {
+                let index = next::current_device().map_err(|c| hip("hipGetDevice", c))?;
+                next::pci_bus_id(index).map_err(|c| hip("hipDeviceGetPCIBusId", c))?
+            }
+        };
+        preempt_api::gpu::kfd_gpu_id_at(&pci)
+            .map(SchedDevice::kfd)
+            .ok_or_else(|| format!("no unique KFD node at PCI {pci}: the daemon cannot place this GPU"))
     }
 }

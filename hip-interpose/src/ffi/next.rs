@@ -64,6 +64,7 @@ table! {
     stream_create_with_priority = c"hipStreamCreateWithPriority": fn(*mut Raw, c_uint, c_int);
     stream_destroy = c"hipStreamDestroy": fn(Raw);
     get_device = c"hipGetDevice": fn(*mut c_int);
+    device_get_pci_bus_id = c"hipDeviceGetPCIBusId": fn(*mut c_char, c_int, c_int);
     launch_kernel = c"hipLaunchKernel": fn(*const c_void, Dim3, Dim3, *mut *mut c_void, usize, Raw);
     launch_kernel_spt = c"hipLaunchKernel_spt": fn(*const c_void, Dim3, Dim3, *mut *mut c_void, usize, Raw);
     ext_launch_kernel = c"hipExtLaunchKernel": fn(*const c_void, Dim3, Dim3, *mut *mut c_void, usize, Raw, Raw, Raw, c_int);
@@ -121,6 +122,21 @@ pub fn current_device() -> Result<i32, Code> {
     // SAFETY: a valid out-parameter.
     ok(unsafe { f(&mut d) })?;
     Ok(d)
+}
+
+/// Device `device`'s PCI address, as `hipDeviceGetPCIBusId` writes it (`0000:c1:00.0`).
+pub fn pci_bus_id(device: i32) -> Result<String, Code> {
+    let f = next().device_get_pci_bus_id.ok_or(NOT_SUPPORTED)?;
+    const LEN: c_int = 64;
+    let mut buf = [0 as c_char; LEN as usize];
+    // SAFETY: the runtime writes at most LEN - 1 bytes and a NUL into the buffer of LEN bytes.
+    ok(unsafe { f(buf.as_mut_ptr(), LEN - 1, device) })?;
+    let bytes: Vec<u8> = buf
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c.to_ne_bytes()[0])
+        .collect();
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// An event without timing (the interposer's marks).

@@ -42,6 +42,14 @@ use lv3::binding::QueueBinding;
 use lv3::mechanism::{Preemptor, QueueTarget};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+/// The KFD gpu id of the GPU at PCI address `pci_bus_id` (`0000:c1:00.0`, as HIP writes it),
+/// read from the KFD topology without opening anything: how a process that only needs to say
+/// which GPU it is on (the HIP interposer's daemon client) learns it. `None` where no unique
+/// topology node has that address.
+pub fn kfd_gpu_id_at(pci_bus_id: &str) -> Option<u32> {
+    discover::expected_gpu_id(&kfd::sysfs::SysRoot::default(), pci_bus_id)
+}
+
 /// Slots per stream when the options say 0.
 pub const DEFAULT_SLOTS: usize = 1 << 16;
 
@@ -106,7 +114,7 @@ impl GpuDevice {
     /// every process of the node agrees on, whatever `HIP_VISIBLE_DEVICES` makes of HIP's
     /// ordinals. `None` where no unique node has that address (a partition after the first).
     pub fn kfd_gpu_id(&self) -> Option<u32> {
-        discover::expected_gpu_id(&kfd::sysfs::SysRoot::default(), &self.dev.info.pci_bus_id)
+        kfd_gpu_id_at(&self.dev.info.pci_bus_id)
     }
 
     /// The HIP runtime (its library path and version, for reports).
