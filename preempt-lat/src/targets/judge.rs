@@ -192,16 +192,32 @@ fn judge_overhead(v: &Value, file: &str, out: &mut Vec<Judgement>) {
     }
 }
 
-/// The Example 5 example's JSON: the combined throughput lost in Phase 2 against Test 2.
+/// The Example 5 example's JSON: per level of Phase 2, the combined throughput lost against
+/// Test 2, high's P99 against Test 2's and low's P99 against high's. A JSON from before the
+/// levels has one `summary`, judged as Phase 2's.
 fn judge_example5(v: &Value, file: &str, out: &mut Vec<Judgement>) {
-    if let Some(loss) = f(&v["summary"]["throughput_loss_vs_test2"]) {
-        let device = v["device"].as_str().unwrap_or("?");
-        out.push(judgement(
-            "throughput-loss",
-            loss * 100.0,
-            device,
-            format!("{file}: Phase 2 vs Test 2"),
-        ));
+    let device = v["device"].as_str().unwrap_or("?");
+    let levels: Vec<(String, &Value)> = match v["summary_by_level"].as_object() {
+        Some(m) => m.iter().map(|(lv, s)| (format!("Phase 2 at {lv}"), s)).collect(),
+        None => vec![("Phase 2".to_string(), &v["summary"])],
+    };
+    for (phase, s) in levels {
+        if let Some(loss) = f(&s["throughput_loss_vs_test2"]) {
+            out.push(judgement(
+                "throughput-loss",
+                loss * 100.0,
+                device,
+                format!("{file}: {phase} vs Test 2"),
+            ));
+        }
+        if let Some(r) = f(&s["high_p99_vs_test2"]) {
+            let from = format!("{file}: {phase}, high vs Test 2");
+            out.push(judgement("example5-high-vs-baseline", r, device, from));
+        }
+        if let Some(r) = f(&s["low_high_p99"]) {
+            let from = format!("{file}: {phase}, low vs high");
+            out.push(judgement("example5-low-high", r, device, from));
+        }
     }
 }
 
@@ -278,7 +294,12 @@ pub fn judge(v: &Value, file: &str) -> Vec<Judgement> {
                 judge_schedule(p, &format!("{file}: {rate} req/s"), &mut out);
             }
         }
-        Value::Object(o) if o.get("runs").is_some_and(|r| r.get("phase2").is_some()) => {
+        // Example 5: Phase 2 once (older JSON) or per level (`phase2_lv3`, ...).
+        Value::Object(o)
+            if o.get("runs")
+                .and_then(Value::as_object)
+                .is_some_and(|r| r.keys().any(|k| k == "phase2" || k.starts_with("phase2_"))) =>
+        {
             judge_example5(v, file, &mut out);
         }
         _ => {}

@@ -203,6 +203,36 @@ fn launcher_cost_and_example5_are_judged() {
     let js = judge(&e5, "e5.json");
     assert_eq!(ids(&js), ["throughput-loss"]);
     assert!(js[0].pass && (js[0].measured - 2.0).abs() < 1e-9);
+    // Per level: each level's three figures, each against its target.
+    let e5 = json!({"device": "host", "runs": {"phase2_lv1": {}, "phase2_lv3": {}}, "summary_by_level": {
+        "lv1": {"throughput_loss_vs_test2": 0.2, "high_p99_vs_test2": 0.9, "low_high_p99": 1.2},
+        "lv3": {"throughput_loss_vs_test2": 0.05, "high_p99_vs_test2": 0.5, "low_high_p99": 3.0},
+    }});
+    let js = judge(&e5, "e5.json");
+    let verdicts: Vec<(&str, bool, &str)> = js.iter().map(|j| (j.target, j.pass, j.from.as_str())).collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("throughput-loss", false, "e5.json: Phase 2 at lv1 vs Test 2"),
+            (
+                "example5-high-vs-baseline",
+                false,
+                "e5.json: Phase 2 at lv1, high vs Test 2"
+            ),
+            ("example5-low-high", false, "e5.json: Phase 2 at lv1, low vs high"),
+            ("throughput-loss", true, "e5.json: Phase 2 at lv3 vs Test 2"),
+            (
+                "example5-high-vs-baseline",
+                true,
+                "e5.json: Phase 2 at lv3, high vs Test 2"
+            ),
+            ("example5-low-high", true, "e5.json: Phase 2 at lv3, low vs high"),
+        ]
+    );
+    assert!(
+        !Bound::Above(1.5).holds(1.5) && Bound::Above(1.5).holds(1.51),
+        "the seed's 'above 1.5x'"
+    );
     assert!(judge(&json!({"something": "else"}), "x").is_empty());
 }
 
