@@ -102,7 +102,7 @@ pub enum Command {
     /// LP share the CPUs. With --class (or --policy up|kedf|laxity): the class experiment instead
     /// (see --policy).
     #[command(
-        after_help = "Examples:\n  preempt-lat priority --device host --hp-rate 50 --hp-t-ms 1 --t-ms 0.5 --duration-s 3\n  preempt-lat priority --device host --modes standalone-hp,native,lv3 --arrival fixed --trace prio.trace.json"
+        after_help = "Examples:\n  preempt-lat priority --device host --hp-rate 50 --hp-t-ms 1 --t-ms 0.5 --duration-s 3\n  preempt-lat priority --device host --preset 8.2.1   # the seeds' test 8.2.1: frames and speech under laxity\n  preempt-lat priority --device host --modes standalone-hp,native,lv3 --arrival fixed --trace prio.trace.json"
     )]
     Priority(PriorityOptions),
     /// Merge JSON results (run --format json, sweep-t.json, sweep-state.json, priority.json; from
