@@ -11,9 +11,10 @@ use std::path::PathBuf;
 pub(super) const SWEEP_RATE_EXAMPLES: &str = "Examples:
   preempt-lat sweep rate --device host
       host defaults: 4 clients, K = 2, 1 s per rate (K below the clients, so K-EDF suspends)
+  preempt-lat sweep rate --device hip:0 --clients 32 --k 16 --duration-s 10 --out-dir fig15b/
+      XSched Fig. 15b on a GPU: K-EDF with K = 16, log-normal arrivals (sigma 2), 100 to 1200 req/s
   preempt-lat sweep rate --device hip:0 --preset 8.3.2 --out-dir fig15b/
-      XSched Fig. 15b (test 8.3.2) on a GPU: K-EDF with K = 16 over 32 clients, log-normal arrivals
-      (sigma 2), 100 to 1200 req/s, 10 s each, and the clients unscheduled at 1000 req/s
+      the same as the seeds' test 8.3.2, and the 32 clients unscheduled at 1000 req/s beside it
   preempt-lat sweep rate --device host --rates 50,100,200 --class video:rate=3:t=1:deadline=10 \\
       --class speech:rate=1:t=2:deadline=40 --class bulk:t=1:deadline=1000
       a template: video gets 3/4 of each rate, speech 1/4; bulk (no rate=) stays saturating";
