@@ -10,6 +10,7 @@
 use serde::Serialize;
 use std::io::{self, Write};
 
+mod cases;
 mod judge;
 pub use judge::judge;
 
@@ -73,7 +74,7 @@ pub struct Target {
 }
 
 /// Every target, in the order tables print them.
-pub const TARGETS: [Target; 16] = [
+pub const TARGETS: [Target; 21] = [
     Target {
         id: "lv3-p99",
         source: "test 4.1.1, Fig. 11a",
@@ -208,6 +209,55 @@ pub const TARGETS: [Target; 16] = [
         bound: Bound::Above(1.5),
         unit: "x",
         measured_by: "examples/example5_inference.py --json",
+    },
+    // The seeds' 8.1.1 (Fig. 13 left): the production job keeps > 0.95 of its throughput alone,
+    // the opportunistic job still gets > 10 % of its own. Throughput is device work per second
+    // (commands x T), together over alone, with the same arrivals and duration.
+    Target {
+        id: "harvest-pjob",
+        source: "test 8.1.1, Fig. 13",
+        what: "production job's throughput beside the opportunistic job / alone",
+        bound: Bound::AtLeast(0.95),
+        unit: "x",
+        measured_by: "priority --preset 8.1.1",
+    },
+    Target {
+        id: "harvest-ojob",
+        source: "test 8.1.1, Fig. 13",
+        what: "opportunistic job's throughput beside the production job / alone",
+        bound: Bound::AtLeast(0.10),
+        unit: "x",
+        measured_by: "priority --preset 8.1.1",
+    },
+    // The seeds' 8.2.1 (Fig. 14): frames P99 < 100 ms (still 25 FPS) and every speech request
+    // done within its 3 s. Judged for laxity and for its native and fixed-priority baselines,
+    // the seeds' three rows (each baseline expected to miss one of the two).
+    Target {
+        id: "videoconf-frames-p99",
+        source: "test 8.2.1, Fig. 14",
+        what: "video frames' P99 latency beside the speech job",
+        bound: Bound::Below(100.0),
+        unit: "ms",
+        measured_by: "priority --preset 8.2.1 (and 8.2.1-fixed, 8.2.1-native)",
+    },
+    Target {
+        id: "videoconf-speech",
+        source: "test 8.2.1, Fig. 14",
+        what: "slowest speech request's completion (one every 3 s)",
+        bound: Bound::Below(3.0),
+        unit: "s",
+        measured_by: "priority --preset 8.2.1 (and 8.2.1-fixed, 8.2.1-native)",
+    },
+    // The seeds' 8.3.2 asks for P99 at 1000 req/s 1.3 x better than Paella's. No Paella runs
+    // here: the same clients with no scheduling stand in, a weaker baseline than Paella, so a
+    // PASS does not reproduce the seeds' claim.
+    Target {
+        id: "fig15b-vs-native",
+        source: "test 8.3.2, Fig. 15b (Paella's 1.3x; native stands in)",
+        what: "P99 at 1000 req/s, native over K-EDF (K = 16), worst client",
+        bound: Bound::AtLeast(1.3),
+        unit: "x",
+        measured_by: "sweep rate --preset 8.3.2",
     },
     Target {
         id: "lv3-hp-start-p99",

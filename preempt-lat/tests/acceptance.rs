@@ -182,6 +182,14 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
         "priority",
         "partition",
         "overhead",
+        "partition-native",
+        "priority-fig9",
+        "case-8.1.1",
+        "case-8.2.1-native",
+        "case-8.2.1-fixed",
+        "case-8.2.1",
+        "case-8.3.1",
+        "case-8.3.2",
         "interposer",
     ] {
         assert_eq!(stage(&s, id)["status"], "PASS", "{id}: {}", stage(&s, id));
@@ -323,6 +331,12 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
         "partition",
         "overhead",
         "scheduler-cpu",
+        "harvest-pjob",
+        "harvest-ojob",
+        "videoconf-frames-p99",
+        "videoconf-speech",
+        "hp-p99-fig15a",
+        "fig15b-vs-native",
     ] {
         assert!(ids.contains(&id), "{ids:?}");
     }
@@ -342,7 +356,12 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
         .filter(|t| t["id"] == "hp-p99-fig9")
         .map(|t| t["scope"].as_str().unwrap())
         .collect();
-    assert_eq!(scopes, ["lv3 mode", "lv2 mode"]);
+    assert_eq!(scopes, ["lv3 mode", "lv2 mode", "lv3 mode, HP 20 % (7.2.1)"]);
+    assert_eq!(
+        scopes_of("videoconf-speech"),
+        ["8.2.1 native baseline", "8.2.1 fixed-priority baseline", "8.2.1 laxity"],
+        "the seeds' three rows of Fig. 14"
+    );
     for t in targets {
         assert!(
             t["verdict"] == "PASS" || t["verdict"] == "FAIL",

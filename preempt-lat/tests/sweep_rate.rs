@@ -63,6 +63,7 @@ fn help_teaches_the_host_defaults_and_fig_15b_on_a_gpu() {
         "Examples:",
         "host defaults",
         "--clients 32 --k 16",
+        "--preset 8.3.2",
         "--class video:rate=3",
     ] {
         assert!(h.contains(want), "--help lacks {want:?}: {h}");

@@ -9,6 +9,7 @@ mod common;
 mod inspect;
 mod internal;
 mod overhead;
+pub mod preset;
 mod priority;
 mod runs;
 mod sweep_rate;
@@ -22,6 +23,7 @@ pub use inspect::*;
 pub use internal::*;
 use overhead::OVERHEAD_EXAMPLES;
 pub use overhead::*;
+pub use preset::{Preset, RatePreset};
 pub use priority::*;
 pub use runs::*;
 use sweep_rate::SWEEP_RATE_EXAMPLES;
@@ -100,7 +102,7 @@ pub enum Command {
     /// LP share the CPUs. With --class (or --policy up|kedf|laxity): the class experiment instead
     /// (see --policy).
     #[command(
-        after_help = "Examples:\n  preempt-lat priority --device host --hp-rate 50 --hp-t-ms 1 --t-ms 0.5 --duration-s 3\n  preempt-lat priority --device host --modes standalone-hp,native,lv3 --arrival fixed --trace prio.trace.json"
+        after_help = "Examples:\n  preempt-lat priority --device host --hp-rate 50 --hp-t-ms 1 --t-ms 0.5 --duration-s 3\n  preempt-lat priority --device host --preset 8.2.1   # the seeds' test 8.2.1: frames and speech under laxity\n  preempt-lat priority --device host --modes standalone-hp,native,lv3 --arrival fixed --trace prio.trace.json"
     )]
     Priority(PriorityOptions),
     /// Merge JSON results (run --format json, sweep-t.json, sweep-state.json, priority.json; from

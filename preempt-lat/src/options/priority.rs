@@ -1,11 +1,15 @@
 //! `priority`'s options: its modes, or with `--class` (or a time-driven policy) the class
 //! experiment.
+use super::preset::Preset;
 use super::values::{self, Arrival, DeviceSpec, Format, Mode, PolicyKind};
 use super::values::{parse_positive, parse_positive_f64, parse_shares, parse_t_ms};
 use super::{Common, class};
 use crate::error::{UsageError, usage};
 use clap::Args;
 use std::path::PathBuf;
+
+/// `--duration-s` when neither it nor a preset says otherwise.
+pub const DEFAULT_DURATION_S: f64 = 3.0;
 
 /// `priority`: HP requests against a saturating LP stream, per mode.
 #[derive(Debug, Clone, Args)]
@@ -17,23 +21,34 @@ pub struct PriorityOptions {
     #[arg(long, value_enum, value_delimiter = ',')]
     pub modes: Vec<Mode>,
     /// HP requests per second.
-    #[arg(long, default_value = "20", value_parser = |s: &str| parse_positive_f64(s, "--hp-rate", 100_000.0))]
+    #[arg(long, default_value = "20", value_parser = |s: &str| parse_positive_f64(s, "--hp-rate", 100_000.0), conflicts_with = "preset")]
     pub hp_rate: f64,
     /// How HP requests arrive: at a fixed rate, or as a Poisson process (seeded by --seed).
-    #[arg(long, value_enum, default_value_t = Arrival::Poisson)]
+    #[arg(long, value_enum, default_value_t = Arrival::Poisson, conflicts_with = "preset")]
     pub arrival: Arrival,
     /// Execution time of one HP command, in ms.
-    #[arg(long = "hp-t-ms", default_value = "2", value_parser = parse_t_ms)]
+    #[arg(long = "hp-t-ms", default_value = "2", value_parser = parse_t_ms, conflicts_with = "preset")]
     pub hp_t_ms: f64,
     /// HP commands per request (a request completes when its last command does), at most 10000.
-    #[arg(long, default_value_t = 1, value_parser = values::parse_hp_cmds)]
+    #[arg(long, default_value_t = 1, value_parser = values::parse_hp_cmds, conflicts_with = "preset")]
     pub hp_cmds: u32,
     /// T, the execution time of one LP command, in ms.
     #[arg(long = "t-ms", default_value = "0.5", value_parser = parse_t_ms)]
     pub t_ms: f64,
-    /// How long each mode runs, in seconds.
-    #[arg(long, default_value = "3", value_parser = |s: &str| parse_positive_f64(s, "--duration-s", 3600.0))]
+    /// How long each mode (the class experiment: each run) runs, in seconds. Default 3, or the
+    /// preset's own with --preset.
+    #[arg(long = "duration-s", value_name = "SECONDS", value_parser = |s: &str| parse_positive_f64(s, "--duration-s", 3600.0))]
+    pub duration_arg: Option<f64>,
+    /// The duration in force: --duration-s, else the preset's, else 3 (set by [`Self::check`]).
+    #[arg(skip = DEFAULT_DURATION_S)]
     pub duration_s: f64,
+    /// One of the seeds' experiments in one flag (the MI308X test plan's sections): it sets the
+    /// classes, the policy, the arrivals, --standalone (or, for 7.2.1, the HP load of the modes)
+    /// and its own default --duration-s; --device, --duration-s, --out-dir, --format, --seed,
+    /// --workers stay yours, and an option the preset sets is refused beside it.
+    /// docs/priority.md#the-seeds-experiments-as-presets says what stands in for what.
+    #[arg(long, value_enum)]
+    pub preset: Option<Preset>,
     /// Output format on stdout: text for people; json and csv carry every parameter and the environment.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -53,41 +68,41 @@ pub struct PriorityOptions {
     /// --round-ms x its share; Fig. 9 bottom), kedf = the --k earliest deadlines run (Fig. 15b),
     /// laxity = a class runs at prio= until its laxity= is used up, then at crit= (8.2.1).
     /// Writes schedule.{csv,json}.
-    #[arg(long, value_enum, default_value_t = PolicyKind::Hpf)]
+    #[arg(long, value_enum, default_value_t = PolicyKind::Hpf, conflicts_with = "preset")]
     pub policy: PolicyKind,
     /// up: saturating queues q0, q1, ... with these shares, T = --t-ms each (e.g. 75:25).
-    #[arg(long, value_name = "A:B[:C...]", value_parser = parse_shares)]
+    #[arg(long, value_name = "A:B[:C...]", value_parser = parse_shares, conflicts_with = "preset")]
     pub shares: Option<values::Shares>,
     /// A class of the class experiment (repeat it): NAME:key=value:..., keys rate (requests/s;
     /// 0 = saturating, the default), t (ms per command, 0.5), cmds (per request, 1), share (up),
     /// deadline (ms, kedf), prio (hpf: larger runs first; laxity), laxity (ms) and crit (laxity).
     /// E.g. --class video:rate=100:t=1:deadline=10 --class bulk:t=1:deadline=1000, or --policy
     /// hpf --class high:rate=20:t=2:prio=2 --class normal:rate=20:t=2:prio=1 --class low:prio=0.
-    #[arg(long = "class", value_name = "NAME:KEY=V:...", value_parser = class::parse)]
+    #[arg(long = "class", value_name = "NAME:KEY=V:...", value_parser = class::parse, conflicts_with = "preset")]
     pub classes: Vec<class::ClassSpec>,
     /// kedf: how many classes run at once.
-    #[arg(long, default_value_t = 1, value_parser = |s: &str| parse_positive(s).and_then(|k| if k <= 64 { Ok(k as usize) } else { Err(usage!("--k {k}: at most 64")) }))]
+    #[arg(long, default_value_t = 1, value_parser = |s: &str| parse_positive(s).and_then(|k| if k <= 64 { Ok(k as usize) } else { Err(usage!("--k {k}: at most 64")) }), conflicts_with = "preset")]
     pub k: usize,
     /// up: the round the slices add up to, in ms.
-    #[arg(long = "round-ms", default_value = "10", value_parser = |s: &str| parse_positive_f64(s, "--round-ms", 10_000.0))]
+    #[arg(long = "round-ms", default_value = "10", value_parser = |s: &str| parse_positive_f64(s, "--round-ms", 10_000.0), conflicts_with = "preset")]
     pub round_ms: f64,
     /// Instead of the modes (--policy hpf, no --class): the HP and LP sides in separate
     /// processes coordinated by the scheduler daemon (preempt-sched, beside preempt-lat), N LP
     /// processes of one stream each; reports what the daemon's hop costs on HP start (p50/p99
     /// against the in-process helper, with the same N streams in this process). Writes
     /// priority-processes.{csv,json}.
-    #[arg(long, value_name = "N", value_parser = |s: &str| parse_positive(s).and_then(|n| if n <= 64 { Ok(n) } else { Err(usage!("--processes {n}: at most 64")) }))]
+    #[arg(long, value_name = "N", value_parser = |s: &str| parse_positive(s).and_then(|n| if n <= 64 { Ok(n) } else { Err(usage!("--processes {n}: at most 64")) }), conflicts_with = "preset")]
     pub processes: Option<u32>,
     /// --processes: HP blocks timed on each side.
     #[arg(long, default_value_t = 1000, value_parser = parse_positive)]
     pub hop_samples: u32,
     /// --arrival lognormal: the shape of the log-normal gaps (mean gap 1/rate).
-    #[arg(long, default_value_t = values::DEFAULT_SIGMA, value_parser = |s: &str| parse_positive_f64(s, "--sigma", 10.0))]
+    #[arg(long, default_value_t = values::DEFAULT_SIGMA, value_parser = |s: &str| parse_positive_f64(s, "--sigma", 10.0), conflicts_with = "preset")]
     pub sigma: f64,
     /// The class experiment: run each class alone first (same arrivals, same duration), then report
     /// each class's P99 against alone and the combined throughput's loss against the classes
     /// alone (their sum, or the device's capacity where a class saturates).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "preset")]
     pub standalone: bool,
     #[command(flatten)]
     pub common: Common,
@@ -150,8 +165,38 @@ impl PriorityOptions {
         self.hp_rate * f64::from(self.hp_cmds) * self.hp_t_ms / 1000.0
     }
 
-    /// Cross-field checks: the one-line reason a combination is refused (a usage error).
-    pub fn check(&self) -> Result<(), UsageError> {
+    /// Expands `--preset` into the options it stands for (clap has already refused any of them
+    /// given beside it) and settles the duration: `--duration-s`, else the preset's, else 3 s.
+    pub fn apply_preset(&mut self) {
+        let preset_s = self.preset.map(Preset::duration_s);
+        self.duration_s = self.duration_arg.or(preset_s).unwrap_or(DEFAULT_DURATION_S);
+        let Some(p) = self.preset else { return };
+        if let Some(l) = p.hp_load() {
+            (self.arrival, self.hp_rate, self.hp_cmds, self.hp_t_ms) = (l.arrival, l.hp_rate, l.hp_cmds, l.hp_t_ms);
+        }
+        if let Some(c) = p.class_set() {
+            (self.policy, self.classes, self.arrival, self.standalone) = (c.policy, c.classes, c.arrival, c.standalone);
+        }
+    }
+
+    /// The preset's name, as outputs record it.
+    pub fn preset_name(&self) -> Option<&'static str> {
+        self.preset.map(Preset::name)
+    }
+
+    /// Cross-field checks: the one-line reason a combination is refused (a usage error). Expands
+    /// `--preset` first.
+    pub fn check(&mut self) -> Result<(), UsageError> {
+        self.apply_preset();
+        if let Some(p) = self.preset
+            && p.class_set().is_some()
+            && !self.modes.is_empty()
+        {
+            return Err(usage!(
+                "--modes is for priority's modes; --preset {} runs the class experiment (docs/priority.md)",
+                p.name()
+            ));
+        }
         if self.processes.is_some() && self.policy != PolicyKind::Hpf {
             return Err(usage!("--processes is for --policy hpf, not {}", self.policy.name()));
         }

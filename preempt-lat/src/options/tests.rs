@@ -270,3 +270,110 @@ fn hpf_runs_the_modes_alone_and_the_class_experiment_with_classes() {
     );
     assert!(priority(&["--policy", "kedf", "--class", "a:deadline=1", "--class", "b:deadline=2"]).runs_classes());
 }
+
+/// A preset expands to the experiment docs/priority.md describes, keeps --duration-s, --device
+/// and the like the user's, and refuses an option it sets with one line.
+#[test]
+fn a_preset_expands_and_the_user_keeps_the_rest() {
+    for p in preset::Preset::ALL {
+        let Ok(Command::Priority(o)) = parse(&["priority", "--preset", p.name(), "--device", "host"]) else {
+            panic!("{p:?}")
+        };
+        assert_eq!((o.duration_s, o.common.device), (p.duration_s(), DeviceSpec::HOST));
+        assert_eq!(o.preset_name(), Some(p.name()));
+        match p.class_set() {
+            Some(c) => {
+                assert!(o.runs_classes(), "{p:?}: the class experiment");
+                assert_eq!(
+                    (o.policy, &o.classes, o.arrival, o.standalone),
+                    (c.policy, &c.classes, c.arrival, c.standalone)
+                );
+            }
+            None => {
+                assert!(!o.runs_classes(), "7.2.1 runs priority's modes");
+                assert!((o.hp_load() - 0.2).abs() < 1e-12, "HP at 20 % of the device");
+                assert_eq!(o.arrival, Arrival::Fixed);
+            }
+        }
+    }
+    let Ok(Command::Priority(o)) = parse(&["priority", "--preset", "harvest", "--duration-s", "1.5"]) else {
+        panic!("an alias")
+    };
+    assert_eq!((o.preset, o.duration_s), (Some(Preset::Harvest), 1.5));
+    let Ok(Command::Priority(o)) = parse(&["priority"]) else {
+        panic!("priority")
+    };
+    assert_eq!(
+        (o.duration_s, o.preset, o.hp_load()),
+        (3.0, None, 0.04),
+        "no preset: 3 s, HP at 4 %"
+    );
+    for (bad, says) in [
+        (
+            &["priority", "--preset", "8.2.1", "--policy", "hpf"][..],
+            "cannot be used with",
+        ),
+        (
+            &["priority", "--preset", "8.1.1", "--class", "a:prio=1"],
+            "cannot be used with",
+        ),
+        (
+            &["priority", "--preset", "7.2.1", "--hp-rate", "5"],
+            "cannot be used with",
+        ),
+        (
+            &["priority", "--preset", "8.3.1", "--standalone"],
+            "cannot be used with",
+        ),
+        (
+            &["priority", "--preset", "8.2.1", "--modes", "lv3"],
+            "--modes is for priority's modes",
+        ),
+        (&["priority", "--preset", "9.9.9"], "invalid value"),
+        (
+            &["sweep", "rate", "--preset", "8.3.2", "--k", "4"],
+            "cannot be used with",
+        ),
+    ] {
+        let e = parse(bad).unwrap_err().to_string();
+        assert!(e.contains(says), "{bad:?}: {e}");
+    }
+}
+
+#[test]
+fn the_rate_preset_is_fig15b_with_the_user_s_rates_and_duration() {
+    let Ok(Command::Sweep(Sweep::Rate(o))) = parse(&["sweep", "rate", "--preset", "8.3.2"]) else {
+        panic!("sweep rate")
+    };
+    let x = preset::RatePreset::Fig15b.expand();
+    assert_eq!(
+        (o.policy, o.k, o.clients, o.arrival, o.sigma),
+        (x.policy, x.k, x.clients, x.arrival, x.sigma)
+    );
+    assert_eq!(
+        (o.duration_s, o.compare_at(), o.template().len()),
+        (x.duration_s, Some(1000.0), 32)
+    );
+    assert_eq!(o.rates.first().zip(o.rates.last()), Some((&100.0, &1200.0)));
+    let Ok(Command::Sweep(Sweep::Rate(o))) = parse(&[
+        "sweep",
+        "rate",
+        "--preset",
+        "fig15b",
+        "--rates",
+        "1000,100",
+        "--duration-s",
+        "1",
+    ]) else {
+        panic!("sweep rate")
+    };
+    assert_eq!((o.rates.as_slice(), o.duration_s), (&[100.0, 1000.0][..], 1.0));
+    let Ok(Command::Sweep(Sweep::Rate(o))) = parse(&["sweep", "rate"]) else {
+        panic!("sweep rate")
+    };
+    assert_eq!(
+        (o.duration_s, o.compare_at(), o.k),
+        (1.0, None, 2),
+        "no preset: the host defaults"
+    );
+}

@@ -49,6 +49,9 @@ pub struct ClassRun {
     pub completed_cmds: u64,
     /// Arrivals inside the window.
     pub arrived: u64,
+    /// Requests not finished at the window's end, and the age of the oldest then.
+    pub unfinished: u64,
+    pub oldest_unfinished_ns: Option<u64>,
 }
 
 /// What the loop measured.
@@ -96,6 +99,8 @@ pub fn run(
             late: 0,
             completed_cmds: 0,
             arrived: 0,
+            unfinished: 0,
+            oldest_unfinished_ns: None,
         });
     }
     let mut o = Outcome {
@@ -215,6 +220,14 @@ pub fn run(
         Ok(())
     })();
     o.window_ns = now_ns().saturating_sub(t0).min(duration_ns);
+    for c in &mut classes {
+        c.unfinished = c.requests.len() as u64;
+        c.oldest_unfinished_ns = c
+            .requests
+            .values()
+            .map(|r| o.window_ns.saturating_sub(r.arrival_ns))
+            .max();
+    }
     if let Some(st) = session.helper_policy_status() {
         (o.suspends, o.resumes, o.failed_actions) = (st.suspends, st.resumes, st.failure_log);
     }

@@ -48,6 +48,8 @@ pub struct Experiment {
     pub workers: u32,
     /// Run each class alone first (same arrivals, same duration) and compare.
     pub standalone: bool,
+    /// The `--preset` it was asked as (the test plan's section), recorded for the judge.
+    pub preset: Option<&'static str>,
 }
 
 /// The experiment of `classes` with `workers` per class, the rest as options `$o` ask for:
@@ -66,6 +68,7 @@ macro_rules! experiment_of {
             seed: $o.common.seed,
             workers: $workers,
             standalone: $o.standalone,
+            preset: $o.preset_name(),
         }
     };
 }
@@ -252,6 +255,7 @@ mod tests {
             seed: 7,
             workers: 1,
             standalone: false,
+            preset: None,
         }
     }
 

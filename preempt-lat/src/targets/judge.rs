@@ -227,6 +227,12 @@ fn judge_example5(v: &Value, file: &str, out: &mut Vec<Judgement>) {
 fn judge_schedule(v: &Value, file: &str, out: &mut Vec<Judgement>) {
     let device = v["env"]["device"].as_str().unwrap_or("?");
     let policy = v["params"]["policy"].as_str();
+    // A preset is one of the seeds' experiments: its own targets, not Fig. 9's (its top class
+    // is 8.3.1's HP client, 8.1.1's production job, ...).
+    let preset = v["params"]["preset"].as_str();
+    if let Some(p) = preset {
+        super::cases::judge_preset(v, p, file, device, out);
+    }
     if let Some(loss) = f(&v["standalone"]["throughput_loss_percent"]) {
         let from = format!(
             "{file}: combined vs {}",
@@ -234,7 +240,7 @@ fn judge_schedule(v: &Value, file: &str, out: &mut Vec<Judgement>) {
         );
         out.push(judgement("throughput-loss", loss, device, from));
     }
-    if policy == Some(preempt_api::Policy::HighestFirst.name()) {
+    if policy == Some(preempt_api::Policy::HighestFirst.name()) && preset.is_none() {
         let classes = v["classes"].as_array().map(Vec::as_slice).unwrap_or_default();
         let top = classes.iter().max_by_key(|c| c["prio"].as_i64().unwrap_or(i64::MIN));
         if let Some(c) = top
@@ -293,6 +299,7 @@ pub fn judge(v: &Value, file: &str) -> Vec<Judgement> {
                 let rate = f(&p["offered_rate"]).unwrap_or(f64::NAN);
                 judge_schedule(p, &format!("{file}: {rate} req/s"), &mut out);
             }
+            super::cases::judge_fig15b(v, file, &mut out);
         }
         // Example 5: Phase 2 once (older JSON) or per level (`phase2_lv3`, ...).
         Value::Object(o)

@@ -74,7 +74,23 @@ fn pass_line(work: Work, dir: &Path) -> String {
             "{} points -> sweep-threshold.{{csv,json,svg}}",
             json(dir, "sweep-threshold.json").map_or(0, |v| n(&v))
         ),
-        Work::Priority => json(dir, "priority.json").map_or_else(
+        Work::Preset(p) if p.class_set().is_some() => json(dir, "schedule.json").map_or_else(
+            || "passed (no schedule.json to summarize)".into(),
+            |r| format!("{}; every command exactly once", classes_line(&r)),
+        ),
+        Work::RatePreset(_) => json(dir, "sweep-rate.json").map_or_else(
+            || "passed (no sweep-rate.json to summarize)".into(),
+            |r| {
+                let compared = r["compared"]["offered_rate"]
+                    .as_f64()
+                    .map_or(String::new(), |x| format!(" and the unscheduled comparison point at {x} req/s"));
+                format!(
+                    "{} rates{compared} -> sweep-rate.{{csv,json,svg}}; every command exactly once",
+                    n(&r["points"])
+                )
+            },
+        ),
+        Work::Priority | Work::Preset(_) => json(dir, "priority.json").map_or_else(
             || "passed (no priority.json to summarize)".into(),
             |p| {
                 let modes: Vec<String> = p["modes"]
@@ -148,6 +164,37 @@ fn pass_line(work: Work, dir: &Path) -> String {
     }
 }
 
+/// A class experiment in one line: per class its P99 (request classes) or its share of the work
+/// (saturating ones), and against alone where it ran alone; the suspends.
+fn classes_line(r: &Value) -> String {
+    let classes: Vec<String> = r["classes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let name = c["name"].as_str().unwrap_or("?");
+            let fig = match c["latency_ns"]["p99"].as_f64() {
+                Some(ns) => format!("P99 {:.2} ms", ns / 1e6),
+                None => format!(
+                    "{:.1} % of the work",
+                    c["share_achieved_percent"].as_f64().unwrap_or(f64::NAN)
+                ),
+            };
+            let alone = match (c["work_per_s"].as_f64(), c["alone"]["work_per_s"].as_f64()) {
+                (Some(t), Some(a)) if a > 0.0 => format!(", {:.2}x its throughput alone", t / a),
+                _ => String::new(),
+            };
+            format!("{name} {fig}{alone}")
+        })
+        .collect();
+    format!(
+        "{} ({}); {} suspends",
+        classes.join(", "),
+        r["params"]["policy"].as_str().unwrap_or("-"),
+        r["suspends"]
+    )
+}
+
 /// Why a partition run that exited 0 failed all the same: the helper's policy reported suspends
 /// or resumes that failed (each fed back to the policy, which went on), i.e. the mechanism did
 /// not carry out the partition it was asked for.
@@ -198,7 +245,7 @@ pub fn of_child(stage: &Stage, bound: Duration, ended: &Ended, dir: &Path) -> (S
     }
     let code = ended.status.and_then(|s| s.code());
     if code == Some(0)
-        && stage.work == Work::Partition
+        && (stage.work == Work::Partition || matches!(stage.work, Work::Preset(p) if p.class_set().is_some()))
         && let Some(why) = failed_actions(dir)
     {
         return (Status::Fail, why, Value::Null);
@@ -289,6 +336,35 @@ pub fn targets(stages: &[Stage], records: &[StageRecord], top: &Path) -> Vec<Jud
         "schedule.json",
         "partition-overhead",
         &format!("up {SHARES}"),
+        all,
+    );
+    // The seeds' experiments as presets: 7.2.1's HP load, then the chapter 8 case studies
+    // (8.2.1 for laxity and its two baselines, the seeds' three rows of Fig. 14).
+    from(
+        "priority-fig9",
+        "priority.json",
+        "hp-p99-fig9",
+        "lv3 mode, HP 20 % (7.2.1)",
+        &|j| j.from.ends_with("mode lv3"),
+    );
+    for id in ["harvest-pjob", "harvest-ojob"] {
+        from("case-8.1.1", "schedule.json", id, "hpf, 8.1.1", all);
+    }
+    for (stage, scope) in [
+        ("case-8.2.1-native", "8.2.1 native baseline"),
+        ("case-8.2.1-fixed", "8.2.1 fixed-priority baseline"),
+        ("case-8.2.1", "8.2.1 laxity"),
+    ] {
+        for id in ["videoconf-frames-p99", "videoconf-speech"] {
+            from(stage, "schedule.json", id, scope, all);
+        }
+    }
+    from("case-8.3.1", "schedule.json", "hp-p99-fig15a", "hpf, 8.3.1", all);
+    from(
+        "case-8.3.2",
+        "sweep-rate.json",
+        "fig15b-vs-native",
+        "kedf K = 16 vs native, 8.3.2",
         all,
     );
     // overhead's scheduled setups, the levels the plan runs it with (lv2 where the device has it).

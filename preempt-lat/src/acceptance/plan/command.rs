@@ -1,6 +1,7 @@
 //! Each stage's child: its command line (an existing subcommand, or `__acceptance-stage`), the
 //! file its stdout goes to, and the result files `report` merges.
 use super::{Mech, SHARES, Sizes, Stage, T_MS, Work, mechanism_arg};
+use crate::options::Preset;
 use clap::ValueEnum;
 use preempt_api::DeviceSpec;
 use std::path::Path;
@@ -150,6 +151,45 @@ pub fn args(stage: &Stage, device: DeviceSpec, quick: bool, dir: &Path, chosen: 
             a.extend(chosen);
             a
         }
+        Work::Preset(p) => {
+            let mut a = strings(&[
+                "priority",
+                "--device",
+                &dev,
+                "--preset",
+                p.name(),
+                "--out-dir",
+                &out_dir,
+            ]);
+            if quick {
+                a.extend(strings(&["--duration-s", &Sizes::quick_preset_s(p).to_string()]));
+            }
+            a.extend(chosen);
+            a
+        }
+        Work::RatePreset(p) => {
+            let mut a = strings(&[
+                "sweep",
+                "rate",
+                "--device",
+                &dev,
+                "--preset",
+                p.name(),
+                "--out-dir",
+                &out_dir,
+            ]);
+            if quick {
+                // The seeds' comparison rate and the low end of the curve, 1 s each.
+                a.extend(strings(&["--rates", "100,1000", "--duration-s", "1"]));
+            }
+            if device.is_host() {
+                // 32 clients of one worker each: with a worker per core per client, a host's
+                // processes would outnumber its cores many times over and starve the scheduler.
+                a.extend(strings(&["--workers", "1"]));
+            }
+            a.extend(chosen);
+            a
+        }
         Work::Overhead => {
             let mut a = strings(&[
                 "overhead",
@@ -183,6 +223,9 @@ pub fn result_files(work: Work) -> &'static [&'static str] {
         Work::SweepState => &["sweep-state.json"],
         Work::Priority => &["priority.json"],
         Work::Partition => &["schedule.json"],
+        Work::Preset(Preset::Fig9) => &["priority.json"],
+        Work::Preset(_) => &["schedule.json"],
+        Work::RatePreset(_) => &["sweep-rate.json"],
         Work::Overhead => &["overhead.json"],
         Work::Internal(..) | Work::SweepThreshold | Work::KernelLog => &[],
     }

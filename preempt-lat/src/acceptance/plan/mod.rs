@@ -4,7 +4,7 @@
 //! the hidden `__acceptance-stage` (which opens the device through the same device layer,
 //! preempt-api's `gpu` module and `Session`): there is one GPU set-up path, and `acceptance` only
 //! runs it.
-use crate::options::{HOST_HAS_NO_LP_STATE, InternalStage, Level};
+use crate::options::{HOST_HAS_NO_LP_STATE, InternalStage, Level, Preset, RatePreset};
 use preempt_api::{DeviceSpec, MechanismKind};
 use std::time::Duration;
 
@@ -47,6 +47,11 @@ pub enum Work {
     /// `priority --policy up --shares` [`SHARES`]: the class experiment's bandwidth partition
     /// (Fig. 9 bottom), through the application API's helper policy.
     Partition,
+    /// `priority --preset`: one of the seeds' experiments of chapters 7 and 8 (7.2.1's HP load,
+    /// 7.2.2's native row, the case studies 8.1.1, 8.2.1 and its baselines, 8.3.1).
+    Preset(Preset),
+    /// `sweep rate --preset 8.3.2`: Fig. 15b's curve and its comparison point.
+    RatePreset(RatePreset),
     /// `overhead`: native against scheduled, nothing preempted (Fig. 12a/b); its stdout is its
     /// JSON result ([`stdout_file`]).
     Overhead,
@@ -122,6 +127,22 @@ impl Sizes {
         overhead_commands: 200,
         bound_scale: 0.5,
     };
+
+    /// A preset stage's `--duration-s` with `--quick` (without: the preset's own, the seeds'
+    /// set-up). Each run of a preset with `--standalone` (7.2.2-native, 8.1.1, 8.3.1) is three
+    /// runs of this; together the presets add about 45 s to the host's `--quick` on a 2-core VM.
+    /// 8.2.1's 5.5 s hold one speech request (it arrives at 3 s and took about 2.1 s on the host
+    /// device; one still running at the end is judged by its age); 8.3.1's 2 s hold 20 HP
+    /// requests.
+    pub fn quick_preset_s(p: Preset) -> f64 {
+        match p {
+            Preset::Fig9 => Sizes::QUICK.priority_s,
+            Preset::PartitionNative => 1.0,
+            Preset::Harvest => 1.5,
+            Preset::Videoconf | Preset::VideoconfFixed | Preset::VideoconfNative => 5.5,
+            Preset::Fig15a => 2.0,
+        }
+    }
 
     pub fn of(quick: bool) -> Sizes {
         if quick { Sizes::QUICK } else { Sizes::FULL }
@@ -319,6 +340,60 @@ pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
         "overhead: native against scheduled (every level), nothing preempted",
         Work::Overhead,
         level_needs,
+        900,
+    )));
+    // The seeds' experiments as presets (docs/priority.md#the-seeds-experiments-as-presets),
+    // each a class experiment (7.2.1: priority's modes) with the mechanism priority uses.
+    // 7.2.2's native row beside the partition; 7.2.1's HP load needs what priority needs.
+    v.push(with_lv3(s(
+        "partition-native",
+        "priority --preset 7.2.2-native: two saturating queues with no scheduling against each alone, the native row beside 75:25",
+        Work::Preset(Preset::PartitionNative),
+        &[],
+        300,
+    )));
+    v.push(with_lv3(s(
+        "priority-fig9",
+        "priority --preset 7.2.1: priority's modes with HP at 20 % of the device (the seeds' Fig. 9 load)",
+        Work::Preset(Preset::Fig9),
+        level_needs,
+        1800,
+    )));
+    // 8.2.1's baselines before laxity, as the seeds' Fig. 14 lists them.
+    for (id, preset, title) in [
+        (
+            "case-8.1.1",
+            Preset::Harvest,
+            "priority --preset 8.1.1: a production job over an opportunistic one (hpf), each against alone",
+        ),
+        (
+            "case-8.2.1-native",
+            Preset::VideoconfNative,
+            "priority --preset 8.2.1-native: video frames and a speech job with no scheduling",
+        ),
+        (
+            "case-8.2.1-fixed",
+            Preset::VideoconfFixed,
+            "priority --preset 8.2.1-fixed: video frames above a speech job (fixed priority)",
+        ),
+        (
+            "case-8.2.1",
+            Preset::Videoconf,
+            "priority --preset 8.2.1: video frames and a speech job under laxity",
+        ),
+        (
+            "case-8.3.1",
+            Preset::Fig15a,
+            "priority --preset 8.3.1: an HP client at 10 req/s against an LP client back to back, each against alone",
+        ),
+    ] {
+        v.push(with_lv3(s(id, title, Work::Preset(preset), &[], 300)));
+    }
+    v.push(with_lv3(s(
+        "case-8.3.2",
+        "sweep rate --preset 8.3.2: K-EDF (K = 16) P99 against the request rate, and the clients unscheduled at 1000 req/s",
+        Work::RatePreset(RatePreset::Fig15b),
+        &[],
         900,
     )));
     // The interposer picks its Lv3 mechanism with `auto`, as discovery does, and compiles the

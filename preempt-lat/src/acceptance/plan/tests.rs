@@ -278,7 +278,7 @@ fn quick_shrinks_the_bounds() {
     }
 }
 
-/// The interposer stage runs on both devices after overhead, needing what its program needs
+/// The interposer stage runs on both devices after overhead and the presets, needing what its program needs
 /// (the host device: its environment; a GPU: the LP queue found by `auto`, as the interposer
 /// finds it), and alone of the internal stages it is told `--quick`.
 #[test]
@@ -289,7 +289,7 @@ fn the_interposer_stage_follows_overhead_and_is_sized_by_quick() {
             let v = stages(dev, quick);
             let at = |id: &str| v.iter().position(|s| s.id == id).unwrap();
             let s = &v[at("interposer")];
-            assert_eq!(at("interposer"), at("overhead") + 1);
+            assert_eq!(at("interposer"), at("case-8.3.2") + 1, "after the presets");
             assert_eq!(s.work, Work::Internal(InternalStage::Interposer, None));
             assert_eq!((s.needs.as_slice(), &s.not_here), (&[needs.to_string()][..], &None));
             assert_eq!(s.bound, secs(INTERPOSER_BOUND_S, &Sizes::of(quick)));
@@ -304,6 +304,88 @@ fn the_interposer_stage_follows_overhead_and_is_sized_by_quick() {
             assert_eq!((o.stage, o.device, o.quick), (InternalStage::Interposer, dev, quick));
             let other = args(&v[at("environment")], dev, quick, dir, None).unwrap();
             assert!(!other.contains(&"--quick".to_string()), "{other:?}");
+        }
+    }
+}
+
+/// The seeds' experiments as presets: after overhead and before the interposer, 7.2.2's native
+/// row, 7.2.1's HP load (needing what priority needs), then the case studies (8.2.1's
+/// baselines before laxity), each with priority's Lv3 mechanism; each child line is the preset,
+/// shortened by --quick, and writes what report judges.
+#[test]
+fn the_presets_run_after_overhead_in_the_test_plan_s_order() {
+    use crate::options::{Preset, RatePreset};
+    let dir = Path::new("/tmp/x");
+    let want = [
+        ("partition-native", Work::Preset(Preset::PartitionNative)),
+        ("priority-fig9", Work::Preset(Preset::Fig9)),
+        ("case-8.1.1", Work::Preset(Preset::Harvest)),
+        ("case-8.2.1-native", Work::Preset(Preset::VideoconfNative)),
+        ("case-8.2.1-fixed", Work::Preset(Preset::VideoconfFixed)),
+        ("case-8.2.1", Work::Preset(Preset::Videoconf)),
+        ("case-8.3.1", Work::Preset(Preset::Fig15a)),
+        ("case-8.3.2", Work::RatePreset(RatePreset::Fig15b)),
+    ];
+    for dev in [DeviceSpec::HOST, DeviceSpec::Hip(0)] {
+        for quick in [false, true] {
+            let v = stages(dev, quick);
+            let at = |id: &str| {
+                v.iter()
+                    .position(|s| s.id == id)
+                    .unwrap_or_else(|| panic!("{dev}: no {id}"))
+            };
+            let first = at("overhead") + 1;
+            let got: Vec<(&str, Work)> = v[first..first + want.len()]
+                .iter()
+                .map(|s| (s.id.as_str(), s.work))
+                .collect();
+            assert_eq!(got, want, "{dev}");
+            assert_eq!(v[first + want.len()].id, "interposer");
+            let prio = &v[at("priority")];
+            for (id, work) in want {
+                let s = &v[at(id)];
+                assert_eq!(s.needs_any, prio.needs_any, "{id}: priority's Lv3 mechanism");
+                let needs: &[String] = if id == "priority-fig9" { &prio.needs } else { &[] };
+                assert_eq!(s.needs, needs, "{id}");
+                assert_eq!(s.not_here, None, "{id} runs on {dev}");
+                let a = args(s, dev, quick, dir, None).unwrap();
+                let cli = Cli::try_parse_from(std::iter::once("preempt-lat".to_string()).chain(a.clone()))
+                    .unwrap_or_else(|e| panic!("{a:?}: {e}"));
+                match (cli.checked().unwrap_or_else(|e| panic!("{a:?}: {e}")), work) {
+                    (Command::Priority(p), Work::Preset(want)) => {
+                        assert_eq!(p.preset, Some(want));
+                        let d = if quick {
+                            Sizes::quick_preset_s(want)
+                        } else {
+                            want.duration_s()
+                        };
+                        assert_eq!(p.duration_s, d, "{id}");
+                        assert!(!quick || d < 10.0, "{id}: short with --quick");
+                        let file = if want.class_set().is_some() {
+                            "schedule.json"
+                        } else {
+                            "priority.json"
+                        };
+                        assert_eq!(result_files(work), [file]);
+                    }
+                    (Command::Sweep(crate::options::Sweep::Rate(r)), Work::RatePreset(want)) => {
+                        assert_eq!(r.preset, Some(want));
+                        assert_eq!(
+                            r.compare_at().map(|c| r.rates.contains(&c)),
+                            Some(true),
+                            "the comparison rate is swept"
+                        );
+                        assert!(!quick || (r.rates.len() == 2 && r.duration_s <= 1.0), "{:?}", r.rates);
+                        assert_eq!(
+                            r.common.workers.is_some(),
+                            dev.is_host(),
+                            "one worker per client on the host"
+                        );
+                        assert_eq!(result_files(work), ["sweep-rate.json"]);
+                    }
+                    (c, w) => panic!("{id}: {w:?} ran {c:?}"),
+                }
+            }
         }
     }
 }

@@ -25,6 +25,8 @@ fn class(spec: &str, p50_ms: u64, p99_ms: u64, req_s: f64) -> ClassResult {
     ClassResult {
         spec,
         arrived: 10,
+        unfinished: 0,
+        oldest_unfinished_ns: None,
         finished: 10,
         late: 1,
         latency_ns: (!saturates).then(|| summary(p50_ms * 1_000_000, p99_ms * 1_000_000)),
@@ -61,6 +63,7 @@ fn point(rate: f64, classes: Vec<ClassResult>) -> RatePoint {
                 batch: 4,
                 seed: 1,
                 workers: 2,
+                preset: None,
             },
             env: crate::env::host(preempt_api::Mechanism::Sigstop),
             mechanism: "sigstop".into(),
@@ -105,9 +108,11 @@ fn sweep() -> RateSweep {
             batch: 4,
             seed: 1,
             workers: 2,
+            preset: None,
         },
         env: crate::env::host(preempt_api::Mechanism::Sigstop),
         points: vec![at(100.0, 1), at(200.0, 2)],
+        compared: None,
         interrupted: false,
         wall_time_s: 2.5,
     }
