@@ -29,12 +29,30 @@ fn other_user() -> Option<(u32, u32)> {
     Some((u.uid.as_raw(), u.gid.as_raw()))
 }
 
-/// `program` copied where the other user can run it (the build may live under /root).
+/// `program` copied where the other user can run it (the build may live under /root). The copy
+/// is written by another process (`install`), never through a descriptor of this one: a test
+/// thread forking meanwhile would carry that descriptor into its child until exec, and executing
+/// the copy then fails with ETXTBSY ("Text file busy").
 fn reachable(dir: &Path, program: &str) -> PathBuf {
     let to = dir.join(Path::new(program).file_name().unwrap());
-    std::fs::copy(program, &to).unwrap();
-    std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let st = Command::new("install")
+        .args(["-m", "0755", program])
+        .arg(&to)
+        .status()
+        .unwrap();
+    assert!(st.success(), "install {program} {}: {st}", to.display());
     to
+}
+
+/// A child killed and reaped when the test ends, a failed assertion included: a daemon left
+/// running would keep the test runner's output pipe open.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 fn as_user(uid: u32, gid: u32, program: &Path) -> Command {
@@ -58,13 +76,15 @@ fn a_daemon_of_another_user_is_not_obeyed_unless_named() {
     let daemon = reachable(&dir, common::DAEMON);
     let socket = theirs.join("s.sock");
     let log = dir.join("fake.log");
-    let mut fake = as_user(uid, gid, &daemon)
-        .arg("--socket")
-        .arg(&socket)
-        .stdin(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let _fake = Reaped(
+        as_user(uid, gid, &daemon)
+            .arg("--socket")
+            .arg(&socket)
+            .stdin(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     assert!(wait_until(STEP, || std::fs::read_to_string(&log)
         .unwrap_or_default()
         .contains("listening on")));
@@ -95,8 +115,6 @@ fn a_daemon_of_another_user_is_not_obeyed_unless_named() {
         "trusted: the client spoke to it ({st}): {}",
         c.stderr_text()
     );
-    let _ = fake.kill();
-    let _ = fake.wait();
 }
 
 #[test]
