@@ -111,8 +111,16 @@ fn another_uid_is_refused() {
     // The client runs from the 0755 temp dir: the build's own directory may not be reachable by
     // uid 65534 (a clone under /root); with --lp 0 it starts no worker.
     let client = dir.join("preempt-sched-client");
-    std::fs::copy(&*common::CLIENT, &client).unwrap();
-    std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Written by another process: a write descriptor of this one could be carried into a
+    // child forked meanwhile by another test thread, and executing the copy would then fail
+    // with ETXTBSY.
+    let st = Command::new("install")
+        .args(["-m", "0755"])
+        .arg(&*common::CLIENT)
+        .arg(&client)
+        .status()
+        .unwrap();
+    assert!(st.success(), "install the client: {st}");
     let as_nobody = || {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
