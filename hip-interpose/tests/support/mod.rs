@@ -61,3 +61,17 @@ pub fn finish(child: Child, limit: Duration) -> Run {
 pub fn exit_line(stderr: &str) -> ExitLine {
     ExitLine::find(stderr).unwrap_or_else(|| panic!("no exit line of the interposer; stderr:\n{stderr}"))
 }
+
+/// The exit line of a run that must leave nothing behind: every suspend resumed, no failure.
+///
+/// # Panics
+/// When that is not so, with `what` and the stderr.
+pub fn settled(stderr: &str, what: &str) -> ExitLine {
+    let e = exit_line(stderr);
+    assert_eq!(
+        (e.suspends, e.failures),
+        (e.resumes, 0),
+        "{what}: every suspend resumed, no failure; stderr:\n{stderr}"
+    );
+    e
+}
