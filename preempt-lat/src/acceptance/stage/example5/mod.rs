@@ -58,9 +58,9 @@ pub fn sizes(host: bool, quick: bool) -> Option<(u32, u32)> {
     }
 }
 
-/// The example's bound: a quick host run takes about half a minute on a 2-core VM; a GPU's full
-/// run builds three BERT-Large replicas and makes eight runs of 100 requests each. Over that is
-/// a hang (a stream left suspended), killed and reported.
+/// The example's bound: a quick host run takes a few seconds on a 2-core VM (30 requests about
+/// half a minute); a GPU's full run builds three BERT-Large replicas and makes eight runs of 100
+/// requests each. Over that is a hang (a stream left suspended), killed and reported.
 fn example_bound(quick: bool) -> Duration {
     Duration::from_secs(if quick { 240 } else { 900 })
 }
