@@ -15,6 +15,9 @@ export CARGO_TARGET_DIR=$PWD/target VIRTUAL_ENV=$V PATH=$V/bin:$PATH
 (cd preempt-py && maturin develop -q --locked)
 # The scheduler daemon that tests/test_sched.py starts (target/debug/preempt-sched).
 cargo build -q --locked -p preempt-sched --bin preempt-sched
+# preempt-lat (target/debug/preempt-lat), whose acceptance stage tests/test_acceptance_example5.py
+# runs with this venv's Python: the stage's PASS path, which `cargo test` cannot build a venv for.
+cargo build -q --locked -p preempt-lat --bin preempt-lat
 "$V/bin/python" -c 'import preempt_kfd, sys; print("check-python: preempt_kfd imports from", preempt_kfd.__file__, "on Python", sys.version.split()[0])'
 "$V/bin/python" -m pytest -q -p no:cacheprovider preempt-py/tests
 # The example (examples/hpf_requests.py) on the host device, short: it must print its table and

@@ -362,7 +362,18 @@ fn host_quick_runs_the_stages_that_apply_and_archives_everything() {
         ["8.2.1 native baseline", "8.2.1 fixed-priority baseline", "8.2.1 laxity"],
         "the seeds' three rows of Fig. 14"
     );
+    // Example 5 runs where a Python imports the package (preempt-lat/tests/acceptance_example5.rs
+    // tests both ways); without it the stage is SKIP and its targets are not measured.
+    let example5 = stage(&s, "example5");
+    assert!(
+        example5["status"] == "PASS" || example5["status"] == "SKIP",
+        "{example5}"
+    );
     for t in targets {
+        if example5["status"] == "SKIP" && t["scope"].as_str().unwrap().starts_with("Example 5") {
+            assert_eq!(t["verdict"], "N/A", "{t}");
+            continue;
+        }
         assert!(
             t["verdict"] == "PASS" || t["verdict"] == "FAIL",
             "measured on the host: {t}"

@@ -422,6 +422,8 @@ mod tests {
             failed: 0,
             skipped: 0,
             ok: false,
+            gated: false,
+            failed_targets: Vec::new(),
             archive: String::new(),
         };
         s.tally();

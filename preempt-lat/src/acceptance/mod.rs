@@ -5,7 +5,7 @@
 //! in a child process of this executable with a time bound ([`runner`]), and is reported PASS,
 //! FAIL or SKIP with its reason and time; a stage is skipped, with the reason, when one it needs
 //! did not pass ([`sequence`]). Then the targets measurable today are judged ([`targets`],
-//! [`outcome`]) and everything (each stage's text, JSON, CSV and SVG, its stdout and stderr, the
+//! [`outcome`]), a GPU's failing target fails the run ([`gate`]), and everything (each stage's text, JSON, CSV and SVG, its stdout and stderr, the
 //! summary) goes into one `.tar.gz` ([`archive`]) whose path is printed last. `report` reads
 //! such archives back, many nodes into one table ([`fleet`]).
 //!
@@ -14,6 +14,7 @@
 //! Ctrl-C leaves at once (the child then gets SIGTERM from the kernel: [`runner::adopt_parent`]).
 pub mod archive;
 pub mod fleet;
+pub mod gate;
 pub mod kernel_log;
 pub mod outcome;
 pub mod plan;
@@ -208,6 +209,8 @@ pub fn run(o: &AcceptanceOptions) -> Outcome {
         failed: 0,
         skipped: 0,
         ok: false,
+        gated: false,
+        failed_targets: Vec::new(),
         archive: format!("{name}.tar.gz"),
     };
     for &d in &devices {
@@ -215,6 +218,7 @@ pub fn run(o: &AcceptanceOptions) -> Outcome {
     }
     s.interrupted = stop_requested();
     s.tally();
+    gate::decide(&mut s, !o.no_gate);
     for format in [Format::Text, Format::Json, Format::Csv] {
         let path = top.join(format!("summary.{}", format.extension()));
         crate::atomic_file::write_file(&path, |w| crate::output::export(format, &s, w))?;

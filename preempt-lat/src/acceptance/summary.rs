@@ -125,8 +125,15 @@ pub struct Summary {
     pub passed: usize,
     pub failed: usize,
     pub skipped: usize,
-    /// No stage failed and none was interrupted.
+    /// No stage failed, none was interrupted and no target in [`Summary::failed_targets`].
     pub ok: bool,
+    /// A GPU's failing targets fail the run (`acceptance` without `--no-gate`).
+    #[serde(default)]
+    pub gated: bool,
+    /// The targets that failed the run: a GPU's FAILs when gated (`device: id (scope): value`);
+    /// host figures never.
+    #[serde(default)]
+    pub failed_targets: Vec<String>,
     /// The archive's file name.
     pub archive: String,
 }
@@ -281,7 +288,7 @@ fn text(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(
         w,
-        "\nstages: {} passed, {} failed, {} skipped{}; targets are judged, not gated on",
+        "\nstages: {} passed, {} failed, {} skipped{}",
         s.passed,
         s.failed,
         s.skipped,
@@ -290,7 +297,31 @@ fn text(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         } else {
             ""
         }
-    )
+    )?;
+    targets_text(s, w)
+}
+
+/// What the targets did to the run: the GPU targets that failed it, one a line, or why none did.
+fn targets_text(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    if !s.failed_targets.is_empty() {
+        writeln!(
+            w,
+            "targets: {} failed on a GPU, which fails the run (exit status 3; --no-gate makes them information):",
+            s.failed_targets.len()
+        )?;
+        for t in &s.failed_targets {
+            writeln!(w, "  FAIL {t}")?;
+        }
+        return Ok(());
+    }
+    let line = if s.devices.iter().all(|d| d.host_figures) {
+        "host figures, information only (a host figure often fails a GPU target), not gated on"
+    } else if !s.gated {
+        "information only (--no-gate)"
+    } else {
+        "none measured on a GPU failed (a GPU's failing target fails the run)"
+    };
+    writeln!(w, "targets: {line}")
 }
 
 #[cfg(test)]
@@ -354,6 +385,8 @@ mod tests {
             failed: 0,
             skipped: 0,
             ok: false,
+            gated: false,
+            failed_targets: Vec::new(),
             archive: String::new(),
         };
         s.tally();

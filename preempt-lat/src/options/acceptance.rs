@@ -40,6 +40,11 @@ pub struct AcceptanceOptions {
     /// A stage's time bound in seconds, ID=SECONDS (repeatable): for slow machines and tests.
     #[arg(long = "stage-bound", value_name = "ID=SECONDS", value_parser = parse_bound)]
     pub stage_bounds: Vec<(String, f64)>,
+    /// On a GPU a target that FAILs makes the exit status 3, as a failed stage does (host
+    /// figures never gate: they are information). With --no-gate a GPU's targets are
+    /// information too: the exit status then says only whether a stage failed.
+    #[arg(long)]
+    pub no_gate: bool,
 }
 
 /// A node name goes into a file name: letters, digits, `.`, `_` and `-`, at most 64.
@@ -91,13 +96,16 @@ pub enum InternalStage {
     /// The HIP interposer: an unmodified HIP program (examples/hip/two_priorities.c) alone,
     /// without the interposer and under it (on the host device: the stand-in runtime).
     Interposer,
+    /// XSched's Example 5 through the Python package (examples/example5_inference.py): three
+    /// inference replicas at three priorities, Phase 2 at every level.
+    Example5,
 }
 
 impl InternalStage {
     /// Whether the stage's runs have sizes, which `acceptance --quick` makes smaller (`--quick`
     /// is passed to it and to no other: their command lines stay what they were).
     pub fn sized(self) -> bool {
-        self == InternalStage::Interposer
+        matches!(self, InternalStage::Interposer | InternalStage::Example5)
     }
 }
 

@@ -121,10 +121,12 @@ pub enum Command {
     Report(ReportOptions),
     /// The first run on a new machine, for a bug report: every stage (environment, HIP smoke,
     /// calibration, queue discovery, suspend/resume per mechanism, latency runs, sweeps, priority,
-    /// bystander, the kernel log), each PASS/FAIL/SKIP with its reason and time and stopped at its
-    /// time bound, a stage skipped when one it needs failed; the targets measurable today judged;
-    /// everything in one .tar.gz to attach. Exit status 0 when no stage failed, 3 when one failed
-    /// or the run was interrupted (targets are judged, not gated on).
+    /// the presets, Example 5, the interposer, bystander, the kernel log), each PASS/FAIL/SKIP with
+    /// its reason and time and stopped at its time bound, a stage skipped when one it needs failed;
+    /// the targets measurable today judged; everything in one .tar.gz to attach. Exit status 0 when
+    /// no stage failed, 3 when one failed, the run was interrupted, or (on a GPU, without
+    /// --no-gate) a target failed, named on the summary's last lines; the host device's targets
+    /// are information (host figures), never gated on.
     #[command(
         after_help = "Examples:\n  preempt-lat acceptance --all-gpus --out-dir acceptance/\n  preempt-lat acceptance --device host --quick\n  preempt-lat report acceptance/   # every archive in the directory: one table per node and GPU"
     )]

@@ -367,6 +367,21 @@ pub fn targets(stages: &[Stage], records: &[StageRecord], top: &Path) -> Vec<Jud
         "kedf K = 16 vs native, 8.3.2",
         all,
     );
+    // Example 5 per level of Phase 2 (the example's: lv2 on the host device only): its three
+    // figures, each level a row, as `report` judges the same JSON.
+    let levels: &[&str] = if lv2 { &["lv1", "lv2", "lv3"] } else { &["lv1", "lv3"] };
+    for lv in levels {
+        let phase = format!(": Phase 2 at {lv}");
+        for id in ["example5-high-vs-baseline", "example5-low-high", "throughput-loss"] {
+            from(
+                "example5",
+                crate::acceptance::stage::example5::RESULT,
+                id,
+                &format!("Example 5, Phase 2 at {lv}"),
+                &|j| j.from.contains(&phase),
+            );
+        }
+    }
     // overhead's scheduled setups, the levels the plan runs it with (lv2 where the device has it).
     let setups: Vec<&str> = [Level::Lv1, Level::Lv2, Level::Lv3]
         .into_iter()

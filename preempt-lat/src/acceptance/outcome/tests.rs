@@ -316,3 +316,78 @@ fn a_partition_whose_policy_actions_failed_fails() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Example 5's JSON is judged per level of Phase 2 the device has (lv2 on the host device only),
+/// each level's three targets a row; a level the example skipped (Lv1 with PyTorch on a GPU) is
+/// N/A, and a GPU's rows are GPU figures.
+#[test]
+fn example5_is_judged_per_level() {
+    let top = std::env::temp_dir().join(format!("preempt-lat-outcome-e5-{}", std::process::id()));
+    let level = |hv: f64, lh: f64, loss: f64| serde_json::json!({"high_p99_vs_test2": hv, "low_high_p99": lh, "throughput_loss_vs_test2": loss});
+    let e5 = |device: &str, levels: Value| {
+        let runs: serde_json::Map<String, Value> = levels
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|lv| (format!("phase2_{lv}"), serde_json::json!({})))
+            .collect();
+        serde_json::json!({"device": device, "runs": runs, "summary_by_level": levels})
+    };
+    let host = e5(
+        "host",
+        serde_json::json!({"lv1": level(2.4, 3.7, 0.25), "lv2": level(1.2, 27.0, 0.3), "lv3": level(0.7, 41.0, 0.05)}),
+    );
+    write(&top.join("host/24-example5"), "example5.json", &host);
+    let rec = |id: &str, files: &[&str]| StageRecord {
+        files: files.iter().map(|s| s.to_string()).collect(),
+        status: Status::Pass,
+        ..StageRecord::skipped(id, id, 1.0, &[], String::new())
+    };
+    let rows = |t: &[Judged]| -> Vec<(String, String, targets::Verdict, bool)> {
+        t.iter()
+            .filter(|j| j.scope.starts_with("Example 5"))
+            .map(|j| (j.scope.clone(), j.id.clone(), j.verdict, j.host_figures))
+            .collect()
+    };
+    let t = targets(
+        &stages(DeviceSpec::HOST, true),
+        &[rec("example5", &["host/24-example5/example5.json"])],
+        &top,
+    );
+    let (p, f) = (targets::Verdict::Pass, targets::Verdict::Fail);
+    let row = |lv: &str, id: &str, v, host| (format!("Example 5, Phase 2 at {lv}"), id.to_string(), v, host);
+    assert_eq!(
+        rows(&t),
+        [
+            row("lv1", "example5-high-vs-baseline", f, true),
+            row("lv1", "example5-low-high", p, true),
+            row("lv1", "throughput-loss", f, true),
+            row("lv2", "example5-high-vs-baseline", f, true),
+            row("lv2", "example5-low-high", p, true),
+            row("lv2", "throughput-loss", f, true),
+            row("lv3", "example5-high-vs-baseline", p, true),
+            row("lv3", "example5-low-high", p, true),
+            row("lv3", "throughput-loss", p, true),
+        ]
+    );
+    let gpu = e5("hip:0", serde_json::json!({"lv3": level(0.5, 4.0, 0.02)}));
+    write(&top.join("hip0/30-example5"), "example5.json", &gpu);
+    let t = targets(
+        &stages(DeviceSpec::Hip(0), true),
+        &[rec("example5", &["hip0/30-example5/example5.json"])],
+        &top,
+    );
+    let na = targets::Verdict::NotMeasured;
+    assert_eq!(
+        rows(&t),
+        [
+            row("lv1", "example5-high-vs-baseline", na, false),
+            row("lv1", "example5-low-high", na, false),
+            row("lv1", "throughput-loss", na, false),
+            row("lv3", "example5-high-vs-baseline", p, false),
+            row("lv3", "example5-low-high", p, false),
+            row("lv3", "throughput-loss", p, false),
+        ]
+    );
+    std::fs::remove_dir_all(&top).unwrap();
+}

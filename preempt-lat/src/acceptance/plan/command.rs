@@ -1,7 +1,7 @@
 //! Each stage's child: its command line (an existing subcommand, or `__acceptance-stage`), the
 //! file its stdout goes to, and the result files `report` merges.
 use super::{Mech, SHARES, Sizes, Stage, T_MS, Work, mechanism_arg};
-use crate::options::Preset;
+use crate::options::{InternalStage, Preset};
 use clap::ValueEnum;
 use preempt_api::DeviceSpec;
 use std::path::Path;
@@ -227,6 +227,7 @@ pub fn result_files(work: Work) -> &'static [&'static str] {
         Work::Preset(_) => &["schedule.json"],
         Work::RatePreset(_) => &["sweep-rate.json"],
         Work::Overhead => &["overhead.json"],
+        Work::Internal(InternalStage::Example5, _) => &[crate::acceptance::stage::example5::RESULT],
         Work::Internal(..) | Work::SweepThreshold | Work::KernelLog => &[],
     }
 }

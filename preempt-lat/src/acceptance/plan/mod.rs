@@ -160,6 +160,10 @@ pub const SHARES: &str = "75:25";
 /// compile with hiprtc, which the HIP smoke stage has already shown to work.
 const DYNAMIC_QUEUES_BOUND_S: u64 = 60;
 
+/// The Example 5 stage's bound (s, before `--quick` halves it): the Python's import check and
+/// the example's own bound (the stage's module says how long), with room for their stops.
+pub const EXAMPLE5_BOUND_S: u64 = 1200;
+
 /// The interposer stage's bound (s, before `--quick` halves it): a compile and three bounded runs
 /// of the program, each well inside its own bound (the stage's module says how long).
 pub const INTERPOSER_BOUND_S: u64 = 300;
@@ -395,6 +399,16 @@ pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
         Work::RatePreset(RatePreset::Fig15b),
         &[],
         900,
+    )));
+    // Example 5 opens its sessions as a user would (the package's `auto` mechanism, as
+    // discovery finds it); its Phase 2 at Lv3 needs a Lv3 mechanism that works, as the session
+    // stages above do, and on the host device its Lv1 and Lv2 runs the levels' latency stages.
+    v.push(with_lv3(s(
+        "example5",
+        "XSched's Example 5 through the Python package: three inference replicas at three priorities, Phase 2 at every level",
+        Work::Internal(InternalStage::Example5, None),
+        if host { &["environment"] } else { &["discovery"] },
+        EXAMPLE5_BOUND_S,
     )));
     // The interposer picks its Lv3 mechanism with `auto`, as discovery does, and compiles the
     // delay kernels with hiprtc, which hip-smoke has shown to work (discovery needs it). On the

@@ -278,9 +278,9 @@ fn quick_shrinks_the_bounds() {
     }
 }
 
-/// The interposer stage runs on both devices after overhead and the presets, needing what its program needs
-/// (the host device: its environment; a GPU: the LP queue found by `auto`, as the interposer
-/// finds it), and alone of the internal stages it is told `--quick`.
+/// The interposer stage runs on both devices after overhead, the presets and Example 5, needing
+/// what its program needs (the host device: its environment; a GPU: the LP queue found by
+/// `auto`, as the interposer finds it), and it is told `--quick`.
 #[test]
 fn the_interposer_stage_follows_overhead_and_is_sized_by_quick() {
     let dir = Path::new("/tmp/x");
@@ -289,7 +289,7 @@ fn the_interposer_stage_follows_overhead_and_is_sized_by_quick() {
             let v = stages(dev, quick);
             let at = |id: &str| v.iter().position(|s| s.id == id).unwrap();
             let s = &v[at("interposer")];
-            assert_eq!(at("interposer"), at("case-8.3.2") + 1, "after the presets");
+            assert_eq!(at("interposer"), at("example5") + 1, "after the presets and Example 5");
             assert_eq!(s.work, Work::Internal(InternalStage::Interposer, None));
             assert_eq!((s.needs.as_slice(), &s.not_here), (&[needs.to_string()][..], &None));
             assert_eq!(s.bound, secs(INTERPOSER_BOUND_S, &Sizes::of(quick)));
@@ -308,7 +308,69 @@ fn the_interposer_stage_follows_overhead_and_is_sized_by_quick() {
     }
 }
 
-/// The seeds' experiments as presets: after overhead and before the interposer, 7.2.2's native
+/// Example 5 runs on both devices right after the presets, needing what the session stages need
+/// (a Lv3 latency that passed, as priority; the host device's environment or a GPU's LP queue
+/// found by `auto`, as the package finds it), told `--quick`; its child line is the internal
+/// stage's, its result file the example's JSON, which report judges. The example's own command
+/// line: the stand-in on the host device (`--quick`: 6 requests after 1), `auto` on a GPU (the
+/// seeds' 100 and 10 without `--quick`), JSON and SVG in the stage's directory.
+#[test]
+fn example5_follows_the_presets_with_the_session_stages_needs() {
+    use crate::acceptance::stage::example5;
+    let dir = Path::new("/tmp/x");
+    for (dev, needs) in [(DeviceSpec::HOST, "environment"), (DeviceSpec::Hip(1), "discovery")] {
+        for quick in [false, true] {
+            let v = stages(dev, quick);
+            let at = |id: &str| v.iter().position(|s| s.id == id).unwrap();
+            let s = &v[at("example5")];
+            assert_eq!(at("example5"), at("case-8.3.2") + 1, "{dev}: after the presets");
+            assert_eq!(s.work, Work::Internal(InternalStage::Example5, None));
+            assert_eq!((s.needs.as_slice(), &s.not_here), (&[needs.to_string()][..], &None));
+            assert_eq!(s.needs_any, v[at("priority")].needs_any, "a Lv3 latency that passed");
+            assert_eq!(s.bound, secs(EXAMPLE5_BOUND_S, &Sizes::of(quick)));
+            assert_eq!(result_files(s.work), ["example5.json"]);
+            let a = args(s, dev, quick, dir, None).unwrap();
+            let Ok(Command::AcceptanceStage(o)) =
+                Cli::try_parse_from(std::iter::once("preempt-lat".to_string()).chain(a))
+                    .unwrap()
+                    .checked()
+            else {
+                panic!("__acceptance-stage")
+            };
+            assert_eq!((o.stage, o.device, o.quick), (InternalStage::Example5, dev, quick));
+            let line: Vec<String> = example5::args(dev, quick, dir)
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let model = if dev.is_host() { "stand-in" } else { "auto" };
+            let mut want: Vec<String> = [
+                "/tmp/x/example5_inference.py",
+                "--device",
+                &dev.to_string(),
+                "--model",
+                model,
+            ]
+            .map(String::from)
+            .into();
+            match (dev.is_host(), quick) {
+                (true, true) => want.extend(["--requests", "6", "--warmup", "1"].map(String::from)),
+                (true, false) => want.extend(["--requests", "30", "--warmup", "3"].map(String::from)),
+                (false, true) => want.extend(["--requests", "20", "--warmup", "2"].map(String::from)),
+                (false, false) => {}
+            }
+            want.extend(["--json", "/tmp/x/example5.json", "--svg", "/tmp/x/example5.svg"].map(String::from));
+            assert_eq!(line, want, "{dev} quick {quick}");
+        }
+    }
+    // The files written are the example's, byte for byte.
+    assert_eq!(
+        example5::SOURCES.map(|(name, _)| name),
+        ["example5_inference.py", "example5_chart.py"]
+    );
+    assert!(example5::SOURCES[0].1.contains("import preempt_kfd as pk"));
+}
+
+/// The seeds' experiments as presets: after overhead and before Example 5 and the interposer, 7.2.2's native
 /// row, 7.2.1's HP load (needing what priority needs), then the case studies (8.2.1's
 /// baselines before laxity), each with priority's Lv3 mechanism; each child line is the preset,
 /// shortened by --quick, and writes what report judges.
@@ -340,7 +402,7 @@ fn the_presets_run_after_overhead_in_the_test_plan_s_order() {
                 .map(|s| (s.id.as_str(), s.work))
                 .collect();
             assert_eq!(got, want, "{dev}");
-            assert_eq!(v[first + want.len()].id, "interposer");
+            assert_eq!(v[first + want.len()].id, "example5");
             let prio = &v[at("priority")];
             for (id, work) in want {
                 let s = &v[at(id)];

@@ -5,6 +5,7 @@
 //! parent bounds in time ([`super::runner`]).
 pub mod dynamic_queues;
 pub mod environment;
+pub mod example5;
 pub mod gpu;
 pub mod interposer;
 pub mod suspend_resume;
@@ -55,6 +56,7 @@ pub fn run(o: &AcceptanceStageOptions, hip: impl FnOnce() -> Fact<HipInfo>) -> O
             (d, _) => not_for(d, o.stage),
         },
         InternalStage::Interposer => interposer::run(o.device, o.quick, &o.out_dir),
+        InternalStage::Example5 => example5::run(o.device, o.quick, &o.out_dir),
     };
     write(&o.out_dir, &r)?;
     eprintln!("preempt-lat: stage {:?}: {} {}", o.stage, r.status.word(), r.reason);
