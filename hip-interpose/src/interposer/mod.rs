@@ -4,7 +4,6 @@
 use crate::config::{API_GREATEST, API_LEAST, Config, GREATEST, Granularity, LEAST};
 use crate::daemon::{Daemon, Orders};
 use crate::device::{self, Created, Device, NON_BLOCKING};
-use crate::exit_line::ExitLine;
 use crate::ffi::next;
 use crate::lv1::Lv1;
 use crate::sched::{Action, Key, Scheduler};
@@ -73,7 +72,7 @@ pub fn get() -> Option<&'static Interposer> {
         if !cfg.enabled {
             return None;
         }
-        crate::ffi::at_fork_and_exit(child_after_fork, at_exit);
+        crate::ffi::at_fork_and_exit(exit::child_after_fork, exit::at_exit);
         let ip = Interposer::new(cfg, device::open());
         if ip.cfg.log {
             let daemon = match &ip.daemon {
@@ -476,40 +475,9 @@ impl Interposer {
             }
         }
     }
-
-    /// Resumes everything and stops scheduling (process exit).
-    pub fn release_all(&self) {
-        ACTIVE.store(false, Ordering::Relaxed);
-        if let Some(d) = &self.daemon {
-            d.close();
-        }
-        let mut s = lock(&self.sched);
-        let actions = s.release_all();
-        self.carry_out(&mut s, actions);
-        if self.cfg.log {
-            let c = &self.counters;
-            let line = ExitLine {
-                pid: std::process::id(),
-                marks: c.marks.load(Ordering::Relaxed),
-                suspends: c.suspends.load(Ordering::Relaxed),
-                resumes: c.resumes.load(Ordering::Relaxed),
-                failures: c.failures.load(Ordering::Relaxed),
-            };
-            eprintln!("{line}");
-        }
-    }
 }
 
-extern "C" fn child_after_fork() {
-    forked();
-}
-
-extern "C" fn at_exit() {
-    if let Some(ip) = get() {
-        ip.release_all();
-    }
-}
-
+mod exit;
 mod levels;
 mod null_stream;
 pub use null_stream::route;
