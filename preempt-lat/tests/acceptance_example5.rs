@@ -8,9 +8,8 @@
 //! Every run is bounded by the test.
 mod common;
 
-use common::{drain, wait_or_kill};
+use common::only_stage::{self, members};
 use serde_json::Value;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -24,36 +23,15 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// `acceptance --device host --quick --only example5 --format json` into `out` with
-/// `PREEMPT_PYTHON=python`, bounded: the summary (stdout) and stderr.
+/// `acceptance --only example5` with `PREEMPT_PYTHON=python`: the summary and stderr.
 fn accept(python: &Path, out: &Path) -> (Value, String) {
-    let mut child = common::preempt_lat()
-        .args(["acceptance", "--device", "host", "--quick", "--only", "example5"])
-        .args(["--format", "json", "--node", "test-example5", "--out-dir"])
-        .arg(out)
-        .env("PREEMPT_PYTHON", python)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run preempt-lat");
-    let (o, e) = (drain(child.stdout.take().unwrap()), drain(child.stderr.take().unwrap()));
-    let status = wait_or_kill(&mut child, LIMIT);
-    let (stdout, stderr) = (o.join().unwrap(), e.join().unwrap());
-    let status = status.unwrap_or_else(|| panic!("acceptance did not end within {LIMIT:?} (killed): {stderr}"));
-    let summary: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
-    let want = if summary["ok"] == true { 0 } else { 3 };
-    assert_eq!(status.code(), Some(want), "{stderr}");
-    (summary, stderr)
+    let mut c = common::preempt_lat();
+    c.env("PREEMPT_PYTHON", python);
+    only_stage::run(c, "example5", out, LIMIT)
 }
 
 fn stage(summary: &Value) -> &Value {
-    summary["devices"][0]["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == "example5")
-        .unwrap_or_else(|| panic!("no example5 stage: {summary}"))
+    only_stage::stage(summary, "example5")
 }
 
 /// The device's Example 5 target rows: (scope, id, verdict).
@@ -68,23 +46,6 @@ fn targets(summary: &Value) -> Vec<(String, String, String)> {
             (s("scope"), s("id"), s("verdict"))
         })
         .collect()
-}
-
-/// The archive's members whose path ends with `end`: (path, contents).
-fn members(archive: &Path, end: &str) -> Vec<(String, String)> {
-    let f = std::fs::File::open(archive).unwrap();
-    let mut a = tar::Archive::new(flate2::read::GzDecoder::new(f));
-    let mut v = Vec::new();
-    for e in a.entries().unwrap() {
-        let mut e = e.unwrap();
-        let p = e.path().unwrap().to_string_lossy().into_owned();
-        if e.header().entry_type().is_file() && p.ends_with(end) {
-            let mut s = String::new();
-            e.read_to_string(&mut s).unwrap();
-            v.push((p, s));
-        }
-    }
-    v
 }
 
 fn example(name: &str) -> String {

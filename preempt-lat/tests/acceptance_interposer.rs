@@ -6,11 +6,10 @@
 //! bounded by the test.
 mod common;
 
-use common::{drain, wait_or_kill};
+use common::only_stage::{self, members};
 use serde_json::Value;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(90);
@@ -22,54 +21,16 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// `program acceptance --device host --quick --only interposer --format json` into `out`,
-/// bounded: the summary (stdout) and stderr.
+/// `program acceptance --only interposer` (`program`: a preempt-lat binary, started as
+/// `common::preempt_lat` starts it): the summary and stderr.
 fn accept(program: &Path, out: &Path) -> (Value, String) {
-    let mut child = Command::new("env")
-        .arg("--default-signal=INT,TERM")
-        .arg(program)
-        .args(["acceptance", "--device", "host", "--quick", "--only", "interposer"])
-        .args(["--format", "json", "--node", "test-interposer", "--out-dir"])
-        .arg(out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run preempt-lat");
-    let (o, e) = (drain(child.stdout.take().unwrap()), drain(child.stderr.take().unwrap()));
-    let status = wait_or_kill(&mut child, LIMIT);
-    let (stdout, stderr) = (o.join().unwrap(), e.join().unwrap());
-    let status = status.unwrap_or_else(|| panic!("acceptance did not end within {LIMIT:?} (killed): {stderr}"));
-    let summary: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
-    let want = if summary["ok"] == true { 0 } else { 3 };
-    assert_eq!(status.code(), Some(want), "{stderr}");
-    (summary, stderr)
+    let mut c = Command::new("env");
+    c.arg("--default-signal=INT,TERM").arg(program);
+    only_stage::run(c, "interposer", out, LIMIT)
 }
 
 fn stage(summary: &Value) -> &Value {
-    summary["devices"][0]["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == "interposer")
-        .unwrap_or_else(|| panic!("no interposer stage: {summary}"))
-}
-
-/// The archive's members whose path ends with `end`: (path, contents).
-fn members(archive: &Path, end: &str) -> Vec<(String, String)> {
-    let f = std::fs::File::open(archive).unwrap();
-    let mut a = tar::Archive::new(flate2::read::GzDecoder::new(f));
-    let mut v = Vec::new();
-    for e in a.entries().unwrap() {
-        let mut e = e.unwrap();
-        let p = e.path().unwrap().to_string_lossy().into_owned();
-        if e.header().entry_type().is_file() && p.ends_with(end) {
-            let mut s = String::new();
-            e.read_to_string(&mut s).unwrap();
-            v.push((p, s));
-        }
-    }
-    v
+    only_stage::stage(summary, "interposer")
 }
 
 #[test]

@@ -3,6 +3,8 @@
 // Each test crate uses a part of this module.
 #![allow(dead_code)]
 
+pub mod only_stage;
+
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
