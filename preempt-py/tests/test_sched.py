@@ -6,7 +6,6 @@ process's streams, and the daemon's SIGKILL resumes them with no worker left sto
 
 import os
 import pathlib
-import selectors
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import time
 import pytest
 
 import preempt_kfd as pk
+from child_lines import ChildLines
 
 MS = 1_000_000
 LONG_S = 20
@@ -77,16 +77,15 @@ def daemon(tmp_path, monkeypatch):
 
 
 class Line:
-    """A child's stdout read line by line, each read bounded."""
+    """A child's stdout read line by line, each read bounded by LONG_S."""
 
     def __init__(self, proc):
-        self.proc = proc
-        self.sel = selectors.DefaultSelector()
-        self.sel.register(proc.stdout, selectors.EVENT_READ)
+        self.lines = ChildLines(proc.stdout)
 
     def __call__(self):
-        assert self.sel.select(LONG_S), "no line from the child in time"
-        return self.proc.stdout.readline().strip()
+        line = self.lines.next(LONG_S)
+        assert line is not None, "no line from the child in time"
+        return line
 
 
 def hp_process(word):

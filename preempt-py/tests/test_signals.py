@@ -5,7 +5,6 @@ SIGTERM) reaches a main thread blocked in a wait."""
 import json
 import os
 import random
-import select
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import time
 import pytest
 
 import preempt_kfd as pk
+from child_lines import ChildLines
 
 # Every child states its workers' scheduler states with this ('T' = stopped, None = gone).
 STATES = textwrap.dedent("""
@@ -40,15 +40,16 @@ class Child:
         self.p = subprocess.Popen([sys.executable, "-c", STATES + textwrap.dedent(script)], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.deadline = time.monotonic() + LIMIT_S
+        self.lines = ChildLines(self.p.stdout)
 
     def line(self):
         """The child's next line of stdout; fails the test past the limit."""
         left = self.deadline - time.monotonic()
-        ready, _, _ = select.select([self.p.stdout], [], [], max(0.0, left))
-        if not ready:
+        line = self.lines.next(max(0.0, left))
+        if line is None:
             self.kill()
-            pytest.fail(f"the child printed nothing within {LIMIT_S} s")
-        return self.p.stdout.readline().strip()
+            pytest.fail(f"the child printed no line within {LIMIT_S} s")
+        return line
 
     def finish(self, limit_s):
         """(exit status, rest of stdout, stderr) once the child exits, at most `limit_s` from now."""
@@ -57,7 +58,7 @@ class Child:
         except subprocess.TimeoutExpired:
             self.kill()
             pytest.fail(f"the child did not exit within {limit_s} s: it is blocked")
-        return self.p.returncode, out, err
+        return self.p.returncode, self.lines.rest(out), err
 
     def kill(self):
         self.p.kill()

@@ -4,8 +4,9 @@
 //! interposer, and the same under it (`LD_PRELOAD` of `libpreempt_hip.so`, built by the same
 //! cargo profile as this executable). It passes when every run exits 0 with every LP command
 //! done exactly once, the interposer suspended the LP stream and resumed it as often, with no
-//! failure, and the HP P99 under it is below the P99 without it. docs/hardware-validation.md
-//! section 12 has the commands to run the same by hand.
+//! failure, and the HP P99 under it is below the P99 without it (P50 on the host device, whose
+//! few requests make P99 their maximum). docs/hardware-validation.md section 12 has the commands
+//! to run the same by hand.
 //!
 //! On `hip:N` the program links the libamdhip64 the device layer loads (with the headers of its
 //! install), runs on that GPU alone (`HIP_VISIBLE_DEVICES`), and loads the delay kernels that
@@ -401,15 +402,19 @@ fn judge(runs: &[RunRecord], work: &Workload, host: bool) -> Result<String, Stri
     } else {
         ""
     };
-    if w99 >= o99 {
+    // The statistic compared: P99 on a GPU; P50 on the host device, whose quick run has 15
+    // requests (its P99 is their maximum, decided by one hiccup of the CPUs the host worker
+    // shares with everything else) and whose figures show the mechanism, never a target.
+    let (stat, with_it, without_it) = if host { ("P50", w50, o50) } else { ("P99", w99, o99) };
+    if with_it >= without_it {
         return Err(format!(
-            "{label}HP P99 with the interposer is not below the run without it: {figures}"
+            "{label}HP {stat} with the interposer is not below the run without it: {figures}"
         ));
     }
     Ok(format!(
-        "{label}{figures} (P99 {:.2}x without); {} suspends, as many resumes, 0 failures, {} marks; every LP command \
+        "{label}{figures} ({stat} {:.2}x without); {} suspends, as many resumes, 0 failures, {} marks; every LP command \
          exactly once ({} of {} ms)",
-        w99 / o99,
+        with_it / without_it,
         x.suspends,
         x.marks,
         work.lp,

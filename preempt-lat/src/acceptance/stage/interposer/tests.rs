@@ -50,10 +50,12 @@ fn three_good_runs_pass_with_their_figures() {
     assert_eq!(
         r,
         "host figures (stand-in runtime, kernels filling the device): HP P50/P99 us alone 1219/3615, without the \
-         interposer 16430/19857, with it 1345/4247 (P99 0.21x without); 15 suspends, as many resumes, 0 failures, \
+         interposer 16430/19857, with it 1345/4247 (P50 0.08x without); 15 suspends, as many resumes, 0 failures, \
          15 marks; every LP command exactly once (30 of 20 ms)"
     );
-    assert!(!judge(&good(), &w, false).unwrap().starts_with("host figures"));
+    let gpu = judge(&good(), &w, false).unwrap();
+    assert!(gpu.starts_with("HP P50/P99 us alone"), "{gpu}");
+    assert!(gpu.contains("(P99 0.21x without)"), "a GPU compares P99: {gpu}");
     // The record as the archive holds it: the line's figures beside the run's.
     let v = serde_json::to_value(&good()[2]).unwrap();
     assert_eq!(
@@ -114,14 +116,32 @@ fn each_check_fails_with_its_reason() {
     }
     let e = fails(&|r| {
         if let Some(l) = r[2].line.as_mut() {
-            l.hp_p99_us = 19857.0;
+            l.hp_p50_us = 16430.0;
         }
     });
     assert!(
         e.starts_with(
-            "host figures (stand-in runtime, kernels filling the device): HP P99 with the interposer is not below"
+            "host figures (stand-in runtime, kernels filling the device): HP P50 with the interposer is not below"
         ),
         "{e}"
+    );
+}
+
+/// One slow request of 15 makes a host run's P99 its maximum: it does not decide the host's
+/// verdict, while a GPU's P99 does.
+#[test]
+fn a_tail_worse_under_the_interposer_fails_a_gpu_and_not_the_host() {
+    let mut runs = good();
+    if let Some(l) = runs[2].line.as_mut() {
+        l.hp_p99_us = 24600.0;
+    }
+    let w = Workload::HOST_QUICK;
+    let host = judge(&runs, &w, true).unwrap();
+    assert!(host.contains("with it 1345/24600 (P50 0.08x without)"), "{host}");
+    let gpu = judge(&runs, &w, false).unwrap_err();
+    assert!(
+        gpu.starts_with("HP P99 with the interposer is not below the run without it"),
+        "{gpu}"
     );
 }
 
