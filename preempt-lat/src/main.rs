@@ -33,6 +33,7 @@ mod plot;
 mod priority;
 mod report;
 mod schedule;
+mod soak;
 mod stats;
 mod sweep;
 mod targets;
@@ -146,6 +147,7 @@ fn dispatch(command: Command) -> Outcome {
         }
         Command::Overhead(o) => overhead::run(&o, select(&o.common)?),
         Command::SchedLp(o) => priority::processes::lp_process(&o, hip_facts),
+        Command::Soak(o) => soak::run(&o, select(&o.common)?),
     }
 }
 

@@ -96,7 +96,7 @@ fn devices(o: &AcceptanceOptions, doctor: impl FnOnce() -> Result<Value, Error>)
 fn check_ids(o: &AcceptanceOptions, devices: &[DeviceSpec]) -> Result<(), UsageError> {
     let mut known: Vec<String> = Vec::new();
     for &d in devices {
-        for s in plan::stages(d, o.quick) {
+        for s in plan::stages(d, o.quick, o.long) {
             if !known.contains(&s.id) {
                 known.push(s.id);
             }
@@ -192,6 +192,7 @@ pub fn run(o: &AcceptanceOptions) -> Outcome {
         program: &program,
         top: &top,
         quick: o.quick,
+        long: o.long,
         only: &o.only,
         bounds: &o.stage_bounds,
     };

@@ -20,6 +20,8 @@ pub struct Context<'a> {
     /// The run's directory (what the archive holds).
     pub top: &'a Path,
     pub quick: bool,
+    /// `--long`: the soak stage too.
+    pub long: bool,
     /// `--only` (empty: every stage).
     pub only: &'a [String],
     /// `--stage-bound`.
@@ -229,7 +231,7 @@ fn kernel_log_stage(cx: &Context, stage: &Stage, rel: &str, reader: kernel_log::
 /// Runs every stage of `device`.
 pub fn run_device(cx: &Context, device: DeviceSpec) -> DeviceRun {
     let dname = dir_name(device);
-    let plan = plan::stages(device, cx.quick);
+    let plan = plan::stages(device, cx.quick, cx.long);
     let mut reader = Some(kernel_log::Reader::start());
     let mut done: Vec<StageRecord> = Vec::new();
     let total = plan.len();
@@ -304,11 +306,12 @@ mod tests {
 
     #[test]
     fn a_stage_runs_only_when_what_it_needs_passed() {
-        let plan = plan::stages(DeviceSpec::Hip(0), true);
+        let plan = plan::stages(DeviceSpec::Hip(0), true, false);
         let cx = Context {
             program: Path::new("preempt-lat"),
             top: Path::new("/nonexistent"),
             quick: true,
+            long: false,
             only: &[],
             bounds: &[],
         };
@@ -356,12 +359,13 @@ mod tests {
 
     #[test]
     fn stage_bounds_can_be_overridden_by_id() {
-        let plan = plan::stages(DeviceSpec::HOST, true);
+        let plan = plan::stages(DeviceSpec::HOST, true, false);
         let bounds = [("sweep-t".to_string(), 2.5)];
         let cx = Context {
             program: Path::new("x"),
             top: Path::new("/x"),
             quick: true,
+            long: false,
             only: &[],
             bounds: &bounds,
         };

@@ -22,6 +22,12 @@ pub struct AcceptanceOptions {
     /// shrink with them.
     #[arg(long)]
     pub quick: bool,
+    /// Also the long run (the seeds' stability item): `soak` for an hour, priority (7.2.1, lv3)
+    /// and the class experiment (8.3.1) in turn, before the kernel log; its stage reports the
+    /// P99 drift and this process's RSS, descriptors and threads over time (soak.json), and
+    /// `report` judges it (soak-stable). With --quick the other stages stay quick.
+    #[arg(long)]
+    pub long: bool,
     /// Directory for the archive (created if missing); the stages write into a directory of the
     /// same name beside it, removed once the archive is complete.
     #[arg(long, default_value = "preempt-lat-results")]

@@ -12,6 +12,7 @@ mod overhead;
 pub mod preset;
 mod priority;
 mod runs;
+mod soak;
 mod sweep_rate;
 pub mod values;
 
@@ -26,6 +27,8 @@ pub use overhead::*;
 pub use preset::{Preset, RatePreset};
 pub use priority::*;
 pub use runs::*;
+use soak::SOAK_EXAMPLES;
+pub use soak::*;
 use sweep_rate::SWEEP_RATE_EXAMPLES;
 pub use sweep_rate::*;
 use values::check_in_flight;
@@ -153,6 +156,15 @@ pub enum Command {
     /// session scheduled by the daemon, its streams registered, until stdin closes.
     #[command(name = "__sched-lp", hide = true)]
     SchedLp(SchedLpOptions),
+    /// Stability over a long run (an hour by default): 7.2.1's priority load (lv3) and 8.3.1's
+    /// HP client against an LP client (hpf) in turn, window after window, in one process on a
+    /// device opened once. Per window: HP P50/P99, the exactly-once check, this process's RSS,
+    /// open descriptors and threads. At the end: each experiment's P99 drift (last third of its
+    /// windows against the first third) and the growth since the second window. Exit status 3
+    /// when a window's check failed, descriptors or threads grew, or RSS grew past
+    /// --rss-growth-mib. Writes soak.{csv,json}.
+    #[command(after_help = SOAK_EXAMPLES)]
+    Soak(SoakOptions),
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -245,6 +257,7 @@ impl Command {
                 o.common.check()?;
                 o.check()
             }
+            Command::Soak(o) => o.check(),
             Command::Doctor(_)
             | Command::Validate(_)
             | Command::Report(_)

@@ -196,69 +196,13 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     }
     let modes = o.modes_on(dev.spec());
     let target = dev.session_source(o.common.mechanism, o.common.grace())?;
-    let t_start = std::time::Instant::now();
-    let p = PriorityParams {
-        modes: modes.clone(),
-        hp_rate: o.hp_rate,
-        arrival: o.arrival,
-        hp_t_ms: o.hp_t_ms,
-        hp_cmds: o.hp_cmds,
-        t_ms: o.t_ms,
-        duration_s: o.duration_s,
-        threshold: o.common.lv1.threshold,
-        batch: o.common.lv1.batch,
-        seed: o.common.seed,
-        // Host device: one LP worker per core unless --workers says otherwise, so HP and LP
-        // share the CPUs (`priority --help`).
-        workers: dev.priority_workers(o.common.workers),
-        hp_load: o.hp_load(),
-    };
     crate::output::files::prepare(&o.out_dir)?;
-    // Same arrivals in every mode, so the modes differ only in what runs and how it is scheduled.
-    let arrivals = crate::arrivals::Arrivals::new(
-        o.arrival,
-        o.sigma,
-        o.hp_rate,
-        crate::num::round_u64(o.duration_s * 1e9),
-        o.common.seed,
-    );
     // Each mode's share of the trace's events, so that every mode is in it; none kept unasked.
     let mut trace = match o.trace {
         Some(_) => Trace::with_limit(crate::trace::MAX_EVENTS / modes.len().max(1)),
         None => Trace::off(),
     };
-    // Counted once (they are generated as they come: an hour at 100000/s is 360 M of them).
-    let requests = arrivals.clone().count();
-    let mut measured = Vec::new();
-    for (pid, &mode) in (1u32..).zip(&modes) {
-        if crate::measure::control::stop_requested() {
-            break;
-        }
-        if !o.common.quiet {
-            eprintln!(
-                "priority: {} for {} s ({} HP requests; {})",
-                mode.name(),
-                o.duration_s,
-                if mode.has_hp() { requests } else { 0 },
-                target.label()
-            );
-        }
-        let session = session(&target, &p, mode)?;
-        let m = modes::run_mode(&session, &p, mode, &arrivals, &mut trace, pid, &target.label());
-        // Closing resumes anything an error left suspended and tears the mechanism down.
-        let closed = session.close();
-        let m = m?;
-        closed.with_context(|| format!("{}: closing the session", mode.name()))?;
-        measured.push((mode, m));
-    }
-    let result = PriorityResult {
-        params: p,
-        env: target.environment(),
-        target_p99_ratio: TARGET_P99_RATIO,
-        modes: summarize(measured),
-        wall_time_s: t_start.elapsed().as_secs_f64(),
-        out_dir: o.out_dir.clone(),
-    };
+    let result = measure(o, &modes, dev.priority_workers(o.common.workers), &target, &mut trace)?;
     crate::output::files::write_all(&o.out_dir, "priority", &result)?;
     report::plot(&result, &o.out_dir.join("priority.svg"))?;
     report::plot_cdf(&result, &o.out_dir.join("priority-cdf.svg"))?;
@@ -274,6 +218,74 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         eprintln!("preempt-lat: correctness check FAILED: some LP command did not complete exactly once");
     }
     Ok(Verdict::from_ok(result.correct()))
+}
+
+/// Runs `modes` of `o` on a device already open (`target`), each mode in a session of its own,
+/// with `workers` LP workers on the host device; writes nothing (`run` and `soak` report it).
+pub fn measure(
+    o: &PriorityOptions,
+    modes: &[Mode],
+    workers: u32,
+    target: &SessionSource,
+    trace: &mut Trace,
+) -> Result<PriorityResult, Error> {
+    let t_start = std::time::Instant::now();
+    let p = PriorityParams {
+        modes: modes.to_vec(),
+        hp_rate: o.hp_rate,
+        arrival: o.arrival,
+        hp_t_ms: o.hp_t_ms,
+        hp_cmds: o.hp_cmds,
+        t_ms: o.t_ms,
+        duration_s: o.duration_s,
+        threshold: o.common.lv1.threshold,
+        batch: o.common.lv1.batch,
+        seed: o.common.seed,
+        // Host device: one LP worker per core unless --workers says otherwise, so HP and LP
+        // share the CPUs (`priority --help`).
+        workers,
+        hp_load: o.hp_load(),
+    };
+    // Same arrivals in every mode, so the modes differ only in what runs and how it is scheduled.
+    let arrivals = crate::arrivals::Arrivals::new(
+        o.arrival,
+        o.sigma,
+        o.hp_rate,
+        crate::num::round_u64(o.duration_s * 1e9),
+        o.common.seed,
+    );
+    // Counted once (they are generated as they come: an hour at 100000/s is 360 M of them).
+    let requests = arrivals.clone().count();
+    let mut measured = Vec::new();
+    for (pid, &mode) in (1u32..).zip(modes) {
+        if crate::measure::control::stop_requested() {
+            break;
+        }
+        if !o.common.quiet {
+            eprintln!(
+                "priority: {} for {} s ({} HP requests; {})",
+                mode.name(),
+                o.duration_s,
+                if mode.has_hp() { requests } else { 0 },
+                target.label()
+            );
+        }
+        let session = session(target, &p, mode)?;
+        let m = modes::run_mode(&session, &p, mode, &arrivals, trace, pid, &target.label());
+        // Closing resumes anything an error left suspended and tears the mechanism down.
+        let closed = session.close();
+        let m = m?;
+        closed.with_context(|| format!("{}: closing the session", mode.name()))?;
+        measured.push((mode, m));
+    }
+    Ok(PriorityResult {
+        params: p,
+        env: target.environment(),
+        target_p99_ratio: TARGET_P99_RATIO,
+        modes: summarize(measured),
+        wall_time_s: t_start.elapsed().as_secs_f64(),
+        out_dir: o.out_dir.clone(),
+    })
 }
 
 #[cfg(test)]

@@ -6,6 +6,27 @@ fn f(v: &Value) -> Option<f64> {
     v.as_f64()
 }
 
+/// A soak: its problems counted (the windows it ran and the minutes asked say how long).
+fn judge_soak(v: &Value, file: &str, out: &mut Vec<Judgement>) {
+    let Some(problems) = v["problems"].as_array() else {
+        return;
+    };
+    let device = v["env"]["device"].as_str().unwrap_or("?");
+    let ran = v["windows"].as_array().map_or(0, Vec::len);
+    let from = format!(
+        "{file}: {ran} of {} windows, {} min asked{}",
+        v["params"]["windows"],
+        v["params"]["minutes"],
+        if v["interrupted"] == Value::Bool(true) {
+            ", interrupted"
+        } else {
+            ""
+        }
+    );
+    #[allow(clippy::cast_precision_loss)] // a handful of lines
+    out.push(judgement("soak-stable", problems.len() as f64, device, from));
+}
+
 /// One run (`RunResult`'s JSON): Lv3's P99 at T = 0.5 ms, Lv1's P99 against threshold x T.
 fn judge_run(v: &Value, file: &str, out: &mut Vec<Judgement>) {
     let p = &v["params"];
@@ -294,6 +315,7 @@ pub fn judge(v: &Value, file: &str) -> Vec<Judgement> {
             judge_overhead(v, file, &mut out);
         }
         Value::Object(o) if o.contains_key("combined_work_per_s") => judge_schedule(v, file, &mut out),
+        Value::Object(o) if o.contains_key("held_drift") => judge_soak(v, file, &mut out),
         Value::Object(o) if o.get("sweep").and_then(Value::as_str) == Some("rate") => {
             for p in o.get("points").and_then(Value::as_array).into_iter().flatten() {
                 let rate = f(&p["offered_rate"]).unwrap_or(f64::NAN);

@@ -62,6 +62,25 @@ fn pass_line(work: Work, dir: &Path) -> String {
                 )
             },
         ),
+        Work::Soak => json(dir, "soak.json").map_or_else(
+            || "passed (no soak.json to summarize)".into(),
+            |r| {
+                let drift: Vec<String> = r["p99_drift"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|d| format!("{} P99 {:.2}x", d["kind"].as_str().unwrap_or("?"), d["ratio"].as_f64().unwrap_or(f64::NAN)))
+                    .collect();
+                format!(
+                    "{} windows; {}; RSS {:+} KiB, fds {:+}, threads {:+}; every LP command exactly once",
+                    n(&r["windows"]),
+                    drift.join(", "),
+                    r["held_drift"]["rss_growth_kib"].as_i64().unwrap_or(0),
+                    r["held_drift"]["fds_growth"].as_i64().unwrap_or(0),
+                    r["held_drift"]["threads_growth"].as_i64().unwrap_or(0)
+                )
+            },
+        ),
         Work::SweepT => format!(
             "{} runs -> sweep-t.{{csv,json,svg}}",
             json(dir, "sweep-t.json").map_or(0, |v| n(&v))

@@ -1,6 +1,6 @@
 //! Each stage's child: its command line (an existing subcommand, or `__acceptance-stage`), the
 //! file its stdout goes to, and the result files `report` merges.
-use super::{Mech, SHARES, Sizes, Stage, T_MS, Work, mechanism_arg};
+use super::{LONG_MINUTES, Mech, SHARES, Sizes, Stage, T_MS, Work, mechanism_arg};
 use crate::options::{InternalStage, Preset};
 use clap::ValueEnum;
 use preempt_api::DeviceSpec;
@@ -116,6 +116,19 @@ pub fn args(stage: &Stage, device: DeviceSpec, quick: bool, dir: &Path, chosen: 
             a.extend(chosen);
             a
         }
+        Work::Soak => {
+            let mut a = strings(&[
+                "soak",
+                "--device",
+                &dev,
+                "--minutes",
+                &LONG_MINUTES.to_string(),
+                "--out-dir",
+                &out_dir,
+            ]);
+            a.extend(chosen);
+            a
+        }
         Work::Priority => {
             let mut a = strings(&[
                 "priority",
@@ -222,6 +235,7 @@ pub fn result_files(work: Work) -> &'static [&'static str] {
         Work::SweepT => &["sweep-t.json"],
         Work::SweepState => &["sweep-state.json"],
         Work::Priority => &["priority.json"],
+        Work::Soak => &["soak.json"],
         Work::Partition => &["schedule.json"],
         Work::Preset(Preset::Fig9) => &["priority.json"],
         Work::Preset(_) => &["schedule.json"],

@@ -55,6 +55,8 @@ pub enum Work {
     /// `overhead`: native against scheduled, nothing preempted (Fig. 12a/b); its stdout is its
     /// JSON result ([`stdout_file`]).
     Overhead,
+    /// `soak`: priority and the class experiment in turn for [`LONG_MINUTES`] (`--long` only).
+    Soak,
     /// The kernel log lines of the device's run, read by `acceptance` itself.
     KernelLog,
 }
@@ -168,12 +170,19 @@ pub const EXAMPLE5_BOUND_S: u64 = 1200;
 /// of the program, each well inside its own bound (the stage's module says how long).
 pub const INTERPOSER_BOUND_S: u64 = 300;
 
+/// `--long`'s soak: the seeds' stability item asks for an hour.
+pub const LONG_MINUTES: u32 = 60;
+
+/// Its bound: the hour, a window's worth of stop and the sessions' closes, and room for a
+/// loaded machine; not scaled by `--quick` (the soak's length is the point of `--long`).
+pub const LONG_BOUND: Duration = Duration::from_secs(75 * 60);
+
 fn secs(s: u64, sizes: &Sizes) -> Duration {
     Duration::from_secs_f64(s as f64 * sizes.bound_scale)
 }
 
-/// The stages of `device`, in the order they run.
-pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
+/// The stages of `device`, in the order they run (with `long`, the soak before the kernel log).
+pub fn stages(device: DeviceSpec, quick: bool, long: bool) -> Vec<Stage> {
     let z = Sizes::of(quick);
     let host = device.is_host();
     let gpu_only = |why: &str| host.then(|| format!("GPU only: {why}"));
@@ -438,6 +447,23 @@ pub fn stages(device: DeviceSpec, quick: bool) -> Vec<Stage> {
                 &[&format!("suspend-resume-{}", m.name())],
                 900,
             )
+        });
+    }
+    // Last before the kernel log: an hour of priority and the class experiment, through the Lv3
+    // mechanism its lv3 windows use, once every shorter stage has had its say.
+    if long {
+        v.push(Stage {
+            bound: LONG_BOUND,
+            ..with_lv3(s(
+                "soak",
+                &format!(
+                    "soak: {LONG_MINUTES} min of priority (7.2.1, lv3) and the class experiment (8.3.1) in turn; P99 drift, \
+                     RSS, descriptors and threads over time"
+                ),
+                Work::Soak,
+                &[],
+                0,
+            ))
         });
     }
     v.push(s(
