@@ -12,6 +12,9 @@
 //! The caller must make everything else that creates queues happen before the "before" sets:
 //! ROCr's utility queue (created with the first user queue of an agent), the HP stream's queue,
 //! and any blit/copy queue the warm-up work needs.
+//!
+//! Long because the diff, its reading of the sysfs table and the checks a candidate must pass are
+//! one procedure, each step's reason beside it.
 use kfd::sysfs::ProcQueue;
 use kfd::{QueueId, QueueSnapshot, QueueType};
 use std::collections::BTreeMap;

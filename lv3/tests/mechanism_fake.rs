@@ -1,6 +1,9 @@
 //! The Lv3 mechanisms against a recording fake of amdkfd that models the kernel's answers as
 //! read from Linux 6.12 (docs/kfd-facts.md#preemption-routes; kfd_chardev.c, kfd_debug.c, kfd_device_queue_manager.c).
 //! What the fake cannot show (the CWSR save, the runlist, timing) needs hardware.
+//!
+//! One test binary, long on purpose: each binary links the crate and its device stack again, which
+//! costs a 2-core CI machine minutes.
 use kfd::*;
 use lv3::mechanism::*;
 use nix::errno::Errno;

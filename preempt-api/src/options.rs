@@ -1,5 +1,9 @@
 //! What a session is opened with: the device, the Lv3 mechanism, the grace period, the host
 //! workers, the Lv1 launcher settings; and the level a stream is suspended at.
+//!
+//! Long because it is the one grammar of devices, levels and mechanisms for every front end, its
+//! exhaustive matches side by side (the device recipe of docs/conventions.md edits them in one
+//! place).
 use crate::error::{Error, Result};
 use gpu_device::LpState;
 use host_device::WorkerExe;

@@ -4,6 +4,9 @@
 //! (`SchedClient::connect_standalone`), whose objects are any `Schedulable`, the same way. The
 //! daemon and the high-priority process are preempt-sched's binaries as cargo built them (`cargo
 //! build -p preempt-sched` first; `cargo test --workspace` builds them); every wait is bounded.
+//!
+//! One test binary, long on purpose: each binary links the crate and its device stack again, which
+//! costs a 2-core CI machine minutes.
 mod common;
 
 use common::wait_until;

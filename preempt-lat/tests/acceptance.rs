@@ -2,6 +2,9 @@
 //! their archive, `hip:0` failing at its first stage with doctor's reason (and still archived),
 //! a stage stopped at its time bound, Ctrl-C, and `report` over the archives of several runs.
 //! Every run here is bounded by the test itself ([`bounded`]).
+//!
+//! One test binary, long on purpose: each binary links the crate and its device stack again, which
+//! costs a 2-core CI machine minutes.
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};

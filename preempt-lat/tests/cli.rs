@@ -1,5 +1,8 @@
 //! The preempt-lat binary end to end on the host device: bad input, output schemas, doctor,
 //! sweeps, and the LP state (`--lp-state`, `sweep state`), which is n.a. on the host device.
+//!
+//! One test binary, long on purpose: each binary links the crate and its device stack again, which
+//! costs a 2-core CI machine minutes.
 use std::process::{Command, Output};
 
 fn pl(args: &[&str]) -> Output {

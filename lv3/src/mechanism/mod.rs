@@ -18,6 +18,9 @@
 //!
 //! Every suspended queue is also registered with [`crate::signals`], so SIGINT/SIGTERM resume it
 //! before the process exits (see [`crate::signals::install_resume_on_signals`]).
+//!
+//! Long because it is the one table of mechanisms: the kind, its order and every property as
+//! exhaustive matches, side by side, so that a new mechanism is this file and its own.
 pub mod choose;
 mod dbg_trap;
 mod guard;

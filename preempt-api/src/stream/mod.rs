@@ -7,6 +7,9 @@
 //! daemon's client (`crate::sched`); it runs again only when none holds it, so each resumes only
 //! what it suspended and a hand suspension outlives a block
 //! (docs/c-api.md#who-holds-a-suspension).
+//!
+//! Long because a stream's levels, its submissions and who holds its suspension are one type whose
+//! rule (each holder resumes only what it suspended) spans every method.
 use crate::check::{Check, LpCompletion, Verified};
 use crate::device::{Abandon, Launcher, LpBody};
 use crate::error::{Error, ErrorKind, Result};

@@ -6,6 +6,9 @@
 //! - runs its body under `catch_unwind`: a panic never crosses the boundary, it becomes
 //!   `PREEMPT_ERR_PANIC`, and the guards dropped while unwinding resume what they held;
 //! - records a failure's message and errno for the calling thread (`preempt_last_error`).
+//!
+//! Long because it is the C ABI's one unsafe module: every entry point with its `# Safety` in one
+//! place, for review.
 use crate::handles;
 use crate::last_error;
 use crate::types::*;

@@ -7,6 +7,9 @@
 //! (another version, an oversized frame, too many refusals) stops its decoding at once: nothing
 //! it sent after is acted on. `epoll` reports only the connections that are ready, so idle
 //! connections cost a turn nothing.
+//!
+//! Long because a turn's loop and the bounds it enforces are read together: apart, each limit would
+//! sit away from the code it limits.
 use super::conn::{Conn, MAX_OUT, Turn};
 use super::listen::Listening;
 use super::plan::{ClientId, Out, Plan};

@@ -35,6 +35,9 @@
 //! resumed at once, and the client reconnects (with a backoff) and replays its streams and
 //! active blocks to the new daemon. Without a daemon, `enter` returns at once, unscheduled: the
 //! high-priority work runs, nothing is suspended.
+//!
+//! Long because the connection, the replay after a reconnect and the fail-safe share one state
+//! (streams, blocks held) whose consistency across a daemon's death is the point.
 use super::proto::{Code, Device, Notice, Request};
 use crate::LpStream;
 use hpf::Priority;

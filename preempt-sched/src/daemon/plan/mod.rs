@@ -33,6 +33,9 @@
 //! [`Limits::max_block`], or when its client has been silent longer than
 //! [`Limits::block_silence`] (a client holding a block pings; a stopped or hung HP process
 //! does not). Its client's later `leave` of it is answered `done`.
+//!
+//! Long because the plan is one state machine: its limits, states and transitions are one rule,
+//! tested against that rule in its tests.
 use super::text::escape;
 use crate::proto::{Code, Device, MAX_DEVICES_PER_CLIENT, Notice, OrderAction, ProtoError, Request};
 use hpf::{Action, Policy};

@@ -1,5 +1,7 @@
 //! The plan's rules, without sockets: who suspends what for whom, acks, late orders, dropped
 //! clients.
+//!
+//! Long because every rule of the plan has its cases here, in the order the plan states them.
 use super::*;
 use crate::proto::Notice::{Done, Entered, Order as Ord};
 use OrderAction::{Resume, Suspend};
