@@ -1,10 +1,13 @@
 //! The kernels the stand-in knows, by the names and argument lists of the project's delay
 //! kernels (gpu-device's `kernels/delay.hip`): what a program loads with `hipModuleGetFunction`
-//! runs here as host work on the stream's workers, with the same side effects on its slot.
+//! runs here as host work on the stream's workers, with the same side effects on its slot. Two
+//! more, a GEMM and a convolution, stand for a library's kernels and compute their results for
+//! real ([`crate::library`]).
 //!
 //! The stand-in's wall clock ticks at 100 MHz (10 ns a tick, as MI300's `s_memrealtime`) on
 //! `CLOCK_MONOTONIC`, so `ticks` means the same time here as on the GPU.
 use crate::code::{self, Code};
+use crate::library::{ConvDims, LibCall};
 use crate::memory::Memory;
 use host_device::KernelRecord;
 
@@ -26,16 +29,29 @@ pub enum Kernel {
     DelayHeavy,
     /// `hp_probe(u64* stamps, u32 idx)`: stores its start stamp into `stamps[idx]`.
     HpProbe,
+    /// `sgemm_f32(const float* A, const float* B, float* C, u32 M, u32 N, u32 K)`.
+    Sgemm,
+    /// `conv2d_f32_nchw(const float* x, const float* w, float* y, u32 N, u32 C, u32 H, u32 W,
+    /// u32 K, u32 R, u32 S, u32 stride, u32 pad)`.
+    Conv2d,
 }
 
 impl Kernel {
-    pub const ALL: [Kernel; 3] = [Kernel::Delay, Kernel::DelayHeavy, Kernel::HpProbe];
+    pub const ALL: [Kernel; 5] = [
+        Kernel::Delay,
+        Kernel::DelayHeavy,
+        Kernel::HpProbe,
+        Kernel::Sgemm,
+        Kernel::Conv2d,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Delay => "delay_kernel",
             Kernel::DelayHeavy => "delay_kernel_heavy",
             Kernel::HpProbe => "hp_probe",
+            Kernel::Sgemm => "sgemm_f32",
+            Kernel::Conv2d => "conv2d_f32_nchw",
         }
     }
 
@@ -48,6 +64,8 @@ impl Kernel {
         match self {
             Kernel::Delay | Kernel::DelayHeavy => &[8, 4, 8, 4],
             Kernel::HpProbe => &[8, 4],
+            Kernel::Sgemm => &[8, 8, 8, 4, 4, 4],
+            Kernel::Conv2d => &[8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4],
         }
     }
 
@@ -60,7 +78,34 @@ impl Kernel {
         }
         let u64_at = |i: usize| u64::from_le_bytes(args[i][..8].try_into().unwrap_or([0; 8]));
         let u32_at = |i: usize| u32::from_le_bytes(args[i][..4].try_into().unwrap_or([0; 4]));
+        let ptr = |i: usize| usize::try_from(u64_at(i)).map_err(|_| code::INVALID_VALUE);
+        let dim = |i: usize| u32_at(i) as usize;
         let call = match self {
+            Kernel::Sgemm => {
+                return Ok(Call::Library(LibCall::sgemm(
+                    ptr(0)?,
+                    ptr(1)?,
+                    ptr(2)?,
+                    dim(3),
+                    dim(4),
+                    dim(5),
+                    mem,
+                )?));
+            }
+            Kernel::Conv2d => {
+                let d = ConvDims {
+                    n: dim(3),
+                    c: dim(4),
+                    h: dim(5),
+                    w: dim(6),
+                    k: dim(7),
+                    r: dim(8),
+                    s: dim(9),
+                    stride: dim(10),
+                    pad: dim(11),
+                };
+                return Ok(Call::Library(LibCall::conv2d(ptr(0)?, ptr(1)?, ptr(2)?, d, mem)?));
+            }
             Kernel::Delay | Kernel::DelayHeavy => Call::Delay {
                 slot: slot_addr(u64_at(0), u64::from(u32_at(1)), SLOT_BYTES)?,
                 cmd_id: u32_at(1),
@@ -96,6 +141,8 @@ pub enum Call {
     Probe {
         stamp: usize,
     },
+    /// A library kernel: run tile by tile ([`LibCall::run`]), its results written as it goes.
+    Library(LibCall),
 }
 
 impl Call {
@@ -103,6 +150,8 @@ impl Call {
         match *self {
             Call::Delay { slot, .. } => slot,
             Call::Probe { stamp } => stamp,
+            // Checked, every buffer, when it was made.
+            Call::Library(_) => 0,
         }
     }
 
@@ -110,6 +159,7 @@ impl Call {
         match self {
             Call::Delay { .. } => SLOT_BYTES,
             Call::Probe { .. } => 8,
+            Call::Library(_) => 0,
         }
     }
 
@@ -118,6 +168,7 @@ impl Call {
         match *self {
             Call::Delay { ticks, .. } => ticks.saturating_mul(NS_PER_TICK),
             Call::Probe { .. } => PROBE_NS,
+            Call::Library(l) => l.work_ns(),
         }
     }
 
@@ -146,6 +197,8 @@ impl Call {
                 s[24..32].copy_from_slice(&tag.to_le_bytes());
             }),
             Call::Probe { stamp } => mem.write(stamp, &start.to_le_bytes()),
+            // Its results are written tile by tile as it runs.
+            Call::Library(_) => Ok(()),
         }
     }
 }

@@ -12,11 +12,14 @@
 //!   with `PREEMPT_STANDIN_CUS=exclusive` their kernels take the device's CUs one at a time
 //!   ([`cus`]), as delay kernels that fill a GPU do;
 //! - kernels: `hipModuleLoad` accepts any existing file, `hipModuleGetFunction` knows the delay
-//!   kernels by name ([`kernels`]); `hipLaunchKernel` (a host stub address) is refused;
+//!   kernels by name ([`kernels`]), and two "library" kernels, an f32 GEMM and an f32 NCHW
+//!   convolution computed for real tile by tile ([`library`]); `hipLaunchKernel` (a host stub
+//!   address) is refused;
 //! - copies: `hipMemcpyAsync` and `hipMemsetAsync` wait for their stream and then copy (an
 //!   implementation HIP allows: an async copy may complete before it returns);
 //! - what no runtime has: `preempt_standin_stream_suspend` / `_resume` (host Lv3 of one stream:
-//!   SIGSTOP/SIGCONT of its workers, the counterpart of a KFD queue's CWSR suspend) and
+//!   SIGSTOP/SIGCONT of its workers, the counterpart of a KFD queue's CWSR suspend),
+//!   `preempt_standin_stream_suspend_counts` (how many suspends found a kernel running) and
 //!   `preempt_standin_version`, by which the interposer knows it is not on a GPU.
 //!
 //! Every figure measured through it is a host figure.
@@ -27,6 +30,7 @@ pub mod cus;
 #[allow(unsafe_code)]
 mod ffi;
 pub mod kernels;
+pub mod library;
 pub mod memory;
 pub mod runtime;
 pub mod stream;

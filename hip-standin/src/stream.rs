@@ -10,6 +10,7 @@ use crate::kernels::Call;
 use crate::memory::Memory;
 use host_device::{HostCommand, HostQueue, SharedHostSuspension, WorkerExe};
 use lv1::HwQueue;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
@@ -123,6 +124,12 @@ pub struct Stream {
     /// A resumed stream's stop, kept until its preempted kernel has the CUs back (then the
     /// workers continue); a suspend that comes first takes it back instead.
     pending: Arc<Mutex<Option<SharedHostSuspension>>>,
+    /// Whether a kernel has started and not completed (set by the dispatcher).
+    running: Arc<AtomicBool>,
+    /// Suspensions in all, and those that found a kernel running: what tells a test that its
+    /// suspends stopped kernels mid-way rather than an idle stream.
+    suspends: AtomicU64,
+    mid_kernel: AtomicU64,
     /// The priority given at creation (kept for `hipStreamGetPriority`).
     pub priority: i32,
     /// The flags given at creation.
@@ -165,6 +172,9 @@ impl Stream {
             progress: Arc::new((Mutex::new(Progress::default()), Condvar::new())),
             suspension: Mutex::new(Suspension::None),
             pending: Arc::new(Mutex::new(None)),
+            running: Arc::new(AtomicBool::new(false)),
+            suspends: AtomicU64::new(0),
+            mid_kernel: AtomicU64::new(0),
             priority,
             flags,
         }
@@ -180,9 +190,10 @@ impl Stream {
                 let (tx, rx) = channel();
                 let (q, p, mem) = (Arc::clone(&queue), Arc::clone(&self.progress), Arc::clone(&self.mem));
                 let cus = self.cus.clone().map(|c| (c, self.id));
+                let running = Arc::clone(&self.running);
                 std::thread::Builder::new()
                     .name("hip-standin stream".into())
-                    .spawn(move || dispatch(&q, &rx, &p, &mem, cus.as_ref()))
+                    .spawn(move || dispatch(&q, &rx, &p, &mem, cus.as_ref(), &running))
                     .map_err(|_| code::OUT_OF_MEMORY)?;
                 Ok(Started {
                     queue,
@@ -254,8 +265,26 @@ impl Stream {
             if let Some(c) = &self.cus {
                 c.suspended(self.id);
             }
+            self.suspends.fetch_add(1, Ordering::Relaxed);
+            if self.running.load(Ordering::SeqCst) {
+                self.mid_kernel.fetch_add(1, Ordering::Relaxed);
+            }
         }
         Ok(())
+    }
+
+    /// Whether a kernel has started and not completed.
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::SeqCst)
+    }
+
+    /// Suspensions so far (a suspend of a suspended stream is not one), and how many of them
+    /// found a kernel running: started and not completed.
+    pub fn suspend_counts(&self) -> (u64, u64) {
+        (
+            self.suspends.load(Ordering::Relaxed),
+            self.mid_kernel.load(Ordering::Relaxed),
+        )
     }
 
     /// Continues the stream's workers; idempotent. A kernel that gave the CUs up continues once it
@@ -326,24 +355,32 @@ fn dispatch(
     progress: &(Mutex<Progress>, Condvar),
     mem: &Memory,
     cus: Option<&(Arc<Cus>, u64)>,
+    running: &AtomicBool,
 ) {
     let mut next_id = 0u64;
     while let Ok(op) = rx.recv() {
         let res = match op {
             Op::Kernel(call) => {
-                next_id += 1;
                 if let Some((c, id)) = cus {
                     c.acquire(*id);
                 }
-                let ran = q.run(next_id, HostCommand::delay_ns(call.work_ns()));
+                running.store(true, Ordering::SeqCst);
+                let mut run = |work_ns: u64| {
+                    next_id += 1;
+                    q.run(next_id, HostCommand::delay_ns(work_ns)).map_err(|e| {
+                        crate::warn(&format!("a kernel on the host queue failed: {e}"));
+                        code::LAUNCH_FAILURE
+                    })
+                };
+                let ran = match call {
+                    Call::Library(lib) => lib.run(mem, |ns| run(ns).map(drop)),
+                    _ => run(call.work_ns()).and_then(|records| call.complete(mem, &records)),
+                };
+                running.store(false, Ordering::SeqCst);
                 if let Some((c, id)) = cus {
                     c.done(*id);
                 }
-                ran.map_err(|e| {
-                    crate::warn(&format!("a kernel on the host queue failed: {e}"));
-                    code::LAUNCH_FAILURE
-                })
-                .and_then(|records| call.complete(mem, &records))
+                ran
             }
             Op::Record(ev, g) => {
                 ev.complete(g);

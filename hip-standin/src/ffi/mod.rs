@@ -75,6 +75,27 @@ pub extern "C" fn preempt_standin_stream_resume(stream: *mut c_void) -> Code {
     guard(|| runtime::get()?.stream(h(stream))?.resume())
 }
 
+/// Writes how many times `stream` was suspended and how many of those suspends found a kernel
+/// running (started, not completed).
+///
+/// # Safety
+/// `suspends` and `mid_kernel` are each null or valid for a write of a u64.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preempt_standin_stream_suspend_counts(
+    stream: *mut c_void,
+    suspends: *mut u64,
+    mid_kernel: *mut u64,
+) -> Code {
+    guard(|| {
+        let (all, mid) = runtime::get()?.stream(h(stream))?.suspend_counts();
+        // SAFETY: valid for a write or null (refused), by the caller's contract.
+        unsafe {
+            out(suspends, all)?;
+            out(mid_kernel, mid)
+        }
+    })
+}
+
 /// 1 if `stream` is suspended, 0 if not, -1 if it is no stream.
 #[unsafe(no_mangle)]
 pub extern "C" fn preempt_standin_stream_is_suspended(stream: *mut c_void) -> c_int {
