@@ -1,5 +1,5 @@
 """A stand-in for `torch`, NOT PyTorch: the few names examples/xsched_seed002/test_xsched_integration.py
-uses, over whatever HIP runtime the loader finds (`libamdhip64.so`), so that the script runs
+and examples/library_kernels.py use, over whatever HIP runtime the loader finds (`libamdhip64.so`), so that the script runs
 unchanged where PyTorch is not installed. Put its directory first on PYTHONPATH for that script
 only (tests and host runs); never install it.
 
@@ -24,13 +24,27 @@ torch.cuda.stream, torch.cuda.synchronize, torch.no_grad):
   processes and accepts any file as the code object; on a real HIP runtime set
   `STANDIN_TORCH_CODE_OBJECT` to a code object holding `delay_kernel`.
 
+For examples/library_kernels.py (`_tensors`, `nn.functional`, `backends`), with PyTorch's names:
+- `torch.Tensor`: f32 only, on the host or in device memory (`hipMalloc`, never freed): `shape`,
+  `device`, `numel()`, `to(device)`, `cuda()`, `cpu()` (ordered after the current stream's work),
+  `flatten()`, `tolist()`; `torch.float32`;
+- `torch.randn(*size, generator=None, dtype=None, device=None)`, `torch.Generator().manual_seed(s)`,
+  `torch.manual_seed(s)`: normal values from Python's `random` (not PyTorch's numbers);
+- `torch.matmul(a, b)` (2-D) and `torch.nn.functional.conv2d(x, w, stride=, padding=)` (NCHW, no
+  bias, dilation 1, one group) on the current stream: the stand-in runtime's library kernels
+  `sgemm_f32` and `conv2d_f32_nchw` (crate hip-standin: naive f32 loops on the host, not hipBLAS,
+  not MIOpen; a real HIP runtime has no such kernels);
+- `torch.equal(a, b)`, `torch.allclose(a, b, rtol, atol)`;
+- `torch.backends.cudnn.deterministic` / `.benchmark`: flags a script may set; nothing reads them.
+
 On the stand-in runtime every figure is a host figure (CPU worker processes), never a GPU figure;
 one stderr line at import says which runtime was found.
 """
 import os
 import sys
 
-from . import cuda
+from . import backends, cuda, nn  # noqa: F401
+from ._tensors import Generator, Tensor, allclose, conv2d, equal, float32, manual_seed, matmul, randn  # noqa: F401
 from .cuda import _hip_line
 
 STANDIN = True
