@@ -105,13 +105,19 @@ pub enum InternalStage {
     /// XSched's Example 5 through the Python package (examples/example5_inference.py): three
     /// inference replicas at three priorities, Phase 2 at every level.
     Example5,
+    /// Library kernels (a GEMM, a conv2d) suspended and resumed mid-run, every result against an
+    /// unpreempted reference (examples/library_kernels.py; on the host device the stand-in).
+    LibraryKernels,
 }
 
 impl InternalStage {
     /// Whether the stage's runs have sizes, which `acceptance --quick` makes smaller (`--quick`
     /// is passed to it and to no other: their command lines stay what they were).
     pub fn sized(self) -> bool {
-        matches!(self, InternalStage::Interposer | InternalStage::Example5)
+        matches!(
+            self,
+            InternalStage::Interposer | InternalStage::Example5 | InternalStage::LibraryKernels
+        )
     }
 }
 

@@ -177,6 +177,10 @@ pub const LONG_MINUTES: u32 = 60;
 /// loaded machine; not scaled by `--quick` (the soak's length is the point of `--long`).
 pub const LONG_BOUND: Duration = Duration::from_secs(75 * 60);
 
+/// The library-kernels stage's bound (s, before `--quick` halves it): the script's own bound
+/// (the stage's module says how long) with room for its stop.
+pub const LIBRARY_KERNELS_BOUND_S: u64 = 500;
+
 fn secs(s: u64, sizes: &Sizes) -> Duration {
     Duration::from_secs_f64(s as f64 * sizes.bound_scale)
 }
@@ -429,6 +433,17 @@ pub fn stages(device: DeviceSpec, quick: bool, long: bool) -> Vec<Stage> {
         if host { &["environment"] } else { &["discovery"] },
         INTERPOSER_BOUND_S,
     ));
+    // Library kernels at Lv3: on a GPU through the package's Lv3 stream (a Lv3 mechanism that
+    // works, the LP queue found as discovery finds it); on the host device the stand-in runtime,
+    // whose suspension is its own SIGSTOP of the stream's workers.
+    let library = s(
+        "library-kernels",
+        "library kernels (GEMM, conv2d) suspended and resumed mid-run at Lv3, every result against an unpreempted reference",
+        Work::Internal(InternalStage::LibraryKernels, None),
+        if host { &["environment"] } else { &["discovery"] },
+        LIBRARY_KERNELS_BOUND_S,
+    );
+    v.push(if host { library } else { with_lv3(library) });
     for &m in &mechs {
         let id = if host {
             "bystander".to_string()

@@ -8,6 +8,7 @@ pub mod environment;
 pub mod example5;
 pub mod gpu;
 pub mod interposer;
+pub mod library_kernels;
 pub mod suspend_resume;
 
 use super::summary::Status;
@@ -57,6 +58,7 @@ pub fn run(o: &AcceptanceStageOptions, hip: impl FnOnce() -> Fact<HipInfo>) -> O
         },
         InternalStage::Interposer => interposer::run(o.device, o.quick, &o.out_dir),
         InternalStage::Example5 => example5::run(o.device, o.quick, &o.out_dir),
+        InternalStage::LibraryKernels => library_kernels::run(o.device, o.quick, &o.out_dir),
     };
     write(&o.out_dir, &r)?;
     eprintln!("preempt-lat: stage {:?}: {} {}", o.stage, r.status.word(), r.reason);
