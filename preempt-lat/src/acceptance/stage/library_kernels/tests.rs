@@ -76,7 +76,10 @@ fn quick_makes_the_host_run_small_and_the_sources_are_laid_out_as_the_script_exp
         line(DeviceSpec::Hip(1), false),
         ["/tmp/x/library_kernels.py", "--device", "hip:1", "--timeout-s", "390"]
     );
-    assert!(SOURCES[2].1.contains("import preempt_kfd as pk"), "the GPU route is the package's");
+    assert!(
+        SOURCES[2].1.contains("import preempt_kfd as pk"),
+        "the GPU route is the package's"
+    );
     // Every module of the stand-in torch is written, each where the package has it.
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     let mut on_disk = Vec::new();
