@@ -177,8 +177,7 @@ pub const LONG_MINUTES: u32 = 60;
 /// loaded machine; not scaled by `--quick` (the soak's length is the point of `--long`).
 pub const LONG_BOUND: Duration = Duration::from_secs(75 * 60);
 
-/// The library-kernels stage's bound (s, before `--quick` halves it): the script's own bound
-/// (the stage's module says how long) with room for its stop.
+/// The library-kernels stage's bound (s, before `--quick` halves it): its script's, and a stop.
 pub const LIBRARY_KERNELS_BOUND_S: u64 = 500;
 
 fn secs(s: u64, sizes: &Sizes) -> Duration {
@@ -433,9 +432,8 @@ pub fn stages(device: DeviceSpec, quick: bool, long: bool) -> Vec<Stage> {
         if host { &["environment"] } else { &["discovery"] },
         INTERPOSER_BOUND_S,
     ));
-    // Library kernels at Lv3: on a GPU through the package's Lv3 stream (a Lv3 mechanism that
-    // works, the LP queue found as discovery finds it); on the host device the stand-in runtime,
-    // whose suspension is its own SIGSTOP of the stream's workers.
+    // Library kernels at Lv3: a GPU's through the package's Lv3 stream (as Example 5's); the host
+    // device's on the stand-in runtime, whose suspension is its own SIGSTOP of the workers.
     let library = s(
         "library-kernels",
         "library kernels (GEMM, conv2d) suspended and resumed mid-run at Lv3, every result against an unpreempted reference",

@@ -311,30 +311,6 @@ fn the_interposer_stage_follows_overhead_and_is_sized_by_quick() {
     }
 }
 
-/// The library-kernels stage runs on both devices right after the interposer, needing what its
-/// route needs (the host device: its environment; a GPU: the LP queue found and a Lv3 latency that
-/// passed, as the package's Lv3 stream needs), and it is told `--quick`.
-#[test]
-fn library_kernels_follows_the_interposer_and_is_sized_by_quick() {
-    for (dev, needs, any) in [
-        (DeviceSpec::HOST, "environment", false),
-        (DeviceSpec::Hip(1), "discovery", true),
-    ] {
-        for quick in [false, true] {
-            let v = stages(dev, quick);
-            let at = |id: &str| v.iter().position(|s| s.id == id).unwrap();
-            let s = &v[at("library-kernels")];
-            assert_eq!(at("library-kernels"), at("interposer") + 1);
-            assert_eq!(s.work, Work::Internal(InternalStage::LibraryKernels, None));
-            assert_eq!((s.needs.as_slice(), &s.not_here), (&[needs.to_string()][..], &None));
-            assert_eq!(!s.needs_any.is_empty(), any, "{dev}");
-            assert_eq!(s.bound, secs(LIBRARY_KERNELS_BOUND_S, &Sizes::of(quick)));
-            let a = args(s, dev, quick, Path::new("/tmp/x"), None).unwrap();
-            assert_eq!(a.contains(&"--quick".to_string()), quick, "{a:?}");
-        }
-    }
-}
-
 /// Example 5 runs on both devices right after the presets, needing what the session stages need
 /// (a Lv3 latency that passed, as priority; the host device's environment or a GPU's LP queue
 /// found by `auto`, as the package finds it), told `--quick`; its child line is the internal

@@ -1,4 +1,6 @@
 use super::*;
+use crate::acceptance::plan::{LIBRARY_KERNELS_BOUND_S, Sizes, Work, args as child_args, stages};
+use crate::options::InternalStage;
 
 const OK_LINE: &str = "library_kernels ok=1 route=host device=host figures=host gemm_runs=4 conv_runs=4 \
                        suspends=20 resumes=20 mid_kernel=18 mismatches=0 mismatched_runs=0 compare=exact \
@@ -104,4 +106,31 @@ fn quick_makes_the_host_run_small_and_the_sources_are_laid_out_as_the_script_exp
     assert_eq!(written, on_disk);
     // The script's default --standin-torch is xsched_seed002/standin_torch beside it.
     assert!(SOURCES[0].1.contains("\"xsched_seed002\", \"standin_torch\""));
+}
+
+/// The library-kernels stage runs on both devices right after the interposer, needing what its
+/// route needs (the host device: its environment; a GPU: the LP queue found and a Lv3 latency that
+/// passed, as the package's Lv3 stream needs), and it is told `--quick`.
+#[test]
+fn library_kernels_follows_the_interposer_and_is_sized_by_quick() {
+    for (dev, needs, any) in [
+        (DeviceSpec::HOST, "environment", false),
+        (DeviceSpec::Hip(1), "discovery", true),
+    ] {
+        for quick in [false, true] {
+            let v = stages(dev, quick, false);
+            let at = |id: &str| v.iter().position(|s| s.id == id).unwrap();
+            let s = &v[at("library-kernels")];
+            assert_eq!(at("library-kernels"), at("interposer") + 1);
+            assert_eq!(s.work, Work::Internal(InternalStage::LibraryKernels, None));
+            assert_eq!((s.needs.as_slice(), &s.not_here), (&[needs.to_string()][..], &None));
+            assert_eq!(!s.needs_any.is_empty(), any, "{dev}");
+            assert_eq!(
+                s.bound,
+                Duration::from_secs_f64(LIBRARY_KERNELS_BOUND_S as f64 * Sizes::of(quick).bound_scale)
+            );
+            let a = child_args(s, dev, quick, Path::new("/tmp/x"), None).unwrap();
+            assert_eq!(a.contains(&"--quick".to_string()), quick, "{a:?}");
+        }
+    }
 }
