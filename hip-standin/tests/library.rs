@@ -17,7 +17,7 @@ fn f32s(v: &[f32]) -> Vec<u8> {
 #[test]
 fn a_gemm_suspended_mid_kernel_gives_the_unsuspended_result() {
     let rt = rt();
-    let (m, n, k) = (128usize, 96usize, 80usize);
+    let (m, n, k) = (160usize, 128usize, 100usize);
     let a: Vec<f32> = (0..m * k).map(|i| ((i % 13) as f32 - 6.0) * 0.25).collect();
     let b: Vec<f32> = (0..k * n).map(|i| ((i % 7) as f32 - 3.0) * 0.5).collect();
     let [pa, pb, pc] = [m * k, k * n, m * n].map(|e| rt.mem.alloc(4 * e).unwrap());
