@@ -187,7 +187,7 @@ fn slots_per_stream(x: &Experiment) -> usize {
 const MAX_SLOT_BYTES: usize = 1 << 30;
 
 /// `Usage` if the experiment's streams would book more than [`MAX_SLOT_BYTES`] of slots.
-fn check_slots(x: &Experiment) -> Result<(), crate::exit::Failure> {
+pub fn check_slots(x: &Experiment) -> Result<(), crate::exit::Failure> {
     let per = slots_per_stream(x);
     let bytes = per
         .saturating_mul(x.classes.len())

@@ -108,6 +108,9 @@ pub fn run(o: &SoakOptions, dev: Device) -> Outcome {
         classes: Experiment::of_priority(&o.window_options(CLASSES_PRESET)?, workers),
         workers,
     };
+    if !dev.is_host() {
+        crate::schedule::check_slots(&x.classes)?;
+    }
     let src = dev.session_source(o.common.mechanism, o.common.grace())?;
     crate::output::files::prepare(&o.out_dir)?;
     let n = o.windows();
