@@ -133,7 +133,7 @@ fn dispatch(command: Command) -> Outcome {
         Command::Sweep(Sweep::Threshold(o)) => sweep::threshold(&o, select(&o.common)?),
         Command::Sweep(Sweep::Rate(o)) => schedule::rate::run(&o, select(&o.common)?),
         Command::LauncherCost(o) => {
-            let dev = device::select(o.device, o.workers, lv3::MechanismChoice::Auto, hip_facts)?;
+            let dev = device::select(o.device, o.workers, preempt_api::MechanismChoice::Auto, hip_facts)?;
             launcher_cost::run(&o, dev)
         }
         // The class experiment (hpf over --class too) or priority's modes (hpf alone).

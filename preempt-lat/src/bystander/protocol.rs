@@ -1,5 +1,5 @@
 //! What the bystander worker writes on stdout: one JSON object per line, tagged by `line`.
-//! All times are `CLOCK_MONOTONIC` ns ([`lv1::clock::now_ns`]), comparable across processes.
+//! All times are `CLOCK_MONOTONIC` ns ([`preempt_api::now_ns`]), comparable across processes.
 //!
 //! ```text
 //! {"line":"ready","device":"hip:0 (...)","kernel_ns":200000,"pid":1234}

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use gpu_device::hip_rt::{Device, DeviceBuffer, Hip, Mem, Stream};
 use gpu_device::{DelayKernel, LpState, calib, kernel};
-use lv1::clock::now_ns;
+use preempt_api::now_ns;
 
 use super::protocol::Line;
 use crate::error::{Context, Error};

@@ -60,7 +60,7 @@ fn empty_machine_says_host_device_plainly() {
         .collect();
     assert_eq!(
         lv3,
-        lv3::MechanismKind::AUTO_ORDER.map(lv3::MechanismKind::name),
+        preempt_api::MechanismKind::AUTO_ORDER.map(preempt_api::MechanismKind::name),
         "auto's probe order"
     );
 }

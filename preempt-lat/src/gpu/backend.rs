@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use gpu_device::verify::{self, Window};
 use gpu_device::{ClockMap, ClockPair, DelayCmd, HipLpQueue, HpProbe, calib};
 use lv3::binding::QueueBinding;
-use lv3::mechanism::Preemptor;
+use preempt_api::Preemptor;
 use preempt_api::gpu::{GpuDevice, GpuSuspension};
 
 use super::setup::{CLOCK_PAIRS, PROBE_TIMEOUT, clock_pairs, h};

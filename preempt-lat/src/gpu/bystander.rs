@@ -21,7 +21,7 @@ use gpu_device::{DelayCmd, LpState, SlotStatus};
 use lv1::HwQueue;
 use lv1::clock::{now_ns, sleep_until};
 use lv3::binding::QueueBinding;
-use lv3::mechanism::Preemptor;
+use preempt_api::Preemptor;
 use preempt_api::gpu::{self, GpuSuspension, KernelChoice, LpRequest, Prepare, PreparedLp};
 use preempt_api::{GracePeriod, Lv3Request, MechanismChoice, MechanismKind};
 

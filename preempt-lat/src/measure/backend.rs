@@ -54,7 +54,7 @@ pub struct DeviceSpan {
     /// The timeline track: what ran it (e.g. `LP worker 0`, `HP worker`).
     pub track: String,
     pub name: String,
-    /// On `CLOCK_MONOTONIC` (as [`lv1::clock::now_ns`]).
+    /// On `CLOCK_MONOTONIC` (as [`preempt_api::now_ns`]).
     pub start_ns: u64,
     pub end_ns: u64,
 }
@@ -103,7 +103,7 @@ pub trait Backend {
     /// The device's clock for request/suspend/resume stamps, in ns.
     fn now_ns(&self) -> u64;
     /// What to add to a [`Backend::now_ns`] stamp to put it on `CLOCK_MONOTONIC`
-    /// ([`lv1::clock::now_ns`], the launcher's clock): 0 where `now_ns` is that clock.
+    /// ([`preempt_api::now_ns`], the launcher's clock): 0 where `now_ns` is that clock.
     fn monotonic_offset_ns(&self) -> i64 {
         0
     }

@@ -125,7 +125,7 @@ pub fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
 
-/// Sleeps until `t_ns` (`CLOCK_MONOTONIC`, as [`lv1::clock::now_ns`]) or until a stop is
+/// Sleeps until `t_ns` (`CLOCK_MONOTONIC`, as [`preempt_api::now_ns`]) or until a stop is
 /// requested, whichever comes first (a wait of up to an hour must not outlast Ctrl-C); true if a
 /// stop cut it short.
 pub fn sleep_until_or_stop(t_ns: u64) -> bool {
@@ -134,7 +134,7 @@ pub fn sleep_until_or_stop(t_ns: u64) -> bool {
         if stop_requested() {
             return true;
         }
-        let now = lv1::clock::now_ns();
+        let now = preempt_api::now_ns();
         if now >= t_ns {
             return false;
         }

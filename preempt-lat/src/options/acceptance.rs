@@ -3,7 +3,7 @@
 use super::values::{self, DeviceSpec, Format, parse_t_ms};
 use crate::error::{UsageError, usage};
 use clap::{Args, ValueEnum};
-use lv3::MechanismChoice;
+use preempt_api::MechanismChoice;
 use std::path::PathBuf;
 
 /// `acceptance`.

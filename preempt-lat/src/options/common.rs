@@ -4,8 +4,8 @@ use super::values::{self, DeviceSpec, LpState};
 use super::values::{parse_positive, parse_threshold, parse_workers};
 use crate::error::{UsageError, usage};
 use clap::Args;
-use kfd::GracePeriod;
-use lv3::{MechanismChoice, MechanismKind};
+use preempt_api::GracePeriod;
+use preempt_api::{MechanismChoice, MechanismKind};
 
 /// The Lv1 launcher's settings.
 #[derive(Debug, Clone, Copy, Args)]

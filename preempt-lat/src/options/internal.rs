@@ -3,7 +3,7 @@
 use super::values::parse_positive_f64;
 use super::values::{self, DeviceSpec};
 use clap::Args;
-use lv3::MechanismChoice;
+use preempt_api::MechanismChoice;
 use std::path::PathBuf;
 
 /// `__bystander-worker`: delay kernels one after another until stdin closes.

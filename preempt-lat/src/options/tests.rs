@@ -1,7 +1,7 @@
 use super::*;
 use clap::CommandFactory;
-use kfd::GracePeriod;
-use lv3::MechanismChoice;
+use preempt_api::GracePeriod;
+use preempt_api::MechanismChoice;
 
 /// The command, or the line that refuses it (clap's or a check's: both are usage errors).
 fn parse(args: &[&str]) -> Result<Command, UsageError> {

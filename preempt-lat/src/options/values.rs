@@ -7,8 +7,8 @@ use crate::error::{UsageError, usage};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Arg, Command, ValueEnum};
 pub use gpu_device::LpState;
-use lv3::{MechanismChoice, MechanismKind};
 pub use preempt_api::{DeviceSpec, Level};
+use preempt_api::{MechanismChoice, MechanismKind};
 use serde::Serialize;
 use std::ffi::OsStr;
 

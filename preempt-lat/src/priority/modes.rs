@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use lv1::clock::now_ns;
 use preempt_api::Priority;
 use preempt_api::hpf::{Action, Policy};
+use preempt_api::now_ns;
 use preempt_api::{HpStream, Level, LpStream, Session};
 use serde_json::json;
 

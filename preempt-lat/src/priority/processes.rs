@@ -264,7 +264,7 @@ pub fn lp_process(
     hip: impl FnOnce() -> crate::doctor::facts::Fact<crate::doctor::facts::HipInfo>,
 ) -> Outcome {
     let dev = crate::device::select(o.device, Some(o.workers), o.mechanism, hip)?;
-    let src = dev.session_source(o.mechanism, kfd::GracePeriod::Default)?;
+    let src = dev.session_source(o.mechanism, preempt_api::GracePeriod::Default)?;
     let s = src
         .open(Options {
             host_workers: o.workers as usize,

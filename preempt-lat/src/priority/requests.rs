@@ -10,7 +10,7 @@ use crate::measure::abandon;
 use crate::measure::control::{sleep_until_or_stop, stop_requested};
 use crate::stats::Recorder;
 use crate::trace::{Trace, Track};
-use lv1::clock::now_ns;
+use preempt_api::now_ns;
 use serde_json::json;
 
 /// What happened on the HP side, for the scheduler.

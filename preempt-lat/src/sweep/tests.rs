@@ -94,7 +94,7 @@ fn the_state_sweep_refuses_the_host_device() {
             lv1: crate::options::Lv1Options { threshold: 8, batch: 4 },
             device: crate::options::DeviceSpec::Auto,
             seed: 1,
-            mechanism: lv3::MechanismChoice::Auto,
+            mechanism: preempt_api::MechanismChoice::Auto,
             grace: None,
             workers: None,
             quiet: true,

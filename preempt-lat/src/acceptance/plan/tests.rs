@@ -163,7 +163,7 @@ fn lv2_runs_on_the_host_device_and_a_gpu_plan_says_why_not() {
 #[test]
 fn partition_and_overhead_follow_priority_with_its_mechanism() {
     use crate::options::{Format, PolicyKind, values::parse_shares};
-    use lv3::MechanismChoice;
+    use preempt_api::MechanismChoice;
     let dir = Path::new("/tmp/x");
     for dev in [DeviceSpec::HOST, DeviceSpec::Hip(1)] {
         for quick in [false, true] {

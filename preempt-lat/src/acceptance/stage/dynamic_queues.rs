@@ -23,7 +23,7 @@ use gpu_device::{DelayCmd, SlotStatus, calib};
 use kfd::sysfs::SysRoot;
 use lv1::HwQueue;
 use lv3::binding::{Change, QueueBinding, Stale};
-use lv3::mechanism::Preemptor;
+use preempt_api::Preemptor;
 use preempt_api::gpu::{self, GpuDevice, GpuSuspension, KernelChoice, LpQueue, LpRequest, Prepare, PreparedLp};
 use preempt_api::{ErrorKind, GracePeriod, Lv3Request, MechanismChoice};
 use serde::Serialize;

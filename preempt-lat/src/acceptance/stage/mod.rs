@@ -17,8 +17,8 @@ use crate::error::{Context, Error, usage};
 use crate::exit::{Outcome, Verdict};
 use crate::measure::control::stop_requested;
 use crate::options::{AcceptanceStageOptions, InternalStage};
-use lv3::MechanismChoice;
 use preempt_api::DeviceSpec;
+use preempt_api::MechanismChoice;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

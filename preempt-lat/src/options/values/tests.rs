@@ -1,5 +1,5 @@
 use super::*;
-use kfd::GracePeriod;
+use preempt_api::GracePeriod;
 
 #[test]
 fn t_is_checked_with_a_reason() {
