@@ -157,6 +157,11 @@ fn too_few_windows_and_bad_numbers_are_refused() {
     );
     common::assert_refused(&["soak", "--device", "host", "--window-s", "0"], "--window-s", limit);
     common::assert_refused(
+        &["soak", "--device", "host", "--window-s", "0.5"],
+        "--window-s 0.5: at least 1 s",
+        limit,
+    );
+    common::assert_refused(
         &["soak", "--device", "host", "--rss-growth-mib=-1"],
         "--rss-growth-mib",
         limit,

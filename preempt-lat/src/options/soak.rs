@@ -18,13 +18,17 @@ pub(super) const SOAK_EXAMPLES: &str = "Examples:
 /// The fewest windows a drift can be read from: a third of them at each end, two windows each.
 pub const MIN_WINDOWS: u32 = 6;
 
+/// The shortest window, in seconds: one holds 7.2.1's 20 HP requests a second and 8.3.1's 10, so
+/// a shorter one may have no request to take a P99 of.
+pub const MIN_WINDOW_S: f64 = 1.0;
+
 /// `soak`: stability over time.
 #[derive(Debug, Clone, Args)]
 pub struct SoakOptions {
     /// How long the whole run lasts, in minutes (the seeds' stability item asks for an hour).
     #[arg(long, default_value = "60", value_parser = |s: &str| values::parse_positive_f64(s, "--minutes", 7.0 * 24.0 * 60.0))]
     pub minutes: f64,
-    /// Each window's length in seconds: the run is a series of windows, 7.2.1's priority load
+    /// Each window's length in seconds (1 to 3600): the run is a series of windows, 7.2.1's priority load
     /// (lv3 mode) and 8.3.1's HP client against an LP client (hpf) in turn, each in sessions of
     /// its own on the device opened once. A window's HP P50/P99 and this process's RSS, open
     /// descriptors and threads after it make the series the drift is read from.
@@ -55,6 +59,12 @@ impl SoakOptions {
     /// At least [`MIN_WINDOWS`] windows.
     pub(super) fn check(&self) -> Result<(), UsageError> {
         self.common.check()?;
+        if self.window_s < MIN_WINDOW_S {
+            return Err(usage!(
+                "--window-s {}: at least {MIN_WINDOW_S} s (a window holds 7.2.1's 20 and 8.3.1's 10 HP requests a second)",
+                self.window_s
+            ));
+        }
         if self.windows() < MIN_WINDOWS {
             return Err(usage!(
                 "--minutes {} with --window-s {} makes {} windows: a drift needs at least {MIN_WINDOWS} (lengthen \
