@@ -1,6 +1,7 @@
 //! `soak` on the host device: the suite's two minutes of the long run (both experiments in
 //! turn, every LP command exactly once, nothing held more at the end than after the second
-//! window), its stop by Ctrl-C, its refusals, and `report` judging it. Host figures only; the
+//! window), its stop by Ctrl-C, its refusals, `report` judging it, and `acceptance --long`
+//! running it as a stage (a 12-s trial). Host figures only; the
 //! latency drift is printed, never asserted (a loaded 2-core VM moves it either way).
 mod common;
 
@@ -166,4 +167,57 @@ fn too_few_windows_and_bad_numbers_are_refused() {
         "--rss-growth-mib",
         limit,
     );
+}
+
+#[test]
+fn acceptance_long_runs_the_soak_as_a_stage_archives_it_and_judges_it() {
+    let dir = common::scratch("soak-acceptance");
+    let args = [
+        "acceptance",
+        "--device",
+        "host",
+        "--quick",
+        "--long=0.2",
+        "--only",
+        "soak",
+        "--format",
+        "json",
+        "--node",
+        "test-soak",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ];
+    let o = common::output_within(&args, Duration::from_secs(180));
+    let summary: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let device = &summary["devices"][0];
+    let stage = device["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "soak")
+        .unwrap();
+    assert_eq!(stage["status"], "PASS", "{stage}");
+    let reason = stage["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("12 windows; priority P99 ") && reason.contains("fds +0, threads +0"),
+        "{reason}"
+    );
+    let judged: Vec<&Value> = device["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["id"] == "soak-stable")
+        .collect();
+    assert_eq!(judged.len(), 1, "{device}");
+    assert_eq!(
+        (&judged[0]["verdict"], &judged[0]["host_figures"]),
+        (&Value::from("PASS"), &Value::Bool(true))
+    );
+    let archive = dir.join(summary["archive"].as_str().unwrap());
+    let soak = common::only_stage::members(&archive, "soak.json");
+    assert_eq!(soak.len(), 1, "soak.json archived");
+    let r: Value = serde_json::from_str(&soak[0].1).unwrap();
+    assert_eq!(r["windows"].as_array().map(Vec::len), Some(12));
 }

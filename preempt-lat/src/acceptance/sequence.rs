@@ -20,8 +20,8 @@ pub struct Context<'a> {
     /// The run's directory (what the archive holds).
     pub top: &'a Path,
     pub quick: bool,
-    /// `--long`: the soak stage too.
-    pub long: bool,
+    /// `--long`: the soak stage too, this long.
+    pub long: Option<std::time::Duration>,
     /// `--only` (empty: every stage).
     pub only: &'a [String],
     /// `--stage-bound`.
@@ -306,12 +306,12 @@ mod tests {
 
     #[test]
     fn a_stage_runs_only_when_what_it_needs_passed() {
-        let plan = plan::stages(DeviceSpec::Hip(0), true, false);
+        let plan = plan::stages(DeviceSpec::Hip(0), true, None);
         let cx = Context {
             program: Path::new("preempt-lat"),
             top: Path::new("/nonexistent"),
             quick: true,
-            long: false,
+            long: None,
             only: &[],
             bounds: &[],
         };
@@ -359,13 +359,13 @@ mod tests {
 
     #[test]
     fn stage_bounds_can_be_overridden_by_id() {
-        let plan = plan::stages(DeviceSpec::HOST, true, false);
+        let plan = plan::stages(DeviceSpec::HOST, true, None);
         let bounds = [("sweep-t".to_string(), 2.5)];
         let cx = Context {
             program: Path::new("x"),
             top: Path::new("/x"),
             quick: true,
-            long: false,
+            long: None,
             only: &[],
             bounds: &bounds,
         };

@@ -22,12 +22,13 @@ pub struct AcceptanceOptions {
     /// shrink with them.
     #[arg(long)]
     pub quick: bool,
-    /// Also the long run (the seeds' stability item): `soak` for an hour, priority (7.2.1, lv3)
-    /// and the class experiment (8.3.1) in turn, before the kernel log; its stage reports the
-    /// P99 drift and this process's RSS, descriptors and threads over time (soak.json), and
-    /// `report` judges it (soak-stable). With --quick the other stages stay quick.
-    #[arg(long)]
-    pub long: bool,
+    /// Also the long run (the seeds' stability item): `soak` for an hour (`--long`) or MINUTES
+    /// (`--long=10` for a trial, at least 0.1), priority (7.2.1, lv3) and the class experiment
+    /// (8.3.1) in turn, before the kernel log; its stage reports the P99 drift and this
+    /// process's RSS, descriptors and threads over time (soak.json), and `report` judges it
+    /// (soak-stable). With --quick the other stages stay quick.
+    #[arg(long, value_name = "MINUTES", num_args = 0..=1, require_equals = true, default_missing_value = LONG_MINUTES, value_parser = parse_long)]
+    pub long: Option<std::time::Duration>,
     /// Directory for the archive (created if missing); the stages write into a directory of the
     /// same name beside it, removed once the archive is complete.
     #[arg(long, default_value = "preempt-lat-results")]
@@ -51,6 +52,20 @@ pub struct AcceptanceOptions {
     /// information too: the exit status then says only whether a stage failed.
     #[arg(long)]
     pub no_gate: bool,
+}
+
+/// `--long`'s minutes when none are given: the seeds' stability item asks for an hour.
+pub const LONG_MINUTES: &str = "60";
+
+/// `--long`'s minutes: 0.1 (six 1-s windows, the fewest a drift is read from) to a week.
+fn parse_long(s: &str) -> Result<std::time::Duration, UsageError> {
+    let m = values::parse_positive_f64(s, "--long", 7.0 * 24.0 * 60.0)?;
+    if m < 0.1 {
+        return Err(usage!(
+            "--long={s}: at least 0.1 minutes (six 1-s windows, the fewest a drift is read from)"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(m * 60.0))
 }
 
 /// A node name goes into a file name: letters, digits, `.`, `_` and `-`, at most 64.

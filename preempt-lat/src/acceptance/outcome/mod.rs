@@ -62,7 +62,7 @@ fn pass_line(work: Work, dir: &Path) -> String {
                 )
             },
         ),
-        Work::Soak => json(dir, "soak.json").map_or_else(
+        Work::Soak(_) => json(dir, "soak.json").map_or_else(
             || "passed (no soak.json to summarize)".into(),
             |r| {
                 let drift: Vec<String> = r["p99_drift"]
@@ -401,6 +401,8 @@ pub fn targets(stages: &[Stage], records: &[StageRecord], top: &Path) -> Vec<Jud
             );
         }
     }
+    // The long run (`--long`): its problems, none allowed.
+    from("soak", "soak.json", "soak-stable", "7.2.1 and 8.3.1 in turn", all);
     // overhead's scheduled setups, the levels the plan runs it with (lv2 where the device has it).
     let setups: Vec<&str> = [Level::Lv1, Level::Lv2, Level::Lv3]
         .into_iter()

@@ -4,7 +4,7 @@ use preempt_api::DeviceSpec;
 
 #[test]
 fn a_stage_that_did_not_pass_leaves_its_targets_not_measured_with_its_reason() {
-    let plan = stages(DeviceSpec::HOST, true, false);
+    let plan = stages(DeviceSpec::HOST, true, None);
     let top = std::env::temp_dir().join(format!("preempt-lat-outcome-{}", std::process::id()));
     std::fs::create_dir_all(top.join("host/06-latency-lv3-sigstop")).unwrap();
     let run = serde_json::json!({
@@ -77,7 +77,7 @@ fn lv2_targets_are_judged_where_the_plan_runs_lv2() {
         rec("latency-lv2", Status::Pass, &["host/13-latency-lv2/run.json"]),
         rec("priority", Status::Pass, &["host/17-priority/priority.json"]),
     ];
-    let t = targets(&stages(DeviceSpec::HOST, true, false), &records, &top);
+    let t = targets(&stages(DeviceSpec::HOST, true, None), &records, &top);
     let one_t = t.iter().find(|j| j.id == "lv2-one-t").expect("lv2-one-t judged");
     assert_eq!(
         (one_t.verdict, one_t.measured, one_t.host_figures),
@@ -96,7 +96,7 @@ fn lv2_targets_are_judged_where_the_plan_runs_lv2() {
         ]
     );
     // A GPU: latency-lv2 skipped by the plan (its record says why), no Lv2 target.
-    let gpu = stages(DeviceSpec::Hip(0), true, false);
+    let gpu = stages(DeviceSpec::Hip(0), true, None);
     let why = gpu
         .iter()
         .find(|s| s.id == "latency-lv2")
@@ -192,7 +192,7 @@ fn partition_and_overhead_are_judged_per_device() {
         rec("partition", Status::Pass, &["host/18-partition/schedule.json"]),
         rec("overhead", Status::Pass, &["host/19-overhead/overhead.json"]),
     ];
-    let t = targets(&stages(DeviceSpec::HOST, true, false), &records, &top);
+    let t = targets(&stages(DeviceSpec::HOST, true, None), &records, &top);
     let rows = |id: &str| -> Vec<(String, targets::Verdict, Option<f64>)> {
         t.iter()
             .filter(|j| j.id == id)
@@ -232,7 +232,7 @@ fn partition_and_overhead_are_judged_per_device() {
         rec("partition", Status::Pass, &["hip0/18-partition/schedule.json"]),
         rec("overhead", Status::Fail, &[]),
     ];
-    let t = targets(&stages(DeviceSpec::Hip(0), true, false), &records, &top);
+    let t = targets(&stages(DeviceSpec::Hip(0), true, None), &records, &top);
     let part: Vec<&Judged> = t.iter().filter(|j| j.id == "partition").collect();
     assert_eq!(part.len(), 1);
     assert_eq!(
@@ -270,7 +270,7 @@ fn partition_and_overhead_are_judged_per_device() {
 #[test]
 fn a_partition_whose_policy_actions_failed_fails() {
     use std::os::unix::process::ExitStatusExt;
-    let plan = stages(DeviceSpec::Hip(0), true, false);
+    let plan = stages(DeviceSpec::Hip(0), true, None);
     let stage = plan.iter().find(|s| s.id == "partition").unwrap();
     let ended = crate::acceptance::runner::Ended {
         status: Some(std::process::ExitStatus::from_raw(0)),
@@ -350,7 +350,7 @@ fn example5_is_judged_per_level() {
             .collect()
     };
     let t = targets(
-        &stages(DeviceSpec::HOST, true, false),
+        &stages(DeviceSpec::HOST, true, None),
         &[rec("example5", &["host/24-example5/example5.json"])],
         &top,
     );
@@ -373,7 +373,7 @@ fn example5_is_judged_per_level() {
     let gpu = e5("hip:0", serde_json::json!({"lv3": level(0.5, 4.0, 0.02)}));
     write(&top.join("hip0/30-example5"), "example5.json", &gpu);
     let t = targets(
-        &stages(DeviceSpec::Hip(0), true, false),
+        &stages(DeviceSpec::Hip(0), true, None),
         &[rec("example5", &["hip0/30-example5/example5.json"])],
         &top,
     );

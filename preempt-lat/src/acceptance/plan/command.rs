@@ -1,6 +1,6 @@
 //! Each stage's child: its command line (an existing subcommand, or `__acceptance-stage`), the
 //! file its stdout goes to, and the result files `report` merges.
-use super::{LONG_MINUTES, Mech, SHARES, Sizes, Stage, T_MS, Work, mechanism_arg};
+use super::{Mech, SHARES, Sizes, Stage, T_MS, Work, mechanism_arg};
 use crate::options::{InternalStage, Preset};
 use clap::ValueEnum;
 use preempt_api::DeviceSpec;
@@ -116,13 +116,19 @@ pub fn args(stage: &Stage, device: DeviceSpec, quick: bool, dir: &Path, chosen: 
             a.extend(chosen);
             a
         }
-        Work::Soak => {
+        Work::Soak(length) => {
+            // A minute's windows for an hour, shorter ones for a shorter trial (60 windows down to
+            // 1-s windows).
+            let minutes = length.as_secs_f64() / 60.0;
+            let window_s = minutes.clamp(1.0, 60.0);
             let mut a = strings(&[
                 "soak",
                 "--device",
                 &dev,
                 "--minutes",
-                &LONG_MINUTES.to_string(),
+                &minutes.to_string(),
+                "--window-s",
+                &window_s.to_string(),
                 "--out-dir",
                 &out_dir,
             ]);
@@ -235,7 +241,7 @@ pub fn result_files(work: Work) -> &'static [&'static str] {
         Work::SweepT => &["sweep-t.json"],
         Work::SweepState => &["sweep-state.json"],
         Work::Priority => &["priority.json"],
-        Work::Soak => &["soak.json"],
+        Work::Soak(_) => &["soak.json"],
         Work::Partition => &["schedule.json"],
         Work::Preset(Preset::Fig9) => &["priority.json"],
         Work::Preset(_) => &["schedule.json"],

@@ -57,8 +57,8 @@ pub enum Work {
     /// `overhead`: native against scheduled, nothing preempted (Fig. 12a/b); its stdout is its
     /// JSON result ([`stdout_file`]).
     Overhead,
-    /// `soak`: priority and the class experiment in turn for [`LONG_MINUTES`] (`--long` only).
-    Soak,
+    /// `soak`: priority and the class experiment in turn for this long (`--long` only).
+    Soak(Duration),
     /// The kernel log lines of the device's run, read by `acceptance` itself.
     KernelLog,
 }
@@ -97,12 +97,10 @@ pub const EXAMPLE5_BOUND_S: u64 = 1200;
 /// of the program, each well inside its own bound (the stage's module says how long).
 pub const INTERPOSER_BOUND_S: u64 = 300;
 
-/// `--long`'s soak: the seeds' stability item asks for an hour.
-pub const LONG_MINUTES: u32 = 60;
-
-/// Its bound: the hour, a window's worth of stop and the sessions' closes, and room for a
-/// loaded machine; not scaled by `--quick` (the soak's length is the point of `--long`).
-pub const LONG_BOUND: Duration = Duration::from_secs(75 * 60);
+/// What the soak stage's bound adds to its length: a window's worth of stop, the sessions'
+/// closes, and room for a loaded machine; not scaled by `--quick` (the soak's length is the point
+/// of `--long`).
+pub const LONG_MARGIN: Duration = Duration::from_secs(15 * 60);
 
 /// The library-kernels stage's bound (s, before `--quick` halves it): its script's, and a stop.
 pub const LIBRARY_KERNELS_BOUND_S: u64 = 500;
@@ -111,8 +109,9 @@ fn secs(s: u64, sizes: &Sizes) -> Duration {
     Duration::from_secs_f64(s as f64 * sizes.bound_scale)
 }
 
-/// The stages of `device`, in the order they run (with `long`, the soak before the kernel log).
-pub fn stages(device: DeviceSpec, quick: bool, long: bool) -> Vec<Stage> {
+/// The stages of `device`, in the order they run (with `long`, a soak that long before the kernel
+/// log).
+pub fn stages(device: DeviceSpec, quick: bool, long: Option<Duration>) -> Vec<Stage> {
     let z = Sizes::of(quick);
     let host = device.is_host();
     let gpu_only = |why: &str| host.then(|| format!("GPU only: {why}"));
@@ -389,18 +388,19 @@ pub fn stages(device: DeviceSpec, quick: bool, long: bool) -> Vec<Stage> {
             )
         });
     }
-    // Last before the kernel log: an hour of priority and the class experiment, through the Lv3
-    // mechanism its lv3 windows use, once every shorter stage has had its say.
-    if long {
+    // Last before the kernel log: the long run of priority and the class experiment, through the
+    // Lv3 mechanism its lv3 windows use, once every shorter stage has had its say.
+    if let Some(length) = long {
         v.push(Stage {
-            bound: LONG_BOUND,
+            bound: length + LONG_MARGIN,
             ..with_lv3(s(
                 "soak",
                 &format!(
-                    "soak: {LONG_MINUTES} min of priority (7.2.1, lv3) and the class experiment (8.3.1) in turn; P99 drift, \
-                     RSS, descriptors and threads over time"
+                    "soak: {} min of priority (7.2.1, lv3) and the class experiment (8.3.1) in turn; P99 drift, RSS, \
+                     descriptors and threads over time",
+                    length.as_secs_f64() / 60.0
                 ),
-                Work::Soak,
+                Work::Soak(length),
                 &[],
                 0,
             ))

@@ -10,7 +10,7 @@ fn ids(v: &[Stage]) -> Vec<&str> {
 #[test]
 fn every_stage_needs_only_stages_before_it() {
     for dev in [DeviceSpec::HOST, DeviceSpec::Hip(0)] {
-        let v = stages(dev, false, true);
+        let v = stages(dev, false, Some(LONG));
         for (i, s) in v.iter().enumerate() {
             for n in s.needs.iter().chain(&s.needs_any) {
                 let before = ids(&v[..i]);
@@ -26,7 +26,7 @@ fn every_stage_needs_only_stages_before_it() {
 
 #[test]
 fn a_gpu_has_a_stage_per_mechanism_and_the_host_its_sigstop() {
-    let gpu = stages(DeviceSpec::Hip(1), true, false);
+    let gpu = stages(DeviceSpec::Hip(1), true, None);
     for k in MechanismKind::AUTO_ORDER {
         for prefix in ["suspend-resume", "latency-lv3", "bystander"] {
             let id = format!("{prefix}-{}", k.name());
@@ -40,7 +40,7 @@ fn a_gpu_has_a_stage_per_mechanism_and_the_host_its_sigstop() {
         .map(|s| s.id.as_str())
         .collect();
     assert_eq!(skipped, ["latency-lv2"], "every stage applies to a GPU but Lv2");
-    let host = stages(DeviceSpec::HOST, true, false);
+    let host = stages(DeviceSpec::HOST, true, None);
     let skipped: Vec<&str> = host
         .iter()
         .filter(|s| s.not_here.is_some())
@@ -66,7 +66,7 @@ fn every_child_command_line_parses() {
     let dir = Path::new("/tmp/x");
     for dev in [DeviceSpec::HOST, DeviceSpec::Hip(2)] {
         for quick in [false, true] {
-            let v = stages(dev, quick, true);
+            let v = stages(dev, quick, Some(LONG));
             for s in &v {
                 let chosen = s.needs_any.first().and_then(|id| mechanism_of(&v, id));
                 let Some(a) = args(s, dev, quick, dir, chosen) else {
@@ -93,7 +93,7 @@ fn every_child_command_line_parses() {
 fn dynamic_queues_is_a_gpu_stage_after_discovery() {
     let find = |v: &[Stage]| v.iter().find(|s| s.id == "dynamic-queues").cloned().unwrap();
     for quick in [false, true] {
-        let gpu = stages(DeviceSpec::Hip(0), quick, false);
+        let gpu = stages(DeviceSpec::Hip(0), quick, None);
         let s = find(&gpu);
         assert_eq!(s.work, Work::Internal(InternalStage::DynamicQueues, None));
         assert_eq!(s.needs, ["discovery"]);
@@ -102,7 +102,7 @@ fn dynamic_queues_is_a_gpu_stage_after_discovery() {
         let a = args(&s, DeviceSpec::Hip(0), quick, Path::new("/tmp/x"), None).unwrap();
         assert_eq!(&a[..2], ["__acceptance-stage", "dynamic-queues"]);
     }
-    let host = find(&stages(DeviceSpec::HOST, true, false));
+    let host = find(&stages(DeviceSpec::HOST, true, None));
     assert_eq!(
         host.not_here.as_deref(),
         Some("GPU only: no KFD queues on the host device")
@@ -116,7 +116,7 @@ fn dynamic_queues_is_a_gpu_stage_after_discovery() {
 fn lv2_runs_on_the_host_device_and_a_gpu_plan_says_why_not() {
     let dir = Path::new("/tmp/x");
     for quick in [false, true] {
-        let host = stages(DeviceSpec::HOST, quick, false);
+        let host = stages(DeviceSpec::HOST, quick, None);
         let lv2 = host.iter().find(|s| s.id == "latency-lv2").unwrap();
         assert_eq!(
             (lv2.work, lv2.not_here.as_deref()),
@@ -138,7 +138,7 @@ fn lv2_runs_on_the_host_device_and_a_gpu_plan_says_why_not() {
             "the device's modes, lv2 among them: {prio:?}"
         );
 
-        let gpu = stages(DeviceSpec::Hip(3), quick, false);
+        let gpu = stages(DeviceSpec::Hip(3), quick, None);
         let lv2 = gpu.iter().find(|s| s.id == "latency-lv2").unwrap();
         let why = preempt_api::lv2_unavailable(DeviceSpec::Hip(3)).message;
         assert_eq!(lv2.not_here.as_deref(), Some(why.as_str()));
@@ -168,7 +168,7 @@ fn partition_and_overhead_follow_priority_with_its_mechanism() {
     for dev in [DeviceSpec::HOST, DeviceSpec::Hip(1)] {
         for quick in [false, true] {
             let z = Sizes::of(quick);
-            let v = stages(dev, quick, true);
+            let v = stages(dev, quick, Some(LONG));
             let at = |id: &str| {
                 v.iter()
                     .position(|s| s.id == id)
@@ -239,7 +239,7 @@ fn partition_and_overhead_follow_priority_with_its_mechanism() {
 #[test]
 fn the_hardware_doc_lists_every_stage_of_a_gpu_and_counts_them() {
     let doc = include_str!("../../../../docs/hardware-validation.md");
-    let plan = stages(DeviceSpec::Hip(0), false, false);
+    let plan = stages(DeviceSpec::Hip(0), false, None);
     let mut want: Vec<String> = Vec::new();
     for s in &plan {
         let id = MechanismKind::AUTO_ORDER
@@ -273,8 +273,8 @@ fn the_hardware_doc_lists_every_stage_of_a_gpu_and_counts_them() {
 #[test]
 fn quick_shrinks_the_bounds() {
     let (full, quick) = (
-        stages(DeviceSpec::HOST, false, false),
-        stages(DeviceSpec::HOST, true, false),
+        stages(DeviceSpec::HOST, false, None),
+        stages(DeviceSpec::HOST, true, None),
     );
     for (f, q) in full.iter().zip(&quick) {
         assert!(q.bound < f.bound, "{}", f.id);
@@ -289,7 +289,7 @@ fn the_interposer_stage_follows_overhead_and_is_sized_by_quick() {
     let dir = Path::new("/tmp/x");
     for (dev, needs) in [(DeviceSpec::HOST, "environment"), (DeviceSpec::Hip(2), "discovery")] {
         for quick in [false, true] {
-            let v = stages(dev, quick, true);
+            let v = stages(dev, quick, Some(LONG));
             let at = |id: &str| v.iter().position(|s| s.id == id).unwrap();
             let s = &v[at("interposer")];
             assert_eq!(at("interposer"), at("example5") + 1, "after the presets and Example 5");
@@ -323,7 +323,7 @@ fn example5_follows_the_presets_with_the_session_stages_needs() {
     let dir = Path::new("/tmp/x");
     for (dev, needs) in [(DeviceSpec::HOST, "environment"), (DeviceSpec::Hip(1), "discovery")] {
         for quick in [false, true] {
-            let v = stages(dev, quick, true);
+            let v = stages(dev, quick, Some(LONG));
             let at = |id: &str| v.iter().position(|s| s.id == id).unwrap();
             let s = &v[at("example5")];
             assert_eq!(at("example5"), at("case-8.3.2") + 1, "{dev}: after the presets");
@@ -393,7 +393,7 @@ fn the_presets_run_after_overhead_in_the_test_plan_s_order() {
     ];
     for dev in [DeviceSpec::HOST, DeviceSpec::Hip(0)] {
         for quick in [false, true] {
-            let v = stages(dev, quick, true);
+            let v = stages(dev, quick, Some(LONG));
             let at = |id: &str| {
                 v.iter()
                     .position(|s| s.id == id)
@@ -455,32 +455,61 @@ fn the_presets_run_after_overhead_in_the_test_plan_s_order() {
     }
 }
 
-/// `--long` adds the hour's soak before the kernel log, its bound not halved by `--quick`,
-/// through the Lv3 mechanism a latency stage showed working; without it the plan is unchanged.
+/// `--long`'s default length: the hour (`--long` without minutes parses to it: a test below).
+const LONG: Duration = Duration::from_secs(3600);
+
 #[test]
-fn long_adds_the_soak_before_the_kernel_log_with_its_hour() {
+fn long_alone_is_the_hour_and_long_with_minutes_a_trial() {
+    let long = |a: &[&str]| {
+        let argv = ["preempt-lat", "acceptance"].iter().chain(a).copied();
+        match Cli::try_parse_from(argv).map(Cli::checked) {
+            Ok(Ok(Command::Acceptance(o))) => Ok(o.long),
+            Ok(Ok(_)) => unreachable!(),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    assert_eq!(long(&[]), Ok(None));
+    assert_eq!(long(&["--long"]), Ok(Some(LONG)));
+    assert_eq!(long(&["--long=0.2"]), Ok(Some(Duration::from_secs(12))));
+    assert!(long(&["--long=0.05"]).unwrap_err().contains("at least 0.1 minutes"));
+}
+
+/// `--long` adds the soak before the kernel log, its bound its length and a margin (not halved
+/// by `--quick`), through the Lv3 mechanism a latency stage showed working: an hour of 1-minute
+/// windows, or a trial's length of shorter ones; without it the plan is unchanged.
+#[test]
+fn long_adds_the_soak_before_the_kernel_log_for_its_length() {
     for dev in [DeviceSpec::HOST, DeviceSpec::Hip(0)] {
         for quick in [false, true] {
-            let short = stages(dev, quick, false);
-            let long = stages(dev, quick, true);
-            assert!(!ids(&short).contains(&"soak"));
-            let mut without: Vec<&str> = ids(&long);
-            without.retain(|id| *id != "soak");
-            assert_eq!(without, ids(&short));
-            let soak = &long[long.len() - 2];
-            assert_eq!(
-                (soak.id.as_str(), soak.work, soak.bound),
-                ("soak", Work::Soak, LONG_BOUND)
-            );
-            assert!(soak.bound > Duration::from_secs(u64::from(LONG_MINUTES) * 60));
-            assert!(!soak.needs_any.is_empty() && soak.needs_any.iter().all(|n| n.starts_with("latency-lv3-")));
-            let a = args(soak, dev, quick, Path::new("/tmp/x"), None).unwrap();
-            let minutes = LONG_MINUTES.to_string();
-            assert_eq!(
-                a[..5],
-                ["soak", "--device", &dev.to_string(), "--minutes", minutes.as_str()]
-            );
-            assert_eq!(result_files(Work::Soak), ["soak.json"]);
+            for (length, minutes, window) in [(LONG, "60", "60"), (Duration::from_secs(12), "0.2", "1")] {
+                let short = stages(dev, quick, None);
+                let long = stages(dev, quick, Some(length));
+                assert!(!ids(&short).contains(&"soak"));
+                let mut without: Vec<&str> = ids(&long);
+                without.retain(|id| *id != "soak");
+                assert_eq!(without, ids(&short));
+                let soak = &long[long.len() - 2];
+                assert_eq!(
+                    (soak.id.as_str(), soak.work, soak.bound),
+                    ("soak", Work::Soak(length), length + LONG_MARGIN)
+                );
+                assert!(!soak.needs_any.is_empty() && soak.needs_any.iter().all(|n| n.starts_with("latency-lv3-")));
+                let a = args(soak, dev, quick, Path::new("/tmp/x"), None).unwrap();
+                assert_eq!(
+                    a[..7],
+                    [
+                        "soak",
+                        "--device",
+                        &dev.to_string(),
+                        "--minutes",
+                        minutes,
+                        "--window-s",
+                        window
+                    ]
+                );
+                assert_eq!(result_files(Work::Soak(length)), ["soak.json"]);
+            }
         }
     }
 }

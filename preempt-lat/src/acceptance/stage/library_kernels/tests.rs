@@ -118,7 +118,7 @@ fn library_kernels_follows_the_interposer_and_is_sized_by_quick() {
         (DeviceSpec::Hip(1), "discovery", true),
     ] {
         for quick in [false, true] {
-            let v = stages(dev, quick, false);
+            let v = stages(dev, quick, None);
             let at = |id: &str| v.iter().position(|s| s.id == id).unwrap();
             let s = &v[at("library-kernels")];
             assert_eq!(at("library-kernels"), at("interposer") + 1);
