@@ -143,7 +143,7 @@ pub fn run(o: &SoakOptions, dev: Device) -> Outcome {
                 break;
             }
         };
-        let held = process::held().map_err(|e| failed!("after window {index}: {e}"))?;
+        let held = process::held().with_context(|| format!("after window {index}"))?;
         let w = Window {
             index,
             kind,

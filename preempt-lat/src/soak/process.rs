@@ -1,5 +1,6 @@
 //! What this process holds, read from /proc/self after each window: what grows without bound
 //! over a long run (memory, descriptors, threads) is what a soak looks for.
+use crate::error::{Context, Error, failed};
 use serde::Serialize;
 
 /// This process's resident memory, open descriptors and threads at one moment.
@@ -14,10 +15,11 @@ pub struct Held {
 }
 
 /// The figures now, or why /proc could not say.
-pub fn held() -> Result<Held, String> {
-    let status = std::fs::read_to_string("/proc/self/status").map_err(|e| format!("/proc/self/status: {e}"))?;
-    let (rss_kib, threads) = parse_status(&status).ok_or("/proc/self/status: no VmRSS or Threads line")?;
-    let dir = std::fs::read_dir("/proc/self/fd").map_err(|e| format!("/proc/self/fd: {e}"))?;
+pub fn held() -> Result<Held, Error> {
+    let status = std::fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
+    let (rss_kib, threads) =
+        parse_status(&status).ok_or_else(|| failed!("/proc/self/status: no VmRSS or Threads line"))?;
+    let dir = std::fs::read_dir("/proc/self/fd").context("listing /proc/self/fd")?;
     // read_dir holds one descriptor of its own while it lists.
     let fds = (dir.count() as u64).saturating_sub(1);
     Ok(Held { rss_kib, fds, threads })
