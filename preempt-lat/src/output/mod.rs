@@ -15,6 +15,11 @@ use crate::options::Format;
 use serde::Serialize;
 use std::io::{self, Write};
 
+/// A figure in a table for people, to `digits` decimals; `-` where there is none.
+pub fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.digits$}"))
+}
+
 /// A result as the exporters see it.
 pub trait Export {
     /// What JSON writes: the result whole.

@@ -2,14 +2,10 @@
 use super::PriorityResult;
 use crate::error::Context as _;
 use crate::num::ms;
-use crate::output::Export;
+use crate::output::{Export, opt};
 use crate::plot::{self, Axis, RefLine, Scale, Series};
 use serde::Serialize;
 use std::io::{Result, Write};
-
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{v:.digits$}"))
-}
 
 /// JSON: the result whole; CSV: one row per mode; text: the table.
 impl Export for PriorityResult {

@@ -10,7 +10,7 @@ use crate::measure::settle::{closed_after_stop, stream_idle_or_stop, stream_sett
 use crate::num::ms;
 use crate::options::Arrival;
 use crate::options::class::ClassSpec;
-use crate::output::Export;
+use crate::output::{Export, opt};
 use crate::stats::{Summary, p99_ratio};
 use preempt_api::Session;
 pub use row::Row;
@@ -310,7 +310,6 @@ impl Export for ScheduleResult {
             "| class | arrivals | T ms | done | late | p50 ms | p90 ms | p99 ms | max ms | p99/first | req/s | share asked | share got | exactly once |"
         )?;
         writeln!(w, "|{}", " --- |".repeat(14))?;
-        let opt = |v: Option<f64>, prec: usize| v.map_or("-".into(), |v| format!("{v:.prec$}"));
         for c in &self.classes {
             let s = &c.spec;
             let arrivals = if s.saturates() {
@@ -425,7 +424,6 @@ fn standalone_text(r: &ScheduleResult, s: &super::standalone::Standalone, w: &mu
         "| class | p99 ms alone | p99 ms together | p99 / alone | work/s alone | work/s together |"
     )?;
     writeln!(w, "|{}", " --- |".repeat(6))?;
-    let opt = |v: Option<f64>, prec: usize| v.map_or("-".into(), |v| format!("{v:.prec$}"));
     for c in &r.classes {
         let Some(a) = &c.alone else { continue };
         writeln!(

@@ -1,13 +1,9 @@
 //! A soak for people (a table of windows, the drift, the verdict) and as CSV (a row per window).
 use super::SoakResult;
 use super::drift::Window;
-use crate::output::Export;
+use crate::output::{Export, opt};
 use serde::Serialize;
 use std::io::{self, Write};
-
-fn opt_ms(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".into(), |x| format!("{x:.2}"))
-}
 
 #[allow(clippy::cast_precision_loss)] // KiB of one process: far below 2^52
 fn mib(kib: u64) -> f64 {
@@ -29,8 +25,8 @@ pub fn progress(w: &Window, windows: u32) -> String {
         w.index + 1,
         w.kind.name(),
         w.preset,
-        opt_ms(w.hp_p50_ms),
-        opt_ms(w.hp_p99_ms),
+        opt(w.hp_p50_ms, 2),
+        opt(w.hp_p99_ms, 2),
         check_word(w.correct),
         mib(w.held.rss_kib),
         w.held.fds,
@@ -121,8 +117,8 @@ impl Export for SoakResult {
                 x.kind.name(),
                 x.start_s,
                 x.hp_requests,
-                opt_ms(x.hp_p50_ms),
-                opt_ms(x.hp_p99_ms),
+                opt(x.hp_p50_ms, 2),
+                opt(x.hp_p99_ms, 2),
                 check_word(x.correct),
                 mib(x.held.rss_kib),
                 x.held.fds,

@@ -16,8 +16,8 @@ use crate::measure::control::stop_requested;
 use crate::num::ms;
 use crate::options::class::{self, ClassSpec};
 use crate::options::{Arrival, SweepRateOptions};
-use crate::output::Export;
 use crate::output::files::{prepare, write_all};
+use crate::output::{Export, opt};
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -239,7 +239,6 @@ impl Export for RateSweep {
             "| offered req/s | class | req/s | done | late | p50 ms | p90 ms | p99 ms | max ms | got req/s | exactly once |"
         )?;
         writeln!(w, "|{}", " --- |".repeat(11))?;
-        let opt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
         for pt in &self.points {
             for c in &pt.result.classes {
                 writeln!(
@@ -254,10 +253,10 @@ impl Export for RateSweep {
                     },
                     c.finished,
                     c.late,
-                    opt(c.latency_ns.map(|s| ms(s.p50))),
-                    opt(c.latency_ns.map(|s| ms(s.p90))),
-                    opt(c.latency_ns.map(|s| ms(s.p99))),
-                    opt(c.latency_ns.map(|s| ms(s.max))),
+                    opt(c.latency_ns.map(|s| ms(s.p50)), 2),
+                    opt(c.latency_ns.map(|s| ms(s.p90)), 2),
+                    opt(c.latency_ns.map(|s| ms(s.p99)), 2),
+                    opt(c.latency_ns.map(|s| ms(s.max)), 2),
                     c.requests_per_s,
                     if c.correct() { "yes" } else { "NO" }
                 )?;
