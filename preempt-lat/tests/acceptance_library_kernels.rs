@@ -3,7 +3,7 @@
 //! runtime (the workspace's cdylib and worker as cargo built them: `cargo test --workspace`
 //! builds them), judged and archived with the script's summary; and, from a copy of preempt-lat
 //! with nothing built beside it, the stage skipped with the command that builds what is missing.
-//! Skipped, with a line that says so, where python3 is not installed.
+//! python3 is a dependency of the suite: missing, the tests fail saying so.
 mod common;
 
 use common::only_stage::{self, members};

@@ -93,7 +93,6 @@ impl SoakOptions {
         o.common.quiet = true;
         o.duration_s = self.window_s;
         o.standalone = false;
-        o.out_dir.clone_from(&self.out_dir);
         Ok(o)
     }
 }

@@ -264,10 +264,24 @@ impl ScheduleResult {
         }
     }
 
+    /// Every class's commands exactly once, here and alone: `Some(false)` if a class's check
+    /// failed, else `None` if one could not be made (a stop abandoned commands), else
+    /// `Some(true)`.
+    pub fn verdict(&self) -> Option<bool> {
+        let verdicts = || self.classes.iter().map(ClassResult::verdict);
+        if verdicts().any(|v| v == Some(false)) {
+            Some(false)
+        } else if verdicts().any(|v| v.is_none()) {
+            None
+        } else {
+            Some(true)
+        }
+    }
+
     /// No class's check failed, here or in the runs alone (one a stop could not complete is not
     /// a failure).
     pub fn correct(&self) -> bool {
-        self.classes.iter().all(ClassResult::correct)
+        self.verdict() != Some(false)
     }
 }
 

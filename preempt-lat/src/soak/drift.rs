@@ -3,6 +3,7 @@
 //! after its last window against after its second (both experiments warmed up: the first
 //! window of each allocates what the run keeps).
 use super::process::Held;
+use crate::options::Preset;
 use serde::Serialize;
 
 /// The two experiments a soak alternates.
@@ -20,6 +21,14 @@ impl Kind {
         match self {
             Kind::Priority => "priority",
             Kind::Classes => "classes",
+        }
+    }
+
+    /// The experiment its windows run, as `priority --preset` defines it.
+    pub fn preset(self) -> Preset {
+        match self {
+            Kind::Priority => Preset::Fig9,
+            Kind::Classes => Preset::Fig15a,
         }
     }
 }

@@ -18,17 +18,13 @@ use crate::error::{Context, Error, failed};
 use crate::exit::{Outcome, Verdict};
 use crate::measure::control::stop_requested;
 use crate::num::ms;
-use crate::options::{Mode, Preset, PriorityOptions, SoakOptions};
+use crate::options::{Mode, PriorityOptions, SoakOptions};
 use crate::schedule::Experiment;
 use crate::trace::Trace;
 use drift::{HeldDrift, Kind, LatencyDrift, Window};
 use serde::Serialize;
 use std::io::Write;
 use std::time::Instant;
-
-/// The experiment of each kind of window.
-pub const PRIORITY_PRESET: Preset = Preset::Fig9;
-pub const CLASSES_PRESET: Preset = Preset::Fig15a;
 
 /// What defines a soak (written into every output).
 #[derive(Debug, Clone, Serialize)]
@@ -84,16 +80,8 @@ impl Experiments {
                     .classes
                     .first()
                     .ok_or_else(|| failed!("the class experiment ran no class"))?;
-                let verdicts: Vec<Option<bool>> = r.classes.iter().map(|c| c.verdict()).collect();
-                let correct = if verdicts.contains(&Some(false)) {
-                    Some(false)
-                } else if verdicts.contains(&None) {
-                    None
-                } else {
-                    Some(true)
-                };
                 let lat = hp.latency_ns;
-                Ok((hp.finished, lat.map(|s| ms(s.p50)), lat.map(|s| ms(s.p99)), correct))
+                Ok((hp.finished, lat.map(|s| ms(s.p50)), lat.map(|s| ms(s.p99)), r.verdict()))
             }
         }
     }
@@ -104,8 +92,8 @@ impl Experiments {
 pub fn run(o: &SoakOptions, dev: Device) -> Outcome {
     let workers = dev.priority_workers(o.common.workers);
     let x = Experiments {
-        priority: o.window_options(PRIORITY_PRESET)?,
-        classes: Experiment::of_priority(&o.window_options(CLASSES_PRESET)?, workers),
+        priority: o.window_options(Kind::Priority.preset())?,
+        classes: Experiment::of_priority(&o.window_options(Kind::Classes.preset())?, workers),
         workers,
     };
     if !dev.is_host() {
@@ -119,8 +107,8 @@ pub fn run(o: &SoakOptions, dev: Device) -> Outcome {
             "soak: {n} windows of {} s ({} min), {} (lv3) and {} in turn ({})",
             o.window_s,
             o.minutes,
-            PRIORITY_PRESET.name(),
-            CLASSES_PRESET.name(),
+            Kind::Priority.preset().name(),
+            Kind::Classes.preset().name(),
             src.label()
         );
     }
@@ -147,11 +135,7 @@ pub fn run(o: &SoakOptions, dev: Device) -> Outcome {
         let w = Window {
             index,
             kind,
-            preset: if kind == Kind::Priority {
-                PRIORITY_PRESET.name()
-            } else {
-                CLASSES_PRESET.name()
-            },
+            preset: kind.preset().name(),
             start_s,
             duration_s: start.elapsed().as_secs_f64() - start_s,
             hp_requests,
@@ -183,8 +167,8 @@ pub fn run(o: &SoakOptions, dev: Device) -> Outcome {
             window_s: o.window_s,
             windows: n,
             rss_growth_mib: o.rss_growth_mib,
-            priority_preset: PRIORITY_PRESET.name(),
-            classes_preset: CLASSES_PRESET.name(),
+            priority_preset: Kind::Priority.preset().name(),
+            classes_preset: Kind::Classes.preset().name(),
             workers,
             seed: o.common.seed,
         },
