@@ -81,9 +81,10 @@ pub(crate) trait LpBody: Send + Sync {
     }
 }
 
-/// What close did with the work still running after its grace ([`crate::CLOSE_WAIT`]).
+/// What close (or a stopped latency run) did with the work still running after its grace
+/// ([`crate::CLOSE_WAIT`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Abandon {
+pub enum Abandon {
     /// Stopped (the host device killed the stream's workers): the stream drops at once.
     Stopped,
     /// A GPU cannot stop a running kernel: its queue runs the work out, and the stream is never

@@ -33,6 +33,7 @@ mod helper;
 pub mod host;
 mod host_records;
 mod hp;
+pub mod latency;
 mod limits;
 mod mech;
 mod mechanism;

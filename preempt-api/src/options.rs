@@ -269,6 +269,27 @@ pub struct KernelChoice {
     pub blocks_per_cu: u32,
 }
 
+/// Overrides the light kernel's blocks per CU (1..=8) for a latency run
+/// ([`KernelChoice::for_state`]); other values are ignored.
+pub const BLOCKS_PER_CU_ENV: &str = "PREEMPT_LP_BLOCKS_PER_CU";
+
+impl KernelChoice {
+    /// The kernel of `state`, with [`BLOCKS_PER_CU_ENV`]'s blocks per CU for the light one where
+    /// it is set to 1..=8 (2 fill the 32 wave slots of a gfx90a/gfx942 CU, 8 per SIMD, so an HP
+    /// probe cannot slip in beside a running LP command; the heavy kernel always runs one block
+    /// per CU: it fills the CU's registers and LDS by itself).
+    pub fn for_state(state: LpState) -> Self {
+        KernelChoice {
+            state,
+            blocks_per_cu: std::env::var(BLOCKS_PER_CU_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .filter(|n| (1..=8).contains(n))
+                .unwrap_or(DEFAULT_BLOCKS_PER_CU),
+        }
+    }
+}
+
 impl Default for KernelChoice {
     fn default() -> Self {
         KernelChoice {

@@ -20,11 +20,13 @@ pub enum Device {
 }
 
 impl Device {
-    /// One measurement on this device (`mechanism` applies to Lv3 on a GPU).
+    /// One measurement on this device (`mechanism` applies to Lv3 on a GPU), through
+    /// preempt-api's latency layer: the device is set up there, the loop is
+    /// [`crate::measure::samples`].
     pub fn measure(self, p: &Params, mechanism: MechanismChoice, quiet: bool) -> Result<RunResult, Error> {
         match self {
-            Device::Host(_) => crate::measure::host::run(p, quiet),
-            Device::Hip(i) => crate::gpu::run(p, i, mechanism, quiet),
+            Device::Host(_) => crate::measure_on::host(p, quiet),
+            Device::Hip(device) => crate::measure_on::gpu(p, device, mechanism, quiet),
         }
     }
 
@@ -32,7 +34,7 @@ impl Device {
     /// once, a GPU with the sweep's LP kernel (`lp_state`); its sessions run at Lv1 only.
     pub fn lv1_source(self, lp_state: Option<LpState>) -> Result<SessionSource, Error> {
         let defaults = Options::default();
-        let kernel = crate::gpu::run::kernel_choice(lp_state.unwrap_or_default());
+        let kernel = KernelChoice::for_state(lp_state.unwrap_or_default());
         self.source(kernel, defaults.mechanism, defaults.grace)
     }
 
@@ -60,7 +62,7 @@ impl Device {
         grace: GracePeriod,
     ) -> Result<SessionSource, Error> {
         Ok(match self {
-            Device::Host(_) => SessionSource::Host(crate::measure::host::worker_exe()?),
+            Device::Host(_) => SessionSource::Host(crate::host_direct::worker_exe()?),
             Device::Hip(i) => SessionSource::Gpu {
                 gpu: Arc::new(GpuDevice::open(i, kernel)?),
                 mechanism,
@@ -170,7 +172,7 @@ impl SessionSource {
     /// this process used meanwhile and whether every command completed exactly once.
     pub fn native(&self, t_ms: f64, commands: u32, workers: u32) -> Result<(lv1::cost::Usage, bool), Error> {
         match self {
-            SessionSource::Host(exe) => crate::measure::host::native(exe, t_ms, commands, workers),
+            SessionSource::Host(exe) => crate::host_direct::native(exe, t_ms, commands, workers),
             SessionSource::Gpu { gpu, .. } => crate::gpu::overhead::native(gpu, t_ms, commands),
         }
     }
@@ -246,7 +248,7 @@ pub fn select(
     mechanism: MechanismChoice,
     hip: impl FnOnce() -> Fact<HipInfo>,
 ) -> Result<Device, Failure> {
-    let host = Device::Host(workers.unwrap_or_else(crate::measure::host::default_workers));
+    let host = Device::Host(workers.unwrap_or_else(crate::host_direct::default_workers));
     let index = match device {
         DeviceSpec::Host(_) => return Ok(host),
         DeviceSpec::Auto => 0,

@@ -108,6 +108,21 @@ pub fn host(mechanism: Mechanism) -> Environment {
     }
 }
 
+/// The record of a latency run, from what its device said of itself: a GPU's own words, or the
+/// host device's record (the CPU this process runs on).
+pub fn of_run(f: &preempt_api::latency::RunFacts) -> Environment {
+    match &f.gpu {
+        None => host(f.mechanism),
+        Some(g) => Environment::new(
+            g.device.clone(),
+            g.detail.clone(),
+            Some(g.gfx_target.clone()),
+            f.mechanism.name(),
+            f.grace_applied.clone(),
+        ),
+    }
+}
+
 /// The grace period that applied on a GPU, for [`Environment::grace_period`]: the Lv3
 /// mechanism's (`None`: an Lv1 run, which preempts nothing).
 pub fn gpu_grace(mechanism: Option<MechanismKind>, asked: GracePeriod) -> String {

@@ -7,7 +7,7 @@
 use crate::device::Device;
 use crate::error::{Context, UsageError};
 use crate::exit::{Outcome, Verdict};
-use crate::measure::host;
+use crate::host_direct as host;
 use crate::options::LauncherCostOptions;
 use crate::output::Export;
 use serde::Serialize;

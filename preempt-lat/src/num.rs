@@ -16,12 +16,6 @@ pub fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-/// Nanoseconds in microseconds, as the outputs show latencies.
-#[allow(clippy::cast_precision_loss)] // as in `ms`
-pub fn us(ns: u64) -> f64 {
-    ns as f64 / 1000.0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -34,9 +28,8 @@ mod tests {
     }
 
     #[test]
-    fn nanoseconds_in_milli_and_microseconds() {
+    fn nanoseconds_in_milliseconds() {
         assert_eq!(ms(1_500_000), 1.5);
-        assert_eq!(us(1_500), 1.5);
         assert_eq!(ms(0), 0.0);
     }
 }

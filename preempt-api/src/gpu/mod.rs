@@ -23,12 +23,14 @@
 //!
 //! Written from the kernel and ROCm sources and gpu-device's tested pieces; it has not run on a
 //! GPU yet (docs/c-api.md#on-a-gpu and docs/hardware-validation.md say what to expect).
+mod latency;
 mod own_queue;
 mod prepare;
 mod streams;
 mod suspension;
 
-pub use crate::options::{DEFAULT_BLOCKS_PER_CU, KernelChoice};
+pub use crate::options::{BLOCKS_PER_CU_ENV, DEFAULT_BLOCKS_PER_CU, KernelChoice};
+pub use latency::{GpuLatency, GpuLatencyRequest};
 pub use own_queue::OwnQueueStream;
 pub use prepare::{CalibratedT, LpRequest, Prepare, Prepared, PreparedLp, prepare};
 pub(crate) use streams::GpuBackend;
@@ -251,4 +253,20 @@ impl GpuDevice {
             self.hip.library_path()
         )
     }
+}
+
+/// The warning for Lv3 in a process that sees several GPUs (`None` with one GPU or when the
+/// process is already restricted by `ROCR_VISIBLE_DEVICES`/`HIP_VISIBLE_DEVICES`): turning
+/// debug mode on or off refreshes the runlists of every GPU the process has opened, so every
+/// queue of every process on them is unmapped and mapped again (kfd_debug.c: each DBG_TRAP
+/// ENABLE/DISABLE loops over the process's devices).
+pub fn multi_gpu_note(gpus: usize, rocr_visible: Option<&str>, hip_visible: Option<&str>) -> Option<String> {
+    if gpus <= 1 || rocr_visible.is_some_and(|v| !v.is_empty()) || hip_visible.is_some_and(|v| !v.is_empty()) {
+        return None;
+    }
+    Some(format!(
+        "this process sees {gpus} GPUs: turning debug mode on or off (dbg-trap; update-queue's ring lookup) \
+         refreshes the runlists of all of them, unmapping every queue of every process there; restrict \
+         preempt-lat to the measured GPU with ROCR_VISIBLE_DEVICES=<index> (it then appears as hip:0)"
+    ))
 }

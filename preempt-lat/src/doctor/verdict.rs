@@ -164,18 +164,5 @@ pub fn summary(f: &Facts) -> String {
     }
 }
 
-/// The note for a process that sees more than one GPU: debug mode on and off (dbg-trap, and the
-/// short session update-queue opens to read a ring address) refreshes the runlists of every GPU
-/// the process has opened, so every queue of every process on them is unmapped and mapped again
-/// (kfd_debug.c: each DBG_TRAP ENABLE/DISABLE loops over the process's devices). `None` with one
-/// GPU or when the process is already restricted (`ROCR_VISIBLE_DEVICES`/`HIP_VISIBLE_DEVICES`).
-pub fn multi_gpu_note(gpus: usize, rocr_visible: Option<&str>, hip_visible: Option<&str>) -> Option<String> {
-    if gpus <= 1 || rocr_visible.is_some_and(|v| !v.is_empty()) || hip_visible.is_some_and(|v| !v.is_empty()) {
-        return None;
-    }
-    Some(format!(
-        "this process sees {gpus} GPUs: turning debug mode on or off (dbg-trap; update-queue's ring lookup) \
-         refreshes the runlists of all of them, unmapping every queue of every process there; restrict \
-         preempt-lat to the measured GPU with ROCR_VISIBLE_DEVICES=<index> (it then appears as hip:0)"
-    ))
-}
+// The note is the device layer's, which gives it before an Lv3 run too.
+pub use preempt_api::gpu::multi_gpu_note;

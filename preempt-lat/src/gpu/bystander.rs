@@ -25,8 +25,8 @@ use preempt_api::Preemptor;
 use preempt_api::gpu::{self, GpuSuspension, KernelChoice, LpRequest, Prepare, PreparedLp};
 use preempt_api::{GracePeriod, Lv3Request, MechanismChoice, MechanismKind};
 
-use super::run::{unusable_reason, usable};
-use super::setup::h;
+use super::h;
+use super::usable::{unusable_reason, usable};
 use crate::bystander::analysis::{self, Span, Timeline};
 use crate::bystander::child::Worker;
 use crate::bystander::{Measured, Plan};

@@ -1,5 +1,5 @@
 //! `validate`'s hardware check on a GPU: Lv3 cycles with the correctness check, one line out.
-use super::run::{run, unusable_reason, usable};
+use super::usable::{unusable_reason, usable};
 use crate::measure::Params;
 use preempt_api::{GracePeriod, MechanismChoice};
 
@@ -26,7 +26,7 @@ pub fn functional(device: u32, mechanism: MechanismChoice, t_ms: f64, cycles: u3
         gap_t: Params::GAP_T,
         grace: GracePeriod::SHORTEST,
     };
-    let r = run(&p, device, mechanism, true).map_err(|e| (false, e.to_string()))?;
+    let r = crate::measure_on::gpu(&p, device, mechanism, true).map_err(|e| (false, e.to_string()))?;
     let c = &r.correctness;
     // Stopped by Ctrl-C/SIGTERM: not a pass of the cycles asked for; a skip unless what it
     // checked failed (a check it could not make, its commands abandoned, is not a failure).

@@ -6,7 +6,7 @@ use lv1::cost::Usage;
 use gpu_device::{HipLpQueue, SlotStatus, kernel};
 use preempt_api::gpu::GpuDevice;
 
-use super::setup::h;
+use super::h;
 use crate::error::{Context, Error};
 
 /// The first of `n` slots that did not complete (`what` names the phase), as an error line.

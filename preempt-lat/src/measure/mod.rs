@@ -1,9 +1,7 @@
 //! One preempt-lat measurement: LP delay commands of T, HP requests at random moments,
 //! suspend / HP probe / resume per sample, and the correctness check at the end.
 pub mod abandon;
-pub mod backend;
 pub mod control;
-pub mod host;
 pub mod once;
 pub mod rng;
 pub mod samples;
@@ -71,6 +69,37 @@ impl Params {
     }
 }
 
+impl Params {
+    /// LP commands a GPU run may submit in all (the slots it allocates): per sample, the gap (in
+    /// T), a drained threshold, and 2 ms of host overhead in units of T; twice that, plus the
+    /// keep-ahead, capped at 4 Mi commands.
+    pub fn gpu_budget(&self) -> u64 {
+        gpu_device::setup::command_budget(
+            self.warmup + self.samples,
+            self.gap_t.1,
+            self.threshold,
+            self.t_ms,
+            samples::keep_ahead(self),
+        )
+    }
+}
+
+/// Where a device's notes and warnings during a run go: stderr, notes only unless `quiet`.
+pub struct Stderr {
+    pub quiet: bool,
+}
+
+impl preempt_api::latency::Reporter for Stderr {
+    fn note(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!("preempt-lat: {msg}");
+        }
+    }
+    fn warn(&self, msg: &str) {
+        eprintln!("preempt-lat: WARNING: {msg}");
+    }
+}
+
 /// The LP state's name, or null.
 fn lp_state_name<S: serde::Serializer>(v: &Option<LpState>, s: S) -> Result<S::Ok, S::Error> {
     match v {
@@ -79,34 +108,9 @@ fn lp_state_name<S: serde::Serializer>(v: &Option<LpState>, s: S) -> Result<S::O
     }
 }
 
-/// The LP kernel a GPU run used and the wave state it keeps resident (from its code object).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct LpKernel {
-    /// `delay_kernel` or `delay_kernel_heavy`.
-    pub name: String,
-    pub grid_blocks: u32,
-    pub block_threads: u32,
-    pub waves_per_cu: u32,
-    /// VGPRs (with AGPRs) allocated per lane.
-    pub vgprs_per_lane: u64,
-    pub agprs_per_lane: u64,
-    pub lds_bytes_per_block: u64,
-    /// VGPR + LDS bytes resident per CU: what a CWSR save moves per CU (SGPRs left out).
-    pub state_bytes_per_cu: u64,
-}
-
-/// T as the run's own LP commands achieved it (GPU: the slots' wall-clock stamps).
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-pub struct AchievedT {
-    /// Median end - start of the commands counted.
-    pub ms: f64,
-    /// (ms - params.t_ms) / params.t_ms.
-    pub error: f64,
-    /// Commands counted: complete and not touched by a suspension window.
-    pub commands: usize,
-    /// Complete commands left out because they were suspended part-way.
-    pub excluded: usize,
-}
+// The LP kernel and the achieved T are what the device says of a run (preempt-api's latency
+// layer); the result records them as they are.
+pub use preempt_api::latency::{AchievedT, LpKernel};
 
 /// One preemption, in nanoseconds.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -358,7 +362,22 @@ pub(crate) fn fake_gpu_run(level: Level, state: LpState, kib: u64, suspend_us: u
 
 #[cfg(test)]
 mod tests {
-    use super::{Correctness, RunResult, Sample};
+    use super::{Correctness, Params, RunResult, Sample};
+
+    /// A GPU run's slots cover every sample's gap, a drained threshold and host overhead, twice,
+    /// plus the keep-ahead; a run so long that it would need more is capped at 4 Mi commands.
+    #[test]
+    fn gpu_budget_covers_samples_and_is_capped() {
+        let p = |t_ms, samples| Params {
+            samples,
+            warmup: 10,
+            t_ms,
+            ..super::fake_gpu_run(super::Level::Lv3, super::LpState::Light, 0, 1).params
+        };
+        // keep-ahead 2 x 8 + 2 = 18; 1010 samples x (3 + 8 + 2 + 4) x 2 + 72 + 1024
+        assert_eq!(p(0.5, 1000).gpu_budget(), 2 * 1010 * 17 + 72 + 1024);
+        assert_eq!(p(0.001, 100_000).gpu_budget(), 1 << 22);
+    }
 
     /// The preempting call is summarized beside the whole suspend where a device reports it, and
     /// absent (not zero) where none does.

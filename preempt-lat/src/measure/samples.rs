@@ -1,21 +1,21 @@
 //! The measurement loop, once for every device: keep the LP queue busy through the Lv1
 //! launcher, and per sample wait a random gap, take an HP request, suspend the LP queue (Lv1:
-//! stop launching and drain; Lv3, and Lv2 on the host device: the backend's suspension), run the
+//! stop launching and drain; Lv3, and Lv2 on the host device: the device's suspension), run the
 //! HP probe, resume. Ctrl-C stops at the next sample boundary (a gap is cut short; a sample
 //! blocked in a wait on the host workers is cut once the stop's close time has passed:
 //! [`super::abandon`]); an error stops the loop too, and in every case the LP queue is resumed
 //! (guards) and settled before anything is returned ([`super::settle`]: drained, or after a stop
 //! closed within the API's bounded close), so nothing is left suspended.
 use super::abandon;
-use super::backend::{Backend, HpStart, RawSample};
 use super::control::{progress, sleep_until_or_stop, stop_requested};
 use super::rng::SplitMix64;
 use super::settle::settle;
 use super::timeline::{LpSpan, Timeline};
-use super::{Params, RunResult, Sample};
+use super::{Correctness, Params, RunResult, Sample};
 use crate::error::{Cause, Context, Error, failed};
 use crate::options::Level;
-use lv1::{Config, SuspendMode, XQueue};
+use lv1::{Config, HwQueue, SuspendMode, XQueue};
+use preempt_api::latency::{HpStart, LatencyDevice, RawSample};
 use std::time::Duration;
 
 /// LP commands kept submitted beyond the threshold, so the launcher always has work.
@@ -24,7 +24,12 @@ pub fn keep_ahead(p: &Params) -> u64 {
 }
 
 /// Runs `p.warmup + p.samples` preemptions on `b`. `label` names the run on the progress bar.
-pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result<RunResult, Error> {
+pub fn run<B>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result<RunResult, Error>
+where
+    B: LatencyDevice<Queue: HwQueue<Error: Cause>>,
+{
+    // The device's commands, killed if a stop's close time passes while the loop waits on them.
+    let _abandonable = b.abandoner().map(abandon::kill_at_deadline);
     let t_start = std::time::Instant::now();
     let run_start_ns = preempt_api::now_ns();
     let cfg = Config::new(p.threshold as usize, p.batch as usize)?;
@@ -65,7 +70,7 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
             && let Err(e) = b.wait_first_start(&|| xq.stats().launched)
         {
             if !abandon::happened() {
-                loop_err = Some(e);
+                loop_err = Some(Error::from(e));
             }
             break;
         }
@@ -120,7 +125,9 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
         .collect();
     let done: Vec<(u64, bool)> = lp.iter().map(|c| (c.id, c.ok)).collect();
     let offset_ns = b.monotonic_offset_ns();
-    let fin = b.finish(&raw, settled, &done)?;
+    let fin = b.finish(&raw, settled)?;
+    let correctness =
+        Correctness::check(settled.ran, &done, &fin.records, fin.copies).unless_abandoned(settled.abandoned);
     let samples: Vec<Sample> = raw
         .iter()
         .zip(&fin.hp_start_ns)
@@ -135,10 +142,10 @@ pub fn run<B: Backend>(p: &Params, mut b: B, label: &str, quiet: bool) -> Result
     Ok(RunResult {
         latency_ns: RunResult::summarize(&samples),
         params: p.clone(),
-        env: fin.env,
+        env: crate::env::of_run(&fin.facts),
         lp_kernel: fin.lp_kernel,
         achieved_t: fin.achieved_t,
-        correctness: fin.correctness,
+        correctness,
         interrupted: samples.len() < p.samples as usize,
         samples,
         wall_time_s: t_start.elapsed().as_secs_f64(),
@@ -158,9 +165,9 @@ fn gap_ns(multiple: f64, t_ns: f64) -> u64 {
     crate::num::round_u64((multiple * t_ns).max(0.0))
 }
 
-/// Lv3 and Lv2: suspend through the backend's guard, HP probe, resume. An error between suspend
+/// Lv3 and Lv2: suspend through the device's guard, HP probe, resume. An error between suspend
 /// and resume drops the guard, which resumes the queue.
-fn preempt_guarded<B: Backend>(b: &B, i: u32) -> Result<RawSample, Error> {
+fn preempt_guarded<B: LatencyDevice>(b: &B, i: u32) -> Result<RawSample, Error> {
     let t_req = b.now_ns();
     let guard = b.suspend().context("suspend")?;
     let t_s = b.now_ns();
@@ -183,7 +190,11 @@ fn preempt_guarded<B: Backend>(b: &B, i: u32) -> Result<RawSample, Error> {
 
 /// Lv1: stop launching and drain the in-flight commands, HP probe, resume. The launcher is
 /// resumed whatever happened; errors are returned after that.
-fn preempt_lv1<B: Backend>(b: &B, xq: &XQueue<B::Queue>, i: u32) -> Result<RawSample, Error> {
+fn preempt_lv1<B: LatencyDevice<Queue: HwQueue<Error: Cause>>>(
+    b: &B,
+    xq: &XQueue<B::Queue>,
+    i: u32,
+) -> Result<RawSample, Error> {
     let t_req = b.now_ns();
     let drained = xq.suspend(SuspendMode::Drain);
     let t_s = b.now_ns();

@@ -11,10 +11,10 @@
 //! The waits here wake as soon as the work is done (the launcher's condition variable), and look
 //! for a stop every [`SLICE`] meanwhile, so a stop never adds to what is measured.
 use super::abandon::{self, CLOSE_WAIT};
-use super::backend::{Abandoned, Backend, Settled};
 use super::control::stop_requested;
 use crate::error::{Error, failed};
 use lv1::{HwQueue, WaitIdleError, XQueue};
+use preempt_api::latency::{Abandon, LatencyDevice, Settled};
 use preempt_api::{ErrorKind, LpStream};
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ const SLICE: Duration = Duration::from_millis(50);
 
 /// Ends `xq`, the launcher over `b`'s LP queue: drained within `drain_limit`, or closed as soon
 /// as a stop is requested (before or during the drain). `Err` says why the queue did not drain.
-pub fn settle<B: Backend>(xq: XQueue<B::Queue>, b: &B, drain_limit: Duration) -> Result<Settled, Error> {
+pub fn settle<B: LatencyDevice>(xq: XQueue<B::Queue>, b: &B, drain_limit: Duration) -> Result<Settled, Error> {
     match idle_or_stop(&xq, Some(drain_limit)) {
         Ok(true) => {
             let ran = xq.stats().submitted;
@@ -65,14 +65,14 @@ fn idle_or_stop<Q: HwQueue>(xq: &XQueue<Q>, limit: Option<Duration>) -> Result<b
 
 /// The close after a stop (see the module docs); `abandon` stops what still runs after
 /// [`CLOSE_WAIT`] if the device can.
-fn close<Q: HwQueue>(xq: XQueue<Q>, abandon: &dyn Fn() -> Abandoned) -> Settled {
+fn close<Q: HwQueue>(xq: XQueue<Q>, abandon: &dyn Fn() -> Abandon) -> Settled {
     xq.resume_dropping_pending();
     let mut gave_up = false;
     let mut idle = xq.wait_idle_for(CLOSE_WAIT).is_ok();
     if !idle {
         gave_up = true;
         // Killed workers fail the waits on them at once: the launcher is soon idle.
-        idle = abandon() == Abandoned::Stopped && xq.wait_idle_for(CLOSE_WAIT).is_ok();
+        idle = abandon() == Abandon::Stopped && xq.wait_idle_for(CLOSE_WAIT).is_ok();
     }
     let settled = of_stats(&xq.stats(), gave_up);
     if idle {

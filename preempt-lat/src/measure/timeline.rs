@@ -1,9 +1,9 @@
 //! What happened when in one run, kept for `--trace`: the LP commands as the launcher saw them,
 //! each sample's request, suspend, suspended window, resume and HP probe start, and what the
 //! device timed itself; turned into a Chrome trace ([`crate::trace`]) on the host clock.
-use super::backend::{DeviceSpan, RawSample};
 use crate::options::Level;
 use crate::trace::{MAX_EVENTS, Trace, Track};
+use preempt_api::latency::{DeviceSpan, RawSample};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -23,7 +23,7 @@ pub struct Timeline {
     /// The whole run: from before the first LP command to after the last record was read
     /// (`CLOCK_MONOTONIC` ns).
     pub run_ns: (u64, u64),
-    /// Added to the samples' stamps (the backend's clock) to put them on `CLOCK_MONOTONIC`.
+    /// Added to the samples' stamps (the device's clock) to put them on `CLOCK_MONOTONIC`.
     pub offset_ns: i64,
     /// The first `warmup` samples are warm-up (measured and dropped).
     pub warmup: u32,
@@ -148,7 +148,7 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::backend::HpStart;
+    use preempt_api::latency::HpStart;
 
     /// A run's trace keeps the earliest [`MAX_EVENTS`] events, whatever the run's length, and
     /// counts the rest: here the samples at the start are kept and the last LP commands are

@@ -17,12 +17,12 @@ use serde_json::json;
 use crate::error::{Context, Error};
 use crate::measure::Correctness;
 use crate::measure::abandon;
-use crate::measure::backend::Settled;
 use crate::measure::once::{Beyond, OnceTally};
 use crate::measure::settle::{closed_after_stop, stream_idle_or_stop, stream_settled};
 use crate::options::Mode;
 use crate::trace::tracks::{DEVICE0 as LP_WORKER0, LP_QUEUE};
 use crate::trace::{Trace, Track};
+use preempt_api::latency::Settled;
 
 /// How often the feeder takes what the stream reports.
 const TAKE_EVERY: Duration = Duration::from_millis(50);

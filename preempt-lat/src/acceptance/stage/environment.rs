@@ -266,7 +266,7 @@ fn verdict(
 ) -> Result<String, Error> {
     use preempt_api::DeviceSpec;
     match device {
-        DeviceSpec::Host(_) => crate::measure::host::worker_exe().map(|w| {
+        DeviceSpec::Host(_) => crate::host_direct::worker_exe().map(|w| {
             format!(
                 "host device: worker program {}; {}",
                 w.program.display(),

@@ -43,7 +43,7 @@ fn session(device: DeviceSpec, mechanism: MechanismChoice) -> Result<Session, Er
         DeviceSpec::Host(_) => Session::open(
             DeviceSpec::HOST,
             Options {
-                worker: Some(crate::measure::host::worker_exe()?),
+                worker: Some(crate::host_direct::worker_exe()?),
                 host_workers: 1,
                 ..opts
             },
@@ -65,7 +65,7 @@ fn session(device: DeviceSpec, mechanism: MechanismChoice) -> Result<Session, Er
 /// Runs the stage; `mechanism` is the KFD mechanism on a GPU (auto on the host device).
 pub fn run(device: DeviceSpec, mechanism: MechanismChoice, t_ms: f64) -> StageResult {
     if let (DeviceSpec::Hip(_), MechanismChoice::Only(kind)) = (device, mechanism)
-        && let Some(why) = crate::gpu::run::unusable_reason(kind)
+        && let Some(why) = crate::gpu::unusable_reason(kind)
     {
         return StageResult {
             status: Status::Skip,

@@ -1,19 +1,15 @@
-//! Measurements on the host device (CPU worker processes; Lv3 = SIGSTOP/SIGCONT; Lv2 = each
-//! worker finishes the command it runs and takes no new one). Host figures, never GPU figures.
-use super::abandon::{self, Registered};
-use super::backend::{Abandoned, Backend, DeviceSpan, Finished, HpStart, RawSample, Settled, Suspended};
-use super::samples;
-use super::{Correctness, Params, RunResult};
+//! The host device (CPU worker processes) as this crate uses it outside a latency run (that is
+//! preempt-api's [`preempt_api::latency::host`]) and outside a session: its worker program, the
+//! default LP worker count, and commands launched straight onto its LP queue or through a
+//! launcher of this process's own (`overhead`'s native run, the threshold sweep's direct phase,
+//! `launcher-cost`). Host figures, never GPU figures.
 use crate::error::{Context, Error, failed};
-use crate::options::Level;
+use crate::measure::abandon;
 use lv1::{Config, HwQueue, XQueue};
-use preempt_api::host::{
-    HostCommand, HostDevice, HostError, HostHold, HostQueue, HostSuspension, KernelRecord, WORKER_ENV, WORKER_NAME,
-};
-use preempt_api::{Mechanism, WorkerExe, now_ns};
+use preempt_api::WorkerExe;
+use preempt_api::host::{HostCommand, HostDevice, HostError, WORKER_ENV, WORKER_NAME};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 /// The worker program: `$PREEMPT_HOST_WORKER`, else host-device's `preempt-host-worker` beside
 /// this binary (where cargo builds both). Missing: one line saying how to build it.
@@ -42,165 +38,6 @@ fn err(what: &str) -> impl FnOnce(HostError) -> Error + '_ {
         what: format!("host device: {what}"),
         source: e,
     }
-}
-
-/// The host device set up for one run (see [`Backend`]).
-struct HostBackend {
-    dev: HostDevice,
-    t_ns: u64,
-    level: Level,
-    workers: u32,
-    /// The HP probe records, by probe index: the host probe runs to completion at launch.
-    probes: Mutex<HashMap<u32, KernelRecord>>,
-    /// Every probe's (index, start, end), for the timeline.
-    probe_spans: Mutex<Vec<(u32, u64, u64)>>,
-    /// The LP workers, killed if a stop's close time passes while the loop waits on them.
-    _abandonable: Registered,
-}
-
-/// Registers `dev`'s LP workers with [`abandon::kill_at_deadline`] (the registration holds the
-/// queue; its kill goes through the workers' pidfds).
-fn abandonable(dev: &HostDevice) -> Registered {
-    let q = Arc::clone(dev.lp());
-    abandon::kill_at_deadline(move || q.kill_workers())
-}
-
-/// A host Lv3 suspension (SIGSTOP of every LP worker); resumes (SIGCONT) on drop too.
-struct HostSuspended<'a>(HostSuspension<'a>);
-
-impl Suspended for HostSuspended<'_> {
-    fn resume(self: Box<Self>) -> Result<(), Error> {
-        self.0.resume().map_err(err("resume (SIGCONT)"))
-    }
-}
-
-/// A host Lv2 hold (every LP worker finished its command and takes no new one); releases on drop.
-struct HostHeld<'a>(HostHold<'a>);
-
-impl Suspended for HostHeld<'_> {
-    fn resume(self: Box<Self>) -> Result<(), Error> {
-        self.0.resume().map_err(err("resume (release the held workers)"))
-    }
-}
-
-/// The mechanism a host run at `level` records.
-fn host_mechanism(level: Level) -> Mechanism {
-    match level {
-        Level::Lv1 | Level::Auto => Mechanism::Launcher,
-        Level::Lv2 => Mechanism::Lv2Hold,
-        Level::Lv3 => Mechanism::Sigstop,
-    }
-}
-
-impl Backend for HostBackend {
-    type Queue = HostQueue;
-
-    fn now_ns(&self) -> u64 {
-        now_ns()
-    }
-    fn lp_queue(&self) -> Arc<HostQueue> {
-        Arc::clone(self.dev.lp())
-    }
-    fn command(&self) -> HostCommand {
-        HostCommand::delay_ns(self.t_ns)
-    }
-    #[allow(clippy::cast_precision_loss)] // T <= 10 s: exact in an f64
-    fn t_ns(&self) -> f64 {
-        self.t_ns as f64
-    }
-    fn budget(&self) -> Option<u64> {
-        None
-    }
-    fn wait_first_start(&self, _launched: &dyn Fn() -> u64) -> Result<(), Error> {
-        self.dev
-            .lp()
-            .wait_started(1, Duration::from_secs(30))
-            .map(drop)
-            .map_err(err("waiting for the first LP command"))
-    }
-    fn suspend(&self) -> Result<Box<dyn Suspended + '_>, Error> {
-        if self.level == Level::Lv2 {
-            let held = self.dev.lp().hold().map_err(err("suspend (hold the workers)"))?;
-            return Ok(Box::new(HostHeld(held)));
-        }
-        Ok(Box::new(HostSuspended(
-            self.dev.lp().suspend().map_err(err("suspend (SIGSTOP)"))?,
-        )))
-    }
-    fn hp_launch(&self, index: u32) -> Result<(), Error> {
-        let rec = self.dev.probe_hp(u64::from(index)).map_err(err("HP probe"))?;
-        self.probes.lock().unwrap_or_else(|p| p.into_inner()).insert(index, rec);
-        Ok(())
-    }
-    fn hp_wait(&self, index: u32) -> Result<HpStart, Error> {
-        let rec = self.probes.lock().unwrap_or_else(|p| p.into_inner()).remove(&index);
-        if let Some(r) = &rec {
-            self.probe_spans
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push((index, r.start_ns, r.end_ns));
-        }
-        rec.map(|r| HpStart::At(r.start_ns))
-            .ok_or_else(|| failed!("HP probe {index} was not run"))
-    }
-    fn abandon(&self) -> Abandoned {
-        abandon_lp(&self.dev)
-    }
-    fn finish(&mut self, raw: &[RawSample], settled: Settled, completions: &[(u64, bool)]) -> Result<Finished, Error> {
-        let hp_start_ns = raw
-            .iter()
-            .map(|r| match r.hp {
-                HpStart::At(start) => Ok(start.saturating_sub(r.t_req)),
-                HpStart::Later => Err(failed!("the host HP probe's start is known at once")),
-            })
-            .collect::<Result<_, _>>()?;
-        // Every command runs on every LP worker: one record per worker.
-        let lp_records = self.dev.lp().take_records();
-        let records: Vec<(u64, bool)> = lp_records.iter().map(|r| (r.id, r.is_correct())).collect();
-        let mut device_spans: Vec<DeviceSpan> = lp_records
-            .iter()
-            .map(|r| DeviceSpan {
-                track: format!("LP worker {}", r.worker),
-                name: format!("LP {}", r.id),
-                start_ns: r.start_ns,
-                end_ns: r.end_ns,
-            })
-            .collect();
-        let probes = std::mem::take(&mut *self.probe_spans.lock().unwrap_or_else(|p| p.into_inner()));
-        device_spans.extend(probes.into_iter().map(|(i, start_ns, end_ns)| DeviceSpan {
-            track: "HP worker".into(),
-            name: format!("HP probe {i}"),
-            start_ns,
-            end_ns,
-        }));
-        Ok(Finished {
-            device_spans,
-            hp_start_ns,
-            correctness: Correctness::check(settled.ran, completions, &records, self.workers as usize)
-                .unless_abandoned(settled.abandoned),
-            env: crate::env::host(host_mechanism(self.level)),
-            lp_kernel: None,
-            achieved_t: None,
-        })
-    }
-}
-
-/// Runs one measurement on the host device. `quiet` hides the progress bar.
-pub fn run(p: &Params, quiet: bool) -> Result<RunResult, Error> {
-    let exe = worker_exe()?;
-    let dev = HostDevice::spawn(&exe, p.workers as usize).map_err(err("starting workers"))?;
-    // T <= 10 s (checked at parse time): the rounded ns fit a u64.
-    let t_ns = crate::num::round_u64(p.t_ms * 1e6);
-    let b = HostBackend {
-        _abandonable: abandonable(&dev),
-        dev,
-        t_ns,
-        level: p.level,
-        workers: p.workers,
-        probes: Mutex::default(),
-        probe_spans: Mutex::default(),
-    };
-    samples::run(p, b, "host", quiet)
 }
 
 /// `commands` delay commands of `t_ns` launched straight onto `dev`'s LP queue (no launcher, no
@@ -235,14 +72,9 @@ pub fn direct_run(dev: &HostDevice, t_ns: u64, commands: u32, workers: u32) -> R
 /// commands x T): it then fails, and its caller leaves it out.
 pub fn native(exe: &WorkerExe, t_ms: f64, commands: u32, workers: u32) -> Result<(lv1::cost::Usage, bool), Error> {
     let dev = HostDevice::spawn(exe, workers as usize).map_err(err("starting workers"))?;
-    let _abandonable = abandonable(&dev);
+    let q = Arc::clone(dev.lp());
+    let _abandonable = abandon::kill_at_deadline(move || q.kill_workers());
     direct_run(&dev, crate::num::round_u64(t_ms * 1e6), commands, workers)
-}
-
-/// Kills `dev`'s LP workers (a stop abandons what they run).
-fn abandon_lp(dev: &HostDevice) -> Abandoned {
-    dev.lp().kill_workers();
-    Abandoned::Stopped
 }
 
 /// CPU time of every thread of this process so far, ns: the same source (`getrusage`, through
