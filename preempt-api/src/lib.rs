@@ -42,6 +42,7 @@ mod owner;
 mod policy;
 pub mod sched;
 mod session;
+mod shared;
 mod stream;
 
 pub use bound::{KFD_PRIORITY_NORMAL, QueueDesc};
@@ -62,6 +63,7 @@ pub use options::{
 };
 pub use policy::Policy;
 pub use session::Session;
+pub use shared::{Share, SharedDevice};
 pub use stream::{LpStream, SuspendInfo};
 
 // What users of the API name in their own code, re-exported so that they depend on this crate

@@ -243,3 +243,42 @@ fn host_errors_are_typed() {
 fn libc_enoent() -> i32 {
     preempt_api::Errno::ENOENT as i32
 }
+
+/// A device opened once for sessions in turn: each session is a full one on it (the host device
+/// with the shared worker program), and only named devices that run delay commands are shared.
+#[test]
+fn a_shared_device_opens_sessions_in_turn_and_refuses_auto_and_kfd() {
+    use preempt_api::{GracePeriod, MechanismChoice, Share, SharedDevice, gpu::KernelChoice};
+    let share = |device| Share {
+        device,
+        worker: Some(host_device::testing::built_worker()),
+        kernel: KernelChoice::default(),
+        mechanism: MechanismChoice::Auto,
+        grace: GracePeriod::Default,
+    };
+    let d = SharedDevice::open(share(DeviceSpec::HOST)).unwrap();
+    assert_eq!((d.spec(), d.label().as_str()), (DeviceSpec::HOST, "host device"));
+    assert!(d.gpu().is_none() && d.worker().is_some());
+    for _ in 0..2 {
+        let s = d
+            .session(Options {
+                host_workers: 1,
+                ..Options::default()
+            })
+            .unwrap();
+        assert_eq!(s.mechanism().name.as_deref(), Some("sigstop"));
+        let lp = s.create_lp_stream(Level::Lv3).unwrap();
+        lp.submit_delay(MS).unwrap();
+        lp.synchronize().unwrap();
+        s.close().unwrap();
+    }
+    for refused in [DeviceSpec::Auto, DeviceSpec::Kfd] {
+        let e = SharedDevice::open(share(refused)).err().expect("refused");
+        assert_eq!(e.kind, ErrorKind::InvalidArgument, "{e}");
+        assert!(e.message.starts_with(&format!("{refused}: ")), "{e}");
+    }
+    match SharedDevice::open(share(DeviceSpec::Hip(0))) {
+        Ok(_) => eprintln!("SKIPPED: a GPU opened here; the no-GPU refusal is for machines without one"),
+        Err(e) => assert_eq!(e.kind, ErrorKind::NoDevice, "{e}"),
+    }
+}

@@ -6,9 +6,8 @@ use crate::exit::Failure;
 use crate::measure::{Params, RunResult};
 use crate::options::values::KFD_IS_FOR_APPLICATIONS;
 use crate::options::{DeviceSpec, HOST_HAS_NO_LP_STATE, Level, LpState};
-use preempt_api::gpu::{GpuDevice, KernelChoice};
-use preempt_api::{GracePeriod, Lv1Suspend, Mechanism, MechanismChoice, Options, Session, WorkerExe};
-use std::sync::Arc;
+use preempt_api::gpu::KernelChoice;
+use preempt_api::{GracePeriod, MechanismChoice, Options, Share, SharedDevice};
 
 /// The device a measurement runs on, once chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +31,7 @@ impl Device {
 
     /// Where the threshold sweep's runs get their sessions and native runs: the device opened
     /// once, a GPU with the sweep's LP kernel (`lp_state`); its sessions run at Lv1 only.
-    pub fn lv1_source(self, lp_state: Option<LpState>) -> Result<SessionSource, Error> {
+    pub fn open_shared_lv1(self, lp_state: Option<LpState>) -> Result<SharedDevice, Error> {
         let defaults = Options::default();
         let kernel = KernelChoice::for_state(lp_state.unwrap_or_default());
         self.source(kernel, defaults.mechanism, defaults.grace)
@@ -49,7 +48,7 @@ impl Device {
 
     /// Where a run that opens several application-API sessions (`priority`: one per mode) gets
     /// them: the device opened once.
-    pub fn session_source(self, mechanism: MechanismChoice, grace: GracePeriod) -> Result<SessionSource, Error> {
+    pub fn open_shared(self, mechanism: MechanismChoice, grace: GracePeriod) -> Result<SharedDevice, Error> {
         self.source(KernelChoice::default(), mechanism, grace)
     }
 
@@ -60,15 +59,18 @@ impl Device {
         kernel: KernelChoice,
         mechanism: MechanismChoice,
         grace: GracePeriod,
-    ) -> Result<SessionSource, Error> {
-        Ok(match self {
-            Device::Host(_) => SessionSource::Host(crate::host_direct::worker_exe()?),
-            Device::Hip(i) => SessionSource::Gpu {
-                gpu: Arc::new(GpuDevice::open(i, kernel)?),
-                mechanism,
-                grace,
-            },
-        })
+    ) -> Result<SharedDevice, Error> {
+        let worker = match self {
+            Device::Host(_) => Some(crate::host_direct::worker_exe()?),
+            Device::Hip(_) => None,
+        };
+        Ok(SharedDevice::open(Share {
+            device: self.spec(),
+            worker,
+            kernel,
+            mechanism,
+            grace,
+        })?)
     }
 
     /// The device in the API's grammar (`auto` resolved): what it is called (`Display`) and what
@@ -129,105 +131,6 @@ impl Device {
             )));
         }
         Ok(())
-    }
-}
-
-/// A device opened once for sessions of the application API (see [`Device::session_source`]):
-/// the host device's worker program, or a GPU whose kernel and calibration the sessions share.
-pub enum SessionSource {
-    Host(WorkerExe),
-    Gpu {
-        gpu: Arc<GpuDevice>,
-        mechanism: MechanismChoice,
-        grace: GracePeriod,
-    },
-}
-
-impl SessionSource {
-    /// A session with `opts`, completed with what this device needs (the worker program; the
-    /// mechanism and grace period asked for).
-    pub fn open(&self, opts: Options) -> preempt_api::Result<Session> {
-        match self {
-            SessionSource::Host(exe) => Session::open(
-                preempt_api::DeviceSpec::HOST,
-                Options {
-                    worker: Some(exe.clone()),
-                    ..opts
-                },
-            ),
-            SessionSource::Gpu { gpu, mechanism, grace } => Session::on_gpu(
-                Arc::clone(gpu),
-                Options {
-                    mechanism: *mechanism,
-                    grace: *grace,
-                    ..opts
-                },
-            ),
-        }
-    }
-
-    /// `commands` delay commands of `t_ms` launched straight onto this device with no launcher
-    /// and no session (`overhead`'s native run; the threshold sweep's direct phase), on the host
-    /// device with `workers` workers, on a GPU with the device its sessions share. Returns what
-    /// this process used meanwhile and whether every command completed exactly once.
-    pub fn native(&self, t_ms: f64, commands: u32, workers: u32) -> Result<(lv1::cost::Usage, bool), Error> {
-        match self {
-            SessionSource::Host(exe) => crate::host_direct::native(exe, t_ms, commands, workers),
-            SessionSource::Gpu { gpu, .. } => crate::gpu::overhead::native(gpu, t_ms, commands),
-        }
-    }
-
-    /// The device in progress lines.
-    pub fn label(&self) -> String {
-        match self {
-            SessionSource::Host(_) => "host device".into(),
-            SessionSource::Gpu { gpu, .. } => {
-                let i = &gpu.device().info;
-                format!("hip:{} ({}, {} CUs)", i.index, i.name, i.cu_count)
-            }
-        }
-    }
-
-    /// The note a trace of `what` carries (host figures say so).
-    pub fn trace_note(&self, what: &str) -> String {
-        match self {
-            SessionSource::Host(_) => format!("{what} on the host device: host figures, not GPU figures"),
-            SessionSource::Gpu { .. } => format!("{what} on {}", self.label()),
-        }
-    }
-
-    /// The environment record of a run whose Lv3 mechanism is per session (`priority`: the lv3
-    /// mode's; Lv1 stops launching).
-    pub fn environment(&self) -> crate::env::Environment {
-        match self {
-            SessionSource::Host(_) => {
-                let mut env = crate::env::host(preempt_api::Mechanism::Sigstop);
-                env.mechanism = format!(
-                    "per mode: {} (lv3), {} (lv2), {} (lv1)",
-                    Mechanism::Sigstop,
-                    Mechanism::Lv2Hold,
-                    Lv1Suspend::Stop.name()
-                );
-                env
-            }
-            SessionSource::Gpu { gpu, mechanism, grace } => crate::env::Environment::new(
-                format!("hip:{}", gpu.device().info.index),
-                format!(
-                    "{}; LP and HP commands are the light delay kernel over the whole grid",
-                    gpu.describe()
-                ),
-                Some(gpu.arch().offload_arch()),
-                &format!(
-                    "per mode: lv3 {mechanism} (mechanism per mode row), lv1 {}",
-                    Lv1Suspend::Stop.name()
-                ),
-                match mechanism {
-                    MechanismChoice::Only(k) => crate::env::gpu_grace(Some(*k), *grace),
-                    // auto: the mode rows say which mechanism ran.
-                    MechanismChoice::Auto => crate::env::gpu_grace_auto(*grace),
-                },
-            ),
-        }
     }
 }
 

@@ -123,6 +123,42 @@ pub fn of_run(f: &preempt_api::latency::RunFacts) -> Environment {
     }
 }
 
+/// The record of a run whose Lv3 mechanism is per session, on `d` (`priority`: the lv3 mode's;
+/// Lv1 stops launching).
+pub fn of_sessions(d: &preempt_api::SharedDevice) -> Environment {
+    use preempt_api::{Lv1Suspend, MechanismChoice};
+    let (mechanism, grace) = d.mechanism();
+    match d.gpu() {
+        None => {
+            let mut env = host(Mechanism::Sigstop);
+            env.mechanism = format!(
+                "per mode: {} (lv3), {} (lv2), {} (lv1)",
+                Mechanism::Sigstop,
+                Mechanism::Lv2Hold,
+                Lv1Suspend::Stop.name()
+            );
+            env
+        }
+        Some(gpu) => Environment::new(
+            format!("hip:{}", gpu.device().info.index),
+            format!(
+                "{}; LP and HP commands are the light delay kernel over the whole grid",
+                gpu.describe()
+            ),
+            Some(gpu.arch().offload_arch()),
+            &format!(
+                "per mode: lv3 {mechanism} (mechanism per mode row), lv1 {}",
+                Lv1Suspend::Stop.name()
+            ),
+            match mechanism {
+                MechanismChoice::Only(k) => gpu_grace(Some(k), grace),
+                // auto: the mode rows say which mechanism ran.
+                MechanismChoice::Auto => gpu_grace_auto(grace),
+            },
+        ),
+    }
+}
+
 /// The grace period that applied on a GPU, for [`Environment::grace_period`]: the Lv3
 /// mechanism's (`None`: an Lv1 run, which preempts nothing).
 pub fn gpu_grace(mechanism: Option<MechanismKind>, asked: GracePeriod) -> String {

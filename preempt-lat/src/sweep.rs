@@ -335,7 +335,7 @@ pub fn threshold(a: &SweepThresholdOptions, dev: Device) -> Outcome {
     let total = (a.t_ms.len() * a.thresholds.len()) as u64;
     let pb = crate::measure::control::progress(total, a.common.quiet, &format!("sweep threshold ({device})"));
     // The device opened once for every point (a GPU's kernel compiled and calibrated once).
-    let src = dev.lv1_source(lp_state)?;
+    let src = dev.open_shared_lv1(lp_state)?;
     'outer: for &t_ms in &a.t_ms {
         for &th in &a.thresholds {
             if stop_requested() {

@@ -1,6 +1,6 @@
 //! What a preemption-latency measurement needs of a device, implemented once per device here,
-//! beside the sessions' device code ([`host`] on the host device's workers, [`crate::gpu::latency`]
-//! on `hip:N` through [`crate::gpu::prepare`]).
+//! beside the sessions' device code ([`host::HostLatency`] on the host device's workers,
+//! [`crate::gpu::GpuLatency`] on `hip:N` through [`crate::gpu::prepare`]).
 //!
 //! A measurement (preempt-lat's loop) keeps the device's LP hardware queue busy with commands of
 //! T through lv1's launcher, and per sample takes an HP request, suspends the LP queue (Lv1: the

@@ -4,7 +4,7 @@
 //! core). The same LP work, `--commands` delay commands of T back to back, runs in each setup:
 //!
 //! - `native`: straight onto the device, no launcher and no session (the threshold sweep's
-//!   direct phase: [`crate::device::SessionSource::native`]);
+//!   direct phase: [`runs::native`]);
 //! - `lv1`: through an application-API session's LP stream at Lv1, i.e. the launcher (at most
 //!   `--threshold` in flight), no Lv3 mechanism built;
 //! - `lv3`: through an LP stream at Lv3, the session's mechanism armed (on a GPU its KFD queue
@@ -198,7 +198,7 @@ pub fn summarize(setups: &[(Setup, String, String)], per_run: &[Vec<Measured>]) 
 /// Measures on `dev` and writes the result on stdout in `--format`.
 pub fn run(o: &OverheadOptions, dev: Device) -> Outcome {
     let workers = dev.workers();
-    let src = dev.session_source(o.common.mechanism, o.common.grace())?;
+    let src = dev.open_shared(o.common.mechanism, o.common.grace())?;
     let mut setups = vec![(
         Setup::Native,
         "straight onto the device: no launcher, no session".to_string(),
@@ -238,9 +238,9 @@ pub fn run(o: &OverheadOptions, dev: Device) -> Outcome {
                 break 'runs;
             }
             let measured = match setups[i].0 {
-                Setup::Native => src
-                    .native(o.t_ms, o.commands, workers)
-                    .map(|(used, ok)| Measured::of(used, ok)),
+                Setup::Native => {
+                    runs::native(&src, o.t_ms, o.commands, workers).map(|(used, ok)| Measured::of(used, ok))
+                }
                 Setup::Scheduled(level) => scheduled(&src, &Work::of(o), level, workers).map(|(m, mechanism)| {
                     setups[i].2 = mechanism;
                     m
@@ -265,7 +265,7 @@ pub fn run(o: &OverheadOptions, dev: Device) -> Outcome {
             batch: o.common.lv1.batch,
             workers,
         },
-        env: src.environment(),
+        env: crate::env::of_sessions(&src),
         setups: summarize(&setups, &per_run),
         runs_done,
         interrupted: runs_done < o.runs,

@@ -1,13 +1,13 @@
-//! The runs every setup is made of, on a device opened once ([`SessionSource`]): the scheduled
-//! run through an application-API session, and the threshold sweep's point, which is a native
-//! run against a scheduled Lv1 run of the same work.
+//! The runs every setup is made of, on a device opened once ([`SharedDevice`]): the native run
+//! (straight onto the device, no launcher, no session), the scheduled run through an
+//! application-API session, and the threshold sweep's point, which is a native run against a
+//! scheduled Lv1 run of the same work.
 use super::{Measured, Setup};
-use crate::device::SessionSource;
 use crate::error::{Context, Error, failed};
 use crate::measure::settle::wait_stream_or_stop;
 use crate::options::{Level, OverheadOptions};
 use lv1::cost::Usage;
-use preempt_api::Options;
+use preempt_api::{Options, SharedDevice};
 
 /// The LP work of a setup: `commands` delay commands of `t_ms`, through a launcher of
 /// `threshold` / `batch` where the setup has one.
@@ -30,18 +30,25 @@ impl Work {
     }
 }
 
+/// `commands` delay commands of `t_ms` launched straight onto `src` with no launcher and no
+/// session (`overhead`'s native run; the threshold sweep's direct phase), on the host device
+/// with `workers` workers, on a GPU with the device its sessions share. Returns what this
+/// process used meanwhile and whether every command completed exactly once.
+pub fn native(src: &SharedDevice, t_ms: f64, commands: u32, workers: u32) -> Result<(Usage, bool), Error> {
+    match (src.gpu(), src.worker()) {
+        (Some(gpu), _) => crate::gpu::overhead::native(gpu, t_ms, commands),
+        (None, Some(exe)) => crate::host_direct::native(exe, t_ms, commands, workers),
+        (None, None) => Err(failed!("{}: no native run on this device", src.spec())),
+    }
+}
+
 /// One scheduled run: a session (Lv1, Lv2: no Lv3 mechanism built; Lv3: the mechanism armed), one
 /// LP stream at `level` (Lv3, Lv2: registered with the helper, never entered), the commands
 /// submitted and waited for. Returns what was measured and how the stream would be suspended.
-pub(super) fn scheduled(
-    src: &SessionSource,
-    o: &Work,
-    level: Level,
-    workers: u32,
-) -> Result<(Measured, String), Error> {
+pub(super) fn scheduled(src: &SharedDevice, o: &Work, level: Level, workers: u32) -> Result<(Measured, String), Error> {
     let lv1 = lv1::Config::new(o.threshold as usize, o.batch as usize)?;
     let session = src
-        .open(Options {
+        .session(Options {
             lv1,
             no_lv3: level != Level::Lv3,
             host_workers: workers as usize,
@@ -95,12 +102,12 @@ pub(super) fn scheduled(
 /// s, launcher s, overhead %). Both must run every command exactly once. A batch above the
 /// threshold launches as the threshold allows.
 #[allow(clippy::cast_precision_loss)] // ns of one run: far below 2^53
-pub fn lv1_point(src: &SessionSource, w: Work, workers: u32) -> Result<(f64, f64, f64), Error> {
+pub fn lv1_point(src: &SharedDevice, w: Work, workers: u32) -> Result<(f64, f64, f64), Error> {
     let w = Work {
         batch: w.batch.min(w.threshold),
         ..w
     };
-    let (native, once) = src.native(w.t_ms, w.commands, workers)?;
+    let (native, once) = native(src, w.t_ms, w.commands, workers)?;
     if !once {
         return Err(failed!(
             "lv1 overhead (direct): some LP command did not run exactly once"

@@ -4,7 +4,7 @@
 //! completion) percentiles, its P99 against standalone-hp (XSched's headline; the MI308X plan's
 //! target is below [`TARGET_P99_RATIO`]), LP throughput against standalone-lp, preemptions, and
 //! the LP correctness check. On the host device and on a GPU, through the application API: one
-//! session per mode (opened from [`crate::device::SessionSource`]), one mode frame for every device ([`modes`]), `hpf`'s
+//! session per mode (opened from [`preempt_api::SharedDevice`]), one mode frame for every device ([`modes`]), `hpf`'s
 //! rule as the policy.
 pub mod lp_side;
 pub mod modes;
@@ -12,7 +12,7 @@ pub mod processes;
 pub mod report;
 pub mod requests;
 
-use crate::device::{Device, SessionSource};
+use crate::device::Device;
 use crate::env::Environment;
 use crate::error::{Context, Error, failed};
 use crate::exit::{Outcome, Verdict};
@@ -20,6 +20,7 @@ use crate::measure::Correctness;
 use crate::options::{Arrival, Mode, PriorityOptions};
 use crate::stats::{CdfPoint, Summary};
 use crate::trace::Trace;
+use preempt_api::SharedDevice;
 use preempt_api::{Options, Session};
 use serde::Serialize;
 use std::io::Write;
@@ -164,7 +165,7 @@ pub fn summarize(measured: Vec<(Mode, Measured)>) -> Vec<ModeResult> {
 /// The session of one mode: Lv3 armed only for the lv3 mode (dbg-trap would put the process in
 /// debug mode for the others; Lv2 needs nothing armed), Lv1 suspends that only stop launching
 /// (XSched's scheduler), the launcher's completions and the device records kept for the checks.
-fn session(src: &SessionSource, p: &PriorityParams, mode: Mode) -> Result<Session, Error> {
+fn session(src: &SharedDevice, p: &PriorityParams, mode: Mode) -> Result<Session, Error> {
     let lv1 = lv1::Config::new(p.threshold as usize, p.batch as usize).map_err(|e| failed!("{e}"))?;
     let hp_cmds = crate::num::round_u64(p.hp_rate * p.duration_s + 1.0) * u64::from(p.hp_cmds);
     let opts = Options {
@@ -176,7 +177,7 @@ fn session(src: &SessionSource, p: &PriorityParams, mode: Mode) -> Result<Sessio
         gpu_slots: usize::try_from(modes::lp_budget(p).max(hp_cmds)).unwrap_or(usize::MAX),
         ..Options::default()
     };
-    src.open(opts).with_context(|| format!("{} session", mode.name()))
+    src.session(opts).with_context(|| format!("{} session", mode.name()))
 }
 
 /// Runs every mode of `o` on `dev`, writes priority.{csv,json,svg} and priority-cdf.svg (and the trace), and prints
@@ -195,7 +196,7 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
         dev.check_lv2("--modes lv2")?;
     }
     let modes = o.modes_on(dev.spec());
-    let target = dev.session_source(o.common.mechanism, o.common.grace())?;
+    let target = dev.open_shared(o.common.mechanism, o.common.grace())?;
     crate::output::files::prepare(&o.out_dir)?;
     // Each mode's share of the trace's events, so that every mode is in it; none kept unasked.
     let mut trace = match o.trace {
@@ -207,7 +208,11 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     report::plot(&result, &o.out_dir.join("priority.svg"))?;
     report::plot_cdf(&result, &o.out_dir.join("priority-cdf.svg"))?;
     if let Some(path) = &o.trace {
-        let what = target.trace_note("preempt-lat priority");
+        let what = if target.spec().is_host() {
+            "preempt-lat priority on the host device: host figures, not GPU figures".to_string()
+        } else {
+            format!("preempt-lat priority on {}", target.label())
+        };
         crate::trace::write_file(&trace, &what, path)?;
     }
     let mut out = std::io::stdout().lock();
@@ -226,7 +231,7 @@ pub fn measure(
     o: &PriorityOptions,
     modes: &[Mode],
     workers: u32,
-    target: &SessionSource,
+    target: &SharedDevice,
     trace: &mut Trace,
 ) -> Result<PriorityResult, Error> {
     let t_start = std::time::Instant::now();
@@ -280,7 +285,7 @@ pub fn measure(
     }
     Ok(PriorityResult {
         params: p,
-        env: target.environment(),
+        env: crate::env::of_sessions(target),
         target_p99_ratio: TARGET_P99_RATIO,
         modes: summarize(measured),
         wall_time_s: t_start.elapsed().as_secs_f64(),

@@ -199,14 +199,14 @@ fn spawn_lp(n: u32, socket: &std::path::Path, o: &PriorityOptions, dev: &Device)
 pub fn run(o: &PriorityOptions, dev: Device, n: u32) -> Outcome {
     let daemon_exe = beside_me("preempt-sched")?;
     crate::output::files::prepare(&o.out_dir)?;
-    let src = dev.session_source(o.common.mechanism, o.common.grace())?;
+    let src = dev.open_shared(o.common.mechanism, o.common.grace())?;
     let samples = o.hop_samples as usize;
     let opts = Options {
         host_workers: 1,
         ..Options::default()
     };
     // In-process: the helper suspends this session's own n streams.
-    let s = src.open(opts.clone()).context("in-process session")?;
+    let s = src.session(opts.clone()).context("in-process session")?;
     for _ in 0..n {
         let lp = s.create_lp_stream(Level::Auto).map_err(Error::from)?;
         s.helper_register(&lp, 0).map_err(Error::from)?;
@@ -219,7 +219,7 @@ pub fn run(o: &PriorityOptions, dev: Device, n: u32) -> Outcome {
     let daemon = Daemon::start(&daemon_exe)?;
     let lp = spawn_lp(n, daemon.socket(), o, &dev)?;
     let hp = src
-        .open(Options {
+        .session(Options {
             scheduler: Some(daemon.socket().to_path_buf()),
             scheduler_client: preempt_api::sched::hop::measuring_client(),
             ..opts
@@ -233,7 +233,7 @@ pub fn run(o: &PriorityOptions, dev: Device, n: u32) -> Outcome {
 
     let (local, remote) = (summary(&local)?, summary(&remote)?);
     let result = ProcessesResult {
-        env: src.environment(),
+        env: crate::env::of_sessions(&src),
         processes: n,
         samples: o.hop_samples,
         hop_p50_ns: diff(remote.p50, local.p50),
@@ -264,9 +264,9 @@ pub fn lp_process(
     hip: impl FnOnce() -> crate::doctor::facts::Fact<crate::doctor::facts::HipInfo>,
 ) -> Outcome {
     let dev = crate::device::select(o.device, Some(o.workers), o.mechanism, hip)?;
-    let src = dev.session_source(o.mechanism, preempt_api::GracePeriod::Default)?;
+    let src = dev.open_shared(o.mechanism, preempt_api::GracePeriod::Default)?;
     let s = src
-        .open(Options {
+        .session(Options {
             host_workers: o.workers as usize,
             scheduler: Some(o.socket.clone()),
             scheduler_client: preempt_api::sched::hop::measuring_client(),

@@ -19,12 +19,13 @@ pub mod rate;
 mod result;
 mod standalone;
 
-use crate::device::{Device, SessionSource};
+use crate::device::Device;
 use crate::error::{Context, Error, failed};
 use crate::exit::{Outcome, Verdict};
 use crate::options::class::ClassSpec;
 use crate::options::{Arrival, Lv1Options, PolicyKind, PriorityOptions, SweepRateOptions};
 use preempt_api::Options;
+use preempt_api::SharedDevice;
 pub use result::ScheduleResult;
 use std::io::Write;
 
@@ -99,7 +100,7 @@ impl Experiment {
 /// One run of `x` on a session opened from `src` (every class alone first with
 /// [`Experiment::standalone`], each in a session of its own). Writes nothing; the caller
 /// reports it.
-pub fn run_experiment(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Error> {
+pub fn run_experiment(x: &Experiment, src: &SharedDevice) -> Result<ScheduleResult, Error> {
     if !x.standalone {
         return run_once(x, src);
     }
@@ -124,7 +125,7 @@ fn arrivals_of(x: &Experiment, i: usize, duration_ns: u64) -> crate::arrivals::A
 }
 
 /// One run of `x` (no runs alone).
-fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Error> {
+fn run_once(x: &Experiment, src: &SharedDevice) -> Result<ScheduleResult, Error> {
     let specs = &x.classes;
     // The commands refuse a bad policy before anything starts: here it would be a bug.
     let (policy, params) = policy::of(x.policy, specs, x.k, x.round_ms).map_err(|e| failed!("{e}"))?;
@@ -132,7 +133,7 @@ fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Error
     let duration_ns = crate::num::round_u64(x.duration_s * 1e9);
     let lv1 = lv1::Config::new(x.lv1.threshold as usize, x.lv1.batch as usize)?;
     let session = src
-        .open(Options {
+        .session(Options {
             lv1,
             lv1_no_wait: true,
             keep_records: true,
@@ -157,7 +158,7 @@ fn run_once(x: &Experiment, src: &SessionSource) -> Result<ScheduleResult, Error
     closed.context("closing the session")?;
     Ok(ScheduleResult::new(
         x,
-        src.environment(),
+        crate::env::of_sessions(src),
         &session,
         out,
         checks,
@@ -213,7 +214,7 @@ pub fn run(o: &PriorityOptions, dev: Device) -> Outcome {
     if !dev.is_host() {
         check_slots(&x)?;
     }
-    let src = dev.session_source(o.common.mechanism, o.common.grace())?;
+    let src = dev.open_shared(o.common.mechanism, o.common.grace())?;
     crate::output::files::prepare(&o.out_dir)?;
     if !o.common.quiet {
         eprintln!(

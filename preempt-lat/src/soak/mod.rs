@@ -12,7 +12,7 @@ pub mod drift;
 pub mod process;
 mod report;
 
-use crate::device::{Device, SessionSource};
+use crate::device::Device;
 use crate::env::Environment;
 use crate::error::{Context, Error, failed};
 use crate::exit::{Outcome, Verdict};
@@ -22,6 +22,7 @@ use crate::options::{Mode, PriorityOptions, SoakOptions};
 use crate::schedule::Experiment;
 use crate::trace::Trace;
 use drift::{HeldDrift, Kind, LatencyDrift, Window};
+use preempt_api::SharedDevice;
 use serde::Serialize;
 use std::io::Write;
 use std::time::Instant;
@@ -65,7 +66,7 @@ struct Experiments {
 }
 
 impl Experiments {
-    fn window(&self, kind: Kind, src: &SessionSource) -> Result<Figures, Error> {
+    fn window(&self, kind: Kind, src: &SharedDevice) -> Result<Figures, Error> {
         match kind {
             Kind::Priority => {
                 let r = crate::priority::measure(&self.priority, &[Mode::Lv3], self.workers, src, &mut Trace::off())?;
@@ -99,7 +100,7 @@ pub fn run(o: &SoakOptions, dev: Device) -> Outcome {
     if !dev.is_host() {
         crate::schedule::check_slots(&x.classes)?;
     }
-    let src = dev.session_source(o.common.mechanism, o.common.grace())?;
+    let src = dev.open_shared(o.common.mechanism, o.common.grace())?;
     crate::output::files::prepare(&o.out_dir)?;
     let n = o.windows();
     if !o.common.quiet {
@@ -172,7 +173,7 @@ pub fn run(o: &SoakOptions, dev: Device) -> Outcome {
             workers,
             seed: o.common.seed,
         },
-        env: src.environment(),
+        env: crate::env::of_sessions(&src),
         p99_drift: [Kind::Priority, Kind::Classes]
             .into_iter()
             .filter_map(|k| drift::latency(&windows, k))

@@ -94,7 +94,7 @@ pub fn run(o: &SweepRateOptions, dev: Device) -> Outcome {
     // The first point's policy first: a class it cannot take is refused before anything starts.
     let first = at(o.rates.first().copied().unwrap_or(1.0))?;
     super::policy::of(first.policy, &first.classes, first.k, first.round_ms)?;
-    let src = dev.session_source(o.common.mechanism, o.common.grace())?;
+    let src = dev.open_shared(o.common.mechanism, o.common.grace())?;
     prepare(&o.out_dir)?;
     let t_start = std::time::Instant::now();
     let mut points = Vec::new();
@@ -155,7 +155,7 @@ pub fn run(o: &SweepRateOptions, dev: Device) -> Outcome {
             workers,
             preset: o.preset_name(),
         },
-        env: src.environment(),
+        env: crate::env::of_sessions(&src),
         interrupted: points.len() < o.rates.len() || (o.compare_at().is_some() && compared.is_none()),
         compared,
         points,
