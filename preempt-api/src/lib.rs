@@ -14,6 +14,12 @@
 //!   process of the node through the `preempt-sched` daemon ([`sched`]: its protocol and client);
 //!   with [`Options::policy`] also a time-driven policy (utilization partition, K-EDF, laxity)
 //!   over the streams scheduled with it ([`Session::helper_schedule`]).
+//! - [`SharedDevice`]: a device opened once for the sessions a run opens in turn (a GPU's
+//!   compiled kernel and calibration shared).
+//! - [`latency`]: what a preemption-latency measurement needs of a device (its LP hardware queue
+//!   for the caller's launcher, the HP probe and when it started, the Lv3/Lv2 suspension, the
+//!   device's records), implemented once per device: the host device's workers and `hip:N`
+//!   through [`gpu::prepare`].
 //! - [`Error`]: a kind with a stable code, a message, and errno plus meaning where a system call
 //!   failed.
 //!

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 pub use open::GpuLatencyRequest;
 
 /// Context for a HIP (or GPU device) error: `hip: <what>: <error>`.
-pub(crate) fn h<E: Into<Error>>(what: &'static str) -> impl Fn(E) -> Error {
+fn h<E: Into<Error>>(what: &'static str) -> impl Fn(E) -> Error {
     move |e| e.into().context(&format!("hip: {what}"))
 }
 
