@@ -265,14 +265,17 @@ fn verdict(
     env: &Environment,
 ) -> Result<String, Error> {
     use preempt_api::DeviceSpec;
-    match device {
-        DeviceSpec::Host(_) => crate::host_direct::worker_exe().map(|w| {
+    // By what the device is, so that a device like these joins their branch unchanged.
+    if device.is_host() {
+        return crate::host_direct::worker_exe().map(|w| {
             format!(
-                "host device: worker program {}; {}",
+                "{device} device: worker program {}; {}",
                 w.program.display(),
                 report.summary
             )
-        }),
+        });
+    }
+    match device {
         DeviceSpec::Hip(n) => crate::gpu::runnable(&report.facts, n)
             .map(|()| {
                 format!(
@@ -284,7 +287,7 @@ fn verdict(
                 )
             })
             .map_err(|why| failed!("--device hip:{n}: cannot run: {why} (see `preempt-lat doctor`)")),
-        DeviceSpec::Auto | DeviceSpec::Kfd => Err(failed!("internal: the stage needs host or hip:N, not {device}")),
+        _ => Err(failed!("internal: the stage needs host or hip:N, not {device}")),
     }
 }
 

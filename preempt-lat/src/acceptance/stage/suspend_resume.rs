@@ -35,31 +35,33 @@ fn ns(d: Duration) -> u64 {
 }
 
 fn session(device: DeviceSpec, mechanism: MechanismChoice) -> Result<Session, Error> {
-    let opts = Options {
-        keep_records: true,
-        ..Options::default()
+    if matches!(device, DeviceSpec::Auto | DeviceSpec::Kfd) {
+        return Err(failed!("internal: host or hip:N expected, not {device}"));
+    }
+    // By what the device is: worker processes take the worker program and one worker (and no
+    // mechanism or grace period of a GPU's); a GPU takes the mechanism asked for.
+    let opts = if device.is_host() {
+        Options {
+            worker: Some(crate::host_direct::worker_exe()?),
+            host_workers: 1,
+            ..Options::default()
+        }
+    } else {
+        Options {
+            mechanism,
+            grace: GracePeriod::SHORTEST,
+            gpu_slots: 1024,
+            ..Options::default()
+        }
     };
-    let opened = match device {
-        DeviceSpec::Host(_) => Session::open(
-            DeviceSpec::HOST,
-            Options {
-                worker: Some(crate::host_direct::worker_exe()?),
-                host_workers: 1,
-                ..opts
-            },
-        ),
-        DeviceSpec::Hip(_) => Session::open(
-            device,
-            Options {
-                mechanism,
-                grace: GracePeriod::SHORTEST,
-                gpu_slots: 1024,
-                ..opts
-            },
-        ),
-        DeviceSpec::Auto | DeviceSpec::Kfd => return Err(failed!("internal: host or hip:N expected, not {device}")),
-    };
-    opened.context("opening the session")
+    Session::open(
+        device,
+        Options {
+            keep_records: true,
+            ..opts
+        },
+    )
+    .context("opening the session")
 }
 
 /// Runs the stage; `mechanism` is the KFD mechanism on a GPU (auto on the host device).
