@@ -41,7 +41,8 @@ fn doctor(program: &Path, out_dir: &Path) -> Result<Value, Error> {
     let tmp = out_dir.join(format!(".acceptance-doctor-{}.json", std::process::id()));
     let file = std::fs::File::create(&tmp).with_context(|| tmp.display().to_string())?;
     let mut cmd = Command::new(program);
-    cmd.args(["doctor", "--format", "json"])
+    cmd.arg("doctor")
+        .args([plan::flag::flag!(crate::options::DoctorOptions, format), "json".into()])
         .stdout(file)
         .stderr(Stdio::null());
     let ended = runner::run(cmd, DOCTOR_BOUND, &stop_requested, runner::Steps::STAGE);

@@ -9,6 +9,7 @@ use preempt_api::{DeviceSpec, MechanismKind};
 use std::time::Duration;
 
 mod command;
+pub(crate) mod flag;
 mod sizes;
 pub use command::{args, result_files, stdout_file};
 pub use sizes::Sizes;
@@ -20,7 +21,7 @@ pub use preempt_api::Mechanism as Mech;
 /// `--mechanism NAME`, which the host device does not take (its one mechanism is `auto`).
 fn mechanism_arg(m: Mech) -> Vec<String> {
     match m {
-        Mech::Kfd(k) => vec!["--mechanism".into(), k.name().into()],
+        Mech::Kfd(k) => vec![flag::flag!(crate::options::Common, mechanism), k.name().into()],
         _ => Vec::new(),
     }
 }
