@@ -125,3 +125,10 @@ pub fn resume_on_signals() -> Result<Vec<u32>> {
 pub fn take_events() -> Vec<String> {
     kfd::events::take_unhandled().iter().map(ToString::to_string).collect()
 }
+
+/// A mutex's guard whether or not a panic poisoned it: every lock here guards state that each
+/// holder leaves whole between statements, and a suspension must still be released after a
+/// panic elsewhere (the guards' rule).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

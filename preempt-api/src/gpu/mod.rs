@@ -42,7 +42,7 @@ use gpu_device::{Calibration, GfxTarget, Grid, HipLpQueue, discover, setup};
 use hip_rt::{Device, Hip, Stream, StreamPriority};
 use lv3::binding::QueueBinding;
 use lv3::mechanism::{Preemptor, QueueTarget};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 /// The KFD gpu id of the GPU at PCI address `pci_bus_id` (`0000:c1:00.0`, as HIP writes it),
 /// read from the KFD topology without opening anything: how a process that only needs to say
@@ -81,9 +81,7 @@ pub struct GpuDevice {
     creating: Mutex<()>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use crate::lock;
 
 /// `hip:N` cannot be opened: `NoDevice` where the device or HIP is missing, else the error's own
 /// kind.

@@ -100,9 +100,7 @@ pub(crate) struct Driver {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use crate::lock;
 
 impl State {
     /// Carries `actions` out; a failed one is reported to the policy and kept. Returns the

@@ -5,9 +5,9 @@ use super::{Abandon, DeviceSpan, Finished, HpStart, LatencyDevice, RawSample, Ru
 use crate::error::{Error, Result};
 use crate::host::{HostCommand, HostDevice, HostError, HostHold, HostQueue, HostSuspension, KernelRecord};
 use crate::options::Level;
-use crate::{GracePeriod, Mechanism, WorkerExe, now_ns};
+use crate::{GracePeriod, Mechanism, WorkerExe, lock, now_ns};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long the first LP command may take to start.
@@ -76,10 +76,6 @@ impl Suspended for Held<'_> {
     fn resume(self: Box<Self>) -> Result<()> {
         self.0.resume().map_err(err("resume (release the held workers)"))
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl LatencyDevice for HostLatency {

@@ -17,7 +17,7 @@ use crate::stream::LpStream;
 use lv3::mechanism::Preemptor;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
 mod helper_calls;
@@ -100,9 +100,7 @@ impl std::fmt::Debug for Session {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use crate::lock;
 
 impl Session {
     /// Opens a session. `auto` picks `hip:0` where it can run, else the host device. On a GPU

@@ -67,9 +67,7 @@ impl Params {
             grace: c.grace(),
         }
     }
-}
 
-impl Params {
     /// LP commands a GPU run may submit in all (the slots it allocates): per sample, the gap (in
     /// T), a drained threshold, and 2 ms of host overhead in units of T; twice that, plus the
     /// keep-ahead, capped at 4 Mi commands.

@@ -49,9 +49,8 @@ struct Report {
 
 /// A GPU set up for one latency run by [`GpuLatency::open`].
 pub struct GpuLatency {
-    /// Held for the run: the LP queue, the probe and the kernel live on it.
-    _gpu: Arc<GpuDevice>,
-    wall_clock_khz: u32,
+    /// The LP queue, the probe and the kernel live on it; its wall clock's rate maps the stamps.
+    gpu: Arc<GpuDevice>,
     lpq: Arc<HipLpQueue>,
     probe: HpProbe,
     cmd: DelayCmd,
@@ -156,7 +155,7 @@ impl LatencyDevice for GpuLatency {
         // The clock map over the whole run, then the HP start of every sample.
         let post = clock_pairs(&self.probe, self.pairs_post_idx, CLOCK_PAIRS)?;
         self.pairs.extend(post);
-        let map = ClockMap::fit(&self.pairs, self.wall_clock_khz)?;
+        let map = ClockMap::fit(&self.pairs, self.gpu.device().info.wall_clock_khz)?;
         let mut negative = 0usize;
         let mut hp_start_ns = Vec::with_capacity(raw.len());
         for r in raw {

@@ -175,8 +175,7 @@ impl GpuLatency {
             ),
         };
         Ok(GpuLatency {
-            wall_clock_khz: dev.info.wall_clock_khz,
-            _gpu: gpu,
+            gpu,
             lpq,
             probe,
             cmd: DelayCmd {
