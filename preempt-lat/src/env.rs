@@ -21,17 +21,9 @@ pub struct Environment {
     pub tool_version: &'static str,
     /// Whether the figures are host figures (CPU worker processes), never GPU figures: set by
     /// [`host`], for every text, plot title and trace note that says so. Not written (the JSON
-    /// says it through `device`; [`is_host_device`] reads it back from there).
+    /// says it through `device`; `output::is_host_device` reads it back from there).
     #[serde(skip)]
     pub host_figures: bool,
-}
-
-/// Whether a result's `device` (as JSON files record it) is a host device, whose figures are
-/// host figures: the API's answer for the word ([`preempt_api::DeviceSpec::is_host`]).
-pub fn is_host_device(device: &str) -> bool {
-    device
-        .parse::<preempt_api::DeviceSpec>()
-        .is_ok_and(preempt_api::DeviceSpec::is_host)
 }
 
 /// The git revision the binary was built from (set by the build, `unknown` otherwise).
@@ -180,6 +172,7 @@ pub fn gpu_grace_auto(asked: GracePeriod) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::is_host_device;
 
     #[test]
     fn host_figures_are_data_and_not_written() {

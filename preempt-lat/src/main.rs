@@ -13,34 +13,31 @@ macro_rules! eprintln {
     }};
 }
 
-mod acceptance;
 mod arrivals;
-mod atomic_file;
 mod bystander;
 mod device;
 mod doctor;
 mod env;
-mod error;
-mod exit;
 mod gpu;
 mod host_direct;
 mod launcher_cost;
 mod measure;
 mod measure_on;
-mod num;
-mod options;
 mod output;
 mod overhead;
-mod plot;
 mod priority;
-mod report;
 mod schedule;
 mod soak;
+mod stage;
 mod stats;
 mod sweep;
-mod targets;
 mod trace;
 mod validate;
+
+// The command line's shared parts (preempt-cli) and the acceptance harness and report
+// (preempt-acceptance), under the names the modules use (`crate::error::Context`).
+use preempt_acceptance::{acceptance, report, targets};
+use preempt_cli::{atomic_file, error, exit, num, options, plot};
 
 use clap::{CommandFactory, Parser, error::ErrorKind};
 use doctor::facts::{Fact, HipInfo};
@@ -142,8 +139,8 @@ fn dispatch(command: Command) -> Outcome {
         Command::Priority(o) if o.runs_classes() => schedule::run(&o, select(&o.common)?),
         Command::Priority(o) => priority::run(&o, select(&o.common)?),
         Command::Report(o) => report::run(&o),
-        Command::Acceptance(o) => acceptance::run(&o),
-        Command::AcceptanceStage(o) => acceptance::stage::run(&o, hip_facts),
+        Command::Acceptance(o) => acceptance::run(&o, env::git_revision()),
+        Command::AcceptanceStage(o) => stage::run(&o, hip_facts),
         Command::BystanderWorker(_) => {
             unreachable!("handled in main before any thread starts")
         }

@@ -304,25 +304,24 @@ struct OverheadPoint {
     git_revision: &'static str,
 }
 
-/// The threshold sweep's points: JSON the array, CSV one row per point, text one line per point.
-impl Export for [OverheadPoint] {
+/// A point of the threshold sweep: JSON the object, CSV one row, text one line (a sweep's points
+/// are exported as a list: the array, a row each, a line each).
+impl Export for OverheadPoint {
     type Whole = Self;
     type Row<'a> = &'a OverheadPoint;
     fn whole(&self) -> &Self {
         self
     }
     fn rows(&self) -> Vec<&OverheadPoint> {
-        self.iter().collect()
+        vec![self]
     }
     fn text(&self, w: &mut dyn Write) -> io::Result<()> {
-        for p in self {
-            writeln!(
-                w,
-                "{} T = {} ms, threshold {}, batch {}: Lv1 overhead {:+.1} % (direct {:.4} s, launcher {:.4} s, {} commands)",
-                p.device, p.t_ms, p.threshold, p.batch, p.overhead_percent, p.direct_s, p.launcher_s, p.commands
-            )?;
-        }
-        Ok(())
+        let p = self;
+        writeln!(
+            w,
+            "{} T = {} ms, threshold {}, batch {}: Lv1 overhead {:+.1} % (direct {:.4} s, launcher {:.4} s, {} commands)",
+            p.device, p.t_ms, p.threshold, p.batch, p.overhead_percent, p.direct_s, p.launcher_s, p.commands
+        )
     }
 }
 

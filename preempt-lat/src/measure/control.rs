@@ -19,11 +19,8 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nix::sys::signal::{SigSet, Signal};
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::time::Duration;
-
-static STOP: AtomicBool = AtomicBool::new(false);
 
 /// How long a second signal waits for the orderly `_exit` (its lines written, stdout flushed)
 /// before it ends the process with the signal itself.
@@ -101,7 +98,7 @@ pub fn install_stop_on_signals() {
     let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
         let notices = Notices::start();
         while let Ok(sig) = set.wait() {
-            let first = !STOP.swap(true, Ordering::SeqCst);
+            let first = preempt_cli::stop::request();
             if first {
                 super::abandon::arm();
                 notices.say(format!(
@@ -121,9 +118,8 @@ pub fn install_stop_on_signals() {
     });
 }
 
-pub fn stop_requested() -> bool {
-    STOP.load(Ordering::SeqCst)
-}
+/// Whether a stop was asked for (preempt-cli's flag, which the signal thread raises).
+pub use preempt_cli::stop::requested as stop_requested;
 
 /// Sleeps until `t_ns` (`CLOCK_MONOTONIC`, as [`preempt_api::now_ns`]) or until a stop is
 /// requested, whichever comes first (a wait of up to an hour must not outlast Ctrl-C); true if a

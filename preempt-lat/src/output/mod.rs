@@ -1,71 +1,13 @@
-//! Every result leaves through here: one exporter per [`Format`] behind one dispatch
-//! ([`export`]), shared by every subcommand. A result offers what the exporters need
-//! ([`Export`]): itself whole (JSON serializes it), its rows (CSV, through the `csv` crate, which
-//! does the quoting and escaping) and its text for people. [`files`] writes results into
-//! `--out-dir`.
-//!
-//! A new format: its variant and file extension in `options::values::Format`, its arm and
-//! exporter here.
-pub mod files;
+//! A latency run as the exporters see it: one CSV row per latency metric, the text for people
+//! in [`text`]. The exporters themselves, shared by every subcommand, are preempt-cli's
+//! (re-exported here, so that `crate::output::export` is the one dispatch wherever it is called).
 pub mod text;
 
-use crate::error::{Context, Error};
+pub use preempt_cli::output::*;
+
 use crate::measure::RunResult;
-use crate::options::Format;
 use serde::Serialize;
 use std::io::{self, Write};
-
-/// A figure in a table for people, to `digits` decimals; `-` where there is none.
-pub fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{v:.digits$}"))
-}
-
-/// A result as the exporters see it.
-pub trait Export {
-    /// What JSON writes: the result whole.
-    type Whole: Serialize + ?Sized;
-    /// One CSV row; the header is its field names.
-    type Row<'a>: Serialize
-    where
-        Self: 'a;
-    fn whole(&self) -> &Self::Whole;
-    fn rows(&self) -> Vec<Self::Row<'_>>;
-    /// The result for people.
-    fn text(&self, w: &mut dyn Write) -> io::Result<()>;
-}
-
-/// The one dispatch: `e` in `format`.
-pub fn export<E: Export + ?Sized>(format: Format, e: &E, w: &mut dyn Write) -> io::Result<()> {
-    match format {
-        Format::Text => e.text(w),
-        Format::Json => json(e.whole(), w),
-        Format::Csv => csv(e.rows(), w),
-    }
-}
-
-/// One line on stdout: an error if stdout is closed or full (`println!` panics).
-pub fn line(args: std::fmt::Arguments) -> Result<(), Error> {
-    let mut out = io::stdout().lock();
-    out.write_fmt(args)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush())
-        .context("writing the result")
-}
-
-/// The JSON exporter: pretty JSON and a newline.
-fn json<T: Serialize + ?Sized>(value: &T, w: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *w, value)?;
-    writeln!(w)
-}
-
-/// The CSV exporter: a header from the row type's field names, then one row per record.
-fn csv<R: Serialize>(rows: impl IntoIterator<Item = R>, w: &mut dyn Write) -> io::Result<()> {
-    let mut out = csv::Writer::from_writer(w);
-    for r in rows {
-        out.serialize(r).map_err(io::Error::other)?;
-    }
-    out.flush()
-}
 
 /// One row of a run's CSV: one per latency metric, every parameter and the environment on each.
 #[derive(Debug, Serialize)]
@@ -167,26 +109,11 @@ impl Export for RunResult {
     }
 }
 
-/// Many runs (a sweep): JSON is the array of results, CSV every run's rows, text one run after
-/// another.
-impl Export for [RunResult] {
-    type Whole = Self;
-    type Row<'a> = RunRow<'a>;
-    fn whole(&self) -> &Self {
-        self
-    }
-    fn rows(&self) -> Vec<RunRow<'_>> {
-        self.iter().flat_map(run_rows).collect()
-    }
-    fn text(&self, w: &mut dyn Write) -> io::Result<()> {
-        self.iter().try_for_each(|r| text::run(r, w))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::measure::fake_gpu_run;
+    use crate::options::Format;
     use crate::options::{Level, LpState};
 
     /// JSON is the result whole, byte for byte what serde writes of it.

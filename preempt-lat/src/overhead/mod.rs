@@ -23,30 +23,12 @@ use crate::error::Context;
 use crate::exit::{Outcome, Verdict};
 use crate::launcher_cost::Figure;
 use crate::measure::control::stop_requested;
-use crate::options::{Level, OverheadOptions};
+use crate::options::{Level, OverheadOptions, Setup};
 use crate::output::Export;
 use lv1::cost::Usage;
 use runs::scheduled;
 use serde::Serialize;
 use std::io::{self, Write};
-
-/// A setup of the comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Setup {
-    Native,
-    Scheduled(Level),
-}
-
-impl Setup {
-    pub fn name(self) -> &'static str {
-        match self {
-            Setup::Native => "native",
-            Setup::Scheduled(Level::Lv3) => "lv3",
-            Setup::Scheduled(Level::Lv2) => "lv2",
-            Setup::Scheduled(_) => "lv1",
-        }
-    }
-}
 
 /// What one setup measured in one run.
 #[derive(Debug, Clone, Copy, PartialEq)]
