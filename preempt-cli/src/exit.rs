@@ -7,7 +7,7 @@
 //! interrupted: 0, or 3 if a check it made failed. A check it could not complete because the
 //! stop abandoned LP commands still running is not made (`not checked`, JSON `ok: null`): neither
 //! a pass nor a failure, so it does not turn 0 into 3. A second signal ends the process at once
-//! with 130/143/129 (`measure::control`).
+//! with 130/143/129 (preempt-lat's `measure::control`).
 use crate::error::{Error, UsageError};
 use std::process::ExitCode;
 

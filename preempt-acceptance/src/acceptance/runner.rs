@@ -1,7 +1,7 @@
 //! One stage in a child process of `preempt-lat` itself, bounded in time. A child is the robust
 //! way to bound a stage: whatever it holds (a suspended GPU queue, stopped host workers, a
 //! debug session) is its own, and every `preempt-lat` subcommand already resumes what it
-//! suspended when SIGTERM arrives (`measure::control`: the first SIGTERM stops it after the
+//! suspended when SIGTERM arrives (preempt-lat's `measure::control`: the first SIGTERM stops it after the
 //! current sample and its guards resume; a second resumes everything in lv3's registry and
 //! exits at once). So a stage over its bound (or the whole run interrupted) is stopped in three
 //! steps, each only if the one before did not end it: SIGTERM, a second SIGTERM, and SIGKILL to
