@@ -40,6 +40,11 @@ fn err(what: &str) -> impl FnOnce(HostError) -> Error + '_ {
     }
 }
 
+/// A host device of its own: `workers` LP workers of `exe`, and the HP worker.
+fn spawn(exe: &WorkerExe, workers: u32) -> Result<HostDevice, Error> {
+    HostDevice::spawn(exe, workers as usize).map_err(err("starting workers"))
+}
+
 /// `commands` delay commands of `t_ns` launched straight onto `dev`'s LP queue (no launcher, no
 /// session) and waited for: the direct phase of the threshold sweep and the native baseline of
 /// `overhead`. Returns what this process used meanwhile (wall and CPU time of every thread,
@@ -71,7 +76,7 @@ pub fn direct_run(dev: &HostDevice, t_ns: u64, commands: u32, workers: u32) -> R
 /// native run. A stop's close time passing while it runs kills its workers (it waits for up to
 /// commands x T): it then fails, and its caller leaves it out.
 pub fn native(exe: &WorkerExe, t_ms: f64, commands: u32, workers: u32) -> Result<(lv1::cost::Usage, bool), Error> {
-    let dev = HostDevice::spawn(exe, workers as usize).map_err(err("starting workers"))?;
+    let dev = spawn(exe, workers)?;
     let q = Arc::clone(dev.lp());
     let _abandonable = abandon::kill_at_deadline(move || q.kill_workers());
     direct_run(&dev, crate::num::round_u64(t_ms * 1e6), commands, workers)
@@ -98,8 +103,7 @@ pub fn launcher_cost_null_device(commands: u32, threshold: u32, batch: u32) -> R
 /// share of one core while LP commands of `t_ms` run back to back through the launcher for
 /// about `window_ms`.
 pub fn launcher_core_share(t_ms: f64, threshold: u32, batch: u32, workers: u32, window_ms: f64) -> Result<f64, Error> {
-    let exe = worker_exe()?;
-    let dev = HostDevice::spawn(&exe, workers as usize).map_err(err("starting workers"))?;
+    let dev = spawn(&worker_exe()?, workers)?;
     let cfg = Config::new(threshold as usize, batch as usize)?;
     let xq = XQueue::new(Arc::clone(dev.lp()), cfg).context("starting the launcher")?;
     drop(xq.take_completions());
@@ -125,8 +129,7 @@ pub fn launcher_core_share(t_ms: f64, threshold: u32, batch: u32, workers: u32, 
 /// (direct ns, launcher ns).
 pub fn launcher_cost(commands: u32, threshold: u32, batch: u32, workers: u32) -> Result<(f64, f64), Error> {
     let cpu = process_cpu_ns;
-    let exe = worker_exe()?;
-    let dev = HostDevice::spawn(&exe, workers as usize).map_err(err("starting workers"))?;
+    let dev = spawn(&worker_exe()?, workers)?;
     let q = dev.lp();
     // Direct, in chunks so the worker pipes never fill.
     let c0 = cpu()?;

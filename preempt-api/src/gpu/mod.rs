@@ -268,3 +268,14 @@ pub fn multi_gpu_note(gpus: usize, rocr_visible: Option<&str>, hip_visible: Opti
          preempt-lat to the measured GPU with ROCR_VISIBLE_DEVICES=<index> (it then appears as hip:0)"
     ))
 }
+
+/// [`multi_gpu_note`] for this process: `gpus` as it sees them, the two variables as its
+/// environment has them.
+pub fn multi_gpu_note_here(gpus: usize) -> Option<String> {
+    let var = |k: &str| std::env::var(k).ok();
+    multi_gpu_note(
+        gpus,
+        var("ROCR_VISIBLE_DEVICES").as_deref(),
+        var("HIP_VISIBLE_DEVICES").as_deref(),
+    )
+}

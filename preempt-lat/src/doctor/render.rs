@@ -59,12 +59,7 @@ pub fn text(r: &Report, w: &mut dyn Write) -> Result<()> {
                 nodes.len(),
                 f.gpu_nodes().len()
             )?;
-            let visible = |k: &str| std::env::var(k).ok();
-            if let Some(n) = super::verdict::multi_gpu_note(
-                f.gpu_nodes().len(),
-                visible("ROCR_VISIBLE_DEVICES").as_deref(),
-                visible("HIP_VISIBLE_DEVICES").as_deref(),
-            ) {
+            if let Some(n) = preempt_api::gpu::multi_gpu_note_here(f.gpu_nodes().len()) {
                 writeln!(w, "  note: {n}")?;
             }
             for n in nodes.iter().filter(|n| n.gpu_id != 0) {

@@ -64,10 +64,13 @@ impl GpuLatency {
     /// Sets `hip:N` up for one latency run (see the module docs); what it notes and warns of on
     /// the way goes to `say`.
     pub fn open(r: &GpuLatencyRequest, say: Arc<dyn Reporter>) -> Result<GpuLatency> {
-        let no_lv2 = || failed(crate::lv2_unavailable(crate::DeviceSpec::Hip(r.device)).message);
-        if r.level == Level::Lv2 {
-            return Err(no_lv2());
-        }
+        // Lv1: the caller's launcher suspends, nothing is built; Lv2 is refused before the device
+        // opens.
+        let lv3_request = match r.level {
+            Level::Lv1 => None,
+            Level::Lv2 => return Err(failed(crate::lv2_unavailable(crate::DeviceSpec::Hip(r.device)).message)),
+            Level::Lv3 | Level::Auto => Some(Lv3Request::required(r.mechanism, r.grace)),
+        };
         // Every queue but the LP one exists after this call: the API's preparation, step 1.
         let mut prepared = gpu::prepare(&Prepare {
             device: r.device,
@@ -99,14 +102,9 @@ impl GpuLatency {
 
         // Lv3: the mechanism (dbg-trap turns the debug trap on now, before the LP queue exists),
         // then the LP queue and at Lv3 the KFD queue behind it: the API's preparation, step 2.
-        let lv3_request = match r.level {
-            Level::Lv1 => None,
-            Level::Lv2 => return Err(no_lv2()),
-            Level::Lv3 | Level::Auto => {
-                warn_multi_gpu(&gpu, &*say);
-                Some(Lv3Request::required(r.mechanism, r.grace))
-            }
-        };
+        if lv3_request.is_some() {
+            warn_multi_gpu(&gpu, &*say);
+        }
         if hip_version >= (7, 0, 0) {
             // docs/kfd-facts.md#dynamic-queues: clr may move idle streams between pooled queues;
             // a CU-mask stream (the LP stream) is exempt, and its binding is checked anyway.
@@ -279,12 +277,7 @@ fn wall_clock_note(gpu: &GpuDevice) -> String {
 /// Lv3 on a process that sees several GPUs: the warning doctor gives.
 fn warn_multi_gpu(gpu: &GpuDevice, say: &dyn Reporter) {
     let count = gpu.hip().device_count().map_or(1, |n| n as usize);
-    let env = |k: &str| std::env::var(k).ok();
-    if let Some(n) = gpu::multi_gpu_note(
-        count,
-        env("ROCR_VISIBLE_DEVICES").as_deref(),
-        env("HIP_VISIBLE_DEVICES").as_deref(),
-    ) {
+    if let Some(n) = gpu::multi_gpu_note_here(count) {
         say.warn(&n);
     }
 }
